@@ -20,7 +20,7 @@ import sys
 import time
 
 from workers.bootstrap import spawn_worker
-from workers.channel import Channel
+from workers.shm.channel import Channel
 
 log = logging.getLogger("bench.channel_roundtrip")
 

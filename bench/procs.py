@@ -21,7 +21,7 @@ from collections.abc import Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
 
-from gateway import ready
+from gateway.app import wait_ready
 
 START_TIMEOUT_S = 120.0
 STOP_TIMEOUT_S = 30.0
@@ -132,7 +132,7 @@ def start_with_ready_fd(
         )
     os.close(write_fd)
     try:
-        info = ready.wait(read_fd, START_TIMEOUT_S)
+        info = wait_ready(read_fd, START_TIMEOUT_S)
     finally:
         os.close(read_fd)
     server = Server(name, process, log_path, 0)

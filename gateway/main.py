@@ -12,15 +12,15 @@ from collections.abc import Sequence
 
 import uvloop
 
-from gateway.errors import ServingError
-from gateway.flags import FlagError, check_built, parse_flags
-from gateway.model_config import (
+from gateway.app import Gateway
+from gateway.config.flags import FlagError, check_built, parse_flags
+from gateway.config.model_config import (
     ConfigError,
     load_model_server_config,
     model_server_config_from_flags,
     model_specs,
 )
-from gateway.server import Gateway
+from gateway.errors import ServingError
 
 log = logging.getLogger("tensorgate")
 

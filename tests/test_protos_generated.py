@@ -49,8 +49,8 @@ from gateway._pb.tensorflow_serving.config import (
     ssl_config_pb2,
 )
 from gateway._pb.tensorflow_serving.servables.tensorflow import session_bundle_config_pb2
+from tests.support.paths import REPO_ROOT
 
-REPO_ROOT = Path(__file__).resolve().parent.parent
 GEN_SCRIPT = REPO_ROOT / "scripts" / "gen_protos.py"
 PB_DIR = REPO_ROOT / "gateway" / "_pb"
 PROTO_ROOTS = ("tensorflow", "tensorflow_serving", "xla")

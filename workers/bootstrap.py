@@ -20,7 +20,7 @@ import subprocess
 import sys
 from collections.abc import Mapping, Sequence
 
-from workers.channel import Channel
+from workers.shm.channel import Channel
 
 log = logging.getLogger(__name__)
 

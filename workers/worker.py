@@ -16,9 +16,8 @@ from typing import Any, Protocol, TypeVar
 
 import numpy as np
 
-from workers import onnx_backend, tf_backend
-from workers.arena import align_up
-from workers.channel import Channel, ChannelFull, OutputArenaExhausted
+from workers.backends import onnx as onnx_backend
+from workers.backends import tensorflow as tf_backend
 from workers.messages import (
     STRING,
     TensorDesc,
@@ -28,6 +27,8 @@ from workers.messages import (
     tensor_nbytes,
     write_tensor,
 )
+from workers.shm.arena import align_up
+from workers.shm.channel import Channel, ChannelFull, OutputArenaExhausted
 
 log = logging.getLogger(__name__)
 
@@ -37,8 +38,8 @@ caps in-flight work below the ring size, so waiting at all means it is stuck).""
 
 
 class Model(Protocol):
-    """A loaded model as the loop sees it (one per backend: :mod:`workers.onnx_backend`,
-    :mod:`workers.tf_backend`).
+    """A loaded model as the loop sees it (one per backend: :mod:`workers.backends.onnx`,
+    :mod:`workers.backends.tensorflow`).
 
     ``signature`` is the ``load`` reply's ``"signature"``; ``text_strings`` says whether string
     inputs reach :meth:`run` decoded as UTF-8 ``str`` (ONNX Runtime) or as ``bytes``
@@ -63,7 +64,7 @@ class Model(Protocol):
 
 
 class _OnnxModel:
-    """An :class:`~workers.onnx_backend.OnnxModel` as a :class:`Model` (one signature)."""
+    """An :class:`~workers.backends.onnx.OnnxModel` as a :class:`Model` (one signature)."""
 
     text_strings = True
 

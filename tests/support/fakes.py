@@ -11,8 +11,8 @@ from typing import Any
 
 import numpy as np
 
-from gateway.dispatcher import Dispatcher, RunResult
 from gateway.errors import ServingError
+from gateway.parallel.dispatcher import Dispatcher, RunResult
 
 
 class FakeTimer:

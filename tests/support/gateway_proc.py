@@ -17,7 +17,7 @@ from collections.abc import Iterator, Sequence
 from dataclasses import dataclass
 from pathlib import Path
 
-from gateway import ready
+from gateway.app import wait_ready
 
 START_TIMEOUT_S = 120.0
 STOP_TIMEOUT_S = 60.0
@@ -73,7 +73,7 @@ def start_gateway(args: Sequence[str], log_dir: Path) -> GatewayProcess:
         )
     os.close(write_fd)
     try:
-        info = ready.wait(read_fd, START_TIMEOUT_S)
+        info = wait_ready(read_fd, START_TIMEOUT_S)
     finally:
         os.close(read_fd)
     if info is None:

@@ -23,8 +23,8 @@ import pytest
 from onnx import TensorProto, helper, numpy_helper
 
 from workers.bootstrap import spawn_worker
-from workers.channel import Channel
 from workers.messages import TensorDesc, dtype_name, read_tensor, tensor_nbytes, write_tensor
+from workers.shm.channel import Channel
 
 WAIT_S = 30.0
 """Upper bound of every wait on a worker (never reached when things work)."""
@@ -479,7 +479,7 @@ _PARENT = textwrap.dedent(
     """
     import select, sys
     from workers.bootstrap import spawn_worker
-    from workers.channel import Channel
+    from workers.shm.channel import Channel
 
     channel = Channel.create(index=0, input_bytes=4096, output_bytes=4096)
     worker = spawn_worker(channel, log_level="WARNING")
@@ -539,7 +539,7 @@ def test_worker_dies_with_its_parent() -> None:
 
 def test_worker_never_imports_grpc_or_protobuf(worker: Harness) -> None:
     code = (
-        "import sys, workers.__main__, workers.bootstrap, workers.worker, workers.onnx_backend\n"
+        "import sys, workers.__main__, workers.bootstrap, workers.worker, workers.backends.onnx\n"
         "bad = [m for m in sys.modules if m.split('.')[0] in ('grpc', 'gateway', 'tensorflow')\n"
         "       or m.startswith('google.protobuf') or m.startswith('google._upb')]\n"
         "sys.exit(f'imported: {bad}' if bad else 0)\n"

@@ -1,0 +1,250 @@
+"""The gateway's lifecycle, as explicit ordered steps.
+
+start: workers → models loaded → gRPC server bound (TCP and optional Unix socket) → health SERVING
+→ readiness reported. stop (SIGTERM/SIGINT only set a flag): health NOT_SERVING → gRPC stops
+accepting and drains in-flight RPCs for ``grace_s`` → polling stops → workers stop (SIGKILL after a
+timeout) → every channel and shared-memory region released.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import contextlib
+import json
+import logging
+import os
+import select
+import signal
+import time
+from collections.abc import Mapping, Sequence
+from typing import Any
+
+import grpc
+from grpc_health.v1 import health, health_pb2, health_pb2_grpc
+from grpc_reflection.v1alpha import reflection
+
+from gateway._pb.tensorflow_serving.apis import model_service_pb2, prediction_service_pb2
+from gateway.config.batching_options import BatchingOptions, load_options
+from gateway.config.model_config import ModelSpecConfig
+from gateway.config.settings import Settings, resolve_worker_threads
+from gateway.errors import Unavailable
+from gateway.parallel.pool import PoolOptions, WorkerPool
+from gateway.serving.core import BatchingPolicy, ServingCore
+from gateway.serving.models import ModelManager
+from gateway.tfserving.grpc import ModelService, PredictionService, add_services
+from gateway.tfserving.rest.examples import ClassifyRegressHandler
+from gateway.tfserving.rest.server import RestServer
+
+log = logging.getLogger(__name__)
+
+SERVICE_NAMES = (
+    prediction_service_pb2.DESCRIPTOR.services_by_name["PredictionService"].full_name,
+    model_service_pb2.DESCRIPTOR.services_by_name["ModelService"].full_name,
+    health_pb2.DESCRIPTOR.services_by_name["Health"].full_name,
+    reflection.SERVICE_NAME,
+)
+
+
+def grpc_options(settings: Settings) -> list[tuple[str, Any]]:
+    """Server channel options: message limits, no silent port sharing, user overrides last."""
+    return [
+        ("grpc.so_reuseport", 0),
+        ("grpc.max_receive_message_length", settings.max_message_bytes),
+        ("grpc.max_send_message_length", settings.max_message_bytes),
+        *settings.grpc_channel_options,
+    ]
+
+
+def batching_policy(
+    settings: Settings, specs: Sequence[ModelSpecConfig], workers: int
+) -> BatchingPolicy:
+    """Batching options from the flags (ConfigError for a bad parameters file)."""
+    if not settings.enable_batching:
+        return BatchingPolicy(BatchingOptions.unbatched(), workers)
+    options = BatchingOptions()
+    if settings.batching_parameters_file:
+        options = load_options(settings.batching_parameters_file)
+    return BatchingPolicy(
+        options,
+        workers,
+        per_model=settings.enable_per_model_batching_parameters,
+        base_paths={spec.name: spec.base_path for spec in specs},
+    )
+
+
+class Gateway:
+    """One gateway process: worker pool, model manager, core and the gRPC server."""
+
+    def __init__(self, settings: Settings, specs: Sequence[ModelSpecConfig]) -> None:
+        self.settings = settings
+        self.specs = list(specs)
+        workers, self.intra_op, self.inter_op = resolve_worker_threads(settings)
+        arena = settings.worker_arena_bytes
+        self.pool = WorkerPool(
+            PoolOptions(
+                workers=workers,
+                input_bytes=arena,
+                output_bytes=arena,
+                ping_interval_s=settings.worker_ping_interval_seconds,
+                ping_timeout_s=settings.worker_ping_timeout_seconds,
+            )
+        )
+        self.models = ModelManager(
+            self.pool,
+            self.specs,
+            intra_op=self.intra_op,
+            inter_op=self.inter_op,
+            saved_model_tags=sorted(settings.saved_model_tag_set),
+            on_change=self._models_changed,
+        )
+        self.pool.on_change = self._models_changed
+        self.core = ServingCore(
+            self.models, self.pool.dispatcher, batching_policy(settings, self.specs, workers)
+        )
+        self.models.before_load = self.core.batching.check_version
+        self.models.before_unload = lambda servable: self.core.drain(servable.key)
+        self.health = health.aio.HealthServicer()
+        self.server: grpc.aio.Server | None = None
+        self.rest: RestServer | None = None
+        self.grpc_port = 0
+        self.rest_port = 0
+        self._stop = asyncio.Event()
+        self._tasks: set[asyncio.Task[None]] = set()
+
+    async def serve(self) -> None:
+        """Run until SIGTERM/SIGINT (or :meth:`request_stop`), then shut down in order."""
+        loop = asyncio.get_running_loop()
+        for sig in (signal.SIGTERM, signal.SIGINT):
+            loop.add_signal_handler(sig, self.request_stop)
+        try:
+            await self.start()
+            await self._stop.wait()
+        finally:
+            await self.stop()
+
+    def request_stop(self) -> None:
+        self._stop.set()
+
+    async def start(self) -> None:
+        settings = self.settings
+        await self.pool.start()
+        await self.models.reconcile()
+        await self._update_health()
+        server = grpc.aio.server(options=grpc_options(settings))
+        self.server = server
+        add_services(
+            server,
+            PredictionService(
+                self.core,
+                max_elements=settings.max_tensor_elements,
+                as_tensor_content=settings.enable_serialization_as_tensor_content,
+                method_name_check=settings.enable_signature_method_name_check,
+            ),
+            ModelService(self.core),
+        )
+        health_pb2_grpc.add_HealthServicer_to_server(self.health, server)
+        reflection.enable_server_reflection(SERVICE_NAMES, server)
+        self.grpc_port = server.add_insecure_port(f"[::]:{settings.port}")
+        if settings.grpc_socket_path:
+            server.add_insecure_port(f"unix:{settings.grpc_socket_path}")
+        await server.start()
+        log.info("Running gRPC ModelServer at 0.0.0.0:%d ...", self.grpc_port)
+        if settings.rest_api_port:
+            self.rest = RestServer(
+                self.core,
+                timeout_ms=settings.rest_api_timeout_in_ms,
+                enable_cors=settings.rest_api_enable_cors_support,
+                max_body_bytes=settings.rest_api_max_body_bytes,
+                max_elements=settings.max_tensor_elements,
+                classify_regress=ClassifyRegressHandler(
+                    self.core, method_name_check=settings.enable_signature_method_name_check
+                ),
+            )
+            self.rest_port = await self.rest.start("", settings.rest_api_port)
+            log.info("Exporting HTTP/REST API at:localhost:%d ...", self.rest_port)
+        if settings.file_system_poll_wait_seconds > 0:
+            self._spawn(self._poll_models(settings.file_system_poll_wait_seconds))
+        self._report_ready()
+
+    async def stop(self) -> None:
+        """Stop accepting, drain, stop workers, release everything. Safe to call twice."""
+        await self.health.enter_graceful_shutdown()
+        grace = self.settings.shutdown_grace_seconds
+        servers: list[Any] = []
+        if self.server is not None:
+            servers.append(self.server.stop(grace))
+            self.server = None
+        if self.rest is not None:
+            servers.append(self.rest.stop(grace))
+            self.rest = None
+        await asyncio.gather(*servers)
+        self.core.fail_all(Unavailable("the server is shutting down"))
+        for task in list(self._tasks):
+            task.cancel()
+        for task in list(self._tasks):
+            with contextlib.suppress(asyncio.CancelledError):
+                await task
+        await self.pool.close()
+        if self.settings.grpc_socket_path:
+            with contextlib.suppress(FileNotFoundError):
+                os.unlink(self.settings.grpc_socket_path)
+        log.info("tensorgate stopped")
+
+    async def _poll_models(self, every_s: float) -> None:
+        while True:
+            await asyncio.sleep(every_s)
+            await self.models.reconcile()
+
+    def _models_changed(self) -> None:
+        self._spawn(self._update_health())
+
+    async def _update_health(self) -> None:
+        serving = health_pb2.HealthCheckResponse.SERVING
+        not_serving = health_pb2.HealthCheckResponse.NOT_SERVING
+        for name in self.models.model_names():
+            await self.health.set(name, serving if self.models.is_available(name) else not_serving)
+        await self.health.set("", serving if self.core.ready() else not_serving)
+
+    def _report_ready(self) -> None:
+        """Write one JSON line to ``--ready_fd`` (if given) and close it: for supervisors/tests."""
+        if self.settings.ready_fd >= 0:
+            info = {"pid": os.getpid(), "grpc_port": self.grpc_port, "rest_port": self.rest_port}
+            report_ready(self.settings.ready_fd, info)
+
+    def _spawn(self, coro: Any) -> None:
+        task = asyncio.get_running_loop().create_task(coro)
+        self._tasks.add(task)
+        task.add_done_callback(self._tasks.discard)
+
+
+def report_ready(fd: int, info: Mapping[str, Any]) -> None:
+    """The ``--ready_fd`` protocol, writer side: ``info`` as one JSON line to ``fd``, then close
+    it."""
+    with os.fdopen(fd, "w") as out:
+        out.write(json.dumps(dict(info)) + "\n")
+
+
+def wait_ready(fd: int, timeout_s: float) -> dict[str, Any] | None:
+    """The ``--ready_fd`` protocol, reader side (tests, bench, supervisors that must not poll logs):
+    the JSON object written to the pipe ``fd``, or None on EOF or after ``timeout_s`` in total.
+
+    ``fd`` is not closed.
+    """
+    data = b""
+    deadline = time.monotonic() + timeout_s
+    while b"\n" not in data:
+        left = deadline - time.monotonic()
+        if left <= 0:
+            return None
+        ready, _, _ = select.select([fd], [], [], left)
+        if not ready:
+            return None
+        chunk = os.read(fd, 4096)
+        if not chunk:
+            break
+        data += chunk
+    line = data.decode().strip()
+    if not line:
+        return None
+    info: dict[str, Any] = json.loads(line)
+    return info

@@ -1,0 +1,272 @@
+"""The gateway's end of each worker (id → future table) and least-loaded routing of runs.
+
+A :class:`WorkerLink` owns one worker's :class:`~workers.shm.channel.Channel`. Requests get an id
+and a future; the completion doorbell (watched with ``loop.add_reader``) drains replies in order,
+copies run outputs out of shared memory, releases the worker's output space, frees the input space
+and resolves the future — only ``if not fut.done()``. Every failure path resolves every future:
+:meth:`WorkerLink.fail_all` is called when the worker dies or is retired.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import itertools
+import logging
+from collections.abc import Callable, Mapping, Sequence
+from dataclasses import dataclass
+from typing import Any
+
+import numpy as np
+
+from gateway.errors import ResourceExhausted, ServingError, Unavailable, from_wire
+from workers.messages import TensorDesc, dtype_name, read_tensor, tensor_nbytes, write_tensor
+from workers.shm.channel import Channel, ChannelFull
+
+log = logging.getLogger(__name__)
+
+ALIGN = 64
+"""Byte alignment of each tensor inside a batch's input block."""
+
+
+@dataclass
+class RunResult:
+    """Outputs of one run, owned by the gateway (already copied out of shared memory)."""
+
+    outputs: dict[str, np.ndarray]
+    compute_us: float
+
+
+@dataclass
+class _Pending:
+    future: asyncio.Future[Any]
+    input_offset: int | None
+    is_run: bool
+
+
+class WorkerLink:
+    """One worker process's channel, its pending requests, and its load (runs in flight)."""
+
+    def __init__(self, index: int, channel: Channel, loop: asyncio.AbstractEventLoop) -> None:
+        self.index = index
+        self.channel = channel
+        self.pid: int | None = None
+        self.loaded: set[str] = set()
+        self.alive = False
+        self.runs_in_flight = 0
+        self.on_run_done: Callable[[], None] | None = None
+        """Called after each run completes or fails: capacity was freed."""
+        self._loop = loop
+        self._ids = itertools.count(1)
+        self._pending: dict[int, _Pending] = {}
+        self._closed = False
+        # The worker posts {"id": 0, "op": "ready"} once it accepts work.
+        self.ready: asyncio.Future[Any] = loop.create_future()
+        self._pending[0] = _Pending(self.ready, None, False)
+        loop.add_reader(channel.complete_fd, self._on_completions)
+
+    # -- requests ---------------------------------------------------------------------------
+    def request(self, desc: dict[str, Any]) -> asyncio.Future[Any]:
+        """Send a control descriptor (load, unload, ping, stop); the future gets the reply dict."""
+        return self._send(desc, input_offset=None, is_run=False)
+
+    def submit(
+        self,
+        key: str,
+        layout: Mapping[str, tuple[np.dtype[Any], tuple[int, ...]]],
+        fill: Fill,
+        outputs: Sequence[str] | None,
+        deadline: float | None,
+        signature: str = "",
+    ) -> asyncio.Future[RunResult]:
+        """Lay out a batch in this worker's input area, let ``fill`` write it, post the run.
+
+        Synchronous, so choosing a worker and claiming its slot happen in one step. ``layout``
+        gives each input's dtype and shape; ``fill(name, dest)`` writes input ``name`` into
+        ``dest`` — a numpy view on shared memory for numeric dtypes (the rows land there
+        directly: no intermediate concatenation), a temporary object array for strings.
+        Raises ResourceExhausted when the input area cannot hold the batch right now. The
+        future fails with Unavailable when the worker dies, or with the worker's error.
+        """
+        strings: dict[str, np.ndarray] = {}
+        sizes: dict[str, int] = {}
+        for name, (dtype, shape) in layout.items():
+            if dtype.kind == "O":
+                strings[name] = np.empty(shape, dtype=object)
+                fill(name, strings[name])
+                sizes[name] = tensor_nbytes(strings[name])
+            else:
+                sizes[name] = int(np.prod(shape, dtype=np.int64)) * dtype.itemsize
+        total = sum(_aligned(n) for n in sizes.values())
+        offset = self.channel.alloc_input(max(total, ALIGN))
+        if offset is None:
+            raise ResourceExhausted(
+                f"worker {self.index} shared-memory input area is full "
+                f"(batch needs {total} bytes); retry later"
+            )
+        descs: list[TensorDesc] = []
+        cursor = offset
+        try:
+            for name, (dtype, shape) in layout.items():
+                view = self.channel.input_view(cursor, sizes[name])
+                if name in strings:
+                    write_tensor(view, strings[name])
+                else:
+                    fill(name, np.ndarray(shape, dtype=dtype, buffer=view))
+                descs.append(
+                    {
+                        "name": name,
+                        "dtype": dtype_name(dtype),
+                        "shape": list(shape),
+                        "offset": cursor,
+                        "nbytes": sizes[name],
+                    }
+                )
+                cursor += _aligned(sizes[name])
+            desc = {
+                "op": "run",
+                "key": key,
+                "inputs": descs,
+                "outputs": None if outputs is None else list(outputs),
+                "deadline": deadline,
+                "signature": signature,
+            }
+            future: asyncio.Future[RunResult] = self._send(desc, input_offset=offset, is_run=True)
+        except BaseException:
+            self.channel.free_input(offset)
+            raise
+        return future
+
+    def _send(
+        self, desc: dict[str, Any], *, input_offset: int | None, is_run: bool
+    ) -> asyncio.Future[Any]:
+        if not self.alive and desc.get("op") != "load":
+            raise Unavailable(f"worker {self.index} is not available")
+        request_id = next(self._ids)
+        future: asyncio.Future[Any] = self._loop.create_future()
+        try:
+            self.channel.submit({**desc, "id": request_id})
+        except ChannelFull as exc:
+            raise ResourceExhausted(f"worker {self.index} request ring is full") from exc
+        self._pending[request_id] = _Pending(future, input_offset, is_run)
+        if is_run:
+            self.runs_in_flight += 1
+        return future
+
+    # -- completions ------------------------------------------------------------------------
+    def _on_completions(self) -> None:
+        if self._closed:
+            return
+        runs_done = 0
+        for reply in self.channel.completions():
+            pending = self._pending.pop(int(reply.get("id", -1)), None)
+            if pending is None:
+                log.warning("worker %d sent a reply for an unknown id: %r", self.index, reply)
+                continue
+            result: Any = reply
+            error: ServingError | None = None
+            if pending.is_run:
+                self.runs_in_flight -= 1
+                result, error = self._take_run_reply(reply)
+                runs_done += 1
+            elif not reply.get("ok", False):
+                error = from_wire(str(reply.get("code")), str(reply.get("message")))
+            if pending.input_offset is not None:
+                self.channel.free_input(pending.input_offset)
+            if pending.future.done():
+                continue
+            if error is not None:
+                pending.future.set_exception(error)
+            else:
+                pending.future.set_result(result)
+        # Capacity is announced once the replies' input space is free again.
+        if runs_done and self.on_run_done is not None:
+            self.on_run_done()
+
+    def _take_run_reply(
+        self, reply: dict[str, Any]
+    ) -> tuple[RunResult | None, ServingError | None]:
+        """Copy outputs out of shared memory and release the worker's output space, in order."""
+        try:
+            if not reply.get("ok", False):
+                return None, from_wire(str(reply.get("code")), str(reply.get("message")))
+            outputs: dict[str, np.ndarray] = {}
+            for t in reply["outputs"]:
+                view = self.channel.output_view(int(t["offset"]), int(t["nbytes"]))
+                array = read_tensor(view, str(t["dtype"]), tuple(t["shape"]))
+                outputs[str(t["name"])] = array.copy()
+            return RunResult(outputs, float(reply.get("compute_us", 0.0))), None
+        finally:
+            if "out_end" in reply:
+                self.channel.release_outputs(reply)
+
+    def fail_all(self, error: ServingError) -> None:
+        """Resolve every pending future with ``error`` (worker died or is being retired)."""
+        pending, self._pending = self._pending, {}
+        self.runs_in_flight = 0
+        for item in pending.values():
+            if not item.future.done():
+                item.future.set_exception(error)
+                # Nobody may await a control future (e.g. a ping); mark it retrieved.
+                item.future.exception()
+
+    def close(self, error: ServingError) -> None:
+        """Stop watching the channel, fail what is pending, release the channel. Idempotent."""
+        if self._closed:
+            return
+        self._closed = True
+        self.alive = False
+        self._loop.remove_reader(self.channel.complete_fd)
+        self.fail_all(error)
+        self.channel.close()
+
+
+class Dispatcher:
+    """Chooses the least-loaded live worker hosting a servable, with a per-worker cap.
+
+    At most ``max_in_flight`` runs are outstanding per worker (one computing, the rest queued in its
+    ring, so the worker never idles between runs). Queuing beyond that is the batch schedulers' job:
+    :meth:`pick` answers None when every worker is at the cap, and a scheduler registers with
+    :meth:`on_capacity` to be called back (once, in registration order) when a slot frees.
+    """
+
+    def __init__(self, *, max_in_flight: int = 2) -> None:
+        if max_in_flight < 1:
+            raise ValueError(f"max_in_flight must be >= 1, got {max_in_flight}")
+        self.links: list[WorkerLink] = []
+        self.max_in_flight = max_in_flight
+        self._listeners: dict[Callable[[], None], None] = {}
+
+    def add_link(self, link: WorkerLink) -> None:
+        """Route to ``link`` (replacing a retired link of the same index)."""
+        self.links = [x for x in self.links if x.index != link.index] + [link]
+        self.links.sort(key=lambda x: x.index)
+        link.on_run_done = self.wake
+
+    def pick(self, key: str) -> WorkerLink | None:
+        """The least-loaded live worker hosting ``key`` with a free slot, or None if all are busy.
+
+        Raises Unavailable when no live worker hosts ``key`` at all.
+        """
+        candidates = [link for link in self.links if link.alive and key in link.loaded]
+        if not candidates:
+            raise Unavailable(f"no worker is serving {key} right now; retry later")
+        best = min(candidates, key=lambda link: link.runs_in_flight)
+        return best if best.runs_in_flight < self.max_in_flight else None
+
+    def on_capacity(self, listener: Callable[[], None]) -> None:
+        """Call ``listener`` once, the next time a slot may have freed (idempotent per listener)."""
+        self._listeners[listener] = None
+
+    def wake(self) -> None:
+        """A run finished or a worker came up: call every registered listener once, in order."""
+        listeners, self._listeners = self._listeners, {}
+        for listener in listeners:
+            listener()
+
+
+Fill = Callable[[str, np.ndarray], None]
+"""Writes input ``name`` into the destination array it is given."""
+
+
+def _aligned(nbytes: int) -> int:
+    return (nbytes + ALIGN - 1) // ALIGN * ALIGN

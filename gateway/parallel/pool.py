@@ -1,0 +1,281 @@
+"""Worker process lifecycle: spawn, load models, watch for death and hangs, respawn, stop.
+
+Each worker is a fresh interpreter (``python -m workers``, never a fork of the gateway) attached to
+its own :class:`~workers.shm.channel.Channel`. Death is noticed through a pidfd watched by the loop;
+a hang through a ping that is not answered within ``ping_timeout_s``. Either way the worker's
+pending requests fail with UNAVAILABLE and a new worker is started and given the same model
+versions.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import contextlib
+import logging
+import os
+import signal
+import subprocess
+from collections.abc import Callable
+from dataclasses import dataclass
+from typing import Any
+
+from gateway.errors import ServingError, Unavailable
+from gateway.parallel.dispatcher import Dispatcher, WorkerLink
+from workers.bootstrap import spawn_worker
+from workers.shm.channel import Channel
+
+log = logging.getLogger(__name__)
+
+
+@dataclass(frozen=True)
+class PoolOptions:
+    """How many workers, how much shared memory each, and how hangs are detected.
+
+    ``input_bytes`` / ``output_bytes``: size of each worker's input and output areas (bytes).
+    ``ping_interval_s``: seconds between liveness pings. ``ping_timeout_s``: seconds a worker may
+    take to answer one before it is killed and replaced. ``start_timeout_s``: seconds a new worker
+    may take to report ready. ``stop_timeout_s``: seconds to wait for a clean exit before SIGKILL.
+    """
+
+    workers: int
+    input_bytes: int
+    output_bytes: int
+    ping_interval_s: float = 5.0
+    ping_timeout_s: float = 30.0
+    start_timeout_s: float = 60.0
+    stop_timeout_s: float = 5.0
+
+
+@dataclass(frozen=True)
+class LoadSpec:
+    """What a worker needs to load one servable (replayed on respawn)."""
+
+    key: str
+    path: str
+    platform: str
+    intra_op: int
+    inter_op: int
+    tags: tuple[str, ...] = ("serve",)
+    """SavedModel MetaGraph tags (``--saved_model_tags``); ONNX ignores them."""
+
+    def descriptor(self) -> dict[str, Any]:
+        return {
+            "op": "load",
+            "key": self.key,
+            "path": self.path,
+            "platform": self.platform,
+            "intra_op": self.intra_op,
+            "inter_op": self.inter_op,
+            "tags": list(self.tags),
+        }
+
+
+class _Worker:
+    """A live process and its link; ``exited`` resolves when the process is gone."""
+
+    def __init__(self, link: WorkerLink, process: subprocess.Popen[bytes], pidfd: int) -> None:
+        self.link = link
+        self.process = process
+        self.pidfd = pidfd
+        self.exited: asyncio.Future[None] = asyncio.get_running_loop().create_future()
+
+
+class WorkerPool:
+    """Owns the worker processes; the :class:`Dispatcher` routes runs over their links."""
+
+    def __init__(self, options: PoolOptions) -> None:
+        self.options = options
+        self.dispatcher = Dispatcher()
+        self.restarts = 0
+        self.on_change: Callable[[], None] | None = None
+        """Called (on the loop) whenever a worker becomes ready or dies."""
+        self._loads: dict[str, LoadSpec] = {}
+        self._workers: list[_Worker | None] = [None] * options.workers
+        self._tasks: set[asyncio.Task[None]] = set()
+        self._closing = False
+        self._changed = asyncio.Condition()
+
+    # -- start / stop -------------------------------------------------------------------------
+    async def start(self) -> None:
+        """Start every worker and wait until each reports ready."""
+        await asyncio.gather(*(self._start_worker(i) for i in range(self.options.workers)))
+        self._spawn_task(self._ping_loop())
+
+    async def close(self) -> None:
+        """Stop workers: ask politely, wait ``stop_timeout_s``, then SIGKILL; release everything."""
+        self._closing = True
+        for task in list(self._tasks):
+            task.cancel()
+        for task in list(self._tasks):
+            with contextlib.suppress(asyncio.CancelledError):
+                await task
+        workers = [w for w in self._workers if w is not None]
+        for w in workers:
+            if w.link.alive:
+                with contextlib.suppress(ServingError):
+                    w.link.request({"op": "stop"}).add_done_callback(_ignore)
+            else:
+                _kill(w.process)
+        for w in workers:
+            try:
+                await asyncio.wait_for(asyncio.shield(w.exited), self.options.stop_timeout_s)
+            except TimeoutError:
+                log.warning(
+                    "worker %d (pid %d) did not stop; killing it", w.link.index, w.process.pid
+                )
+                _kill(w.process)
+                await w.exited
+        self._workers = [None] * self.options.workers
+
+    # -- models ---------------------------------------------------------------------------------
+    async def load(self, spec: LoadSpec) -> dict[str, Any]:
+        """Load a servable on every worker; returns the signature reported by the first one.
+
+        The spec is remembered and replayed on workers that are respawned later.
+        """
+        self._loads[spec.key] = spec
+        links = [w.link for w in self._workers if w is not None and w.link.alive]
+        if not links:
+            raise Unavailable("no worker is running")
+        try:
+            replies = await asyncio.gather(*(self._load_on(link, spec) for link in links))
+        except BaseException:
+            self._loads.pop(spec.key, None)
+            await self.unload(spec.key)
+            raise
+        signature: dict[str, Any] = replies[0]["signature"]
+        return signature
+
+    async def unload(self, key: str) -> None:
+        """Unload a servable from every worker (errors from dead workers are ignored)."""
+        self._loads.pop(key, None)
+        for w in self._workers:
+            if w is None or key not in w.link.loaded:
+                continue
+            w.link.loaded.discard(key)
+            with contextlib.suppress(ServingError):
+                await w.link.request({"op": "unload", "key": key})
+
+    async def _load_on(self, link: WorkerLink, spec: LoadSpec) -> dict[str, Any]:
+        reply: dict[str, Any] = await link.request(spec.descriptor())
+        link.loaded.add(spec.key)
+        return reply
+
+    # -- process lifecycle ------------------------------------------------------------------------
+    async def _start_worker(self, index: int) -> None:
+        loop = asyncio.get_running_loop()
+        channel = Channel.create(
+            index=index,
+            input_bytes=self.options.input_bytes,
+            output_bytes=self.options.output_bytes,
+        )
+        link = WorkerLink(index, channel, loop)
+        try:
+            process = spawn_worker(channel)
+        except BaseException:
+            link.close(Unavailable("worker failed to start"))
+            raise
+        pidfd = os.pidfd_open(process.pid)
+        worker = _Worker(link, process, pidfd)
+        link.pid = process.pid
+        loop.add_reader(pidfd, self._on_exit, worker)
+        self._workers[index] = worker
+        self.dispatcher.add_link(link)
+        try:
+            await asyncio.wait_for(asyncio.shield(link.ready), self.options.start_timeout_s)
+            link.alive = True
+            for spec in list(self._loads.values()):
+                await self._load_on(link, spec)
+        except TimeoutError:
+            _kill(process)
+            raise Unavailable(f"worker {index} did not become ready in time") from None
+        except BaseException:
+            _kill(process)
+            raise
+        log.info("worker %d ready (pid %d)", index, process.pid)
+        self.dispatcher.wake()
+        await self._notify()
+
+    def _on_exit(self, worker: _Worker) -> None:
+        loop = asyncio.get_running_loop()
+        loop.remove_reader(worker.pidfd)
+        os.close(worker.pidfd)
+        code = worker.process.wait()
+        worker.link.close(Unavailable(f"worker {worker.link.index} exited (code {code})"))
+        if not worker.exited.done():
+            worker.exited.set_result(None)
+        if self._closing:
+            return
+        log.warning(
+            "worker %d (pid %d) exited with %s; restarting",
+            worker.link.index,
+            worker.process.pid,
+            code,
+        )
+        self.restarts += 1
+        self._spawn_task(self._notify())
+        self._spawn_task(self._restart(worker.link.index))
+
+    async def wait_all_alive(self) -> None:
+        """Return once every worker slot holds a live worker with all models loaded."""
+        async with self._changed:
+            await self._changed.wait_for(self.all_alive)
+
+    def all_alive(self) -> bool:
+        return all(w is not None and w.link.alive for w in self._workers)
+
+    def hosts(self, key: str) -> bool:
+        """True when at least one live worker has ``key`` loaded."""
+        return any(link.alive and key in link.loaded for link in self.dispatcher.links)
+
+    async def _notify(self) -> None:
+        if self.on_change is not None:
+            self.on_change()
+        async with self._changed:
+            self._changed.notify_all()
+
+    async def _restart(self, index: int) -> None:
+        try:
+            await self._start_worker(index)
+        except ServingError as exc:
+            log.error("worker %d failed to restart: %s", index, exc.message)
+
+    async def _ping_loop(self) -> None:
+        while True:
+            await asyncio.sleep(self.options.ping_interval_s)
+            for w in list(self._workers):
+                if w is not None and w.link.alive:
+                    self._spawn_task(self._ping(w))
+
+    async def _ping(self, worker: _Worker) -> None:
+        try:
+            await asyncio.wait_for(worker.link.request({"op": "ping"}), self.options.ping_timeout_s)
+        except TimeoutError:
+            log.error(
+                "worker %d (pid %d) did not answer a ping in %.1f s; killing it",
+                worker.link.index,
+                worker.process.pid,
+                self.options.ping_timeout_s,
+            )
+            _kill(worker.process)
+        except ServingError:
+            pass  # it died; _on_exit handles that
+
+    def _spawn_task(self, coro: Any) -> None:
+        task = asyncio.get_running_loop().create_task(coro)
+        self._tasks.add(task)
+        task.add_done_callback(self._tasks.discard)
+
+    def pids(self) -> list[int]:
+        """PIDs of the current worker processes (for tests and diagnostics)."""
+        return [w.process.pid for w in self._workers if w is not None]
+
+
+def _kill(process: subprocess.Popen[bytes]) -> None:
+    with contextlib.suppress(ProcessLookupError):
+        os.kill(process.pid, signal.SIGKILL)
+
+
+def _ignore(future: asyncio.Future[Any]) -> None:
+    if not future.cancelled():
+        future.exception()

@@ -1,0 +1,141 @@
+"""Serving API messages ⇄ core types (ModelSpec, SignatureDef, ModelVersionStatus, Predict).
+
+Tensors themselves go through :mod:`gateway.tfserving.codec.tensor`; this module owns the message
+envelopes.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping
+
+import numpy as np
+
+from gateway._pb.tensorflow.core.framework import tensor_shape_pb2
+from gateway._pb.tensorflow.core.protobuf import meta_graph_pb2
+from gateway._pb.tensorflow_serving.apis import (
+    get_model_metadata_pb2,
+    get_model_status_pb2,
+    model_pb2,
+    predict_pb2,
+)
+from gateway._pb.xla.tsl.protobuf import error_codes_pb2
+from gateway.errors import InvalidArgument
+from gateway.serving.core import ModelRef, PredictResult
+from gateway.serving.models import VersionStatus
+from gateway.serving.signature import Signature, TensorSpec
+from gateway.tfserving.codec import tensor as tensor_codec
+
+SIGNATURE_DEF_FIELD = "signature_def"
+
+
+def model_ref(spec: model_pb2.ModelSpec) -> ModelRef:
+    """ModelSpec → ModelRef (``version`` and ``version_label`` are a oneof upstream)."""
+    if not spec.name:
+        raise InvalidArgument("Missing ModelSpec")
+    choice = spec.WhichOneof("version_choice")
+    if choice == "version":
+        return ModelRef(spec.name, version=spec.version.value)
+    if choice == "version_label":
+        return ModelRef(spec.name, label=spec.version_label)
+    return ModelRef(spec.name)
+
+
+def predict_inputs(
+    request: predict_pb2.PredictRequest, *, max_elements: int
+) -> dict[str, np.ndarray]:
+    """Decode every input tensor of a PredictRequest (InvalidArgument names the bad input)."""
+    inputs: dict[str, np.ndarray] = {}
+    for name, proto in request.inputs.items():
+        try:
+            inputs[name] = tensor_codec.to_ndarray(proto, max_elements=max_elements)
+        except InvalidArgument as exc:
+            raise InvalidArgument(f"input '{name}': {exc.message}") from None
+    return inputs
+
+
+def predict_response(
+    result: PredictResult, *, as_tensor_content: bool
+) -> predict_pb2.PredictResponse:
+    response = predict_pb2.PredictResponse()
+    fill_model_spec(response.model_spec, result.model, result.version, result.signature_name)
+    for name, array in result.outputs.items():
+        response.outputs[name].CopyFrom(
+            tensor_codec.from_ndarray(array, as_tensor_content=as_tensor_content)
+        )
+    return response
+
+
+def fill_model_spec(
+    spec: model_pb2.ModelSpec, name: str, version: int, signature_name: str = ""
+) -> None:
+    spec.name = name
+    spec.version.value = version
+    if signature_name:
+        spec.signature_name = signature_name
+
+
+def metadata_response(
+    model: str, version: int, signatures: Mapping[str, Signature]
+) -> get_model_metadata_pb2.GetModelMetadataResponse:
+    """GetModelMetadataResponse with ``metadata["signature_def"]`` = packed SignatureDefMap."""
+    response = get_model_metadata_pb2.GetModelMetadataResponse()
+    fill_model_spec(response.model_spec, model, version)
+    signature_map = get_model_metadata_pb2.SignatureDefMap()
+    for name, signature in signatures.items():
+        signature_map.signature_def[name].CopyFrom(signature_def(signature))
+    response.metadata[SIGNATURE_DEF_FIELD].Pack(signature_map)
+    return response
+
+
+def check_metadata_fields(request: get_model_metadata_pb2.GetModelMetadataRequest) -> None:
+    """TF Serving accepts exactly the ``signature_def`` metadata field."""
+    if not request.metadata_field:
+        raise InvalidArgument("GetModelMetadataRequest must specify at least one metadata_field")
+    for field_name in request.metadata_field:
+        if field_name != SIGNATURE_DEF_FIELD:
+            raise InvalidArgument(f"Metadata field {field_name} is not supported")
+
+
+def signature_def(signature: Signature) -> meta_graph_pb2.SignatureDef:
+    """The SignatureDef as the model declares it: its ``definition`` when the worker sent one,
+    else built from the signature's tensors (graph tensor names, dtypes, shapes)."""
+    if signature.definition:
+        return meta_graph_pb2.SignatureDef.FromString(signature.definition)
+    result = meta_graph_pb2.SignatureDef(method_name=signature.method_name)
+    for spec in signature.inputs:
+        result.inputs[spec.name].CopyFrom(tensor_info(spec))
+    for spec in signature.outputs:
+        result.outputs[spec.name].CopyFrom(tensor_info(spec))
+    return result
+
+
+def tensor_info(spec: TensorSpec) -> meta_graph_pb2.TensorInfo:
+    info = meta_graph_pb2.TensorInfo(
+        name=spec.tensor_name or spec.name, dtype=tensor_codec.data_type(spec.dtype)
+    )
+    info.tensor_shape.CopyFrom(tensor_shape(spec.shape))
+    return info
+
+
+def tensor_shape(shape: tuple[int, ...] | None) -> tensor_shape_pb2.TensorShapeProto:
+    proto = tensor_shape_pb2.TensorShapeProto()
+    if shape is None:
+        proto.unknown_rank = True
+    else:
+        for size in shape:
+            proto.dim.add(size=size)
+    return proto
+
+
+def status_response(
+    model: str, statuses: list[VersionStatus]
+) -> get_model_status_pb2.GetModelStatusResponse:
+    response = get_model_status_pb2.GetModelStatusResponse()
+    for status in statuses:
+        entry = response.model_version_status.add(version=status.version)
+        entry.status.SetInParent()  # TF Serving always sets it (error_code OK when healthy)
+        entry.state = get_model_status_pb2.ModelVersionStatus.State.Value(status.state.name)
+        if status.error is not None:
+            entry.status.error_code = error_codes_pb2.Code.Value(status.error.code.name)
+            entry.status.error_message = status.error.message
+    return response

@@ -1,0 +1,170 @@
+"""gRPC adapters: PredictionService and ModelService on grpc.aio, a few lines per method.
+
+Each method converts the request (:mod:`gateway.tfserving.codec.messages`), awaits the core and
+converts back.
+A :class:`~gateway.errors.ServingError` becomes its gRPC status; anything else is INTERNAL.
+Methods not built yet answer UNIMPLEMENTED.
+"""
+
+from __future__ import annotations
+
+import functools
+import logging
+import time
+from collections.abc import Awaitable, Callable
+from typing import Any, TypeVar
+
+import grpc
+
+from gateway._pb.tensorflow_serving.apis import (
+    classification_pb2,
+    get_model_metadata_pb2,
+    get_model_status_pb2,
+    inference_pb2,
+    model_service_pb2_grpc,
+    predict_pb2,
+    prediction_service_pb2_grpc,
+    regression_pb2,
+)
+from gateway.errors import Internal, ServingError, Unimplemented, grpc_status
+from gateway.serving.core import ServingCore
+from gateway.tfserving.codec import inference_messages, messages
+from gateway.tfserving.inference import InferenceService
+
+log = logging.getLogger(__name__)
+
+Req = TypeVar("Req")
+Resp = TypeVar("Resp")
+Handler = Callable[[Any, Req, grpc.aio.ServicerContext], Awaitable[Resp]]
+
+
+def _rpc(method: Handler[Req, Resp]) -> Handler[Req, Resp]:
+    """Map ServingError (and unexpected exceptions) to a gRPC status on the context."""
+
+    @functools.wraps(method)
+    async def wrapper(self: Any, request: Req, context: grpc.aio.ServicerContext) -> Resp:
+        try:
+            return await method(self, request, context)
+        except ServingError as exc:
+            await context.abort(grpc_status(exc.code), exc.message)
+        except Exception as exc:
+            log.exception("%s failed", method.__name__)
+            error = Internal(f"{type(exc).__name__}: {exc}")
+            await context.abort(grpc_status(error.code), error.message)
+        raise AssertionError("unreachable: context.abort raises")
+
+    return wrapper
+
+
+def deadline_of(context: grpc.aio.ServicerContext) -> float | None:
+    """The call's deadline as a ``time.monotonic()`` timestamp (None when the client set none)."""
+    remaining = context.time_remaining()
+    return None if remaining is None else time.monotonic() + remaining
+
+
+class PredictionService(prediction_service_pb2_grpc.PredictionServiceServicer):
+    """tensorflow.serving.PredictionService."""
+
+    def __init__(
+        self,
+        core: ServingCore,
+        *,
+        max_elements: int,
+        as_tensor_content: bool,
+        method_name_check: bool = False,
+    ) -> None:
+        self._core = core
+        self._max_elements = max_elements
+        self._as_tensor_content = as_tensor_content
+        self._inference = InferenceService(core, method_name_check=method_name_check)
+
+    @_rpc
+    async def Predict(
+        self, request: predict_pb2.PredictRequest, context: grpc.aio.ServicerContext
+    ) -> predict_pb2.PredictResponse:
+        ref = messages.model_ref(request.model_spec)
+        # Resolve first: an unknown model is NOT_FOUND even when the tensors are also bad.
+        self._core.signature(ref, request.model_spec.signature_name)
+        inputs = messages.predict_inputs(request, max_elements=self._max_elements)
+        result = await self._core.predict(
+            ref,
+            request.model_spec.signature_name,
+            inputs,
+            list(request.output_filter),
+            deadline_of(context),
+        )
+        return messages.predict_response(result, as_tensor_content=self._as_tensor_content)
+
+    @_rpc
+    async def GetModelMetadata(
+        self,
+        request: get_model_metadata_pb2.GetModelMetadataRequest,
+        context: grpc.aio.ServicerContext,
+    ) -> get_model_metadata_pb2.GetModelMetadataResponse:
+        ref = messages.model_ref(request.model_spec)
+        messages.check_metadata_fields(request)
+        servable, signatures = self._core.metadata(ref)
+        return messages.metadata_response(servable.model, servable.version, signatures)
+
+    @_rpc
+    async def Classify(
+        self,
+        request: classification_pb2.ClassificationRequest,
+        context: grpc.aio.ServicerContext,
+    ) -> classification_pb2.ClassificationResponse:
+        ref = messages.model_ref(request.model_spec)
+        examples = inference_messages.examples(request.input)
+        signature_name = request.model_spec.signature_name
+        result = await self._inference.classify(ref, signature_name, examples, deadline_of(context))
+        return inference_messages.classification_response(result)
+
+    @_rpc
+    async def Regress(
+        self, request: regression_pb2.RegressionRequest, context: grpc.aio.ServicerContext
+    ) -> regression_pb2.RegressionResponse:
+        ref = messages.model_ref(request.model_spec)
+        examples = inference_messages.examples(request.input)
+        signature_name = request.model_spec.signature_name
+        result = await self._inference.regress(ref, signature_name, examples, deadline_of(context))
+        return inference_messages.regression_response(result)
+
+    @_rpc
+    async def MultiInference(
+        self,
+        request: inference_pb2.MultiInferenceRequest,
+        context: grpc.aio.ServicerContext,
+    ) -> inference_pb2.MultiInferenceResponse:
+        tasks = inference_messages.tasks(request)
+        examples = inference_messages.examples(request.input)
+        results = await self._inference.multi_inference(tasks, examples, deadline_of(context))
+        return inference_messages.multi_inference_response(results)
+
+
+class ModelService(model_service_pb2_grpc.ModelServiceServicer):
+    """tensorflow.serving.ModelService."""
+
+    def __init__(self, core: ServingCore) -> None:
+        self._core = core
+
+    @_rpc
+    async def GetModelStatus(
+        self,
+        request: get_model_status_pb2.GetModelStatusRequest,
+        context: grpc.aio.ServicerContext,
+    ) -> get_model_status_pb2.GetModelStatusResponse:
+        ref = messages.model_ref(request.model_spec)
+        statuses = self._core.status(ref.name, ref.version, ref.label)
+        return messages.status_response(ref.name, statuses)
+
+    @_rpc
+    async def HandleReloadConfigRequest(
+        self, request: Any, context: grpc.aio.ServicerContext
+    ) -> Any:
+        raise Unimplemented("HandleReloadConfigRequest is not implemented yet by tensorgate")
+
+
+def add_services(
+    server: grpc.aio.Server, prediction: PredictionService, model: ModelService
+) -> None:
+    prediction_service_pb2_grpc.add_PredictionServiceServicer_to_server(prediction, server)
+    model_service_pb2_grpc.add_ModelServiceServicer_to_server(model, server)

@@ -1,0 +1,494 @@
+"""Command line → Settings: flag syntax, defaults, refusals, worker and thread derivation."""
+
+from __future__ import annotations
+
+import dataclasses
+import io
+import logging
+import os
+import tempfile
+from collections.abc import Iterator
+from pathlib import Path
+from typing import Any
+
+import pytest
+from hypothesis import given
+from hypothesis import strategies as st
+
+from gateway.config.flags import (
+    FLAGS,
+    FlagError,
+    check_built,
+    flag_default,
+    parse_flags,
+    usage,
+    version_text,
+)
+from gateway.config.settings import (
+    Settings,
+    SettingsError,
+    available_cpus,
+    parse_grpc_channel_arguments,
+    resolve_worker_threads,
+)
+
+BASE = ["--model_base_path=/models/m"]
+
+# Every flag of upstream tensorflow_serving/model_servers/main.cc with its default there
+# (None: N x NumSchedulableCPUs(), machine-dependent).
+UPSTREAM_DEFAULTS: dict[str, object] = {
+    "port": 8500,
+    "grpc_socket_path": "",
+    "rest_api_port": 0,
+    "rest_api_num_threads": None,
+    "rest_api_timeout_in_ms": 30000,
+    "rest_api_enable_cors_support": False,
+    "enable_batching": False,
+    "allow_version_labels_for_unavailable_models": False,
+    "batching_parameters_file": "",
+    "enable_per_model_batching_parameters": False,
+    "model_config_file": "",
+    "model_config_file_poll_wait_seconds": 0,
+    "model_name": "default",
+    "model_base_path": "",
+    "num_load_threads": 0,
+    "num_unload_threads": 0,
+    "max_num_load_retries": 5,
+    "load_retry_interval_micros": 60_000_000,
+    "file_system_poll_wait_seconds": 1,
+    "flush_filesystem_caches": True,
+    "tensorflow_session_parallelism": 0,
+    "tensorflow_session_config_file": "",
+    "tensorflow_intra_op_parallelism": 0,
+    "tensorflow_inter_op_parallelism": 0,
+    "use_alts_credentials": False,
+    "ssl_config_file": "",
+    "platform_config_file": "",
+    "per_process_gpu_memory_fraction": 0.0,
+    "saved_model_tags": "serve",
+    "grpc_channel_arguments": "",
+    "grpc_max_threads": None,
+    "enable_model_warmup": True,
+    "num_request_iterations_for_warmup": 0,
+    "version": False,
+    "monitoring_config_file": "",
+    "remove_unused_fields_from_bundle_metagraph": True,
+    "prefer_tflite_model": False,
+    "num_tflite_pools": None,
+    "num_tflite_interpreters_per_pool": 1,
+    "enable_signature_method_name_check": False,
+    "xla_cpu_compilation_enabled": False,
+    "xla_gpu_compilation_enabled": False,
+    "enable_profiler": True,
+    "thread_pool_factory_config_file": "",
+    "mixed_precision": "",
+    "skip_initialize_tpu": False,
+    "enable_grpc_healthcheck_service": False,
+    "enable_serialization_as_tensor_content": False,
+}
+TENSORGATE_FLAGS = {
+    "workers",
+    "max_message_bytes",
+    "rest_api_max_body_bytes",
+    "worker_arena_mb",
+    "worker_ping_interval_seconds",
+    "worker_ping_timeout_seconds",
+    "max_tensor_elements",
+    "shutdown_grace_seconds",
+    "ready_fd",
+}
+
+
+@pytest.fixture
+def workdir() -> Iterator[Path]:
+    with tempfile.TemporaryDirectory() as path:
+        yield Path(path)
+
+
+def test_every_upstream_flag_is_recognised_and_nothing_else() -> None:
+    assert set(FLAGS) == set(UPSTREAM_DEFAULTS) | TENSORGATE_FLAGS
+
+
+def test_defaults_match_tf_serving() -> None:
+    for name, upstream in UPSTREAM_DEFAULTS.items():
+        if upstream is not None:
+            assert flag_default(FLAGS[name]) == upstream, name
+    cpus = available_cpus()
+    assert flag_default(FLAGS["grpc_max_threads"]) == 4 * cpus
+    assert flag_default(FLAGS["rest_api_num_threads"]) == 4 * cpus
+    assert flag_default(FLAGS["num_tflite_pools"]) == cpus
+
+
+def test_settings_fields_are_exactly_the_implemented_flags_and_documented() -> None:
+    implemented = {name for name, spec in FLAGS.items() if spec.status == "implemented"}
+    fields = dataclasses.fields(Settings)
+    assert {f.name for f in fields} == implemented
+    for f in fields:
+        assert len(f.metadata["doc"]) > 30, f.name
+
+
+def test_defaults_from_an_empty_command_line() -> None:
+    settings = parse_flags(BASE)
+    assert settings == Settings(model_base_path="/models/m")
+    assert settings.port == 8500
+    assert settings.rest_api_port == 0
+    assert settings.rest_api_timeout_in_ms == 30000
+    assert settings.model_name == "default"
+    assert settings.file_system_poll_wait_seconds == 1
+    assert settings.saved_model_tag_set == frozenset({"serve"})
+    assert settings.enable_model_warmup is True
+    assert settings.enable_batching is False
+    assert settings.max_message_bytes == 64 * 1024 * 1024
+    assert settings.worker_arena_bytes == 64 * 1024 * 1024
+    assert settings.max_tensor_elements == 2**24
+    assert settings.worker_ping_timeout_seconds == 30.0
+    assert settings.worker_ping_interval_seconds == 5.0
+    assert settings.grpc_max_threads == 4 * available_cpus()
+
+
+def test_settings_are_frozen() -> None:
+    settings = parse_flags(BASE)
+    with pytest.raises(dataclasses.FrozenInstanceError):
+        settings.port = 1  # type: ignore[misc]
+
+
+@pytest.mark.parametrize(
+    "argv",
+    [
+        ["--port=9000", "--rest_api_port=9001"],
+        ["--port", "9000", "--rest_api_port", "9001"],
+        ["--port=1", "--port=9000", "--rest_api_port= 9001"],
+        ["--port=+9000", "--rest_api_port=9001"],
+    ],
+)
+def test_value_syntaxes(argv: list[str]) -> None:
+    settings = parse_flags([*BASE, *argv])
+    assert (settings.port, settings.rest_api_port) == (9000, 9001)
+
+
+@pytest.mark.parametrize(
+    ("arg", "expected"),
+    [
+        ("--enable_batching", True),
+        ("--enable_batching=true", True),
+        ("--enable_batching=TRUE", True),
+        ("--enable_batching=1", True),
+        ("--enable_batching=false", False),
+        ("--enable_batching=False", False),
+        ("--enable_batching=0", False),
+    ],
+)
+def test_bool_syntaxes(arg: str, expected: bool) -> None:
+    assert parse_flags([*BASE, arg]).enable_batching is expected
+
+
+def test_string_values_keep_equals_signs_and_may_be_empty() -> None:
+    settings = parse_flags([*BASE, "--grpc_channel_arguments=a=b=c", "--model_name=m"])
+    assert settings.grpc_channel_arguments == "a=b=c"
+    assert settings.grpc_channel_options == (("a", "b=c"),)
+    assert parse_flags([*BASE, "--grpc_socket_path="]).grpc_socket_path == ""
+
+
+def test_floats_and_negative_values_in_separate_form() -> None:
+    settings = parse_flags([*BASE, "--worker_ping_timeout_seconds", "2.5"])
+    assert settings.worker_ping_timeout_seconds == 2.5
+    with pytest.raises(FlagError, match=r"^workers must be >= 0, got -1$"):
+        parse_flags([*BASE, "--workers", "-1"])
+
+
+@pytest.mark.parametrize(
+    ("argv", "message"),
+    [
+        (["--enable_batching=yes"], r"--enable_batching expects true, false, 1 or 0, got 'yes'"),
+        (["--port=abc"], r"--port expects an int32 integer, got 'abc'"),
+        (["--port=80.5"], r"--port expects an int32 integer, got '80.5'"),
+        (["--port=99999999999"], r"--port expects an int32 integer, got '99999999999'"),
+        (["--port=8500 "], r"--port expects an int32 integer"),
+        (["--worker_ping_timeout_seconds=soon"], r"expects a number, got 'soon'"),
+        (["--port"], r"--port needs a value: --port=VALUE"),
+        (["--model_name", "--port=1"], r"--model_name needs a value"),
+        (["--prot=1"], r"unknown flag --prot \(did you mean --port\?\)"),
+        (["--zzzzzzzz"], r"^unknown flag --zzzzzzzz; --help lists the flags$"),
+        (["model"], r"unexpected argument 'model'"),
+        (["-port=1"], r"unexpected argument '-port=1'"),
+        (["--", "--port=1"], r"unexpected argument '--'"),
+        (["--enable_batching", "false"], r"unexpected argument 'false'"),
+    ],
+)
+def test_malformed_command_lines(argv: list[str], message: str) -> None:
+    with pytest.raises(FlagError, match=message):
+        parse_flags([*BASE, *argv])
+
+
+@pytest.mark.parametrize(
+    ("argv", "message"),
+    [
+        (["--port=70000"], r"^port must be in 0\.\.65535, got 70000$"),
+        (["--rest_api_port=-1"], r"^rest_api_port must be in 0\.\.65535, got -1$"),
+        (["--max_message_bytes=2147483648"], r"max_message_bytes must be in 1\.\.2147483647"),
+        (["--worker_ping_timeout_seconds=nan"], r"must be a finite number, got nan"),
+        (["--worker_ping_interval_seconds=0"], r"worker_ping_interval_seconds must be > 0, got 0"),
+        (["--worker_arena_mb=0"], r"worker_arena_mb must be >= 1, got 0"),
+        (["--max_tensor_elements=0"], r"max_tensor_elements must be >= 1, got 0"),
+        (["--file_system_poll_wait_seconds=-1"], r"file_system_poll_wait_seconds must be >= 0"),
+        (["--rest_api_timeout_in_ms=0"], r"rest_api_timeout_in_ms must be in 1\.\."),
+        (["--model_name="], r"model_name must not be empty"),
+        (["--saved_model_tags=serve,"], r"saved_model_tags must be comma-separated"),
+        (["--grpc_channel_arguments=novalue"], r"key=value pairs, got 'novalue'"),
+        (["--rest_api_port=8500"], r"rest_api_port must differ from port, both are 8500"),
+        (["--ready_fd=-2"], r"ready_fd must be >= -1, got -2"),
+        (["--shutdown_grace_seconds=-1"], r"shutdown_grace_seconds must be >= 0, got -1"),
+        (["--batching_parameters_file=/b"], r"batching_parameters_file is set without enable_"),
+        (
+            [
+                "--tensorflow_session_parallelism=2",
+                "--tensorflow_intra_op_parallelism=2",
+                "--tensorflow_inter_op_parallelism=2",
+            ],
+            r"not all three",
+        ),
+    ],
+)
+def test_invalid_values_are_refused_with_the_rule(argv: list[str], message: str) -> None:
+    with pytest.raises(FlagError, match=message):
+        parse_flags([*BASE, *argv])
+
+
+def test_a_model_source_is_required() -> None:
+    with pytest.raises(FlagError, match="either model_base_path or model_config_file must be set"):
+        parse_flags(["--port=9000"])
+    with pytest.raises(SettingsError):
+        Settings()
+
+
+def test_port_zero_and_config_file_only_are_valid() -> None:
+    settings = parse_flags(["--port=0", "--grpc_socket_path=/tmp/s", "--model_config_file=/c"])
+    assert (settings.port, settings.grpc_socket_path) == (0, "/tmp/s")
+    assert (settings.ready_fd, settings.shutdown_grace_seconds) == (-1, 10.0)
+
+
+def test_model_name_and_base_path_ignored_with_config_file(
+    caplog: pytest.LogCaptureFixture,
+) -> None:
+    with caplog.at_level(logging.WARNING, logger="gateway.config.flags"):
+        settings = parse_flags(["--model_config_file=/c", "--model_name=x", "--model_base_path=/m"])
+    assert settings.model_config_file == "/c"
+    assert "--model_name and --model_base_path ignored because --model_config_file is set" in (
+        caplog.text
+    )
+
+
+def test_per_model_batching_without_batching_is_ignored_with_a_warning(
+    caplog: pytest.LogCaptureFixture,
+) -> None:
+    with caplog.at_level(logging.WARNING, logger="gateway.config.flags"):
+        parse_flags([*BASE, "--enable_per_model_batching_parameters"])
+    assert "--enable_per_model_batching_parameters ignored" in caplog.text
+
+
+@pytest.mark.parametrize(
+    "arg",
+    [
+        "--xla_cpu_compilation_enabled",
+        "--max_num_load_retries=2",
+        "--platform_config_file=/p.conf",
+        "--per_process_gpu_memory_fraction=0.5",
+        "--enable_profiler=false",
+        "--allow_version_labels_for_unavailable_models=true",
+    ],
+)
+def test_unsupported_flags_are_refused_unless_default(arg: str) -> None:
+    name = arg[2:].partition("=")[0]
+    with pytest.raises(FlagError, match=rf"^--{name} is not supported yet by tensorgate \("):
+        parse_flags([*BASE, arg])
+
+
+@pytest.mark.parametrize(
+    "arg",
+    [
+        "--xla_cpu_compilation_enabled=false",
+        "--max_num_load_retries=5",
+        "--load_retry_interval_micros=60000000",
+        "--platform_config_file=",
+        "--per_process_gpu_memory_fraction=0",
+        "--enable_profiler",
+        f"--num_tflite_pools={available_cpus()}",
+    ],
+)
+def test_unsupported_flags_with_their_default_are_accepted_and_logged(
+    arg: str, caplog: pytest.LogCaptureFixture
+) -> None:
+    with caplog.at_level(logging.INFO, logger="gateway.config.flags"):
+        assert parse_flags([*BASE, arg]) == Settings(model_base_path="/models/m")
+    assert "is TF Serving's default; accepted" in caplog.text
+
+
+def test_no_effect_flags_take_any_value_and_say_so(caplog: pytest.LogCaptureFixture) -> None:
+    argv = [
+        *BASE,
+        "--rest_api_num_threads=3",
+        "--num_load_threads=4",
+        "--flush_filesystem_caches=0",
+    ]
+    with caplog.at_level(logging.INFO, logger="gateway.config.flags"):
+        parse_flags([*argv, "--enable_grpc_healthcheck_service"])
+    assert "--rest_api_num_threads=3 accepted; it has no effect in tensorgate" in caplog.text
+    assert "--enable_grpc_healthcheck_service=true accepted" in caplog.text
+
+
+def test_help_lists_every_flag_with_its_default() -> None:
+    out = io.StringIO()
+    with pytest.raises(SystemExit) as exit_info:
+        parse_flags(["--help"], stdout=out)
+    assert exit_info.value.code == 0
+    text = out.getvalue()
+    assert text == usage()
+    for name, spec in FLAGS.items():
+        assert f"\t--{name}=" in text, name
+        assert f"\t{spec.kind}\t" in text
+    assert '--model_name="default"' in text
+    assert "--port=8500" in text
+    assert "--enable_model_warmup=true" in text
+    assert "[not supported yet: only the default is accepted]" in text
+
+
+def test_version_prints_tf_serving_style_lines() -> None:
+    out = io.StringIO()
+    with pytest.raises(SystemExit) as exit_info:
+        parse_flags(["--version"], stdout=out)
+    assert exit_info.value.code == 0
+    assert out.getvalue() == version_text()
+    assert out.getvalue().startswith("TensorFlow ModelServer: tensorgate-")
+    assert parse_flags([*BASE, "--version=false"]).port == 8500
+
+
+def test_grpc_channel_arguments_follow_tf_serving_int_rule() -> None:
+    assert parse_grpc_channel_arguments("") == ()
+    assert parse_grpc_channel_arguments(
+        "grpc.max_connection_age_ms=2000, grpc.primary_user_agent=tg,grpc.x=99999999999,"
+    ) == (
+        ("grpc.max_connection_age_ms", 2000),
+        ("grpc.primary_user_agent", "tg"),
+        ("grpc.x", "99999999999"),
+    )
+    with pytest.raises(SettingsError, match="got '=1'"):
+        parse_grpc_channel_arguments("=1")
+
+
+# --- worker / thread derivation -------------------------------------------------------------
+
+
+def _threads(cpus: int, **flags: Any) -> tuple[int, int, int]:
+    return resolve_worker_threads(Settings(model_base_path="/m", **flags), cpus=cpus)
+
+
+def test_auto_is_one_single_threaded_worker_per_cpu() -> None:
+    assert _threads(1) == (1, 1, 1)
+    assert _threads(2) == (2, 1, 1)
+    assert _threads(16) == (16, 1, 1)
+
+
+def test_explicit_counts_fill_the_rest() -> None:
+    assert _threads(8, tensorflow_intra_op_parallelism=2) == (4, 2, 1)
+    assert _threads(8, tensorflow_intra_op_parallelism=3) == (2, 3, 1)
+    assert _threads(8, workers=3) == (3, 2, 1)
+    assert _threads(8, workers=2, tensorflow_inter_op_parallelism=2) == (2, 4, 2)
+    assert _threads(8, tensorflow_session_parallelism=4) == (2, 4, 4)
+    assert _threads(8, tensorflow_session_parallelism=4, tensorflow_inter_op_parallelism=1) == (
+        8,
+        1,
+        1,
+    )
+
+
+def test_explicit_oversubscription_is_honoured_with_a_warning(
+    caplog: pytest.LogCaptureFixture,
+) -> None:
+    with caplog.at_level(logging.WARNING, logger="gateway.config.settings"):
+        assert _threads(2, workers=4, tensorflow_intra_op_parallelism=2) == (4, 2, 1)
+    assert "oversubscribed" in caplog.text
+
+
+@given(
+    cpus=st.integers(1, 512),
+    workers=st.integers(0, 64),
+    intra=st.integers(0, 64),
+    session=st.integers(0, 64),
+)
+def test_auto_derivation_never_oversubscribes(
+    cpus: int, workers: int, intra: int, session: int
+) -> None:
+    got_workers, got_intra, got_inter = _threads(
+        cpus,
+        workers=workers,
+        tensorflow_intra_op_parallelism=intra,
+        tensorflow_session_parallelism=session,
+    )
+    wanted_intra = intra or session
+    assert got_workers >= 1 and got_intra >= 1 and got_inter >= 1
+    if workers:
+        assert got_workers == workers
+    if wanted_intra:
+        assert got_intra == wanted_intra
+    explicit_fits = workers <= cpus and wanted_intra <= cpus and workers * wanted_intra <= cpus
+    if (workers == 0 or wanted_intra == 0) and explicit_fits:
+        assert got_workers * got_intra <= cpus
+    if workers == 0 and wanted_intra == 0:
+        assert (got_workers, got_intra) == (cpus, 1)
+
+
+def test_default_cpu_count_comes_from_the_machine() -> None:
+    workers, intra, _ = resolve_worker_threads(Settings(model_base_path="/m"))
+    assert workers * intra == available_cpus()
+
+
+def _fake_cgroup(root: Path, proc_line: str, files: dict[str, str]) -> Path:
+    for rel, text in files.items():
+        (root / rel).parent.mkdir(parents=True, exist_ok=True)
+        (root / rel).write_text(text)
+    proc = root / "proc_self_cgroup"
+    proc.write_text(proc_line + "\n")
+    return proc
+
+
+@pytest.mark.parametrize(
+    ("proc_line", "files", "quota_cpus"),
+    [
+        ("0::/pod", {"pod/cpu.max": "150000 100000\n"}, 1),
+        ("0::/", {"cpu.max": "max 100000\n"}, None),
+        ("0::/", {"cpu.max": "50000 100000\n"}, 1),
+        (
+            "4:cpu,cpuacct:/",
+            {"cpu/cpu.cfs_quota_us": "-1", "cpu/cpu.cfs_period_us": "100000"},
+            None,
+        ),
+        (
+            "4:cpu,cpuacct:/k",
+            {"cpu/k/cpu.cfs_quota_us": "100000", "cpu/k/cpu.cfs_period_us": "100000"},
+            1,
+        ),
+        ("0::/", {}, None),
+    ],
+)
+def test_available_cpus_honours_cgroup_quota(
+    workdir: Path, proc_line: str, files: dict[str, str], quota_cpus: int | None
+) -> None:
+    proc = _fake_cgroup(workdir, proc_line, files)
+    affinity = len(os.sched_getaffinity(0))
+    expected = affinity if quota_cpus is None else min(affinity, quota_cpus)
+    assert available_cpus(cgroup_root=workdir, proc_cgroup=proc) == expected
+
+
+@pytest.mark.parametrize(
+    "arg",
+    [
+        "--monitoring_config_file=/m.config",
+        "--ssl_config_file=/s.config",
+        "--model_config_file_poll_wait_seconds=5",
+    ],
+)
+def test_features_not_built_yet_are_refused_at_start(arg: str) -> None:
+    settings = parse_flags([*BASE, arg])
+    with pytest.raises(FlagError, match="not supported yet"):
+        check_built(settings)
+    check_built(parse_flags(BASE))

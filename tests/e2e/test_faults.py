@@ -1,0 +1,156 @@
+"""Faults: a worker killed mid-request, a hung worker, the gateway killed and restarted."""
+
+from __future__ import annotations
+
+import asyncio
+import os
+import signal
+from pathlib import Path
+
+import grpc
+import numpy as np
+import pytest
+from grpc_health.v1 import health_pb2, health_pb2_grpc
+
+from gateway._pb.tensorflow_serving.apis import prediction_service_pb2_grpc
+from gateway.config.batching_options import BatchingOptions
+from gateway.config.model_config import ModelSpecConfig
+from gateway.errors import Unavailable
+from gateway.parallel.pool import PoolOptions, WorkerPool
+from gateway.serving.core import BatchingPolicy, ModelRef, ServingCore
+from gateway.serving.models import ModelManager
+from tests.e2e.test_grpc import outputs_of, predict_request
+from tests.support import onnx_models
+from tests.support.gateway_proc import (
+    child_pids,
+    kill_quietly,
+    running_gateway,
+    shm_entries,
+    start_gateway,
+    wait_gone,
+)
+from tests.support.ort import run_reference
+
+SERVING = health_pb2.HealthCheckResponse.SERVING
+NOT_SERVING = health_pb2.HealthCheckResponse.NOT_SERVING
+
+
+def _spec(name: str, base_path: Path) -> ModelSpecConfig:
+    return ModelSpecConfig(
+        name=name,
+        base_path=str(base_path),
+        platform="",
+        policy="latest",
+        num_versions=1,
+        versions=(),
+        labels={},
+    )
+
+
+def test_worker_killed_mid_request_fails_it_and_is_respawned(tmp_path: Path) -> None:
+    model = onnx_models.mlp(tmp_path / "mlp" / "1" / "model.onnx")
+    x = np.ones((4, 64), np.float32)
+
+    async def scenario() -> None:
+        pool = WorkerPool(PoolOptions(workers=1, input_bytes=2**20, output_bytes=2**20))
+        await pool.start()
+        try:
+            models = ModelManager(pool, [_spec("mlp", tmp_path / "mlp")], intra_op=1, inter_op=1)
+            await models.reconcile()
+            core = ServingCore(
+                models, pool.dispatcher, BatchingPolicy(BatchingOptions.unbatched(), 1)
+            )
+            (old_pid,) = pool.pids()
+            os.kill(old_pid, signal.SIGSTOP)  # the worker cannot answer: the run stays in flight
+            task = asyncio.create_task(core.predict(ModelRef("mlp"), "", {"x": x}))
+            await asyncio.sleep(0)  # the request runs up to its await: submitted to the worker
+            assert pool.dispatcher.links[0].runs_in_flight == 1
+            os.kill(old_pid, signal.SIGKILL)
+            with pytest.raises(Unavailable, match="exited"):
+                await task
+            await pool.wait_all_alive()
+            assert pool.pids() != [old_pid]
+            assert pool.restarts == 1
+            result = await core.predict(ModelRef("mlp"), "", {"x": x})
+            expected = run_reference(model, {"x": x})
+            np.testing.assert_array_equal(result.outputs["probs"], expected["probs"])
+        finally:
+            await pool.close()
+
+    asyncio.run(scenario())
+
+
+def _watch_until(stream: object, wanted: int) -> None:
+    for message in stream:  # type: ignore[attr-defined]
+        if message.status == wanted:
+            return
+    raise AssertionError(f"health stream ended before {wanted}")
+
+
+def test_worker_sigkill_through_the_gateway(model_repo: Path, tmp_path: Path) -> None:
+    args = ["--model_name=mlp", f"--model_base_path={model_repo / 'mlp'}", "--workers=1"]
+    with running_gateway(args, tmp_path) as gateway, grpc.insecure_channel(gateway.target) as ch:
+        (worker,) = child_pids(gateway.pid)
+        health = health_pb2_grpc.HealthStub(ch)
+        stream = health.Watch(health_pb2.HealthCheckRequest(service="mlp"), timeout=120)
+        _watch_until(stream, SERVING)
+        os.kill(worker, signal.SIGKILL)
+        _watch_until(stream, NOT_SERVING)
+        _watch_until(stream, SERVING)
+        stream.cancel()
+        assert child_pids(gateway.pid) != [worker]
+        stub = prediction_service_pb2_grpc.PredictionServiceStub(ch)
+        x = np.ones((1, 64), np.float32)
+        got = outputs_of(stub.Predict(predict_request("mlp", {"x": x}), timeout=30))
+        expected = run_reference(model_repo / "mlp" / "2" / "model.onnx", {"x": x})
+        np.testing.assert_array_equal(got["probs"], expected["probs"])
+
+
+def test_hung_worker_is_caught_by_ping(model_repo: Path, tmp_path: Path) -> None:
+    args = [
+        "--model_name=mlp",
+        f"--model_base_path={model_repo / 'mlp'}",
+        "--workers=1",
+        "--worker_ping_interval_seconds=0.2",
+        "--worker_ping_timeout_seconds=1",
+    ]
+    with running_gateway(args, tmp_path) as gateway, grpc.insecure_channel(gateway.target) as ch:
+        (worker,) = child_pids(gateway.pid)
+        os.kill(worker, signal.SIGSTOP)
+        stub = prediction_service_pb2_grpc.PredictionServiceStub(ch)
+        x = np.ones((1, 64), np.float32)
+        with pytest.raises(grpc.RpcError) as info:
+            stub.Predict(predict_request("mlp", {"x": x}), timeout=60)
+        assert info.value.code() == grpc.StatusCode.UNAVAILABLE
+        assert wait_gone(worker)
+        health = health_pb2_grpc.HealthStub(ch)
+        stream = health.Watch(health_pb2.HealthCheckRequest(service="mlp"), timeout=120)
+        _watch_until(stream, SERVING)
+        stream.cancel()
+        got = outputs_of(stub.Predict(predict_request("mlp", {"x": x}), timeout=30))
+        assert got["probs"].shape == (1, 10)
+
+
+def test_gateway_sigkill_leaves_nothing_and_restarts(model_repo: Path, tmp_path: Path) -> None:
+    args = ["--model_name=mlp", f"--model_base_path={model_repo / 'mlp'}", "--workers=2"]
+    shm_before = shm_entries()
+    gateway = start_gateway(args, tmp_path)
+    workers = child_pids(gateway.pid)
+    assert len(workers) == 2
+    try:
+        gateway.stop(signal.SIGKILL)
+        for pid in workers:
+            assert wait_gone(pid), f"worker {pid} outlived its gateway"
+    finally:
+        for pid in workers:
+            kill_quietly(pid)
+    assert shm_entries() - shm_before == set()
+    with running_gateway(args, tmp_path) as again, grpc.insecure_channel(again.target) as ch:
+        stub = prediction_service_pb2_grpc.PredictionServiceStub(ch)
+        x = np.ones((1, 64), np.float32)
+        assert outputs_of(stub.Predict(predict_request("mlp", {"x": x}), timeout=30))[
+            "probs"
+        ].shape == (
+            1,
+            10,
+        )
