@@ -33,12 +33,11 @@ tensor is packed as ``uint64 count``, ``count x uint64 lengths``, then the conca
 
 from __future__ import annotations
 
-from typing import Any, Final, TypedDict
+from typing import Any, TypedDict
 
-import ml_dtypes
 import numpy as np
 
-STRING: Final = "string"
+from workers.dtypes import STRING, numpy_dtype
 
 
 class TensorDesc(TypedDict):
@@ -79,49 +78,6 @@ class WorkerError(Exception):
     def reply(self, request_id: Any) -> dict[str, Any]:
         """The error reply to the request with ``request_id``."""
         return {"id": request_id, "ok": False, "code": self.code, "message": self.message}
-
-
-_DTYPES: Final[dict[str, np.dtype[Any]]] = {
-    "float32": np.dtype(np.float32),
-    "float64": np.dtype(np.float64),
-    "float16": np.dtype(np.float16),
-    "bfloat16": np.dtype(ml_dtypes.bfloat16),
-    "int8": np.dtype(np.int8),
-    "int16": np.dtype(np.int16),
-    "int32": np.dtype(np.int32),
-    "int64": np.dtype(np.int64),
-    "uint8": np.dtype(np.uint8),
-    "uint16": np.dtype(np.uint16),
-    "uint32": np.dtype(np.uint32),
-    "uint64": np.dtype(np.uint64),
-    "bool": np.dtype(np.bool_),
-    STRING: np.dtype(object),
-    "complex64": np.dtype(np.complex64),
-    "complex128": np.dtype(np.complex128),
-}
-_NAMES: Final[dict[np.dtype[Any], str]] = {dt: name for name, dt in _DTYPES.items()}
-
-DTYPE_NAMES: Final = frozenset(_DTYPES)
-"""Every canonical dtype name."""
-
-
-def numpy_dtype(name: str) -> np.dtype[Any]:
-    """The numpy dtype for a canonical name (``string`` is ``object``); ValueError if unknown."""
-    try:
-        return _DTYPES[name]
-    except KeyError:
-        raise ValueError(f"unknown dtype {name!r}") from None
-
-
-def dtype_name(dtype: np.dtype[Any]) -> str:
-    """The canonical name of a numpy dtype; ``object`` and numpy's ``S``/``U`` kinds are
-    ``string``. ValueError for anything else without a name."""
-    name = _NAMES.get(dtype.newbyteorder("=") if dtype.byteorder == ">" else dtype)
-    if name is not None:
-        return name
-    if dtype.kind in "SU":
-        return STRING
-    raise ValueError(f"dtype {dtype} has no canonical name")
 
 
 def _string_items(arr: np.ndarray[Any, Any]) -> list[bytes]:

@@ -18,15 +18,8 @@ import numpy as np
 
 from workers.backends import onnx as onnx_backend
 from workers.backends import tensorflow as tf_backend
-from workers.messages import (
-    STRING,
-    TensorDesc,
-    WorkerError,
-    dtype_name,
-    read_tensor,
-    tensor_nbytes,
-    write_tensor,
-)
+from workers.dtypes import STRING, dtype_name
+from workers.messages import TensorDesc, WorkerError, read_tensor, tensor_nbytes, write_tensor
 from workers.shm.arena import align_up
 from workers.shm.channel import Channel, ChannelFull, OutputArenaExhausted
 

@@ -19,7 +19,8 @@ from typing import Any
 import numpy as np
 
 from gateway.errors import ResourceExhausted, ServingError, Unavailable, from_wire
-from workers.messages import TensorDesc, dtype_name, read_tensor, tensor_nbytes, write_tensor
+from workers.dtypes import dtype_name
+from workers.messages import TensorDesc, read_tensor, tensor_nbytes, write_tensor
 from workers.shm.channel import Channel, ChannelFull
 
 log = logging.getLogger(__name__)

@@ -17,7 +17,7 @@ from typing import Any
 import numpy as np
 
 from gateway.errors import FailedPrecondition, InvalidArgument
-from workers.messages import dtype_name
+from workers.dtypes import dtype_name
 
 DEFAULT_SIGNATURE = "serving_default"
 PREDICT_METHOD = "tensorflow/serving/predict"

@@ -23,7 +23,8 @@ import pytest
 from onnx import TensorProto, helper, numpy_helper
 
 from workers.bootstrap import spawn_worker
-from workers.messages import TensorDesc, dtype_name, read_tensor, tensor_nbytes, write_tensor
+from workers.dtypes import dtype_name
+from workers.messages import TensorDesc, read_tensor, tensor_nbytes, write_tensor
 from workers.shm.channel import Channel
 
 WAIT_S = 30.0

@@ -38,7 +38,8 @@ from typing import Any, Final
 
 import numpy as np
 
-from workers.messages import DTYPE_NAMES, TensorSpec, WorkerError
+from workers.dtypes import DTYPE_NAMES
+from workers.messages import TensorSpec, WorkerError
 
 log = logging.getLogger(__name__)
 

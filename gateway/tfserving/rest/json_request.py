@@ -75,7 +75,7 @@ from gateway._pb.tensorflow_serving.apis import get_model_metadata_pb2, get_mode
 from gateway.errors import Internal, InvalidArgument, Unimplemented
 from gateway.serving.signature import Signature, TensorSpec
 from gateway.tfserving.codec.messages import SIGNATURE_DEF_FIELD
-from workers.messages import dtype_name, numpy_dtype
+from workers.dtypes import dtype_name, numpy_dtype
 
 MAX_RANK = 64
 """Deepest list nesting a tensor may have (numpy's limit on dimensions)."""

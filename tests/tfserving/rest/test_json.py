@@ -19,7 +19,7 @@ from gateway.serving.signature import Signature, TensorSpec
 from gateway.tfserving.codec import messages
 from gateway.tfserving.rest import json_request
 from gateway.tfserving.rest.json_request import Format
-from workers.messages import dtype_name
+from workers.dtypes import dtype_name
 
 MAX = 10**6
 

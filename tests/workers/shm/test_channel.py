@@ -10,14 +10,8 @@ import ml_dtypes
 import numpy as np
 import pytest
 
-from workers.messages import (
-    DTYPE_NAMES,
-    dtype_name,
-    numpy_dtype,
-    read_tensor,
-    tensor_nbytes,
-    write_tensor,
-)
+from workers.dtypes import DTYPE_NAMES, dtype_name, numpy_dtype
+from workers.messages import read_tensor, tensor_nbytes, write_tensor
 from workers.shm.channel import Channel, ChannelFull, OutputArenaExhausted
 
 
