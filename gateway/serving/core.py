@@ -33,6 +33,12 @@ class ModelRef:
     label: str | None = None
 
 
+Decoder = Callable[[Signature], Mapping[str, np.ndarray]]
+"""Turns one request's wire tensors into arrays, given the signature they are meant for (so a
+codec can check names, dtypes and sizes against it before expanding anything). Raises
+InvalidArgument."""
+
+
 @dataclass(frozen=True)
 class PredictResult:
     """Outputs of one Predict, with the servable that produced them."""
@@ -107,16 +113,21 @@ class ServingCore:
         self,
         ref: ModelRef,
         signature_name: str,
-        inputs: Mapping[str, np.ndarray],
+        decode: Decoder,
         output_filter: Sequence[str] = (),
         deadline: float | None = None,
     ) -> PredictResult:
         """Run one request; ``deadline`` is in ``time.monotonic()`` seconds (None = no deadline).
 
+        The model and signature are looked up first, so an unknown model is NOT_FOUND however bad
+        the tensors are; then ``decode`` turns the request's tensors into arrays for that
+        signature, and they are validated against it before anything is queued.
+
         Raises ServingError subclasses: NotFound, FailedPrecondition (unknown signature),
         InvalidArgument (inputs or output_filter), DeadlineExceeded, Unavailable, ...
         """
         servable, signature = self.signature(ref, signature_name)
+        inputs = decode(signature)
         signature.validate_inputs(inputs)
         outputs = signature.select_outputs(output_filter)
         scheduler = self.scheduler(servable, signature.name)

@@ -82,14 +82,10 @@ class PredictionService(prediction_service_pb2_grpc.PredictionServiceServicer):
     async def Predict(
         self, request: predict_pb2.PredictRequest, context: grpc.aio.ServicerContext
     ) -> predict_pb2.PredictResponse:
-        ref = messages.model_ref(request.model_spec)
-        # Resolve first: an unknown model is NOT_FOUND even when the tensors are also bad.
-        self._core.signature(ref, request.model_spec.signature_name)
-        inputs = messages.predict_inputs(request, max_elements=self._max_elements)
         result = await self._core.predict(
-            ref,
+            messages.model_ref(request.model_spec),
             request.model_spec.signature_name,
-            inputs,
+            functools.partial(messages.predict_inputs, request, max_elements=self._max_elements),
             list(request.output_filter),
             deadline_of(context),
         )

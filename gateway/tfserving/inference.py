@@ -243,7 +243,9 @@ class InferenceService:
         else:
             inputs = {plan.input_spec.name: examples.serialized()}
         ref = ModelRef(servable.model, version=servable.version)
-        result = await self._core.predict(ref, plan.signature.name, inputs, plan.outputs, deadline)
+        result = await self._core.predict(
+            ref, plan.signature.name, lambda _signature: inputs, plan.outputs, deadline
+        )
         n = examples.count
         if plan.method_name == CLASSIFY_METHOD:
             return classifications(n, result.outputs.get(CLASSES), result.outputs.get(SCORES))

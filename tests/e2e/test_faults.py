@@ -62,7 +62,9 @@ def test_worker_killed_mid_request_fails_it_and_is_respawned(tmp_path: Path) -> 
             )
             (old_pid,) = pool.pids()
             os.kill(old_pid, signal.SIGSTOP)  # the worker cannot answer: the run stays in flight
-            task = asyncio.create_task(core.predict(ModelRef("mlp"), "", {"x": x}))
+            task = asyncio.create_task(
+                core.predict(ModelRef("mlp"), "", lambda _signature: {"x": x})
+            )
             await asyncio.sleep(0)  # the request runs up to its await: submitted to the worker
             assert pool.dispatcher.links[0].runs_in_flight == 1
             os.kill(old_pid, signal.SIGKILL)
@@ -71,7 +73,7 @@ def test_worker_killed_mid_request_fails_it_and_is_respawned(tmp_path: Path) -> 
             await pool.wait_all_alive()
             assert pool.pids() != [old_pid]
             assert pool.restarts == 1
-            result = await core.predict(ModelRef("mlp"), "", {"x": x})
+            result = await core.predict(ModelRef("mlp"), "", lambda _signature: {"x": x})
             expected = run_reference(model, {"x": x})
             np.testing.assert_array_equal(result.outputs["probs"], expected["probs"])
         finally:

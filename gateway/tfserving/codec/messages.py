@@ -41,9 +41,10 @@ def model_ref(spec: model_pb2.ModelSpec) -> ModelRef:
 
 
 def predict_inputs(
-    request: predict_pb2.PredictRequest, *, max_elements: int
+    request: predict_pb2.PredictRequest, signature: Signature, *, max_elements: int
 ) -> dict[str, np.ndarray]:
-    """Decode every input tensor of a PredictRequest (InvalidArgument names the bad input)."""
+    """Decode every input tensor of a PredictRequest meant for ``signature`` (InvalidArgument
+    names the bad input)."""
     inputs: dict[str, np.ndarray] = {}
     for name, proto in request.inputs.items():
         try:

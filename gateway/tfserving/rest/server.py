@@ -31,6 +31,7 @@ import time
 from collections.abc import Awaitable, Callable, Mapping
 from typing import Any
 
+import numpy as np
 from aiohttp import web
 
 from gateway.errors import (
@@ -43,6 +44,7 @@ from gateway.errors import (
     http_status,
 )
 from gateway.serving.core import ModelRef, ServingCore
+from gateway.serving.signature import Signature
 from gateway.tfserving.codec import messages
 from gateway.tfserving.rest import json_request, paths
 
@@ -207,12 +209,17 @@ class RestServer:
     async def _predict(self, ref: ModelRef, body: bytes, deadline: float) -> web.Response:
         request = json_request.loads(body)
         name = json_request.signature_name(request)
-        _, signature = self._core.signature(ref, name)
-        inputs, fmt = json_request.predict_inputs(
-            request, signature, max_elements=self._max_elements
-        )
-        result = await self._until(deadline, self._core.predict(ref, name, inputs, (), deadline))
-        return _json(json_request.predict_response(result.outputs, fmt))
+        formats: list[json_request.Format] = []
+
+        def decode(signature: Signature) -> dict[str, np.ndarray]:
+            inputs, fmt = json_request.predict_inputs(
+                request, signature, max_elements=self._max_elements
+            )
+            formats.append(fmt)
+            return inputs
+
+        result = await self._until(deadline, self._core.predict(ref, name, decode, (), deadline))
+        return _json(json_request.predict_response(result.outputs, formats[0]))
 
     async def _classify_or_regress(
         self, method: str, ref: ModelRef, body: bytes, deadline: float
