@@ -13,7 +13,8 @@ from dataclasses import dataclass, replace
 
 import numpy as np
 
-from gateway.batching.scheduler import BatchObserver, BatchScheduler, Clock
+from gateway.batching.clock import Clock
+from gateway.batching.scheduler import BatchObserver, BatchScheduler
 from gateway.config.batching_options import BatchingOptions, per_model_options
 from gateway.config.model_config import ConfigError
 from gateway.errors import FailedPrecondition, ServingError

@@ -9,7 +9,8 @@ from typing import Any
 import numpy as np
 import pytest
 
-from gateway.batching.scheduler import QUEUE_FULL, BatchScheduler
+from gateway.batching.admission import QUEUE_FULL
+from gateway.batching.scheduler import BatchScheduler
 from gateway.config.batching_options import BatchingOptions
 from gateway.errors import DeadlineExceeded, Internal, InvalidArgument, Unavailable
 from tests.support.fakes import FakeClock, FakeLink, fake_dispatcher, settle

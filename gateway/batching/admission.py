@@ -1,0 +1,73 @@
+"""Admission for one batch queue: refuse at once what cannot be served, never block.
+
+Two rules, both answered with UNAVAILABLE (retryable) at submission time:
+
+- **Queue full:** a request that would need more than ``max_enqueued_batches`` waiting batches is
+  refused with TF Serving's text (:data:`QUEUE_FULL`).
+- **Too late:** once batches have been timed (a moving average of dispatch-to-completion seconds,
+  :attr:`Admission.service_s`), a request is refused when the batches ahead of it — run
+  ``threads`` at a time — would keep it past its deadline. At dispatch, :meth:`Admission.finish_by`
+  tells which queued requests can no longer finish in time (they are dropped with
+  DEADLINE_EXCEEDED instead of being computed for nobody).
+
+Under overload the excess is thus rejected, not timed out.
+"""
+
+from __future__ import annotations
+
+from gateway.errors import Unavailable
+
+QUEUE_FULL = "The batch scheduling queue to which this task was submitted is full"
+SERVICE_TIME_WEIGHT = 0.2
+"""Weight of the newest batch in the moving average of batch service time."""
+
+
+class Admission:
+    """The refusal rules of one queue named ``queue`` (for messages), with ``threads`` batches
+    allowed in flight at once and at most ``max_enqueued_batches`` waiting. ``solo``: unbatched
+    mode, where each request is its own batch (the queue-full text then speaks of requests)."""
+
+    def __init__(self, queue: str, *, threads: int, max_enqueued_batches: int, solo: bool) -> None:
+        self.queue = queue
+        self.threads = max(1, threads)
+        self.max_enqueued_batches = max_enqueued_batches
+        self.solo = solo
+        self.service_s: float | None = None
+        """Moving average of a batch's dispatch-to-completion time (seconds); None until timed."""
+
+    def queue_full(self, waiting_batches: int) -> Unavailable | None:
+        """The refusal when ``waiting_batches`` (after this request) exceeds the bound."""
+        if waiting_batches <= self.max_enqueued_batches:
+            return None
+        if self.solo:
+            return Unavailable(
+                f"{self.max_enqueued_batches} requests are already waiting for a worker; "
+                "retry later"
+            )
+        return Unavailable(QUEUE_FULL)
+
+    def too_late(
+        self, now: float, deadline: float | None, batches_ahead: int
+    ) -> Unavailable | None:
+        """The refusal when ``batches_ahead`` (queued or in flight before this request's batch)
+        would keep a request past ``deadline``; None while batches are untimed."""
+        if deadline is None or self.service_s is None:
+            return None
+        wait_s = (batches_ahead // self.threads + 1) * self.service_s
+        if now + wait_s <= deadline:
+            return None
+        return Unavailable(
+            f"the queue of {self.queue} would hold this request about "
+            f"{wait_s * 1000:.0f} ms, past its deadline; retry later"
+        )
+
+    def finish_by(self, now: float) -> float | None:
+        """When a batch dispatched at ``now`` should finish (None while untimed)."""
+        return None if self.service_s is None else now + self.service_s
+
+    def record(self, seconds: float) -> None:
+        """Fold one batch's dispatch-to-completion time into :attr:`service_s`."""
+        if self.service_s is None:
+            self.service_s = seconds
+        else:
+            self.service_s += SERVICE_TIME_WEIGHT * (seconds - self.service_s)

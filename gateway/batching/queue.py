@@ -1,0 +1,155 @@
+"""Batch formation for one queue: which open batch a request joins, when a batch is ready.
+
+A :class:`BatchQueue` holds batches oldest first. A request joins the open batch of its
+compatibility group (same input names, dtypes and non-batch dims, or same ranks with
+variable-length padding) when its rows fit; otherwise that batch closes and a new one opens. A batch
+is *ready* when it is closed (full, or ``batch_timeout_micros`` after it opened) or at once when
+the timeout is 0 (work-conserving). In unbatched (``solo``) mode every request is its own closed
+batch. Nothing here awaits: futures, deadlines and dispatch are the scheduler's.
+"""
+
+from __future__ import annotations
+
+import asyncio
+from collections.abc import Callable
+from dataclasses import dataclass, field
+
+from gateway.batching import merge
+from gateway.batching.clock import Clock, Timer
+from gateway.batching.merge import Array, CompatKey
+from gateway.config.batching_options import BatchingOptions
+
+
+@dataclass(eq=False)
+class Task:
+    """One request (or one chunk of a split request) waiting for its batch to run."""
+
+    inputs: dict[str, Array]
+    size: int
+    outputs: tuple[str, ...]
+    deadline: float | None
+    future: asyncio.Future[dict[str, Array]]
+    enqueued_at: float
+    batch: Batch | None = None
+    timer: Timer | None = None
+
+
+@dataclass(eq=False)
+class Batch:
+    key: CompatKey
+    created_at: float
+    tasks: list[Task] = field(default_factory=list)
+    size: int = 0
+    closed: bool = False
+    timer: Timer | None = None
+
+
+class BatchQueue:
+    """The waiting batches of one (servable, signature); ``on_ready`` is called when a batch's
+    timeout closes it (the scheduler then tries to send it)."""
+
+    def __init__(
+        self, options: BatchingOptions, clock: Clock, on_ready: Callable[[], None]
+    ) -> None:
+        self.options = options
+        self.batches: list[Batch] = []
+        self._open: dict[CompatKey, Batch] = {}
+        self._clock = clock
+        self._on_ready = on_ready
+
+    def __len__(self) -> int:
+        return len(self.batches)
+
+    @property
+    def task_count(self) -> int:
+        return sum(len(b.tasks) for b in self.batches)
+
+    def plan(self, key: CompatKey, size: int) -> tuple[list[int], bool]:
+        """Chunk sizes for a request of ``size`` rows, and whether the first chunk joins the open
+        batch of ``key``."""
+        if self.options.solo:
+            return [size], False
+        limit = self.options.execution_batch_size
+        open_batch = self._open.get(key)
+        room = limit - open_batch.size if open_batch is not None else 0
+        if self.options.enable_large_batch_splitting:
+            return merge.split_sizes(size, room, limit), room > 0
+        return [size], size <= room
+
+    def add(self, task: Task, key: CompatKey, join_open: bool, now: float) -> None:
+        """Put ``task`` in the open batch of ``key`` (``join_open``, as :meth:`plan` said) or in a
+        new one; a batch that reaches the execution size closes."""
+        batch = self._open[key] if join_open else self._new_batch(key, now)
+        batch.tasks.append(task)
+        batch.size += task.size
+        task.batch = batch
+        if self.options.solo or batch.size >= self.options.execution_batch_size:
+            self._close(batch)
+
+    def next_ready(self) -> Batch | None:
+        """The oldest batch that may be sent now."""
+        work_conserving = self.options.batch_timeout_micros == 0
+        return next((b for b in self.batches if b.closed or work_conserving), None)
+
+    def pop(self, batch: Batch) -> list[Task]:
+        """Take ``batch`` out of the queue; its live tasks, detached (their timers stop)."""
+        self.batches.remove(batch)
+        self._close(batch)
+        tasks = [t for t in batch.tasks if not t.future.done()]
+        for task in batch.tasks:
+            task.batch = None
+            _cancel(task.timer)
+            task.timer = None
+        batch.tasks = []
+        return tasks
+
+    def remove(self, task: Task) -> None:
+        """Take a still-queued ``task`` out of its batch (expired or cancelled); a batch left
+        empty leaves the queue."""
+        batch = task.batch
+        if batch is None:
+            return
+        task.batch = None
+        _cancel(task.timer)
+        task.timer = None
+        batch.tasks.remove(task)
+        batch.size -= task.size
+        if not batch.tasks:
+            self._close(batch)
+            self.batches.remove(batch)
+
+    def close_all(self) -> None:
+        """Close every batch, so each is ready now (drain before unload)."""
+        for batch in self.batches:
+            self._close(batch)
+
+    def _new_batch(self, key: CompatKey, now: float) -> Batch:
+        previous = self._open.get(key)
+        if previous is not None:
+            self._close(previous)
+        batch = Batch(key, now)
+        self.batches.append(batch)
+        if not self.options.solo:
+            self._open[key] = batch
+            if self.options.batch_timeout_micros > 0:
+                when = now + self.options.timeout_s
+                batch.timer = self._clock.call_at(when, lambda: self._on_timeout(batch))
+        return batch
+
+    def _on_timeout(self, batch: Batch) -> None:
+        batch.timer = None
+        if batch in self.batches:
+            self._close(batch)
+            self._on_ready()
+
+    def _close(self, batch: Batch) -> None:
+        batch.closed = True
+        if self._open.get(batch.key) is batch:
+            del self._open[batch.key]
+        _cancel(batch.timer)
+        batch.timer = None
+
+
+def _cancel(timer: Timer | None) -> None:
+    if timer is not None:
+        timer.cancel()
