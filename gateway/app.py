@@ -26,7 +26,8 @@ from grpc_reflection.v1alpha import reflection
 from gateway._pb.tensorflow_serving.apis import model_service_pb2, prediction_service_pb2
 from gateway.config.batching_options import BatchingOptions, load_options
 from gateway.config.model_config import ModelSpecConfig
-from gateway.config.settings import Settings, resolve_worker_threads
+from gateway.config.platform import resolve_worker_threads
+from gateway.config.settings import Settings
 from gateway.errors import Unavailable
 from gateway.parallel.pool import PoolOptions, WorkerPool
 from gateway.serving.core import BatchingPolicy, ServingCore

@@ -2,92 +2,19 @@
 
 Every field is named after its command-line flag (``--port`` → :attr:`Settings.port`) and carries
 its unit, default and reason in ``dataclasses.fields(Settings)[i].metadata["doc"]`` (also the
-``--help`` text). TF Serving's defaults are kept unless the field says otherwise. All validation
-happens in :meth:`Settings.__post_init__`: a :class:`SettingsError` names the field, the rule and
-the value, e.g. ``port must be in 0..65535, got 70000``.
-
-:func:`resolve_worker_threads` turns ``workers`` and the TensorFlow parallelism flags into the
-worker count and per-worker thread counts; :func:`available_cpus` is the CPU budget it divides.
+``--help`` text). TF Serving's defaults are kept unless the field says otherwise. Validation
+(:mod:`gateway.config.validation`) runs on construction.
 """
 
 from __future__ import annotations
 
-import logging
-import math
-import os
-import re
 from dataclasses import dataclass, field
-from pathlib import Path
 from typing import Any
 
-log = logging.getLogger(__name__)
+from gateway.config.platform import available_cpus
+from gateway.config.validation import parse_grpc_channel_arguments, validate
 
-INT32_MAX = 2**31 - 1
 MIB = 1024 * 1024
-
-
-class SettingsError(ValueError):
-    """A setting is out of range or contradicts another one; the message says which and why."""
-
-
-def available_cpus(
-    *, cgroup_root: str | Path = "/sys/fs/cgroup", proc_cgroup: str | Path = "/proc/self/cgroup"
-) -> int:
-    """CPUs this process may keep busy: its affinity mask, lowered by a cgroup CPU quota.
-
-    The quota (cgroup v2 ``cpu.max``, v1 ``cpu.cfs_quota_us`` / ``cpu.cfs_period_us``; this is how
-    Kubernetes CPU limits arrive) counts as ``floor(quota / period)`` CPUs, at least 1: rounding
-    up would let the workers together ask for more CPU time than the limit grants.
-    """
-    try:
-        cpus = len(os.sched_getaffinity(0))
-    except AttributeError:  # not Linux
-        cpus = os.cpu_count() or 1
-    quota = _cgroup_cpu_quota(Path(cgroup_root), Path(proc_cgroup))
-    if quota is not None:
-        cpus = min(cpus, max(1, math.floor(quota)))
-    return max(1, cpus)
-
-
-def _cgroup_cpu_quota(root: Path, proc_cgroup: Path) -> float | None:
-    """The CPU quota in CPUs of this process's cgroup, or None when unlimited or unreadable."""
-    try:
-        lines = proc_cgroup.read_text().splitlines()
-    except OSError:
-        lines = []
-    candidates: list[tuple[Path, Path | None]] = []
-    for line in lines:
-        parts = line.split(":", 2)
-        if len(parts) != 3:
-            continue
-        _, controllers, rel = parts
-        rel = rel.lstrip("/")
-        if controllers == "":
-            candidates.append((root / rel / "cpu.max", None))
-        elif "cpu" in controllers.split(","):
-            base = root / "cpu" / rel
-            candidates.append((base / "cpu.cfs_quota_us", base / "cpu.cfs_period_us"))
-    candidates.append((root / "cpu.max", None))
-    candidates.append((root / "cpu" / "cpu.cfs_quota_us", root / "cpu" / "cpu.cfs_period_us"))
-    for quota_file, period_file in candidates:
-        try:
-            if period_file is None:
-                quota_text, _, period_text = quota_file.read_text().strip().partition(" ")
-            else:
-                quota_text = quota_file.read_text().strip()
-                period_text = period_file.read_text().strip()
-        except OSError:
-            continue
-        if quota_text == "max" or quota_text.startswith("-"):
-            return None
-        try:
-            quota, period = int(quota_text), int(period_text or "100000")
-        except ValueError:
-            continue
-        if quota > 0 and period > 0:
-            return quota / period
-        return None
-    return None
 
 
 def _setting(default: Any, doc: str) -> Any:
@@ -294,7 +221,7 @@ class Settings:
     )
 
     def __post_init__(self) -> None:
-        _validate(self)
+        validate(self)
 
     @property
     def grpc_channel_options(self) -> tuple[tuple[str, int | str], ...]:
@@ -310,135 +237,3 @@ class Settings:
     def worker_arena_bytes(self) -> int:
         """``worker_arena_mb`` in bytes (the size of each of a worker's input and output areas)."""
         return self.worker_arena_mb * MIB
-
-
-_INT32 = re.compile(r"[+-]?\d+")
-
-
-def parse_grpc_channel_arguments(text: str) -> tuple[tuple[str, int | str], ...]:
-    """Split ``key=value,key=value`` into gRPC options; int32-looking values become ints.
-
-    Empty items (a trailing comma) are skipped; an item without ``=`` or with an empty key raises
-    :class:`SettingsError`. A value may itself contain ``=`` (split on the first one).
-    """
-    options: list[tuple[str, int | str]] = []
-    for item in text.split(","):
-        if not item.strip():
-            continue
-        key, sep, value = item.partition("=")
-        key = key.strip()
-        if not sep or not key:
-            raise SettingsError(
-                f"grpc_channel_arguments must be comma-separated key=value pairs, got {item!r}"
-            )
-        stripped = value.strip()
-        if _INT32.fullmatch(stripped) and -(2**31) <= int(stripped) <= INT32_MAX:
-            options.append((key, int(stripped)))
-        else:
-            options.append((key, value))
-    return tuple(options)
-
-
-def _check_range(name: str, value: float, low: int, high: int | None = None) -> None:
-    """Raise unless ``low <= value <= high`` (``high`` None: no upper bound)."""
-    if isinstance(value, float) and not math.isfinite(value):
-        raise SettingsError(f"{name} must be a finite number, got {value}")
-    if high is None:
-        if value < low:
-            raise SettingsError(f"{name} must be >= {low}, got {value}")
-    elif not low <= value <= high:
-        raise SettingsError(f"{name} must be in {low}..{high}, got {value}")
-
-
-def _validate(s: Settings) -> None:
-    """Every rule on settings, field by field and then across fields."""
-    _check_range("port", s.port, 0, 65535)
-    _check_range("rest_api_port", s.rest_api_port, 0, 65535)
-    _check_range("rest_api_timeout_in_ms", s.rest_api_timeout_in_ms, 1, INT32_MAX)
-    _check_range("grpc_max_threads", s.grpc_max_threads, 1, INT32_MAX)
-    _check_range("max_message_bytes", s.max_message_bytes, 1, INT32_MAX)
-    _check_range("rest_api_max_body_bytes", s.rest_api_max_body_bytes, 1, INT32_MAX)
-    _check_range("model_config_file_poll_wait_seconds", s.model_config_file_poll_wait_seconds, 0)
-    _check_range("file_system_poll_wait_seconds", s.file_system_poll_wait_seconds, 0)
-    _check_range("tensorflow_session_parallelism", s.tensorflow_session_parallelism, 0)
-    _check_range("tensorflow_intra_op_parallelism", s.tensorflow_intra_op_parallelism, 0)
-    _check_range("tensorflow_inter_op_parallelism", s.tensorflow_inter_op_parallelism, 0)
-    _check_range("workers", s.workers, 0)
-    _check_range("worker_arena_mb", s.worker_arena_mb, 1)
-    _check_range("max_tensor_elements", s.max_tensor_elements, 1)
-    _check_range("ready_fd", s.ready_fd, -1)
-    _check_range("shutdown_grace_seconds", s.shutdown_grace_seconds, 0)
-    for name in ("worker_ping_interval_seconds", "worker_ping_timeout_seconds"):
-        value = getattr(s, name)
-        _check_range(name, value, 0)
-        if value <= 0:
-            raise SettingsError(f"{name} must be > 0, got {value}")
-    if not s.model_name:
-        raise SettingsError("model_name must not be empty")
-    if any(not tag for tag in s.saved_model_tag_set):
-        raise SettingsError(
-            f"saved_model_tags must be comma-separated non-empty tags, got {s.saved_model_tags!r}"
-        )
-    parse_grpc_channel_arguments(s.grpc_channel_arguments)
-
-    if s.rest_api_port != 0 and s.rest_api_port == s.port:
-        raise SettingsError(
-            f"rest_api_port must differ from port, both are {s.port} (use 0 to disable REST)"
-        )
-    if not s.model_base_path and not s.model_config_file:
-        raise SettingsError("either model_base_path or model_config_file must be set")
-    if s.batching_parameters_file and not s.enable_batching:
-        raise SettingsError("batching_parameters_file is set without enable_batching")
-    if (
-        s.tensorflow_session_parallelism > 0
-        and s.tensorflow_intra_op_parallelism > 0
-        and s.tensorflow_inter_op_parallelism > 0
-    ):
-        raise SettingsError(
-            "set either tensorflow_session_parallelism or tensorflow_intra_op_parallelism / "
-            "tensorflow_inter_op_parallelism, not all three"
-        )
-
-
-def resolve_worker_threads(settings: Settings, cpus: int | None = None) -> tuple[int, int, int]:
-    """Decide ``(workers, intra_op_threads, inter_op_threads)`` for the worker pool.
-
-    ``cpus`` is the CPU budget (default :func:`available_cpus`). Per-pool thread counts follow TF
-    Serving: ``tensorflow_intra_op_parallelism`` / ``tensorflow_inter_op_parallelism`` when either
-    is set, else ``tensorflow_session_parallelism`` for both; 0 means auto. Then:
-
-    - workers auto, intra auto: one single-threaded worker per CPU (several 1-thread processes
-      beat one multi-threaded process on the same cores);
-    - workers auto, intra ``k``: ``max(1, cpus // k)`` workers of ``k`` threads;
-    - workers ``n``, intra auto: ``max(1, cpus // n)`` threads each;
-    - both set: used as given.
-
-    Auto-derived values always satisfy ``workers * intra_op <= cpus``. Only explicit values can
-    exceed it (e.g. ``--workers=8`` on 2 CPUs); they are honoured and a warning is logged.
-    Inter-op auto is 1: parallelism comes from the workers, not from concurrent operators.
-    """
-    cpus = available_cpus() if cpus is None else cpus
-    if cpus < 1:
-        raise SettingsError(f"cpus must be >= 1, got {cpus}")
-    if settings.tensorflow_intra_op_parallelism > 0 or settings.tensorflow_inter_op_parallelism > 0:
-        intra = settings.tensorflow_intra_op_parallelism
-        inter = settings.tensorflow_inter_op_parallelism
-    else:
-        intra = inter = settings.tensorflow_session_parallelism
-    workers = settings.workers
-    if workers == 0 and intra == 0:
-        workers, intra = cpus, 1
-    elif workers == 0:
-        workers = max(1, cpus // intra)
-    elif intra == 0:
-        intra = max(1, cpus // workers)
-    inter = inter or 1
-    if workers * intra > cpus:
-        log.warning(
-            "%d workers x %d intra-op threads = %d threads on %d CPUs: oversubscribed",
-            workers,
-            intra,
-            workers * intra,
-            cpus,
-        )
-    return workers, intra, inter

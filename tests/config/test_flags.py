@@ -15,8 +15,8 @@ import pytest
 from hypothesis import given
 from hypothesis import strategies as st
 
+from gateway.config.flag_table import FLAGS
 from gateway.config.flags import (
-    FLAGS,
     FlagError,
     check_built,
     flag_default,
@@ -24,13 +24,9 @@ from gateway.config.flags import (
     usage,
     version_text,
 )
-from gateway.config.settings import (
-    Settings,
-    SettingsError,
-    available_cpus,
-    parse_grpc_channel_arguments,
-    resolve_worker_threads,
-)
+from gateway.config.platform import available_cpus, resolve_worker_threads
+from gateway.config.settings import Settings
+from gateway.config.validation import SettingsError, parse_grpc_channel_arguments
 
 BASE = ["--model_base_path=/models/m"]
 
@@ -404,7 +400,7 @@ def test_explicit_counts_fill_the_rest() -> None:
 def test_explicit_oversubscription_is_honoured_with_a_warning(
     caplog: pytest.LogCaptureFixture,
 ) -> None:
-    with caplog.at_level(logging.WARNING, logger="gateway.config.settings"):
+    with caplog.at_level(logging.WARNING, logger="gateway.config.platform"):
         assert _threads(2, workers=4, tensorflow_intra_op_parallelism=2) == (4, 2, 1)
     assert "oversubscribed" in caplog.text
 
