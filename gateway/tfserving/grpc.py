@@ -28,7 +28,7 @@ from gateway._pb.tensorflow_serving.apis import (
 )
 from gateway.errors import Internal, ServingError, Unimplemented, grpc_status
 from gateway.serving.core import ServingCore
-from gateway.tfserving.codec import inference_messages, messages
+from gateway.tfserving.codec import messages
 from gateway.tfserving.inference import InferenceService
 
 log = logging.getLogger(__name__)
@@ -83,7 +83,7 @@ class PredictionService(prediction_service_pb2_grpc.PredictionServiceServicer):
         self, request: predict_pb2.PredictRequest, context: grpc.aio.ServicerContext
     ) -> predict_pb2.PredictResponse:
         result = await self._core.predict(
-            messages.model_ref(request.model_spec),
+            messages.model_ref(request),
             request.model_spec.signature_name,
             functools.partial(messages.predict_inputs, request, max_elements=self._max_elements),
             list(request.output_filter),
@@ -97,7 +97,7 @@ class PredictionService(prediction_service_pb2_grpc.PredictionServiceServicer):
         request: get_model_metadata_pb2.GetModelMetadataRequest,
         context: grpc.aio.ServicerContext,
     ) -> get_model_metadata_pb2.GetModelMetadataResponse:
-        ref = messages.model_ref(request.model_spec)
+        ref = messages.model_ref(request)
         messages.check_metadata_fields(request)
         servable, signatures = self._core.metadata(ref)
         return messages.metadata_response(servable.model, servable.version, signatures)
@@ -108,21 +108,21 @@ class PredictionService(prediction_service_pb2_grpc.PredictionServiceServicer):
         request: classification_pb2.ClassificationRequest,
         context: grpc.aio.ServicerContext,
     ) -> classification_pb2.ClassificationResponse:
-        ref = messages.model_ref(request.model_spec)
-        examples = inference_messages.examples(request.input)
+        ref = messages.model_ref(request)
+        examples = messages.examples(request.input)
         signature_name = request.model_spec.signature_name
         result = await self._inference.classify(ref, signature_name, examples, deadline_of(context))
-        return inference_messages.classification_response(result)
+        return messages.classification_response(result)
 
     @_rpc
     async def Regress(
         self, request: regression_pb2.RegressionRequest, context: grpc.aio.ServicerContext
     ) -> regression_pb2.RegressionResponse:
-        ref = messages.model_ref(request.model_spec)
-        examples = inference_messages.examples(request.input)
+        ref = messages.model_ref(request)
+        examples = messages.examples(request.input)
         signature_name = request.model_spec.signature_name
         result = await self._inference.regress(ref, signature_name, examples, deadline_of(context))
-        return inference_messages.regression_response(result)
+        return messages.regression_response(result)
 
     @_rpc
     async def MultiInference(
@@ -130,10 +130,10 @@ class PredictionService(prediction_service_pb2_grpc.PredictionServiceServicer):
         request: inference_pb2.MultiInferenceRequest,
         context: grpc.aio.ServicerContext,
     ) -> inference_pb2.MultiInferenceResponse:
-        tasks = inference_messages.tasks(request)
-        examples = inference_messages.examples(request.input)
+        tasks = messages.tasks(request)
+        examples = messages.examples(request.input)
         results = await self._inference.multi_inference(tasks, examples, deadline_of(context))
-        return inference_messages.multi_inference_response(results)
+        return messages.multi_inference_response(results)
 
 
 class ModelService(model_service_pb2_grpc.ModelServiceServicer):
@@ -148,7 +148,7 @@ class ModelService(model_service_pb2_grpc.ModelServiceServicer):
         request: get_model_status_pb2.GetModelStatusRequest,
         context: grpc.aio.ServicerContext,
     ) -> get_model_status_pb2.GetModelStatusResponse:
-        ref = messages.model_ref(request.model_spec)
+        ref = messages.model_ref(request)
         statuses = self._core.status(ref.name, ref.version, ref.label)
         return messages.status_response(ref.name, statuses)
 

@@ -178,3 +178,21 @@ def test_status_errors(gateway: GatewayProcess) -> None:
         with pytest.raises(grpc.RpcError) as info:
             stub.GetModelStatus(request, timeout=30)
         assert info.value.details() == "Could not find version 5 of model mlp"
+
+
+def test_request_without_model_spec(
+    stub: prediction_service_pb2_grpc.PredictionServiceStub,
+) -> None:
+    error = call_error(stub, predict_pb2.PredictRequest())
+    assert error.code() == StatusCode.INVALID_ARGUMENT
+    assert error.details() == "Missing ModelSpec"
+
+
+def test_model_spec_with_empty_name(
+    stub: prediction_service_pb2_grpc.PredictionServiceStub,
+) -> None:
+    request = predict_pb2.PredictRequest()
+    request.model_spec.signature_name = "serving_default"  # present, but names no model
+    error = call_error(stub, request)
+    assert error.code() == StatusCode.NOT_FOUND
+    assert error.details() == "Servable not found for request: Latest()"

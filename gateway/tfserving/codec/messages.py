@@ -1,22 +1,31 @@
-"""Serving API messages ⇄ core types (ModelSpec, SignatureDef, ModelVersionStatus, Predict).
+"""Serving API messages ⇄ core types: ModelSpec, SignatureDef, ModelVersionStatus, Predict, and
+Classification / Regression / MultiInference.
 
-Tensors themselves go through :mod:`gateway.tfserving.codec.tensor`; this module owns the message
-envelopes.
+Tensors themselves go through :mod:`gateway.tfserving.codec.tensor` and tf.Examples through
+:mod:`gateway.tfserving.codec.example`; this module owns the message envelopes. Classify, Regress
+and MultiInference responses carry TF Serving's ModelSpec: the request's model name, its signature
+name (``serving_default`` when it was empty) and the version that served it. Labels are proto3
+``string`` fields: a label that is not UTF-8 is decoded with replacement characters.
 """
 
 from __future__ import annotations
 
 from collections.abc import Mapping
+from typing import Literal, Protocol
 
 import numpy as np
 
 from gateway._pb.tensorflow.core.framework import tensor_shape_pb2
 from gateway._pb.tensorflow.core.protobuf import meta_graph_pb2
 from gateway._pb.tensorflow_serving.apis import (
+    classification_pb2,
     get_model_metadata_pb2,
     get_model_status_pb2,
+    inference_pb2,
+    input_pb2,
     model_pb2,
     predict_pb2,
+    regression_pb2,
 )
 from gateway._pb.xla.tsl.protobuf import error_codes_pb2
 from gateway.errors import InvalidArgument
@@ -24,14 +33,29 @@ from gateway.serving.core import ModelRef, PredictResult
 from gateway.serving.models import VersionStatus
 from gateway.serving.signature import Signature, TensorSpec
 from gateway.tfserving.codec import tensor as tensor_codec
+from gateway.tfserving.codec.example import ExampleBatch
+from gateway.tfserving.inference import Classifications, InferenceResult, InferenceTask, Regressions
 
 SIGNATURE_DEF_FIELD = "signature_def"
 
 
-def model_ref(spec: model_pb2.ModelSpec) -> ModelRef:
-    """ModelSpec → ModelRef (``version`` and ``version_label`` are a oneof upstream)."""
-    if not spec.name:
+class HasModelSpec(Protocol):
+    """A request (or MultiInference task) carrying a ``model_spec`` field."""
+
+    @property
+    def model_spec(self) -> model_pb2.ModelSpec: ...
+
+    def HasField(self, field_name: Literal["model_spec"]) -> bool: ...
+
+
+def model_ref(message: HasModelSpec) -> ModelRef:
+    """The ModelRef of a request's ``model_spec`` (``version`` and ``version_label`` are a oneof
+    upstream). A request without a ``model_spec`` is INVALID_ARGUMENT "Missing ModelSpec", as TF
+    Serving; an empty name is left to the lookup (NOT_FOUND) or, for MultiInference tasks, to the
+    inference service's own check."""
+    if not message.HasField("model_spec"):
         raise InvalidArgument("Missing ModelSpec")
+    spec = message.model_spec
     choice = spec.WhichOneof("version_choice")
     if choice == "version":
         return ModelRef(spec.name, version=spec.version.value)
@@ -140,3 +164,74 @@ def status_response(
             entry.status.error_code = error_codes_pb2.Code.Value(status.error.code.name)
             entry.status.error_message = status.error.message
     return response
+
+
+def examples(proto: input_pb2.Input) -> ExampleBatch:
+    return ExampleBatch(proto)
+
+
+def tasks(request: inference_pb2.MultiInferenceRequest) -> list[InferenceTask]:
+    """The tasks of a MultiInferenceRequest (model names are checked by the service)."""
+    return [
+        InferenceTask(model_ref(task), task.model_spec.signature_name, task.method_name)
+        for task in request.tasks
+    ]
+
+
+def classification_response(
+    result: InferenceResult,
+) -> classification_pb2.ClassificationResponse:
+    response = classification_pb2.ClassificationResponse()
+    fill_model_spec(response.model_spec, result.model, result.version, result.signature_name)
+    if not isinstance(result.result, Classifications):
+        raise TypeError("a classification response needs Classifications")
+    fill_classifications(response.result, result.result)
+    return response
+
+
+def regression_response(result: InferenceResult) -> regression_pb2.RegressionResponse:
+    response = regression_pb2.RegressionResponse()
+    fill_model_spec(response.model_spec, result.model, result.version, result.signature_name)
+    if not isinstance(result.result, Regressions):
+        raise TypeError("a regression response needs Regressions")
+    fill_regressions(response.result, result.result)
+    return response
+
+
+def multi_inference_response(
+    results: list[InferenceResult],
+) -> inference_pb2.MultiInferenceResponse:
+    response = inference_pb2.MultiInferenceResponse()
+    for result in results:
+        entry = response.results.add()
+        fill_model_spec(entry.model_spec, result.model, result.version, result.signature_name)
+        if isinstance(result.result, Classifications):
+            fill_classifications(entry.classification_result, result.result)
+        else:
+            fill_regressions(entry.regression_result, result.result)
+    return response
+
+
+def fill_classifications(
+    proto: classification_pb2.ClassificationResult, result: Classifications
+) -> None:
+    n, k = result.shape
+    labels = None if result.labels is None else result.labels.tolist()
+    scores = None if result.scores is None else result.scores.tolist()
+    for i in range(n):
+        classes = proto.classifications.add().classes
+        for j in range(k):
+            entry = classes.add()
+            if labels is not None:
+                entry.label = _text(labels[i][j])
+            if scores is not None:
+                entry.score = scores[i][j]
+
+
+def _text(label: bytes | str) -> str:
+    return label.decode("utf-8", "replace") if isinstance(label, bytes) else label
+
+
+def fill_regressions(proto: regression_pb2.RegressionResult, result: Regressions) -> None:
+    for value in result.values.tolist():
+        proto.regressions.add(value=value)
