@@ -14,7 +14,7 @@ from google.protobuf import descriptor_pool, json_format, message_factory
 
 # Importing these registers TF Serving's services in the default descriptor pool.
 from gateway._pb.tensorflow_serving.apis import model_service_pb2, prediction_service_pb2
-from gateway.client.api import predict_request
+from gateway.client import predict_request
 
 PREDICT_METHOD = "/tensorflow.serving.PredictionService/Predict"
 _REGISTERED = (model_service_pb2, prediction_service_pb2)

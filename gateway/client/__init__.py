@@ -5,15 +5,8 @@ the command line. The package imports nothing of the server: only the generated 
 codec and the error model.
 """
 
-from gateway.client.api import (
-    DEFAULT_SIGNATURE,
-    DEFAULT_TARGET,
-    AsyncClient,
-    Client,
-    metadata_dict,
-    predict_request,
-    status_list,
-)
+from gateway.client.api import DEFAULT_TARGET, AsyncClient, Client
+from gateway.client.convert import DEFAULT_SIGNATURE, metadata_dict, predict_request, status_list
 
 __all__ = [
     "DEFAULT_SIGNATURE",

@@ -18,7 +18,7 @@ from typing import Any
 import grpc
 import numpy as np
 
-from gateway.client.api import DEFAULT_SIGNATURE, DEFAULT_TARGET, Client
+from gateway.client import DEFAULT_SIGNATURE, DEFAULT_TARGET, Client
 
 DIGIT_ZERO: tuple[float, ...] = (
     *(0.0, 0.0, 5.0, 13.0, 9.0, 1.0, 0.0, 0.0),

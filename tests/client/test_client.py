@@ -26,7 +26,7 @@ from gateway._pb.tensorflow_serving.apis import (
     prediction_service_pb2_grpc,
 )
 from gateway._pb.xla.tsl.protobuf import error_codes_pb2
-from gateway.client.api import (
+from gateway.client import (
     AsyncClient,
     Client,
     metadata_dict,

@@ -21,7 +21,7 @@ from gateway._pb.tensorflow_serving.apis import (
     predict_pb2,
     prediction_service_pb2_grpc,
 )
-from gateway.client.api import AsyncClient, Client
+from gateway.client import AsyncClient, Client
 from gateway.tfserving.codec import tensor as tensor_codec
 from tests.support.gateway_proc import GatewayProcess, running_gateway
 from tests.support.onnx_models import IDENTITY_DTYPES
