@@ -24,14 +24,15 @@ from grpc_health.v1 import health, health_pb2, health_pb2_grpc
 from grpc_reflection.v1alpha import reflection
 
 from gateway._pb.tensorflow_serving.apis import model_service_pb2, prediction_service_pb2
-from gateway.config.batching_options import BatchingOptions, load_options
 from gateway.config.model_config import ModelSpecConfig
 from gateway.config.platform import resolve_worker_threads
 from gateway.config.settings import Settings
 from gateway.errors import Unavailable
 from gateway.parallel.pool import PoolOptions, WorkerPool
-from gateway.serving.core import BatchingPolicy, ServingCore
+from gateway.serving.core import ServingCore
 from gateway.serving.models import ModelManager
+from gateway.serving.policy import BatchingPolicy
+from gateway.serving.queues import BatchQueues
 from gateway.tfserving.grpc import ModelService, PredictionService, add_services
 from gateway.tfserving.rest.examples import ClassifyRegressHandler
 from gateway.tfserving.rest.server import RestServer
@@ -56,23 +57,6 @@ def grpc_options(settings: Settings) -> list[tuple[str, Any]]:
     ]
 
 
-def batching_policy(
-    settings: Settings, specs: Sequence[ModelSpecConfig], workers: int
-) -> BatchingPolicy:
-    """Batching options from the flags (ConfigError for a bad parameters file)."""
-    if not settings.enable_batching:
-        return BatchingPolicy(BatchingOptions.unbatched(), workers)
-    options = BatchingOptions()
-    if settings.batching_parameters_file:
-        options = load_options(settings.batching_parameters_file)
-    return BatchingPolicy(
-        options,
-        workers,
-        per_model=settings.enable_per_model_batching_parameters,
-        base_paths={spec.name: spec.base_path for spec in specs},
-    )
-
-
 class Gateway:
     """One gateway process: worker pool, model manager, core and the gRPC server."""
 
@@ -90,6 +74,8 @@ class Gateway:
                 ping_timeout_s=settings.worker_ping_timeout_seconds,
             )
         )
+        policy = BatchingPolicy.from_settings(settings, self.specs, workers)
+        self.queues = BatchQueues(policy, self.pool.dispatcher)
         self.models = ModelManager(
             self.pool,
             self.specs,
@@ -97,13 +83,11 @@ class Gateway:
             inter_op=self.inter_op,
             saved_model_tags=sorted(settings.saved_model_tag_set),
             on_change=self._models_changed,
+            before_load=policy.check_version,
+            before_unload=self.queues.drain,
         )
         self.pool.on_change = self._models_changed
-        self.core = ServingCore(
-            self.models, self.pool.dispatcher, batching_policy(settings, self.specs, workers)
-        )
-        self.models.before_load = self.core.batching.check_version
-        self.models.before_unload = lambda servable: self.core.drain(servable.key)
+        self.core = ServingCore(self.models, self.queues)
         self.health = health.aio.HealthServicer()
         self.server: grpc.aio.Server | None = None
         self.rest: RestServer | None = None
@@ -179,7 +163,7 @@ class Gateway:
             servers.append(self.rest.stop(grace))
             self.rest = None
         await asyncio.gather(*servers)
-        self.core.fail_all(Unavailable("the server is shutting down"))
+        self.queues.fail_all(Unavailable("the server is shutting down"))
         for task in list(self._tasks):
             task.cancel()
         for task in list(self._tasks):

@@ -85,7 +85,13 @@ class ModelManager:
         inter_op: int,
         saved_model_tags: Sequence[str] = ("serve",),
         on_change: Callable[[], None] | None = None,
+        before_load: Callable[[str, int, str], None] | None = None,
+        before_unload: Callable[[Servable], Awaitable[None]] | None = None,
     ) -> None:
+        """``on_change``: called whenever a version's state changes. ``before_load``: called with
+        (model, version, version directory) before a load; a ServingError it raises fails that
+        version (e.g. a bad per-model batching_params.pbtxt). ``before_unload``: awaited after a
+        servable stops taking new requests and before it is unloaded (its queues drain)."""
         self._pool = pool
         self._tags = tuple(saved_model_tags)
         self._intra_op = intra_op
@@ -93,11 +99,8 @@ class ModelManager:
         self._models: dict[str, _Model] = {s.name: _Model(s) for s in specs}
         self._lock = asyncio.Lock()
         self._on_change = on_change
-        self.before_load: Callable[[str, int, str], None] | None = None
-        """Called with (model, version, version directory) before a load; a ServingError it
-        raises fails that version (e.g. a bad per-model batching_params.pbtxt)."""
-        self.before_unload: Callable[[Servable], Awaitable[None]] | None = None
-        """Awaited after a servable stops taking new requests and before it is unloaded."""
+        self._before_load = before_load
+        self._before_unload = before_unload
 
     # -- queries --------------------------------------------------------------------------------
     def model_names(self) -> list[str]:
@@ -184,8 +187,8 @@ class ModelManager:
         model.versions[version] = status
         self._changed()
         try:
-            if self.before_load is not None:
-                self.before_load(name, version, directory)
+            if self._before_load is not None:
+                self._before_load(name, version, directory)
             platform = _platform(model.spec.platform, directory)
             key = f"{name}:{version}"
             spec = LoadSpec(
@@ -213,8 +216,8 @@ class ModelManager:
         status = model.versions[version]
         status.state = State.UNLOADING
         self._changed()
-        if self.before_unload is not None:
-            await self.before_unload(servable)
+        if self._before_unload is not None:
+            await self._before_unload(servable)
         await self._pool.unload(servable.key)
         status.state = State.END
         log.info("unloaded %s version %d", model.spec.name, version)

@@ -13,12 +13,9 @@ import pytest
 from grpc_health.v1 import health_pb2, health_pb2_grpc
 
 from gateway._pb.tensorflow_serving.apis import prediction_service_pb2_grpc
-from gateway.config.batching_options import BatchingOptions
 from gateway.config.model_config import ModelSpecConfig
 from gateway.errors import Unavailable
-from gateway.parallel.pool import PoolOptions, WorkerPool
-from gateway.serving.core import BatchingPolicy, ModelRef, ServingCore
-from gateway.serving.models import ModelManager
+from gateway.serving.core import ModelRef
 from tests.e2e.test_grpc import outputs_of, predict_request
 from tests.support import onnx_models
 from tests.support.gateway_proc import (
@@ -30,6 +27,7 @@ from tests.support.gateway_proc import (
     wait_gone,
 )
 from tests.support.ort import run_reference
+from tests.support.stack import serving_stack
 
 SERVING = health_pb2.HealthCheckResponse.SERVING
 NOT_SERVING = health_pb2.HealthCheckResponse.NOT_SERVING
@@ -52,14 +50,8 @@ def test_worker_killed_mid_request_fails_it_and_is_respawned(tmp_path: Path) -> 
     x = np.ones((4, 64), np.float32)
 
     async def scenario() -> None:
-        pool = WorkerPool(PoolOptions(workers=1, input_bytes=2**20, output_bytes=2**20))
-        await pool.start()
-        try:
-            models = ModelManager(pool, [_spec("mlp", tmp_path / "mlp")], intra_op=1, inter_op=1)
-            await models.reconcile()
-            core = ServingCore(
-                models, pool.dispatcher, BatchingPolicy(BatchingOptions.unbatched(), 1)
-            )
+        async with serving_stack([_spec("mlp", tmp_path / "mlp")]) as stack:
+            pool, core = stack.pool, stack.core
             (old_pid,) = pool.pids()
             os.kill(old_pid, signal.SIGSTOP)  # the worker cannot answer: the run stays in flight
             task = asyncio.create_task(
@@ -76,8 +68,6 @@ def test_worker_killed_mid_request_fails_it_and_is_respawned(tmp_path: Path) -> 
             result = await core.predict(ModelRef("mlp"), "", lambda _signature: {"x": x})
             expected = run_reference(model, {"x": x})
             np.testing.assert_array_equal(result.outputs["probs"], expected["probs"])
-        finally:
-            await pool.close()
 
     asyncio.run(scenario())
 

@@ -34,18 +34,17 @@ from gateway._pb.tensorflow_serving.apis import (
     model_service_pb2_grpc,
     prediction_service_pb2_grpc,
 )
-from gateway.config.batching_options import BatchingOptions
 from gateway.config.model_config import ModelSpecConfig
 from gateway.errors import from_wire
-from gateway.parallel.pool import PoolOptions, WorkerPool
-from gateway.serving.core import BatchingPolicy, ModelRef, ServingCore
-from gateway.serving.models import ModelManager
+from gateway.parallel.pool import WorkerPool
+from gateway.serving.core import ModelRef, ServingCore
 from gateway.tfserving.grpc import ModelService, PredictionService, add_services
 from gateway.tfserving.rest.server import RestServer
 from tests.e2e.test_grpc import outputs_of, predict_request
 from tests.support import onnx_models, rest_models
 from tests.support.onnx_models import IDENTITY_DTYPES
 from tests.support.ort import run_reference
+from tests.support.stack import serving_stack
 
 START_TIMEOUT_S = 120
 ALT_TIMEOUT_MS = 300
@@ -116,57 +115,57 @@ def stack(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Stack]:
     async def serve() -> None:
         loop = asyncio.get_running_loop()
         finished = asyncio.Event()
-        pool = WorkerPool(PoolOptions(workers=1, input_bytes=2**22, output_bytes=2**22))
         try:
-            await pool.start()
-            models = ModelManager(pool, specs, intra_op=1, inter_op=1)
-            await models.reconcile()
-            core = ServingCore(
-                models, pool.dispatcher, BatchingPolicy(BatchingOptions.unbatched(), 1)
-            )
-            rest = RestServer(
-                core, timeout_ms=30_000, enable_cors=False, max_body_bytes=2**24, max_elements=2**20
-            )
-            alt = RestServer(
-                core,
-                timeout_ms=ALT_TIMEOUT_MS,
-                enable_cors=True,
-                max_body_bytes=ALT_MAX_BODY,
-                max_elements=ALT_MAX_ELEMENTS,
-                classify_regress=_hook,
-                extra_routes={"/extra": _extra},
-            )
-            server = grpc.aio.server(options=[("grpc.so_reuseport", 0)])
-            add_services(
-                server,
-                PredictionService(core, max_elements=2**20, as_tensor_content=False),
-                ModelService(core),
-            )
-            grpc_port = server.add_insecure_port("127.0.0.1:0")
-            await server.start()
-            rest_port = await rest.start("127.0.0.1", 0)
-            alt_port = await alt.start("127.0.0.1", 0)
-            done.append(lambda: loop.call_soon_threadsafe(finished.set))
-            started.put(
-                Stack(
-                    rest=f"http://127.0.0.1:{rest_port}",
-                    alt=f"http://127.0.0.1:{alt_port}",
-                    grpc_target=f"127.0.0.1:{grpc_port}",
-                    root=root,
-                    pool=pool,
-                    core=core,
-                    loop=loop,
-                )
-            )
-            await finished.wait()
-            await rest.stop(5)
-            await alt.stop(5)
-            await server.stop(None)
+            async with serving_stack(specs) as serving:
+                await _serve(serving.pool, serving.core, loop, finished)
         except BaseException as exc:
             failures.append(exc)
             started.put(exc)
-        finally:
-            await pool.close()
+
+    async def _serve(
+        pool: WorkerPool,
+        core: ServingCore,
+        loop: asyncio.AbstractEventLoop,
+        finished: asyncio.Event,
+    ) -> None:
+        rest = RestServer(
+            core, timeout_ms=30_000, enable_cors=False, max_body_bytes=2**24, max_elements=2**20
+        )
+        alt = RestServer(
+            core,
+            timeout_ms=ALT_TIMEOUT_MS,
+            enable_cors=True,
+            max_body_bytes=ALT_MAX_BODY,
+            max_elements=ALT_MAX_ELEMENTS,
+            classify_regress=_hook,
+            extra_routes={"/extra": _extra},
+        )
+        server = grpc.aio.server(options=[("grpc.so_reuseport", 0)])
+        add_services(
+            server,
+            PredictionService(core, max_elements=2**20, as_tensor_content=False),
+            ModelService(core),
+        )
+        grpc_port = server.add_insecure_port("127.0.0.1:0")
+        await server.start()
+        rest_port = await rest.start("127.0.0.1", 0)
+        alt_port = await alt.start("127.0.0.1", 0)
+        done.append(lambda: loop.call_soon_threadsafe(finished.set))
+        started.put(
+            Stack(
+                rest=f"http://127.0.0.1:{rest_port}",
+                alt=f"http://127.0.0.1:{alt_port}",
+                grpc_target=f"127.0.0.1:{grpc_port}",
+                root=root,
+                pool=pool,
+                core=core,
+                loop=loop,
+            )
+        )
+        await finished.wait()
+        await rest.stop(5)
+        await alt.stop(5)
+        await server.stop(None)
 
     thread = threading.Thread(target=uvloop.run, args=(serve(),), name="rest-e2e")
     thread.start()

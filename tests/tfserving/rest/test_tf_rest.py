@@ -15,12 +15,10 @@ import pytest
 
 from gateway.config.batching_options import BatchingOptions
 from gateway.config.model_config import ModelSpecConfig
-from gateway.parallel.pool import PoolOptions, WorkerPool
-from gateway.serving.core import BatchingPolicy, ServingCore
-from gateway.serving.models import ModelManager
 from gateway.tfserving.rest.examples import ClassifyRegressHandler
 from gateway.tfserving.rest.server import RestServer
 from tests.e2e.test_tf import onnx_examples
+from tests.support.stack import serving_stack
 from tests.support.tf_models_script import models_root
 
 Reply = tuple[int, Any]
@@ -49,14 +47,9 @@ def _calls(
     specs.append(ModelSpecConfig(name="onnx_examples", base_path=str(onnx_dir)))
 
     async def scenario() -> tuple[dict[str, Reply], list[Reply]]:
-        pool = WorkerPool(PoolOptions(workers=1, input_bytes=2**22, output_bytes=2**22))
-        await pool.start()
-        try:
-            models = ModelManager(pool, specs, intra_op=1, inter_op=1)
-            await models.reconcile()
-            options = BatchingOptions(max_batch_size=BURST, batch_timeout_micros=100_000)
-            batching = BatchingPolicy(options, 1)
-            core = ServingCore(models, pool.dispatcher, batching)
+        options = BatchingOptions(max_batch_size=BURST, batch_timeout_micros=100_000)
+        async with serving_stack(specs, batching=options) as stack:
+            core = stack.core
             rest = RestServer(
                 core,
                 timeout_ms=60_000,
@@ -85,8 +78,6 @@ def _calls(
                     return replies, list(await asyncio.gather(*burst))
             finally:
                 await rest.stop(5)
-        finally:
-            await pool.close()
 
     return asyncio.run(scenario())
 
