@@ -115,3 +115,34 @@ async def settle() -> None:
     """Let every ready callback and task run until all block (a bounded number of loop turns)."""
     for _ in range(20):
         await asyncio.sleep(0)
+
+
+MLP_WIRE_SIGNATURE = {
+    "inputs": [{"name": "x", "dtype": "float32", "shape": [-1, 4]}],
+    "outputs": [{"name": "y", "dtype": "float32", "shape": [-1, 2]}],
+}
+"""A ``load`` reply's signature, as an ONNX worker would send it."""
+
+
+@dataclass
+class FakePool:
+    """The model manager's seam: records loads and unloads in order; ``fail`` names servable keys
+    whose load fails with its ServingError."""
+
+    calls: list[tuple[str, str]] = field(default_factory=list)
+    loaded: set[str] = field(default_factory=set)
+    fail: dict[str, ServingError] = field(default_factory=dict)
+
+    async def load(self, spec: Any) -> dict[str, Any]:
+        self.calls.append(("load", spec.key))
+        if spec.key in self.fail:
+            raise self.fail[spec.key]
+        self.loaded.add(spec.key)
+        return MLP_WIRE_SIGNATURE
+
+    async def unload(self, key: str) -> None:
+        self.calls.append(("unload", key))
+        self.loaded.discard(key)
+
+    def hosts(self, key: str) -> bool:
+        return key in self.loaded

@@ -1,0 +1,96 @@
+"""The transport-agnostic core: lookup before decoding, validation before queueing, results.
+
+Models come from a fake pool and runs go to fake worker links: the two seams of the serving stack.
+"""
+
+from __future__ import annotations
+
+import asyncio
+from collections.abc import Mapping
+from pathlib import Path
+
+import numpy as np
+import pytest
+
+from gateway.config.batching_options import BatchingOptions
+from gateway.config.model_config import ModelSpecConfig
+from gateway.errors import InvalidArgument, NotFound
+from gateway.serving.core import ModelRef, ServingCore
+from gateway.serving.models import ModelManager
+from gateway.serving.policy import BatchingPolicy
+from gateway.serving.queues import BatchQueues
+from gateway.serving.signature import Signature
+from tests.support.fakes import FakeLink, FakePool, fake_dispatcher, settle
+
+X = np.ones((2, 4), np.float32)
+
+
+async def core_with_link(tmp_path: Path) -> tuple[ServingCore, list[FakeLink]]:
+    (tmp_path / "1").mkdir()
+    (tmp_path / "1" / "model.onnx").write_bytes(b"onnx")
+    models = ModelManager(FakePool(), [ModelSpecConfig("m", str(tmp_path))], intra_op=1, inter_op=1)  # type: ignore[arg-type]
+    await models.reconcile()
+    dispatcher, links = fake_dispatcher()
+    queues = BatchQueues(BatchingPolicy(BatchingOptions.unbatched(), 1), dispatcher)
+    return ServingCore(models, queues), links
+
+
+def test_an_unknown_model_is_not_found_before_its_tensors_are_decoded(tmp_path: Path) -> None:
+    decoded: list[Signature] = []
+
+    def decode(signature: Signature) -> Mapping[str, np.ndarray]:
+        decoded.append(signature)
+        raise InvalidArgument("garbage tensors")
+
+    async def scenario() -> None:
+        core, _ = await core_with_link(tmp_path)
+        with pytest.raises(NotFound):
+            await core.predict(ModelRef("nope"), "", decode)
+        assert decoded == []
+        with pytest.raises(InvalidArgument, match="garbage tensors"):
+            await core.predict(ModelRef("m"), "", decode)
+        assert [s.name for s in decoded] == ["serving_default"]
+
+    asyncio.run(scenario())
+
+
+def test_invalid_inputs_never_reach_a_worker(tmp_path: Path) -> None:
+    async def scenario() -> None:
+        core, links = await core_with_link(tmp_path)
+        with pytest.raises(InvalidArgument, match="dtype float64"):
+            await core.predict(ModelRef("m"), "", lambda _s: {"x": X.astype(np.float64)})
+        with pytest.raises(InvalidArgument, match="alias not found"):
+            await core.predict(ModelRef("m"), "", lambda _s: {"x": X}, ["nope"])
+        assert links[0].sent == []
+
+    asyncio.run(scenario())
+
+
+def test_a_request_runs_on_a_worker_and_gets_its_outputs(tmp_path: Path) -> None:
+    async def scenario() -> None:
+        core, links = await core_with_link(tmp_path)
+        call = asyncio.create_task(core.predict(ModelRef("m"), "", lambda _s: {"x": X}, ["y"]))
+        await settle()
+        (sent,) = links[0].sent
+        np.testing.assert_array_equal(sent.inputs["x"], X)
+        assert sent.outputs == ["y"]
+        links[0].complete(0, lambda inputs: {"y": inputs["x"][:, :2] * 2})
+        result = await call
+        assert (result.model, result.version, result.signature_name) == ("m", 1, "serving_default")
+        np.testing.assert_array_equal(result.outputs["y"], X[:, :2] * 2)
+        assert list(result.outputs) == ["y"]
+        assert core.ready()
+
+    asyncio.run(scenario())
+
+
+def test_status_by_label_and_metadata(tmp_path: Path) -> None:
+    async def scenario() -> None:
+        core, _ = await core_with_link(tmp_path)
+        servable, signatures = core.metadata(ModelRef("m"))
+        assert servable.version == 1 and list(signatures) == ["serving_default"]
+        assert [s.version for s in core.status("m")] == [1]
+        with pytest.raises(InvalidArgument, match="Unrecognized servable version label"):
+            core.status("m", label="nope")
+
+    asyncio.run(scenario())
