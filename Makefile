@@ -23,12 +23,14 @@ test: $(STAMP)
 	$(BIN)/ruff check gateway workers tests bench scripts
 	$(BIN)/ruff format --check gateway workers tests bench scripts
 	$(BIN)/mypy
+	$(BIN)/lint-imports --no-cache
 	$(BIN)/python -m pytest -q
 
 lint: $(STAMP)
 	$(BIN)/ruff check gateway workers tests bench scripts
 	$(BIN)/ruff format --check gateway workers tests bench scripts
 	$(BIN)/mypy
+	$(BIN)/lint-imports --no-cache
 
 format: $(STAMP)
 	$(BIN)/ruff format gateway workers tests bench scripts
