@@ -6,7 +6,7 @@ STAMP := $(VENV)/.installed
 PORT ?= 8500
 REST_PORT ?= 8501
 
-.PHONY: venv serve test lint format protos demo-model clean
+.PHONY: venv serve test lint format protos demo-model clean system-deps
 
 $(STAMP): pyproject.toml
 	$(PY) -m venv $(VENV)
@@ -16,10 +16,14 @@ $(STAMP): pyproject.toml
 
 venv: $(STAMP)
 
+# prometheus, kubectl and h2load, which tests and bench drive for real (apt-get, when missing).
+system-deps:
+	scripts/system_deps.sh
+
 serve: $(STAMP)
 	$(BIN)/tensorgate --port=$(PORT) --rest_api_port=$(REST_PORT) --model_name=digits --model_base_path=$(CURDIR)/models/digits
 
-test: $(STAMP)
+test: $(STAMP) system-deps
 	$(BIN)/ruff check gateway workers tests bench scripts
 	$(BIN)/ruff format --check gateway workers tests bench scripts
 	$(BIN)/mypy
@@ -46,8 +50,8 @@ clean:
 	rm -rf $(VENV) build *.egg-info .mypy_cache .pytest_cache .ruff_cache
 
 .PHONY: bench bench-quick
-bench-quick: $(STAMP)
+bench-quick: $(STAMP) system-deps
 	$(BIN)/python -m bench run --quick
 
-bench: $(STAMP)
+bench: $(STAMP) system-deps
 	$(BIN)/python -m bench run
