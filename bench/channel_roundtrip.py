@@ -19,6 +19,7 @@ import subprocess
 import sys
 import time
 
+from workers import messages
 from workers.bootstrap import spawn_worker
 from workers.shm.channel import Channel
 
@@ -78,7 +79,7 @@ class _Client:
         self._next_id = 1
 
     def send(self) -> None:
-        self.channel.submit({"op": "ping", "id": self._next_id})
+        self.channel.submit(messages.encode(messages.ping_request(self._next_id)))
         self._next_id += 1
 
     def receive(self) -> int:
@@ -142,7 +143,7 @@ def main() -> None:
                     rate,
                     1e6 * depth / rate,
                 )
-            channel.submit({"op": "stop", "id": 0})
+            channel.submit(messages.encode(messages.stop_request(0)))
             worker.wait(10)
         finally:
             bare.close()

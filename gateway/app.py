@@ -72,7 +72,8 @@ class Gateway:
                 output_bytes=arena,
                 ping_interval_s=settings.worker_ping_interval_seconds,
                 ping_timeout_s=settings.worker_ping_timeout_seconds,
-            )
+            ),
+            on_change=self._models_changed,
         )
         policy = BatchingPolicy.from_settings(settings, self.specs, workers)
         self.queues = BatchQueues(policy, self.pool.dispatcher)
@@ -86,7 +87,6 @@ class Gateway:
             before_load=policy.check_version,
             before_unload=self.queues.drain,
         )
-        self.pool.on_change = self._models_changed
         self.core = ServingCore(self.models, self.queues)
         self.health = health.aio.HealthServicer()
         self.server: grpc.aio.Server | None = None

@@ -1,5 +1,5 @@
-"""``python -m workers --index N --memfd FD --submit-fd FD --complete-fd FD --parent-pid PID``:
-one worker process (see :mod:`workers.bootstrap`)."""
+"""``python -m workers ...``: one worker process (arguments and start-up in
+:mod:`workers.bootstrap`)."""
 
 import sys
 

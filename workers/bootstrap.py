@@ -1,5 +1,9 @@
 """Starting a worker process: the gateway's :func:`spawn_worker` and the child's :func:`main`.
 
+``python -m workers --index N --memfd FD --submit-fd FD --complete-fd FD --release-fd FD
+--parent-pid PID [--log-level LEVEL]``: the descriptors are the channel's, inherited
+(:func:`worker_argv` writes these arguments, :func:`main` reads them).
+
 The child, in order: pins native thread pools to one thread (before numpy or ONNX Runtime load),
 sets up logging, asks the kernel to SIGKILL it when its parent dies (``PR_SET_PDEATHSIG``; if the
 parent is already gone it exits 1), installs signal handlers that only set a flag (SIGTERM:
@@ -37,6 +41,18 @@ Runtime's own pools are sized by each ``load`` request."""
 _PR_SET_PDEATHSIG = 1
 
 
+def worker_argv(channel: Channel, *, parent_pid: int, log_level: str = "INFO") -> list[str]:
+    """Arguments for ``python -m workers`` attached to ``channel`` (whose :attr:`Channel.fds`
+    the child must inherit), naming ``parent_pid`` as the process it dies with."""
+    memfd, submit_fd, complete_fd, release_fd = channel.fds
+    return [
+        *("--index", str(channel.index), "--memfd", str(memfd)),
+        *("--submit-fd", str(submit_fd), "--complete-fd", str(complete_fd)),
+        *("--release-fd", str(release_fd), "--parent-pid", str(parent_pid)),
+        *("--log-level", log_level),
+    ]
+
+
 def spawn_worker(
     channel: Channel, *, log_level: str = "INFO", env: Mapping[str, str] | None = None
 ) -> subprocess.Popen[bytes]:
@@ -46,9 +62,10 @@ def spawn_worker(
     """
     child_env = dict(os.environ if env is None else env)
     child_env.update(THREAD_ENV)
+    argv = worker_argv(channel, parent_pid=os.getpid(), log_level=log_level)
     return subprocess.Popen(
-        [sys.executable, "-m", "workers", *channel.child_argv(), "--log-level", log_level],
-        pass_fds=channel.child_fds(),
+        [sys.executable, "-m", "workers", *argv],
+        pass_fds=channel.fds,
         stdin=subprocess.DEVNULL,
         env=child_env,
     )
@@ -56,20 +73,20 @@ def spawn_worker(
 
 def _parse(argv: Sequence[str]) -> argparse.Namespace:
     parser = argparse.ArgumentParser(prog="python -m workers", add_help=False)
-    parser.add_argument("--index", type=int, required=True)
-    parser.add_argument("--parent-pid", type=int)
+    for flag in ("--index", "--memfd", "--submit-fd", "--complete-fd", "--release-fd"):
+        parser.add_argument(flag, type=int, required=True)
+    parser.add_argument("--parent-pid", type=int, required=True)
     parser.add_argument("--log-level", default="INFO")
-    args, _ = parser.parse_known_args(list(argv))
-    return args
+    return parser.parse_args(list(argv))
 
 
-def _die_with_parent(parent_pid: int | None) -> bool:
+def _die_with_parent(parent_pid: int) -> bool:
     """Ask for SIGKILL when the parent dies; False if the parent is already gone."""
     libc = ctypes.CDLL(None, use_errno=True)
     if libc.prctl(_PR_SET_PDEATHSIG, signal.SIGKILL, 0, 0, 0) != 0:
         log.warning("prctl(PR_SET_PDEATHSIG) failed: %s", os.strerror(ctypes.get_errno()))
     # The parent may have died before prctl ran: then we were re-parented already.
-    return parent_pid is None or os.getppid() == parent_pid
+    return os.getppid() == parent_pid
 
 
 class _StopFlag:
@@ -102,7 +119,13 @@ def main(argv: Sequence[str] | None = None) -> int:
     signal.signal(signal.SIGINT, signal.SIG_IGN)
     wake_r, wake_w = os.pipe2(os.O_NONBLOCK | os.O_CLOEXEC)
     signal.set_wakeup_fd(wake_w, warn_on_full_buffer=False)
-    channel = Channel.attach(argv)
+    channel = Channel(
+        index=args.index,
+        memfd=args.memfd,
+        submit_fd=args.submit_fd,
+        complete_fd=args.complete_fd,
+        release_fd=args.release_fd,
+    )
     try:
         from workers.worker import serve  # numpy and ONNX Runtime load after THREAD_ENV is set
 

@@ -1,9 +1,9 @@
-"""The worker's serving loop: descriptors off the channel one at a time, in order, each answered.
+"""The worker's serving loop: requests off the channel one at a time, in order, each answered.
 
-Every request gets exactly one reply, success or failure (see :mod:`workers.messages` for the
-descriptors). The loop ends on ``stop`` (reply, exit 0) or when ``stopping()`` turns true
-(SIGTERM): the descriptor in hand is finished and answered, every one still queued is answered
-UNAVAILABLE, and the loop returns 0.
+Every request gets exactly one reply, success or failure (see :mod:`workers.messages`); one that
+does not decode gets INVALID_ARGUMENT. The loop ends on ``stop`` (reply, exit 0) or when
+``stopping()`` turns true (SIGTERM): the request in hand is finished and answered, every one
+still queued is answered UNAVAILABLE, and the loop returns 0.
 """
 
 from __future__ import annotations
@@ -12,16 +12,27 @@ import logging
 import os
 import time
 from collections.abc import Callable, Mapping
-from typing import Any, Protocol, TypeVar
+from typing import Any, Protocol
 
 import numpy as np
 
+from workers import messages
 from workers.backends import onnx as onnx_backend
 from workers.backends import tensorflow as tf_backend
 from workers.dtypes import STRING, dtype_name
-from workers.messages import TensorDesc, WorkerError, read_tensor, tensor_nbytes, write_tensor
+from workers.messages import (
+    BadRequest,
+    LoadRequest,
+    Reply,
+    Request,
+    RunReply,
+    RunRequest,
+    TensorDesc,
+    WorkerError,
+)
 from workers.shm.arena import align_up
 from workers.shm.channel import Channel, ChannelFull, OutputArenaExhausted
+from workers.shm.payload import read_tensor, tensor_nbytes, write_tensor
 
 log = logging.getLogger(__name__)
 
@@ -36,7 +47,7 @@ class Model(Protocol):
 
     ``signature`` is the ``load`` reply's ``"signature"``; ``text_strings`` says whether string
     inputs reach :meth:`run` decoded as UTF-8 ``str`` (ONNX Runtime) or as ``bytes``
-    (TensorFlow: serialized Examples are binary). :meth:`run` gets the run descriptor's
+    (TensorFlow: serialized Examples are binary). :meth:`run` gets the run request's
     ``"signature"`` name (``""``: the default); a backend with one signature ignores it.
     """
 
@@ -81,42 +92,24 @@ class _OnnxModel:
         pass
 
 
-_T = TypeVar("_T")
-
-
-def _field(desc: dict[str, Any], name: str, kind: type[_T]) -> _T:
-    value = desc.get(name)
-    if not isinstance(value, kind) or (kind is int and isinstance(value, bool)):
-        raise WorkerError(
-            "INVALID_ARGUMENT", f"{desc.get('op')} descriptor needs {kind.__name__} {name!r}"
-        )
-    return value
-
-
-def _load_onnx(desc: dict[str, Any]) -> Model:
-    return _OnnxModel(
-        onnx_backend.load(
-            _field(desc, "path", str),
-            intra_op=_field(desc, "intra_op", int),
-            inter_op=_field(desc, "inter_op", int),
-        )
+def _load_onnx(request: LoadRequest) -> Model:
+    model = onnx_backend.load(
+        request["path"], intra_op=request["intra_op"], inter_op=request["inter_op"]
     )
+    return _OnnxModel(model)
 
 
-def _load_tensorflow(desc: dict[str, Any]) -> Model:
-    """``path`` is the SavedModel directory; ``tags`` (optional) the MetaGraphDef's tags."""
-    tags = desc.get("tags", list(tf_backend.DEFAULT_TAGS))
-    if not (isinstance(tags, list) and tags and all(isinstance(t, str) for t in tags)):
-        raise WorkerError("INVALID_ARGUMENT", "load descriptor: tags must be a non-empty list")
+def _load_tensorflow(request: LoadRequest) -> Model:
+    """``path`` is the SavedModel directory; ``tags`` the MetaGraphDef's tags."""
     return tf_backend.load(
-        _field(desc, "path", str),
-        tags=tags,
-        intra_op=_field(desc, "intra_op", int),
-        inter_op=_field(desc, "inter_op", int),
+        request["path"],
+        tags=request["tags"],
+        intra_op=request["intra_op"],
+        inter_op=request["inter_op"],
     )
 
 
-LOADERS: dict[str, Callable[[dict[str, Any]], Model]] = {
+LOADERS: dict[str, Callable[[LoadRequest], Model]] = {
     "onnx": _load_onnx,
     "tensorflow": _load_tensorflow,
 }
@@ -124,7 +117,7 @@ LOADERS: dict[str, Callable[[dict[str, Any]], Model]] = {
 
 
 class Worker:
-    """The models loaded in this process and the handlers of each descriptor ``op``.
+    """The models loaded in this process and the handler of each request.
 
     ``load`` of a key already loaded from the same path answers with its signature without
     reloading; from another path it replaces the model.
@@ -133,49 +126,38 @@ class Worker:
     def __init__(self, channel: Channel) -> None:
         self.channel = channel
         self.models: dict[str, Model] = {}
-        self._handlers: dict[str, Callable[[dict[str, Any]], dict[str, Any]]] = {
-            "load": self._load,
-            "unload": self._unload,
-            "run": self._run,
-            "ping": self._ping,
-            "stop": self._stop,
-        }
 
-    def handle(self, desc: dict[str, Any]) -> dict[str, Any]:
+    def handle(self, request: Request) -> Reply:
         """The reply to one request; never raises for a bad request or a failed run.
 
         Every ``run`` reply, failed ones too, carries ``out_end``: releasing it frees this run's
         output space (if it got any) and that of every earlier run.
         """
-        request_id = desc.get("id")
-        op = desc.get("op")
+        request_id = request["id"]
         try:
-            handler = self._handlers.get(op) if isinstance(op, str) else None
-            if handler is None:
-                raise WorkerError("INVALID_ARGUMENT", f"unknown op {op!r}")
-            reply = {"id": request_id, "ok": True, **handler(desc)}
+            if request["op"] == "run":
+                return self._run(request)
+            if request["op"] == "load":
+                return messages.load_reply(request_id, self._load(request))
+            if request["op"] == "unload":
+                self._unload(request["key"])
+                return messages.ok_reply(request_id)
+            if request["op"] == "ping":
+                return messages.ping_reply(request_id, os.getpid())
+            return messages.ok_reply(request_id)  # stop: the loop ends after replying
         except WorkerError as exc:
-            reply = exc.reply(request_id)
+            error = exc
         except Exception as exc:
-            log.exception("op %r id %r failed", op, request_id)
-            reply = WorkerError("INTERNAL", f"{type(exc).__name__}: {exc}").reply(request_id)
-        if op == "run":
-            reply["out_end"] = self.channel.output_allocated
-        return reply
+            log.exception("%s request %d failed", request["op"], request_id)
+            error = WorkerError("INTERNAL", f"{type(exc).__name__}: {exc}")
+        out_end = self.channel.output_allocated if request["op"] == "run" else None
+        return error.reply(request_id, out_end=out_end)
 
-    def _ping(self, desc: dict[str, Any]) -> dict[str, Any]:
-        return {"pid": os.getpid()}
-
-    def _stop(self, desc: dict[str, Any]) -> dict[str, Any]:
-        return {}
-
-    def _load(self, desc: dict[str, Any]) -> dict[str, Any]:
-        key = _field(desc, "key", str)
-        path = _field(desc, "path", str)
-        platform = _field(desc, "platform", str)
+    def _load(self, request: LoadRequest) -> Mapping[str, Any]:
+        key, path, platform = request["key"], request["path"], request["platform"]
         loaded = self.models.get(key)
         if loaded is not None and loaded.path == path:
-            return {"signature": loaded.signature}
+            return loaded.signature
         loader = LOADERS.get(platform)
         if loader is None:
             raise WorkerError(
@@ -183,55 +165,49 @@ class Worker:
                 f"platform {platform!r} is not served by tensorgate workers "
                 f"(supported: {', '.join(sorted(LOADERS))})",
             )
-        model = loader(desc)
+        model = loader(request)
         if loaded is not None:
             loaded.close()
         self.models[key] = model
         log.info("loaded %s from %s", key, path)
-        return {"signature": model.signature}
+        return model.signature
 
-    def _unload(self, desc: dict[str, Any]) -> dict[str, Any]:
-        key = _field(desc, "key", str)
+    def _unload(self, key: str) -> None:
         model = self.models.pop(key, None)
         if model is not None:
             model.close()
             log.info("unloaded %s", key)
-        return {}
 
-    def _run(self, desc: dict[str, Any]) -> dict[str, Any]:
-        deadline = desc.get("deadline")
-        if deadline is not None and not isinstance(deadline, int | float):
-            raise WorkerError("INVALID_ARGUMENT", "run descriptor: deadline must be a number")
+    def _run(self, request: RunRequest) -> RunReply:
+        deadline = request["deadline"]
         if deadline is not None and time.monotonic() >= deadline:
             raise WorkerError("DEADLINE_EXCEEDED", "deadline exceeded before the batch ran")
-        key = _field(desc, "key", str)
+        key = request["key"]
         model = self.models.get(key)
         if model is None:
             raise WorkerError("NOT_FOUND", f"model {key!r} is not loaded in this worker")
-        output_names = desc.get("outputs")
-        if output_names is not None and not (
-            isinstance(output_names, list) and all(isinstance(n, str) for n in output_names)
-        ):
-            raise WorkerError("INVALID_ARGUMENT", "run descriptor: outputs must be names or null")
-        signature = desc.get("signature") or ""
-        if not isinstance(signature, str):
-            raise WorkerError("INVALID_ARGUMENT", "run descriptor: signature must be a string")
-        feeds = dict(self._input(t, model.text_strings) for t in _field(desc, "inputs", list))
+        feeds = dict(self._input(t, model.text_strings) for t in request["inputs"])
         started = time.perf_counter_ns()
-        results = model.run(signature, feeds, output_names)
+        results = model.run(request["signature"], feeds, request["outputs"])
         compute_us = (time.perf_counter_ns() - started) / 1000
         del feeds
-        return {"outputs": self._write_outputs(results), "compute_us": round(compute_us, 1)}
+        outputs = self._write_outputs(results)
+        return messages.run_reply(
+            request["id"],
+            outputs=outputs,
+            out_end=self.channel.output_allocated,
+            compute_us=round(compute_us, 1),
+        )
 
     def _input(self, desc: TensorDesc, as_text: bool) -> tuple[str, np.ndarray[Any, Any]]:
         """A zero-copy array over the input area (string tensors: a fresh array of ``str`` when
         ``as_text``, else of ``bytes``)."""
+        name = desc["name"]
         try:
-            name = desc["name"]
             view = self.channel.input_view(desc["offset"], desc["nbytes"])
             arr = read_tensor(view, desc["dtype"], desc["shape"])
-        except (KeyError, TypeError, ValueError) as exc:
-            raise WorkerError("INVALID_ARGUMENT", f"bad input tensor descriptor: {exc!r}") from None
+        except ValueError as exc:
+            raise WorkerError("INVALID_ARGUMENT", f"input tensor {name!r}: {exc}") from None
         if desc["dtype"] != STRING or not as_text:
             return name, arr
         try:
@@ -280,46 +256,62 @@ class Worker:
         return descs
 
 
-def _post(channel: Channel, reply: dict[str, Any]) -> None:
+def _post(channel: Channel, reply: Reply) -> None:
     """Post ``reply``, waiting for a free slot; a reply too big for a slot becomes INTERNAL."""
     deadline = time.monotonic() + _POST_WAIT_S
+    data = messages.encode(reply)
     while True:
         try:
-            channel.post_completion(reply)
+            channel.post_completion(data)
             return
         except ChannelFull:
             if time.monotonic() >= deadline:
                 raise
             time.sleep(0.0005)
         except ValueError as exc:
-            log.error("reply to id %r does not fit a slot: %s", reply.get("id"), exc)
-            error = WorkerError("INTERNAL", f"reply too large: {exc}").reply(reply.get("id"))
-            if "out_end" in reply:
-                error["out_end"] = reply["out_end"]
-            reply = error
+            log.error("reply to id %d does not fit a slot: %s", reply["id"], exc)
+            out_end = reply.get("out_end")
+            error = messages.error_reply(
+                reply["id"],
+                "INTERNAL",
+                f"reply too large: {exc}",
+                out_end=out_end if isinstance(out_end, int) else None,
+            )
+            data = messages.encode(error)
 
 
-def _refuse(channel: Channel, descs: list[dict[str, Any]]) -> None:
-    for desc in descs:
-        _post(channel, WorkerError("UNAVAILABLE", "worker is shutting down").reply(desc.get("id")))
+def _decode(data: bytes) -> Request | BadRequest:
+    try:
+        return messages.decode_request(data)
+    except BadRequest as exc:
+        return exc
+
+
+def _refuse(channel: Channel, requests: list[Request | BadRequest]) -> None:
+    for request in requests:
+        request_id = request.request_id if isinstance(request, BadRequest) else request["id"]
+        _post(channel, WorkerError("UNAVAILABLE", "worker is shutting down").reply(request_id))
 
 
 def serve(channel: Channel, stopping: Callable[[], bool], wake_fd: int | None = None) -> int:
     """Announce readiness, then serve requests until ``stop`` or ``stopping()``; returns the exit
     status (0). ``wake_fd`` is a descriptor that becomes readable when a signal arrives."""
     worker = Worker(channel)
-    _post(channel, {"id": 0, "ok": True, "op": "ready", "pid": os.getpid()})
+    _post(channel, messages.ready(os.getpid()))
     log.info("worker %d ready", channel.index)
     while True:
-        batch = channel.wait_submissions(None, wake_fd=wake_fd)
-        for i, desc in enumerate(batch):
-            _post(channel, worker.handle(desc))
-            if desc.get("op") == "stop" or stopping():
+        batch = [_decode(data) for data in channel.wait_submissions(None, wake_fd=wake_fd)]
+        for i, request in enumerate(batch):
+            if isinstance(request, BadRequest):
+                _post(channel, request.reply(request.request_id))
+                continue
+            _post(channel, worker.handle(request))
+            if request["op"] == "stop" or stopping():
                 _refuse(channel, batch[i + 1 :])
-                _refuse(channel, channel.wait_submissions(0))
+                _refuse(channel, [_decode(data) for data in channel.wait_submissions(0)])
                 log.info("worker %d stopping", channel.index)
                 return 0
         if stopping():
-            _refuse(channel, channel.wait_submissions(0))
+            _refuse(channel, [_decode(data) for data in channel.wait_submissions(0)])
             log.info("worker %d stopping", channel.index)
             return 0

@@ -24,8 +24,8 @@ from gateway._pb.tensorflow_serving.apis import (
 )
 from gateway.errors import Code, InvalidArgument
 from gateway.tfserving.codec import tensor as tensor_codec
+from workers.messages import DEFAULT_SIGNATURE as DEFAULT_SIGNATURE  # part of the client API
 
-DEFAULT_SIGNATURE = "serving_default"
 SIGNATURE_DEF_FIELD = "signature_def"
 
 

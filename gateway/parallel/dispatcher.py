@@ -1,7 +1,8 @@
 """The gateway's end of each worker (id → future table) and least-loaded routing of runs.
 
-A :class:`WorkerLink` owns one worker's :class:`~workers.shm.channel.Channel`. Requests get an id
-and a future; the completion doorbell (watched with ``loop.add_reader``) drains replies in order,
+A :class:`WorkerLink` owns one worker's :class:`~workers.shm.channel.Channel` and speaks the
+typed messages of :mod:`workers.messages` over it. Requests get an id and a future; the
+completion doorbell (watched with ``loop.add_reader``) drains replies in order,
 copies run outputs out of shared memory, releases the worker's output space, frees the input space
 and resolves the future — only ``if not fut.done()``. Every failure path resolves every future:
 :meth:`WorkerLink.fail_all` is called when the worker dies or is retired.
@@ -14,14 +15,25 @@ import itertools
 import logging
 from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass
-from typing import Any
+from typing import Any, cast
 
 import numpy as np
 
-from gateway.errors import ResourceExhausted, ServingError, Unavailable, from_wire
+from gateway.errors import Internal, ResourceExhausted, ServingError, Unavailable, from_wire
+from workers import messages
 from workers.dtypes import dtype_name
-from workers.messages import TensorDesc, read_tensor, tensor_nbytes, write_tensor
+from workers.messages import (
+    LoadReply,
+    OkReply,
+    PingReply,
+    Ready,
+    Reply,
+    Request,
+    RunReply,
+    TensorDesc,
+)
 from workers.shm.channel import Channel, ChannelFull
+from workers.shm.payload import read_tensor, tensor_nbytes, write_tensor
 
 log = logging.getLogger(__name__)
 
@@ -45,30 +57,68 @@ class _Pending:
 
 
 class WorkerLink:
-    """One worker process's channel, its pending requests, and its load (runs in flight)."""
+    """One worker process's channel, its pending requests, and its load (runs in flight).
 
-    def __init__(self, index: int, channel: Channel, loop: asyncio.AbstractEventLoop) -> None:
+    ``on_run_done`` is called after each run completes or fails (capacity was freed).
+    """
+
+    def __init__(
+        self,
+        index: int,
+        channel: Channel,
+        loop: asyncio.AbstractEventLoop,
+        *,
+        on_run_done: Callable[[], None] | None = None,
+    ) -> None:
         self.index = index
         self.channel = channel
         self.pid: int | None = None
         self.loaded: set[str] = set()
         self.alive = False
         self.runs_in_flight = 0
-        self.on_run_done: Callable[[], None] | None = None
-        """Called after each run completes or fails: capacity was freed."""
+        self.on_run_done = on_run_done
         self._loop = loop
-        self._ids = itertools.count(1)
+        self._ids = itertools.count(messages.READY_ID + 1)
         self._pending: dict[int, _Pending] = {}
         self._closed = False
-        # The worker posts {"id": 0, "op": "ready"} once it accepts work.
-        self.ready: asyncio.Future[Any] = loop.create_future()
-        self._pending[0] = _Pending(self.ready, None, False)
+        self.ready: asyncio.Future[Ready] = loop.create_future()
+        """Resolves when the worker posts its ``ready`` message (it then accepts requests)."""
+        self._pending[messages.READY_ID] = _Pending(self.ready, None, False)
         loop.add_reader(channel.complete_fd, self._on_completions)
 
     # -- requests ---------------------------------------------------------------------------
-    def request(self, desc: dict[str, Any]) -> asyncio.Future[Any]:
-        """Send a control descriptor (load, unload, ping, stop); the future gets the reply dict."""
-        return self._send(desc, input_offset=None, is_run=False)
+    def load(
+        self,
+        *,
+        key: str,
+        path: str,
+        platform: str,
+        intra_op: int,
+        inter_op: int,
+        tags: Sequence[str],
+    ) -> asyncio.Future[LoadReply]:
+        """Load a servable (allowed before the worker is marked alive); the reply carries its
+        signature."""
+        request = messages.load_request(
+            next(self._ids),
+            key=key,
+            path=path,
+            platform=platform,
+            intra_op=intra_op,
+            inter_op=inter_op,
+            tags=tags,
+        )
+        return self._send(request, input_offset=None)
+
+    def unload(self, key: str) -> asyncio.Future[OkReply]:
+        return self._send(messages.unload_request(next(self._ids), key=key), input_offset=None)
+
+    def ping(self) -> asyncio.Future[PingReply]:
+        return self._send(messages.ping_request(next(self._ids)), input_offset=None)
+
+    def stop(self) -> asyncio.Future[OkReply]:
+        """Ask the worker to reply and exit 0; later requests are answered UNAVAILABLE."""
+        return self._send(messages.stop_request(next(self._ids)), input_offset=None)
 
     def submit(
         self,
@@ -123,32 +173,30 @@ class WorkerLink:
                     }
                 )
                 cursor += _aligned(sizes[name])
-            desc = {
-                "op": "run",
-                "key": key,
-                "inputs": descs,
-                "outputs": None if outputs is None else list(outputs),
-                "deadline": deadline,
-                "signature": signature,
-            }
-            future: asyncio.Future[RunResult] = self._send(desc, input_offset=offset, is_run=True)
+            request = messages.run_request(
+                next(self._ids),
+                key=key,
+                inputs=descs,
+                outputs=outputs,
+                deadline=deadline,
+                signature=signature,
+            )
+            future: asyncio.Future[RunResult] = self._send(request, input_offset=offset)
         except BaseException:
             self.channel.free_input(offset)
             raise
         return future
 
-    def _send(
-        self, desc: dict[str, Any], *, input_offset: int | None, is_run: bool
-    ) -> asyncio.Future[Any]:
-        if not self.alive and desc.get("op") != "load":
+    def _send(self, request: Request, *, input_offset: int | None) -> asyncio.Future[Any]:
+        if not self.alive and request["op"] != "load":
             raise Unavailable(f"worker {self.index} is not available")
-        request_id = next(self._ids)
         future: asyncio.Future[Any] = self._loop.create_future()
         try:
-            self.channel.submit({**desc, "id": request_id})
+            self.channel.submit(messages.encode(request))
         except ChannelFull as exc:
             raise ResourceExhausted(f"worker {self.index} request ring is full") from exc
-        self._pending[request_id] = _Pending(future, input_offset, is_run)
+        is_run = request["op"] == "run"
+        self._pending[request["id"]] = _Pending(future, input_offset, is_run)
         if is_run:
             self.runs_in_flight += 1
         return future
@@ -158,8 +206,13 @@ class WorkerLink:
         if self._closed:
             return
         runs_done = 0
-        for reply in self.channel.completions():
-            pending = self._pending.pop(int(reply.get("id", -1)), None)
+        for data in self.channel.completions():
+            try:
+                reply = messages.decode_reply(data)
+            except ValueError as exc:
+                log.error("worker %d: %s", self.index, exc)
+                continue
+            pending = self._pending.pop(reply["id"], None)
             if pending is None:
                 log.warning("worker %d sent a reply for an unknown id: %r", self.index, reply)
                 continue
@@ -169,8 +222,8 @@ class WorkerLink:
                 self.runs_in_flight -= 1
                 result, error = self._take_run_reply(reply)
                 runs_done += 1
-            elif not reply.get("ok", False):
-                error = from_wire(str(reply.get("code")), str(reply.get("message")))
+            elif reply["ok"] is False:
+                error = from_wire(reply["code"], reply["message"])
             if pending.input_offset is not None:
                 self.channel.free_input(pending.input_offset)
             if pending.future.done():
@@ -183,22 +236,24 @@ class WorkerLink:
         if runs_done and self.on_run_done is not None:
             self.on_run_done()
 
-    def _take_run_reply(
-        self, reply: dict[str, Any]
-    ) -> tuple[RunResult | None, ServingError | None]:
-        """Copy outputs out of shared memory and release the worker's output space, in order."""
-        try:
-            if not reply.get("ok", False):
-                return None, from_wire(str(reply.get("code")), str(reply.get("message")))
-            outputs: dict[str, np.ndarray] = {}
-            for t in reply["outputs"]:
-                view = self.channel.output_view(int(t["offset"]), int(t["nbytes"]))
-                array = read_tensor(view, str(t["dtype"]), tuple(t["shape"]))
-                outputs[str(t["name"])] = array.copy()
-            return RunResult(outputs, float(reply.get("compute_us", 0.0))), None
-        finally:
+    def _take_run_reply(self, reply: Reply) -> tuple[RunResult | None, ServingError | None]:
+        """Copy a run's outputs out of shared memory, then release the worker's output space
+        up to the reply's ``out_end`` (replies arrive, and are released, in order)."""
+        if reply["ok"] is False:
             if "out_end" in reply:
-                self.channel.release_outputs(reply)
+                self.channel.release_outputs(reply["out_end"])
+            return None, from_wire(reply["code"], reply["message"])
+        run = cast(RunReply, reply)  # the pending request was a run
+        try:
+            outputs: dict[str, np.ndarray] = {}
+            for t in run["outputs"]:
+                view = self.channel.output_view(t["offset"], t["nbytes"])
+                outputs[t["name"]] = read_tensor(view, t["dtype"], t["shape"]).copy()
+        except (KeyError, TypeError, ValueError) as exc:
+            return None, Internal(f"worker {self.index} sent unreadable outputs: {exc}")
+        finally:
+            self.channel.release_outputs(run["out_end"])
+        return RunResult(outputs, run["compute_us"]), None
 
     def fail_all(self, error: ServingError) -> None:
         """Resolve every pending future with ``error`` (worker died or is being retired)."""
@@ -238,10 +293,10 @@ class Dispatcher:
         self._listeners: dict[Callable[[], None], None] = {}
 
     def add_link(self, link: WorkerLink) -> None:
-        """Route to ``link`` (replacing a retired link of the same index)."""
+        """Route to ``link`` (replacing a retired link of the same index); the link calls
+        :meth:`wake` when a run finishes (its ``on_run_done``)."""
         self.links = [x for x in self.links if x.index != link.index] + [link]
         self.links.sort(key=lambda x: x.index)
-        link.on_run_done = self.wake
 
     def pick(self, key: str) -> WorkerLink | None:
         """The least-loaded live worker hosting ``key`` with a free slot, or None if all are busy.

@@ -22,6 +22,7 @@ from typing import Any
 from gateway.errors import ServingError, Unavailable
 from gateway.parallel.dispatcher import Dispatcher, WorkerLink
 from workers.bootstrap import spawn_worker
+from workers.messages import LoadReply
 from workers.shm.channel import Channel
 
 log = logging.getLogger(__name__)
@@ -58,17 +59,6 @@ class LoadSpec:
     tags: tuple[str, ...] = ("serve",)
     """SavedModel MetaGraph tags (``--saved_model_tags``); ONNX ignores them."""
 
-    def descriptor(self) -> dict[str, Any]:
-        return {
-            "op": "load",
-            "key": self.key,
-            "path": self.path,
-            "platform": self.platform,
-            "intra_op": self.intra_op,
-            "inter_op": self.inter_op,
-            "tags": list(self.tags),
-        }
-
 
 class _Worker:
     """A live process and its link; ``exited`` resolves when the process is gone."""
@@ -81,14 +71,18 @@ class _Worker:
 
 
 class WorkerPool:
-    """Owns the worker processes; the :class:`Dispatcher` routes runs over their links."""
+    """Owns the worker processes; the :class:`Dispatcher` routes runs over their links.
 
-    def __init__(self, options: PoolOptions) -> None:
+    ``on_change`` is called (on the loop) whenever a worker becomes ready or dies.
+    """
+
+    def __init__(
+        self, options: PoolOptions, *, on_change: Callable[[], None] | None = None
+    ) -> None:
         self.options = options
         self.dispatcher = Dispatcher()
         self.restarts = 0
-        self.on_change: Callable[[], None] | None = None
-        """Called (on the loop) whenever a worker becomes ready or dies."""
+        self._on_change = on_change
         self._loads: dict[str, LoadSpec] = {}
         self._workers: list[_Worker | None] = [None] * options.workers
         self._tasks: set[asyncio.Task[None]] = set()
@@ -113,7 +107,7 @@ class WorkerPool:
         for w in workers:
             if w.link.alive:
                 with contextlib.suppress(ServingError):
-                    w.link.request({"op": "stop"}).add_done_callback(_ignore)
+                    w.link.stop().add_done_callback(_ignore)
             else:
                 _kill(w.process)
         for w in workers:
@@ -143,8 +137,7 @@ class WorkerPool:
             self._loads.pop(spec.key, None)
             await self.unload(spec.key)
             raise
-        signature: dict[str, Any] = replies[0]["signature"]
-        return signature
+        return replies[0]["signature"]
 
     async def unload(self, key: str) -> None:
         """Unload a servable from every worker (errors from dead workers are ignored)."""
@@ -154,10 +147,17 @@ class WorkerPool:
                 continue
             w.link.loaded.discard(key)
             with contextlib.suppress(ServingError):
-                await w.link.request({"op": "unload", "key": key})
+                await w.link.unload(key)
 
-    async def _load_on(self, link: WorkerLink, spec: LoadSpec) -> dict[str, Any]:
-        reply: dict[str, Any] = await link.request(spec.descriptor())
+    async def _load_on(self, link: WorkerLink, spec: LoadSpec) -> LoadReply:
+        reply = await link.load(
+            key=spec.key,
+            path=spec.path,
+            platform=spec.platform,
+            intra_op=spec.intra_op,
+            inter_op=spec.inter_op,
+            tags=spec.tags,
+        )
         link.loaded.add(spec.key)
         return reply
 
@@ -169,7 +169,7 @@ class WorkerPool:
             input_bytes=self.options.input_bytes,
             output_bytes=self.options.output_bytes,
         )
-        link = WorkerLink(index, channel, loop)
+        link = WorkerLink(index, channel, loop, on_run_done=self.dispatcher.wake)
         try:
             process = spawn_worker(channel)
         except BaseException:
@@ -229,8 +229,8 @@ class WorkerPool:
         return any(link.alive and key in link.loaded for link in self.dispatcher.links)
 
     async def _notify(self) -> None:
-        if self.on_change is not None:
-            self.on_change()
+        if self._on_change is not None:
+            self._on_change()
         async with self._changed:
             self._changed.notify_all()
 
@@ -249,7 +249,7 @@ class WorkerPool:
 
     async def _ping(self, worker: _Worker) -> None:
         try:
-            await asyncio.wait_for(worker.link.request({"op": "ping"}), self.options.ping_timeout_s)
+            await asyncio.wait_for(worker.link.ping(), self.options.ping_timeout_s)
         except TimeoutError:
             log.error(
                 "worker %d (pid %d) did not answer a ping in %.1f s; killing it",

@@ -38,6 +38,7 @@ from gateway.errors import InvalidArgument, Unimplemented
 from gateway.serving.core import ModelRef, ServingCore
 from gateway.serving.models import Servable
 from gateway.serving.signature import DEFAULT_SIGNATURE, Signature, TensorSpec
+from gateway.tfserving.codec import tensor as tensor_codec
 from gateway.tfserving.codec.example import ExampleBatch
 
 CLASSIFY_METHOD: Final = "tensorflow/serving/classify"
@@ -46,8 +47,6 @@ INPUTS: Final = "inputs"
 CLASSES: Final = "classes"
 SCORES: Final = "scores"
 OUTPUTS: Final = "outputs"
-
-_DT_NAMES: Final = {"float32": "DT_FLOAT", "float64": "DT_DOUBLE", "float16": "DT_HALF"}
 
 
 @dataclass(frozen=True)
@@ -338,4 +337,4 @@ def _dtype(array: np.ndarray) -> str:
 
 def _dt(name: str) -> str:
     """TensorFlow's DataType name for a canonical dtype name (``float32`` → ``DT_FLOAT``)."""
-    return _DT_NAMES.get(name, "DT_" + name.upper())
+    return tensor_codec.data_type_name(name)

@@ -105,7 +105,7 @@ class FakeLink:
 
 def fake_dispatcher(links: int = 1, max_in_flight: int = 1) -> tuple[Dispatcher, list[FakeLink]]:
     dispatcher = Dispatcher(max_in_flight=max_in_flight)
-    fakes = [FakeLink(i) for i in range(links)]
+    fakes = [FakeLink(i, on_run_done=dispatcher.wake) for i in range(links)]
     for fake in fakes:
         dispatcher.add_link(fake)  # type: ignore[arg-type]
     return dispatcher, fakes

@@ -75,6 +75,18 @@ def identities(path: Path) -> Path:
     return _save(helper.make_graph(nodes, "identities", inputs, outputs), path)
 
 
+def identity(path: Path, dtype: str) -> Path:
+    """x <dtype>[-1, -1] → y = x; ``dtype`` is any of :data:`IDENTITY_DTYPES` or bfloat16."""
+    elem = {**IDENTITY_DTYPES, "bfloat16": TensorProto.BFLOAT16}[dtype]
+    graph = helper.make_graph(
+        [helper.make_node("Identity", ["x"], ["y"])],
+        f"identity_{dtype}",
+        [helper.make_tensor_value_info("x", elem, ["n", "m"])],
+        [helper.make_tensor_value_info("y", elem, ["n", "m"])],
+    )
+    return _save(graph, path)
+
+
 def add_two(path: Path) -> Path:
     """a, b float32[-1, 3] → sum = a + b, diff = a - b (two inputs, two outputs)."""
     nodes = [

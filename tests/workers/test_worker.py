@@ -3,7 +3,9 @@
 from __future__ import annotations
 
 import ctypes
+import functools
 import itertools
+import json
 import os
 import select
 import signal
@@ -11,7 +13,7 @@ import subprocess
 import sys
 import textwrap
 import time
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
 from pathlib import Path
 from typing import Any
 
@@ -22,10 +24,12 @@ import onnxruntime as ort
 import pytest
 from onnx import TensorProto, helper, numpy_helper
 
-from workers.bootstrap import spawn_worker
+from workers import messages
+from workers.bootstrap import spawn_worker, worker_argv
 from workers.dtypes import dtype_name
-from workers.messages import TensorDesc, read_tensor, tensor_nbytes, write_tensor
+from workers.messages import TensorDesc
 from workers.shm.channel import Channel
+from workers.shm.payload import read_tensor, tensor_nbytes, write_tensor
 
 WAIT_S = 30.0
 """Upper bound of every wait on a worker (never reached when things work)."""
@@ -119,7 +123,7 @@ def _reference(path: str, feeds: dict[str, np.ndarray[Any, Any]]) -> list[np.nda
 
 
 class Harness:
-    """The gateway's end of one worker: requests by id, tensors in and out of the areas."""
+    """The gateway's end of one worker: typed requests by id, tensors in and out of the areas."""
 
     def __init__(self, **layout: int) -> None:
         self.channel = Channel.create(
@@ -128,9 +132,9 @@ class Harness:
         self.proc = spawn_worker(self.channel, log_level="WARNING")
         self._poll = select.poll()
         self._poll.register(self.channel.complete_fd, select.POLLIN)
-        self._ids = itertools.count(1)
+        self._ids = itertools.count(messages.READY_ID + 1)
         self._replies: dict[int, dict[str, Any]] = {}
-        self.ready = self.reply(0)
+        self.ready = self.reply(messages.READY_ID)
 
     def close(self) -> None:
         if self.proc.poll() is None:
@@ -138,9 +142,16 @@ class Harness:
         self.proc.wait(WAIT_S)
         self.channel.close()
 
-    def send(self, op: str, **fields: Any) -> int:
+    def send(self, make: Callable[[int], messages.Request]) -> int:
+        """Post the request ``make(id)`` builds (a constructor of :mod:`workers.messages`)."""
+        request = make(next(self._ids))
+        self.channel.submit(messages.encode(request))
+        return request["id"]
+
+    def send_raw(self, fields: dict[str, Any]) -> int:
+        """Post ``fields`` plus a fresh id as JSON, bypassing the constructors."""
         request_id = next(self._ids)
-        self.channel.submit({"op": op, "id": request_id, **fields})
+        self.channel.submit(json.dumps({**fields, "id": request_id}).encode())
         return request_id
 
     def reply(self, request_id: int) -> dict[str, Any]:
@@ -148,17 +159,25 @@ class Harness:
         while request_id not in self._replies:
             exited = self.proc.poll() is not None  # read before draining: replies come first
             self._poll.poll(0 if exited else 100)
-            for completion in self.channel.completions():
+            for data in self.channel.completions():
+                completion = dict(messages.decode_reply(data))
                 self._replies[completion["id"]] = completion
             if request_id not in self._replies and (exited or time.monotonic() > deadline):
                 raise AssertionError(f"no reply to {request_id}; worker rc={self.proc.poll()}")
         return self._replies.pop(request_id)
 
-    def call(self, op: str, **fields: Any) -> dict[str, Any]:
-        return self.reply(self.send(op, **fields))
+    def call(self, make: Callable[[int], messages.Request]) -> dict[str, Any]:
+        return self.reply(self.send(make))
 
-    def load(self, key: str, path: str) -> dict[str, Any]:
-        return self.call("load", key=key, path=path, platform="onnx", intra_op=1, inter_op=1)
+    def ping(self) -> dict[str, Any]:
+        return self.call(messages.ping_request)
+
+    def load(self, key: str, path: str, **fields: Any) -> dict[str, Any]:
+        fields = {"platform": "onnx", "intra_op": 1, "inter_op": 1, **fields}
+        return self.call(functools.partial(messages.load_request, key=key, path=path, **fields))
+
+    def unload(self, key: str) -> dict[str, Any]:
+        return self.call(functools.partial(messages.unload_request, key=key))
 
     def put(self, name: str, arr: np.ndarray[Any, Any]) -> TensorDesc:
         nbytes = tensor_nbytes(arr)
@@ -183,16 +202,17 @@ class Harness:
         }
         for t in inputs:
             self.channel.free_input(t["offset"])
-        self.channel.release_outputs(reply)
+        self.channel.release_outputs(reply["out_end"])
         return outputs
+
+    def send_run(self, key: str, inputs: list[TensorDesc], **fields: Any) -> int:
+        return self.send(functools.partial(messages.run_request, key=key, inputs=inputs, **fields))
 
     def run(
         self, key: str, feeds: dict[str, np.ndarray[Any, Any]], **fields: Any
     ) -> tuple[dict[str, Any], dict[str, np.ndarray[Any, Any]]]:
         inputs = [self.put(name, arr) for name, arr in feeds.items()]
-        fields.setdefault("outputs", None)
-        fields.setdefault("deadline", None)
-        reply = self.call("run", key=key, inputs=inputs, **fields)
+        reply = self.reply(self.send_run(key, inputs, **fields))
         return reply, self.finish(inputs, reply)
 
 
@@ -223,7 +243,7 @@ def fresh() -> Iterator[Harness]:
 
 def test_ready_then_ping_names_the_process(worker: Harness) -> None:
     assert worker.ready == {"id": 0, "ok": True, "op": "ready", "pid": worker.proc.pid}
-    request_id = worker.send("ping")
+    request_id = worker.send(messages.ping_request)
     assert worker.reply(request_id) == {"id": request_id, "ok": True, "pid": worker.proc.pid}
 
 
@@ -237,7 +257,7 @@ def test_load_reports_the_signature(worker: Harness, models: dict[str, str]) -> 
             {"name": "twice", "dtype": "float32", "shape": [-1, 4]},
         ],
     }
-    assert worker.call("unload", key="affine-again") == {"id": reply["id"] + 1, "ok": True}
+    assert worker.unload("affine-again") == {"id": reply["id"] + 1, "ok": True}
 
 
 def test_unknown_ranks_and_non_tensor_outputs(worker: Harness, models: dict[str, str]) -> None:
@@ -311,7 +331,7 @@ def test_undecodable_string_input_is_invalid_and_the_worker_keeps_serving(
     reply, _ = worker.run("strings", {"x": np.array([[b"\xff\xfe"]], dtype=object)})
     assert reply["ok"] is False and reply["code"] == "INVALID_ARGUMENT"
     assert "'x' is not valid UTF-8" in reply["message"]
-    assert worker.call("ping")["ok"]
+    assert worker.ping()["ok"]
 
 
 def test_bad_input_shape_gets_onnxruntimes_message_and_the_worker_keeps_serving(
@@ -341,28 +361,85 @@ _LOAD = {"key": "k", "path": "/x", "platform": "onnx", "intra_op": 1, "inter_op"
 
 
 @pytest.mark.parametrize(
-    ("op", "fields", "code", "text"),
+    ("make", "code", "text"),
     [
-        ("run", {"key": "nope", "inputs": []}, "NOT_FOUND", "model 'nope' is not loaded"),
-        ("load", {**_LOAD, "path": "/no/such/model.onnx"}, "NOT_FOUND", "does not exist"),
-        ("load", {**_LOAD, "platform": "tf"}, "UNIMPLEMENTED", "platform 'tf' is not served"),
         (
-            "load",
-            {**_LOAD, "intra_op": 0},
+            functools.partial(messages.run_request, key="nope", inputs=[]),
+            "NOT_FOUND",
+            "model 'nope' is not loaded",
+        ),
+        (
+            functools.partial(messages.load_request, **{**_LOAD, "path": "/no/such/model.onnx"}),
+            "NOT_FOUND",
+            "does not exist",
+        ),
+        (
+            functools.partial(messages.load_request, **{**_LOAD, "platform": "tf"}),
+            "UNIMPLEMENTED",
+            "platform 'tf' is not served",
+        ),
+        (
+            functools.partial(messages.load_request, **{**_LOAD, "intra_op": 0}),
             "INVALID_ARGUMENT",
             "intra_op and inter_op must be >= 1",
         ),
-        ("load", {"key": "k"}, "INVALID_ARGUMENT", "load descriptor needs str 'path'"),
-        ("frobnicate", {}, "INVALID_ARGUMENT", "unknown op 'frobnicate'"),
-        ("run", {"key": "affine", "inputs": [{}]}, "INVALID_ARGUMENT", "bad input tensor"),
+        (
+            functools.partial(
+                messages.run_request,
+                key="affine",
+                inputs=[
+                    {"name": "x", "dtype": "float32", "shape": [1], "offset": 1 << 30, "nbytes": 4}
+                ],
+            ),
+            "INVALID_ARGUMENT",
+            "input tensor 'x': block [1073741824, 1073741828) lies outside an area",
+        ),
     ],
 )
 def test_bad_requests_get_an_error_reply(
-    worker: Harness, op: str, fields: dict[str, Any], code: str, text: str
+    worker: Harness, make: Callable[[int], messages.Request], code: str, text: str
 ) -> None:
-    reply = worker.call(op, **fields)
+    reply = worker.call(make)
     assert reply["ok"] is False and reply["code"] == code, reply
     assert text in reply["message"]
+
+
+@pytest.mark.parametrize(
+    ("fields", "text"),
+    [
+        ({"op": "load", "key": "k"}, "load request: 'path' must be a string"),
+        ({"op": "frobnicate"}, "unknown op 'frobnicate'"),
+        (
+            {
+                "op": "run",
+                "key": "affine",
+                "inputs": [{}],
+                "outputs": None,
+                "deadline": None,
+                "signature": "",
+            },
+            "'inputs' must be a list of tensor descriptors",
+        ),
+    ],
+)
+def test_malformed_requests_are_invalid_and_the_worker_keeps_serving(
+    worker: Harness, fields: dict[str, Any], text: str
+) -> None:
+    reply = worker.reply(worker.send_raw(fields))
+    assert reply["ok"] is False and reply["code"] == "INVALID_ARGUMENT", reply
+    assert text in reply["message"]
+    assert worker.ping()["ok"]
+
+
+def test_undecodable_bytes_get_a_reply_without_an_id(fresh: Harness) -> None:
+    fresh.channel.submit(b"\xff not json")
+    assert fresh.reply(-1) == {
+        "id": -1,
+        "ok": False,
+        "code": "INVALID_ARGUMENT",
+        "message": "request is not JSON",
+    }
+    assert fresh.ping()["ok"]
 
 
 def test_unloadable_file_is_invalid(worker: Harness, tmp_path: Path) -> None:
@@ -374,7 +451,7 @@ def test_unloadable_file_is_invalid(worker: Harness, tmp_path: Path) -> None:
 
 def test_unloaded_model_is_not_found(worker: Harness, models: dict[str, str]) -> None:
     assert worker.load("temp", models["ints"])["ok"]
-    assert worker.call("unload", key="temp")["ok"]
+    assert worker.unload("temp")["ok"]
     reply, _ = worker.run("temp", {"x": np.ones((1, 1), np.int64)})
     assert reply["code"] == "NOT_FOUND"
 
@@ -386,7 +463,7 @@ def test_many_batches_wrap_the_rings_and_areas(fresh: Harness, models: dict[str,
     for i in range(300):
         x = rng.standard_normal((int(rng.integers(1, 200)), 4)).astype(np.float32)
         inputs = [fresh.put("x", x)]
-        pending.append((fresh.send("run", key="affine", inputs=inputs, outputs=None), inputs, x))
+        pending.append((fresh.send_run("affine", inputs), inputs, x))
         if len(pending) == 6 or i == 299:  # several in flight; replies consumed in order
             for request_id, inputs, x in pending:
                 reply = fresh.reply(request_id)
@@ -407,7 +484,7 @@ def test_outputs_bigger_than_the_area_are_resource_exhausted(
     assert reply["code"] == "RESOURCE_EXHAUSTED"
     message = "outputs of 84032 bytes exceed the worker's output arena of 65536 bytes"
     assert message in reply["message"]
-    assert fresh.call("ping")["ok"]
+    assert fresh.ping()["ok"]
 
 
 # -- lifecycle ---------------------------------------------------------------------------------
@@ -415,8 +492,8 @@ def test_outputs_bigger_than_the_area_are_resource_exhausted(
 
 def test_stop_replies_refuses_what_follows_and_exits_zero(fresh: Harness) -> None:
     fresh.proc.send_signal(signal.SIGSTOP)  # so that it takes both descriptors in one go
-    stop = fresh.send("stop")
-    after = fresh.send("ping")
+    stop = fresh.send(messages.stop_request)
+    after = fresh.send(messages.ping_request)
     fresh.proc.send_signal(signal.SIGCONT)
     assert fresh.reply(stop) == {"id": stop, "ok": True}
     late = fresh.reply(after)
@@ -429,7 +506,7 @@ def test_sigterm_answers_what_was_sent_and_exits_zero(
 ) -> None:
     assert fresh.load("affine", models["affine"])["ok"]
     inputs = [fresh.put("x", np.ones((4, 4), np.float32))]
-    request_id = fresh.send("run", key="affine", inputs=inputs, outputs=None)
+    request_id = fresh.send_run("affine", inputs)
     fresh.proc.send_signal(signal.SIGTERM)
     reply = fresh.reply(request_id)
     assert reply["ok"] or reply["code"] == "UNAVAILABLE", reply
@@ -443,7 +520,7 @@ def test_sigterm_while_idle_exits_zero(fresh: Harness) -> None:
 
 def test_sigint_is_ignored(fresh: Harness) -> None:
     fresh.proc.send_signal(signal.SIGINT)
-    assert fresh.call("ping")["ok"]
+    assert fresh.ping()["ok"]
 
 
 def test_killed_worker_is_noticed_through_a_pidfd(fresh: Harness) -> None:
@@ -458,17 +535,16 @@ def test_killed_worker_is_noticed_through_a_pidfd(fresh: Harness) -> None:
         os.close(pidfd)
     assert fresh.proc.wait(WAIT_S) == -signal.SIGKILL
     with pytest.raises(AssertionError, match="worker rc=-9"):
-        fresh.call("ping")
+        fresh.ping()
     assert fresh.channel.completions() == []
 
 
 def test_worker_refuses_to_start_without_its_parent() -> None:
     with Channel.create(index=0, input_bytes=4096, output_bytes=4096) as channel:
-        argv = channel.child_argv()
-        argv[argv.index("--parent-pid") + 1] = "1"  # not our parent: as if re-parented already
+        argv = worker_argv(channel, parent_pid=1)  # not our parent: as if re-parented already
         proc = subprocess.Popen(
             [sys.executable, "-m", "workers", *argv],
-            pass_fds=channel.child_fds(),
+            pass_fds=channel.fds,
             stderr=subprocess.PIPE,
         )
         _, err = proc.communicate(timeout=WAIT_S)
@@ -480,12 +556,13 @@ _PARENT = textwrap.dedent(
     """
     import select, sys
     from workers.bootstrap import spawn_worker
+    from workers.messages import decode_reply
     from workers.shm.channel import Channel
 
     channel = Channel.create(index=0, input_bytes=4096, output_bytes=4096)
     worker = spawn_worker(channel, log_level="WARNING")
     select.select([channel.complete_fd], [], [], 30)
-    assert channel.completions()[0]["op"] == "ready"
+    assert decode_reply(channel.completions()[0])["op"] == "ready"
     print(worker.pid, flush=True)
     sys.stdin.read()  # until the test kills us
     """

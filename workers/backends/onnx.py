@@ -19,28 +19,15 @@ import ml_dtypes
 import numpy as np
 import onnxruntime as ort
 
+from workers.dtypes import DTYPE_NAMES
 from workers.messages import Signature, TensorSpec, WorkerError
 
 log = logging.getLogger(__name__)
 
-_ONNX_TYPES: Final = {
-    "tensor(float)": "float32",
-    "tensor(double)": "float64",
-    "tensor(float16)": "float16",
-    "tensor(bfloat16)": "bfloat16",
-    "tensor(int8)": "int8",
-    "tensor(int16)": "int16",
-    "tensor(int32)": "int32",
-    "tensor(int64)": "int64",
-    "tensor(uint8)": "uint8",
-    "tensor(uint16)": "uint16",
-    "tensor(uint32)": "uint32",
-    "tensor(uint64)": "uint64",
-    "tensor(bool)": "bool",
-    "tensor(string)": "string",
-    "tensor(complex64)": "complex64",
-    "tensor(complex128)": "complex128",
-}
+_ONNX_ELEMENTS: Final = {"float32": "float", "float64": "double"}
+"""ONNX's element type names where they differ from the canonical dtype names."""
+_ONNX_TYPES: Final = {f"tensor({_ONNX_ELEMENTS.get(n, n)})": n for n in sorted(DTYPE_NAMES)}
+"""ONNX Runtime's type strings (``tensor(float)``) → canonical dtype names, one per name."""
 _ONNX_BFLOAT16: Final = 16  # TensorProto.BFLOAT16
 
 ort.set_default_logger_severity(3)  # errors only; warnings reach clients as error messages

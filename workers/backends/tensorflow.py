@@ -9,7 +9,7 @@ on the CPU with exactly the intra-op / inter-op thread counts given.
 
 Signatures are the MetaGraphDef's ``signature_def`` map, every one of them reported (TF Serving
 lists them all in its metadata). One whose tensors are not all dense, named tensors of a canonical
-dtype (see ``workers.messages``) cannot be fed or fetched: it is reported for the metadata only,
+dtype (see ``workers.dtypes``) cannot be fed or fetched: it is reported for the metadata only,
 with a warning (silently for TF2's ``__saved_model_init_op``, a NoOp with dtype DT_INVALID).
 
 A run feeds each input alias to its graph tensor and fetches the requested output aliases through
@@ -39,14 +39,12 @@ from typing import Any, Final
 import numpy as np
 
 from workers.dtypes import DTYPE_NAMES
-from workers.messages import TensorSpec, WorkerError
+from workers.messages import DEFAULT_SIGNATURE, TensorSpec, WorkerError
 
 log = logging.getLogger(__name__)
 
 DEFAULT_TAGS: Final = ("serve",)
 """``--saved_model_tags`` default: the MetaGraphDef tagged for serving."""
-
-DEFAULT_SIGNATURE: Final = "serving_default"
 
 INIT_OP_SIGNATURE: Final = "__saved_model_init_op"
 """TF2's initialisation pseudo-signature (a NoOp output): never served, not worth a warning."""
@@ -226,9 +224,10 @@ def load(path: str, *, tags: Sequence[str], intra_op: int, inter_op: int) -> TfM
         raise WorkerError("INVALID_ARGUMENT", f"cannot load SavedModel {path}: {exc}") from None
     signatures: dict[str, _Signature] = {}
     metadata_only: dict[str, dict[str, Any]] = {}
+    dtype_names = _dtype_names(tf)
     for name, signature_def in meta_graph.signature_def.items():
         try:
-            signatures[name] = _signature(tf, signature_def)
+            signatures[name] = _signature(dtype_names, signature_def)
         except ValueError as exc:
             level = logging.DEBUG if name == INIT_OP_SIGNATURE else logging.WARNING
             log.log(level, "signature %r is not served: %s", name, exc)
@@ -247,10 +246,16 @@ def _tensorflow() -> Any:
     return tf
 
 
-def _signature(tf: Any, signature_def: Any) -> _Signature:
+def _dtype_names(tf: Any) -> dict[int, str]:
+    """TensorFlow's ``DataType`` enum values → canonical dtype names, one per canonical name
+    (TensorFlow spells its dtypes the same way: ``tf.as_dtype("float16")`` is DT_HALF)."""
+    return {int(tf.as_dtype(name).as_datatype_enum): name for name in sorted(DTYPE_NAMES)}
+
+
+def _signature(dtype_names: dict[int, str], signature_def: Any) -> _Signature:
     """A servable signature; ValueError saying why a SignatureDef cannot be served."""
-    inputs = [_spec(tf, alias, info) for alias, info in sorted(signature_def.inputs.items())]
-    outputs = [_spec(tf, alias, info) for alias, info in sorted(signature_def.outputs.items())]
+    inputs = [_spec(dtype_names, a, info) for a, info in sorted(signature_def.inputs.items())]
+    outputs = [_spec(dtype_names, a, info) for a, info in sorted(signature_def.outputs.items())]
     return _Signature(
         inputs={spec["name"]: str(spec["tensor_name"]) for spec in inputs},
         outputs={spec["name"]: str(spec["tensor_name"]) for spec in outputs},
@@ -273,15 +278,12 @@ def _metadata_only(signature_def: Any, reason: str) -> dict[str, Any]:
     }
 
 
-def _spec(tf: Any, alias: str, info: Any) -> dict[str, Any]:
+def _spec(dtype_names: dict[int, str], alias: str, info: Any) -> dict[str, Any]:
     """A TensorInfo as a TensorSpec plus ``tensor_name``; ValueError if it cannot be served."""
     if info.WhichOneof("encoding") != "name":
         raise ValueError(f"tensor {alias!r} is not a dense named tensor")
-    try:
-        dtype = str(tf.dtypes.as_dtype(info.dtype).name)
-    except TypeError:
-        dtype = ""
-    if dtype not in DTYPE_NAMES:
+    dtype = dtype_names.get(int(info.dtype))
+    if dtype is None:
         raise ValueError(f"tensor {alias!r} has dtype {info.dtype}, which cannot be served")
     shape = info.tensor_shape
     spec: TensorSpec = {

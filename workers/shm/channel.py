@@ -1,24 +1,23 @@
 """The shared-memory channel between the gateway and one worker process.
 
 One anonymous ``memfd`` (no name in /dev/shm, so nothing can leak: the kernel frees it with the
-last process that maps it) holds, page aligned::
+last process that maps it) holds the header, two rings and two data areas
+(:mod:`workers.shm.segment`); three eventfds are its doorbells.
 
-    [header][submit ring][complete ring][input area][output area]
-
-- The header is uint64 words: the layout (checked by :meth:`Channel.attach`) and, each on its own
-  cache line, the rings' monotonic head/tail counters and the output area's ``allocated`` (written
-  by the worker) and ``released`` (written by the gateway) byte positions.
-- Rings are single-producer/single-consumer arrays of fixed slots, each a little-endian uint32
-  length and a JSON descriptor (see :mod:`workers.messages`). The submit ring carries gateway →
-  worker requests, the complete ring the replies.
-- Doorbells are two eventfds, rung once per descriptor after it is fully written. A consumer takes
-  exactly as many descriptors as the doorbell counted, so it never reads a slot whose doorbell it
-  has not seen: the two syscalls order the slot's bytes on every CPU architecture. A slot is
-  reused once the consumer's tail, stored after reading it, has moved on (ordered by x86-64's
-  total store order; elsewhere keep fewer requests in flight than slots, as the gateway does).
+- Rings (:class:`workers.shm.ring.Ring`) are single-producer/single-consumer arrays of fixed
+  slots holding encoded messages (:mod:`workers.messages`). The submit ring carries gateway →
+  worker requests, the complete ring the replies; the channel moves their bytes only.
+- ``submit_fd`` and ``complete_fd`` are rung once per message after it is fully written; a
+  consumer takes exactly as many messages as the doorbell counted, so it never reads a slot whose
+  doorbell it has not seen: the two syscalls order the slot's bytes on every CPU architecture. A
+  slot is reused once the consumer's tail, stored after reading it, has moved on (ordered by
+  x86-64's total store order; elsewhere keep fewer requests in flight than slots, as the gateway
+  does).
 - The input area is allocated only by the gateway (:class:`workers.shm.arena.Allocator`); the output
   area only by the worker, as a circular buffer (:class:`workers.shm.arena.OutputRing`) that the
-  gateway releases in completion order (:meth:`Channel.release_outputs`).
+  gateway releases in completion order (:meth:`Channel.release_outputs`). A worker that finds no
+  room sets a "waiting" word, re-checks, then sleeps on ``release_fd``; the gateway rings that
+  doorbell only while the word is set, so releasing costs no syscall while the worker has room.
 
 One channel serves one worker process: when the worker exits, close the channel and give its
 replacement a fresh one.
@@ -26,121 +25,83 @@ replacement a fresh one.
 
 from __future__ import annotations
 
-import argparse
 import contextlib
-import fcntl
 import logging
 import math
-import mmap
 import os
 import select
+import threading
 import time
-from collections.abc import Sequence
-from typing import Any, Final
+from typing import Final
 
 from workers.shm.arena import Allocator, OutputRing
-from workers.shm.ring import ChannelFull, Ring
+from workers.shm.ring import ChannelFull
+from workers.shm.segment import (
+    W_OUT_ALLOCATED,
+    W_OUT_RELEASED,
+    W_OUT_WAITING,
+    Segment,
+    create_memfd,
+    page_up,
+)
 
 __all__ = ["Channel", "ChannelFull", "OutputArenaExhausted"]
 
 log = logging.getLogger(__name__)
 
-_MAGIC: Final = 0x31304D4853475400  # b"\0TGSHM01" little-endian
-_VERSION: Final = 1
-_PAGE: Final = mmap.PAGESIZE
-_HEADER_BYTES: Final = 4096
+OUTPUT_WAIT_S: Final = 10.0
+"""How long :meth:`Channel.alloc_output` waits for the gateway to release output space (s)."""
 
-# Header word indices (uint64). Counters written by different processes sit on separate lines.
-_W_MAGIC, _W_VERSION, _W_SLOTS, _W_SLOT_BYTES, _W_INPUT, _W_OUTPUT = range(6)
-_W_SUBMIT_HEAD: Final = 8
-_W_SUBMIT_TAIL: Final = 16
-_W_COMPLETE_HEAD: Final = 24
-_W_COMPLETE_TAIL: Final = 32
-_W_OUT_RELEASED: Final = 40
-_W_OUT_ALLOCATED: Final = 48
+_FENCE: Final = threading.Lock()
 
-_OUTPUT_WAIT_S: Final = 10.0
+
+def _fence() -> None:
+    """A full memory barrier: taking a lock is an atomic read-modify-write (x86-64: ``lock
+    cmpxchg``), which keeps this thread's earlier stores from passing its later loads. Both
+    sides of the waiting-flag handshake need it, or each could miss the other's store."""
+    with _FENCE:
+        pass
 
 
 class OutputArenaExhausted(Exception):
     """The worker's output area cannot hold a batch's outputs (RESOURCE_EXHAUSTED)."""
 
 
-def _page_up(nbytes: int) -> int:
-    return -(-nbytes // _PAGE) * _PAGE
-
-
 class Channel:
     """Shared memory, rings and doorbells of one worker; see the module docstring.
 
     Gateway side: :meth:`create`, :meth:`submit`, :meth:`completions`, the input allocator,
-    :meth:`release_outputs`. Worker side: :meth:`attach`, :meth:`wait_submissions`,
-    :meth:`post_completion`, :meth:`alloc_output`. Both: the views and :meth:`close`. A channel
-    is used by one thread per process.
+    :meth:`release_outputs`. Worker side: the constructor (on inherited descriptors),
+    :meth:`wait_submissions`, :meth:`post_completion`, :meth:`alloc_output`. Both: the views and
+    :meth:`close`. A channel is used by one thread per process.
     """
 
     def __init__(
-        self,
-        *,
-        index: int,
-        memfd: int,
-        submit_fd: int,
-        complete_fd: int,
+        self, *, index: int, memfd: int, submit_fd: int, complete_fd: int, release_fd: int
     ) -> None:
-        """Map ``memfd`` (layout from its header); use :meth:`create` or :meth:`attach`."""
+        """Map the channel in ``memfd`` (layout from its header; ValueError if it holds none) and
+        own the four descriptors from here on. The gateway calls :meth:`create`; the worker calls
+        this on the descriptors it inherited (:attr:`fds`)."""
         self.index = index
         self.memfd = memfd
         self.submit_fd = submit_fd
         self.complete_fd = complete_fd
+        self.release_fd = release_fd
         self._closed = False
-        size = os.fstat(memfd).st_size
-        if size < _HEADER_BYTES:
-            raise ValueError("memfd does not hold a tensorgate channel of this version")
-        self._mmap = mmap.mmap(memfd, size, flags=mmap.MAP_SHARED)
-        buf = memoryview(self._mmap)
-        words = buf[:_HEADER_BYTES].cast("Q")
-        if words[_W_MAGIC] != _MAGIC or words[_W_VERSION] != _VERSION:
-            words.release()
-            buf.release()
-            self._mmap.close()
-            raise ValueError("memfd does not hold a tensorgate channel of this version")
-        self.ring_slots = words[_W_SLOTS]
-        self.slot_bytes = words[_W_SLOT_BYTES]
-        self.input_capacity = words[_W_INPUT]
-        self.output_capacity = words[_W_OUTPUT]
-        ring_bytes = _page_up(self.ring_slots * self.slot_bytes)
-        submit_at = _HEADER_BYTES
-        complete_at = submit_at + ring_bytes
-        input_at = complete_at + ring_bytes
-        output_at = input_at + self.input_capacity
-        if output_at + self.output_capacity > size:
-            words.release()
-            buf.release()
-            self._mmap.close()
-            raise ValueError(f"channel layout exceeds its memfd of {size} bytes")
-        self._words = words
-        self._input = buf[input_at:output_at]
-        self._output = buf[output_at : output_at + self.output_capacity]
-        submit_slots = buf[submit_at:complete_at]
-        complete_slots = buf[complete_at:input_at]
-        self._submit = Ring(
-            words, _W_SUBMIT_HEAD, _W_SUBMIT_TAIL, submit_slots, self.ring_slots, self.slot_bytes
-        )
-        self._complete = Ring(
-            words,
-            _W_COMPLETE_HEAD,
-            _W_COMPLETE_TAIL,
-            complete_slots,
-            self.ring_slots,
-            self.slot_bytes,
-        )
-        self._views = [words, self._input, self._output, submit_slots, complete_slots, buf]
+        self._segment = Segment(memfd)
+        self._words = self._segment.words
+        self.ring_slots = self._segment.ring_slots
+        self.slot_bytes = self._segment.slot_bytes
+        self.input_capacity = len(self._segment.input)
+        self.output_capacity = len(self._segment.output)
         self._inputs = Allocator(self.input_capacity)
         self._outputs = OutputRing(self.output_capacity)
-        self._outputs.allocated = words[_W_OUT_ALLOCATED]
+        self._outputs.allocated = self._words[W_OUT_ALLOCATED]
         self._poll = select.poll()
         self._poll.register(submit_fd, select.POLLIN)
         self._wake_fds: set[int] = set()
+        self._release_poll = select.poll()
+        self._release_poll.register(release_fd, select.POLLIN)
 
     # -- construction ---------------------------------------------------------------------------
 
@@ -166,95 +127,55 @@ class Channel:
             raise ValueError(f"ring_slots must be >= 1, got {ring_slots}")
         if slot_bytes < 64 or slot_bytes % 8:
             raise ValueError(f"slot_bytes must be a multiple of 8 and >= 64, got {slot_bytes}")
-        input_bytes, output_bytes = _page_up(input_bytes), _page_up(output_bytes)
-        ring_bytes = _page_up(ring_slots * slot_bytes)
-        total = _HEADER_BYTES + 2 * ring_bytes + input_bytes + output_bytes
+        input_bytes, output_bytes = page_up(input_bytes), page_up(output_bytes)
         fds: list[int] = []
         try:
-            memfd = os.memfd_create(f"tensorgate-w{index}", os.MFD_CLOEXEC | os.MFD_ALLOW_SEALING)
-            fds.append(memfd)
-            os.ftruncate(memfd, total)
-            seals = fcntl.F_SEAL_SHRINK | fcntl.F_SEAL_GROW | fcntl.F_SEAL_SEAL
-            fcntl.fcntl(memfd, fcntl.F_ADD_SEALS, seals)
-            with (
-                mmap.mmap(memfd, _HEADER_BYTES, flags=mmap.MAP_SHARED) as header,
-                memoryview(header) as raw,
-                raw.cast("Q") as words,
-            ):
-                words[_W_SLOTS] = ring_slots
-                words[_W_SLOT_BYTES] = slot_bytes
-                words[_W_INPUT] = input_bytes
-                words[_W_OUTPUT] = output_bytes
-                words[_W_VERSION] = _VERSION
-                words[_W_MAGIC] = _MAGIC
-            submit_fd = os.eventfd(0, os.EFD_CLOEXEC | os.EFD_NONBLOCK)
-            fds.append(submit_fd)
-            complete_fd = os.eventfd(0, os.EFD_CLOEXEC | os.EFD_NONBLOCK)
-            fds.append(complete_fd)
+            fds.append(
+                create_memfd(
+                    name=f"tensorgate-w{index}",
+                    input_bytes=input_bytes,
+                    output_bytes=output_bytes,
+                    ring_slots=ring_slots,
+                    slot_bytes=slot_bytes,
+                )
+            )
+            for _ in range(3):
+                fds.append(os.eventfd(0, os.EFD_CLOEXEC | os.EFD_NONBLOCK))
+            memfd, submit_fd, complete_fd, release_fd = fds
             return cls(
                 index=index,
                 memfd=memfd,
                 submit_fd=submit_fd,
                 complete_fd=complete_fd,
+                release_fd=release_fd,
             )
         except BaseException:
             for fd in fds:
                 os.close(fd)
             raise
 
-    def child_argv(self) -> list[str]:
-        """Arguments for ``python -m workers`` to attach to this channel (names this process as
-        the worker's parent)."""
-        return [
-            "--index",
-            str(self.index),
-            "--memfd",
-            str(self.memfd),
-            "--submit-fd",
-            str(self.submit_fd),
-            "--complete-fd",
-            str(self.complete_fd),
-            "--parent-pid",
-            str(os.getpid()),
-        ]
-
-    def child_fds(self) -> tuple[int, ...]:
-        """File descriptors the worker inherits (``subprocess.Popen(pass_fds=...)``)."""
-        return (self.memfd, self.submit_fd, self.complete_fd)
-
-    @classmethod
-    def attach(cls, argv: Sequence[str]) -> Channel:
-        """The worker's end of a channel, from :meth:`child_argv` (other arguments are ignored).
-        The channel owns the inherited descriptors from here on."""
-        parser = argparse.ArgumentParser(add_help=False)
-        parser.add_argument("--index", type=int, required=True)
-        parser.add_argument("--memfd", type=int, required=True)
-        parser.add_argument("--submit-fd", type=int, required=True)
-        parser.add_argument("--complete-fd", type=int, required=True)
-        args, _ = parser.parse_known_args(list(argv))
-        return cls(
-            index=args.index,
-            memfd=args.memfd,
-            submit_fd=args.submit_fd,
-            complete_fd=args.complete_fd,
-        )
+    @property
+    def fds(self) -> tuple[int, int, int, int]:
+        """``(memfd, submit_fd, complete_fd, release_fd)``: what a worker inherits
+        (``subprocess.Popen(pass_fds=...)``) and passes to the constructor."""
+        return (self.memfd, self.submit_fd, self.complete_fd, self.release_fd)
 
     # -- gateway side ---------------------------------------------------------------------------
 
-    def submit(self, desc: dict[str, Any]) -> None:
-        """Post a request to the worker and ring its doorbell. ChannelFull when every slot is
-        outstanding; ValueError when ``desc`` does not fit a slot."""
-        self._submit.push(desc)
+    def submit(self, message: bytes) -> None:
+        """Post an encoded request to the worker and ring its doorbell. ChannelFull when every
+        slot is outstanding; ValueError when ``message`` does not fit a slot."""
+        self._segment.submit.push(message)
         os.eventfd_write(self.submit_fd, 1)
 
-    def completions(self) -> list[dict[str, Any]]:
-        """Replies posted since the last call, in order; [] at once when there are none.
+    def completions(self) -> list[bytes]:
+        """Encoded replies posted since the last call, in order; [] at once when there are none.
         Call it when :attr:`complete_fd` is readable (``loop.add_reader``)."""
         try:
             count = os.eventfd_read(self.complete_fd)
         except BlockingIOError:
             return []
-        return self._complete.pop(count)
+        return self._segment.complete.pop(count)
 
     def alloc_input(self, nbytes: int) -> int | None:
         """Offset of a 64-byte aligned input block, or None when the input area is full."""
@@ -272,23 +193,24 @@ class Channel:
     @property
     def output_used(self) -> int:
         """Bytes of the output area the worker has written and the gateway not yet released."""
-        in_use = self._words[_W_OUT_ALLOCATED] - self._words[_W_OUT_RELEASED]
+        in_use = self._words[W_OUT_ALLOCATED] - self._words[W_OUT_RELEASED]
         return max(0, min(in_use, self.output_capacity))
 
-    def release_outputs(self, completion: dict[str, Any]) -> None:
-        """Hand the output space of ``completion`` (and of every earlier one) back to the worker,
-        after its outputs have been copied out. Completions without ``out_end`` are ignored."""
-        out_end = completion.get("out_end")
-        if isinstance(out_end, int) and out_end > self._words[_W_OUT_RELEASED]:
-            self._words[_W_OUT_RELEASED] = out_end
+    def release_outputs(self, out_end: int) -> None:
+        """Hand the output space up to a run reply's ``out_end`` back to the worker (after its
+        outputs have been copied out), waking the worker if it waits for space."""
+        if out_end <= self._words[W_OUT_RELEASED]:
+            return
+        self._words[W_OUT_RELEASED] = out_end
+        _fence()
+        if self._words[W_OUT_WAITING]:
+            os.eventfd_write(self.release_fd, 1)
 
     # -- worker side ----------------------------------------------------------------------------
 
-    def wait_submissions(
-        self, timeout: float | None, *, wake_fd: int | None = None
-    ) -> list[dict[str, Any]]:
-        """Block until requests arrive (in order) or ``timeout`` seconds pass ([]); None waits
-        forever. A readable ``wake_fd`` (e.g. a ``signal.set_wakeup_fd`` pipe) is drained and
+    def wait_submissions(self, timeout: float | None, *, wake_fd: int | None = None) -> list[bytes]:
+        """Block until encoded requests arrive (in order) or ``timeout`` seconds pass ([]); None
+        waits forever. A readable ``wake_fd`` (e.g. a ``signal.set_wakeup_fd`` pipe) is drained and
         also ends the wait, so signal flags can be checked promptly."""
         if wake_fd is not None and wake_fd not in self._wake_fds:
             self._poll.register(wake_fd, select.POLLIN)
@@ -307,38 +229,53 @@ class Channel:
             count = os.eventfd_read(self.submit_fd)
         except BlockingIOError:
             return []
-        return self._submit.pop(count)
+        return self._segment.submit.pop(count)
 
-    def post_completion(self, desc: dict[str, Any]) -> None:
-        """Post a reply to the gateway and ring its doorbell (ChannelFull, ValueError as
-        :meth:`submit`)."""
-        self._complete.push(desc)
+    def post_completion(self, message: bytes) -> None:
+        """Post an encoded reply to the gateway and ring its doorbell (ChannelFull, ValueError
+        as :meth:`submit`)."""
+        self._segment.complete.push(message)
         os.eventfd_write(self.complete_fd, 1)
 
-    def alloc_output(self, nbytes: int, *, timeout: float = _OUTPUT_WAIT_S) -> int:
-        """Offset of a contiguous 64-byte aligned output block of ``nbytes``, waiting (short
-        sleeps, at most ``timeout`` seconds) for the gateway to release earlier outputs.
+    def alloc_output(self, nbytes: int, *, timeout: float = OUTPUT_WAIT_S) -> int:
+        """Offset of a contiguous 64-byte aligned output block of ``nbytes``, sleeping on
+        ``release_fd`` (at most ``timeout`` seconds) until the gateway releases earlier outputs.
         OutputArenaExhausted when ``nbytes`` exceeds the area or the wait times out."""
         if nbytes > self.output_capacity:
             raise OutputArenaExhausted(
                 f"outputs of {nbytes} bytes exceed the worker's output arena of "
                 f"{self.output_capacity} bytes"
             )
+        offset = self._try_alloc_output(nbytes)
+        if offset is not None:
+            return offset
         deadline = time.monotonic() + timeout
-        pause = 0.00005
-        while True:
-            offset = self._outputs.try_alloc(nbytes, self._words[_W_OUT_RELEASED])
-            if offset is not None:
-                self._words[_W_OUT_ALLOCATED] = self._outputs.allocated
-                return offset
-            if time.monotonic() >= deadline:
-                raise OutputArenaExhausted(
-                    f"no room for outputs of {nbytes} bytes in the worker's output arena of "
-                    f"{self.output_capacity} bytes after {timeout:g} s: earlier outputs were "
-                    "not released"
-                )
-            time.sleep(pause)
-            pause = min(pause * 2, 0.001)
+        try:
+            while True:
+                self._words[W_OUT_WAITING] = 1
+                _fence()
+                offset = self._try_alloc_output(nbytes)  # a release may have missed the flag
+                if offset is not None:
+                    return offset
+                remaining = deadline - time.monotonic()
+                if remaining <= 0:
+                    raise OutputArenaExhausted(
+                        f"no room for outputs of {nbytes} bytes in the worker's output arena of "
+                        f"{self.output_capacity} bytes after {timeout:g} s: earlier outputs were "
+                        "not released"
+                    )
+                log.debug("channel %d: waiting for %d bytes of output space", self.index, nbytes)
+                self._release_poll.poll(math.ceil(remaining * 1000))
+                with contextlib.suppress(BlockingIOError):
+                    os.eventfd_read(self.release_fd)
+        finally:
+            self._words[W_OUT_WAITING] = 0
+
+    def _try_alloc_output(self, nbytes: int) -> int | None:
+        offset = self._outputs.try_alloc(nbytes, self._words[W_OUT_RELEASED])
+        if offset is not None:
+            self._words[W_OUT_ALLOCATED] = self._outputs.allocated
+        return offset
 
     @property
     def output_allocated(self) -> int:
@@ -349,11 +286,11 @@ class Channel:
 
     def input_view(self, offset: int, nbytes: int) -> memoryview:
         """Writable view of ``nbytes`` of the input area at ``offset``; ValueError if outside."""
-        return self._slice(self._input, offset, nbytes)
+        return self._slice(self._segment.input, offset, nbytes)
 
     def output_view(self, offset: int, nbytes: int) -> memoryview:
         """Writable view of ``nbytes`` of the output area at ``offset``; ValueError if outside."""
-        return self._slice(self._output, offset, nbytes)
+        return self._slice(self._segment.output, offset, nbytes)
 
     def _slice(self, area: memoryview, offset: int, nbytes: int) -> memoryview:
         if self._closed:
@@ -370,15 +307,9 @@ class Channel:
         if self._closed:
             return
         self._closed = True
-        for view in self._views:
-            view.release()
-        self._views.clear()
-        try:
-            self._mmap.close()
-        except BufferError:
+        if not self._segment.close():
             log.debug("channel %d: views still exported; unmapped when they go", self.index)
-        del self._mmap
-        for fd in (self.memfd, self.submit_fd, self.complete_fd):
+        for fd in self.fds:
             with contextlib.suppress(OSError):
                 os.close(fd)
 

@@ -1,83 +1,18 @@
-"""Descriptor layout and tensor payload encoding shared by the gateway and the workers.
+"""Tensor payloads in a channel's shared-memory areas: how one tensor's bytes are laid out.
 
-Descriptors are JSON objects on the channel rings; every one carries ``"op"`` (requests) and an
-integer ``"id"`` that its reply repeats. Tensors travel out of band in the shared-memory areas and
-are named by a :class:`TensorDesc`::
-
-    {"name": "x", "dtype": "float32", "shape": [8, 64], "offset": 4096, "nbytes": 2048}
-
-Requests and their replies (``op`` is one of ``load``, ``unload``, ``run``, ``ping``, ``stop``)::
-
-    {"op": "load", "id": 1, "key": "mnist:3", "path": "/m/3/model.onnx", "platform": "onnx",
-     "intra_op": 1, "inter_op": 1, "tags": ["serve"]}
-    -> {"id": 1, "ok": true, "signature": {"inputs": [TensorSpec...], "outputs": [...]}}
-       (TensorFlow: "signature": {"signatures": {name: {"inputs", "outputs", "method_name"}}};
-        "path" is then the version directory and "tags" choose the MetaGraph; a signature that
-        cannot be served, such as "__saved_model_init_op", carries "unservable": <reason> and
-        "definition": <base64 SignatureDef bytes> so metadata can show it unchanged)
-    {"op": "unload", "id": 2, "key": "mnist:3"} -> {"id": 2, "ok": true}
-    {"op": "run", "id": 3, "key": "mnist:3", "inputs": [TensorDesc...], "outputs": ["probs"] | null,
-     "deadline": <time.monotonic() seconds> | null, "signature": "serving_default"}
-    -> {"id": 3, "ok": true, "outputs": [TensorDesc...], "out_end": 12345, "compute_us": 81.2}
-    {"op": "ping", "id": 4} -> {"id": 4, "ok": true, "pid": 1234}
-    {"op": "stop", "id": 5} -> {"id": 5, "ok": true}   (then the worker exits 0)
-    any failure -> {"id": n, "ok": false, "code": "INVALID_ARGUMENT", "message": "..."}
-                   (a failed run's reply also carries "out_end")
-
-A started worker first posts ``{"id": 0, "ok": true, "op": "ready", "pid": 1234}``. Run inputs
-are offsets in the input area, run outputs offsets in the output area.
-
-Payloads are C-contiguous, native little-endian. Fixed-size dtypes are the raw elements; a string
-tensor is packed as ``uint64 count``, ``count x uint64 lengths``, then the concatenated bytes.
+A payload is named by a :class:`workers.messages.TensorDesc` (dtype, shape, offset, nbytes) in a
+run request or reply. Payloads are C-contiguous, native little-endian. Fixed-size dtypes are the
+raw elements; a string tensor is packed as ``uint64 count``, ``count x uint64 lengths``, then the
+concatenated bytes.
 """
 
 from __future__ import annotations
 
-from typing import Any, TypedDict
+from typing import Any
 
 import numpy as np
 
 from workers.dtypes import STRING, numpy_dtype
-
-
-class TensorDesc(TypedDict):
-    """A tensor in a shared-memory area: ``offset`` and ``nbytes`` are in bytes from the area's
-    start; ``shape`` is fully known (no -1)."""
-
-    name: str
-    dtype: str
-    shape: list[int]
-    offset: int
-    nbytes: int
-
-
-class TensorSpec(TypedDict):
-    """A signature entry: ``shape`` has -1 for dynamic dimensions; None is an unknown rank."""
-
-    name: str
-    dtype: str
-    shape: list[int] | None
-
-
-class Signature(TypedDict):
-    """A loaded model's inputs and outputs (a ``load`` reply's ``"signature"``)."""
-
-    inputs: list[TensorSpec]
-    outputs: list[TensorSpec]
-
-
-class WorkerError(Exception):
-    """A failure a worker reports as ``{"ok": false, "code": ..., "message": ...}``; ``code`` is a
-    canonical status name such as ``"INVALID_ARGUMENT"``."""
-
-    def __init__(self, code: str, message: str) -> None:
-        super().__init__(f"{code}: {message}")
-        self.code = code
-        self.message = message
-
-    def reply(self, request_id: Any) -> dict[str, Any]:
-        """The error reply to the request with ``request_id``."""
-        return {"id": request_id, "ok": False, "code": self.code, "message": self.message}
 
 
 def _string_items(arr: np.ndarray[Any, Any]) -> list[bytes]:

@@ -1,29 +1,29 @@
-"""A single-producer / single-consumer ring of fixed-size slots holding JSON descriptors.
+"""A single-producer / single-consumer ring of fixed-size slots, each holding one message.
 
 The ring's slots live in shared memory; its monotonic ``head`` (written only by the producer) and
 ``tail`` (written only by the consumer) are uint64 words of the channel header. Each slot holds a
-little-endian uint32 length and the descriptor's JSON bytes. Ordering between processes comes from
-the doorbell syscalls around it (see :mod:`workers.shm.channel`).
+little-endian uint32 length and the message's bytes (their encoding is
+:mod:`workers.messages`'s business). Ordering between processes comes from the doorbell syscalls
+around it (see :mod:`workers.shm.channel`).
 """
 
 from __future__ import annotations
 
-import json
 import struct
-from typing import Any, Final
+from typing import Final
 
 LENGTH_BYTES: Final = 4
+"""Bytes of each slot taken by the length prefix: a message may fill ``slot_bytes - 4``."""
 _LENGTH: Final = struct.Struct("<I")
-_ENCODER: Final = json.JSONEncoder(separators=(",", ":"), allow_nan=False)
-_DECODER: Final = json.JSONDecoder()
 
 
 class ChannelFull(Exception):
-    """A ring has no free slot (the producer has more descriptors outstanding than slots)."""
+    """A ring has no free slot (the producer has more messages outstanding than slots)."""
 
 
 class Ring:
-    """One SPSC ring: the producer owns ``head``, the consumer owns ``tail``."""
+    """One SPSC ring of ``count`` slots of ``size`` bytes over ``slots``; the producer owns
+    ``words[head]``, the consumer ``words[tail]`` (monotonic message counts)."""
 
     def __init__(
         self, words: memoryview, head: int, tail: int, slots: memoryview, count: int, size: int
@@ -35,11 +35,12 @@ class Ring:
         self._count = count
         self._size = size
 
-    def push(self, desc: dict[str, Any]) -> None:
-        data = _ENCODER.encode(desc).encode()
+    def push(self, data: bytes) -> None:
+        """Copy ``data`` into the next slot. ChannelFull when every slot is unconsumed,
+        ValueError when it exceeds a slot; the ring is unchanged either way."""
         if len(data) > self._size - LENGTH_BYTES:
             raise ValueError(
-                f"descriptor of {len(data)} bytes exceeds the ring slot of "
+                f"message of {len(data)} bytes exceeds the ring slot of "
                 f"{self._size - LENGTH_BYTES} bytes"
             )
         head = self._words[self._head]
@@ -51,21 +52,19 @@ class Ring:
         self._slots[start + LENGTH_BYTES : end] = data
         self._words[self._head] = head + 1
 
-    def pop(self, count: int) -> list[dict[str, Any]]:
+    def pop(self, count: int) -> list[bytes]:
+        """The next ``count`` messages, oldest first (copied out: each slot is free once read).
+        RuntimeError when the ring holds fewer or a slot's length is impossible."""
         tail = self._words[self._tail]
         if self._words[self._head] - tail < count:
-            raise RuntimeError("channel corrupted: doorbell counted more descriptors than posted")
-        out: list[dict[str, Any]] = []
+            raise RuntimeError("channel corrupted: doorbell counted more messages than posted")
+        out: list[bytes] = []
         for _ in range(count):
             start = (tail % self._count) * self._size
             (length,) = _LENGTH.unpack_from(self._slots, start)
             if length > self._size - LENGTH_BYTES:
                 raise RuntimeError(f"channel corrupted: slot length {length}")
-            body = str(self._slots[start + LENGTH_BYTES : start + LENGTH_BYTES + length], "utf-8")
+            out.append(bytes(self._slots[start + LENGTH_BYTES : start + LENGTH_BYTES + length]))
             tail += 1
             self._words[self._tail] = tail
-            desc = _DECODER.decode(body)
-            if not isinstance(desc, dict):
-                raise RuntimeError("channel corrupted: descriptor is not a JSON object")
-            out.append(desc)
         return out

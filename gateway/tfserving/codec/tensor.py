@@ -13,24 +13,26 @@ Encoding follows ``Tensor::AsProtoField`` (typed fields, TF Serving's default) o
 ``tf.make_ndarray`` can read them. Float, double, complex and bool typed fields are written as one
 packed wire record parsed by protobuf (a memory copy, not a Python object per element).
 
-Canonical dtype names are those of ``workers.messages`` ("float32", ..., "string"); a "string"
-tensor is an object array of ``bytes``. The wire formats are little-endian, as is every host this
-runs on (checked at import).
+Canonical dtype names and their numpy dtypes are ``workers.dtypes``'s ("float32", ...,
+"string"); this module adds only TensorFlow's ``DataType`` enum and typed field for each. A
+"string" tensor is an object array of ``bytes``. The wire formats are little-endian, as is every
+host this runs on (checked at import).
 """
 
 from __future__ import annotations
 
 import math
 import sys
-from typing import Any, NamedTuple, cast
+from typing import Any, Final, NamedTuple, cast
 
-import ml_dtypes
 import numpy as np
 import numpy.typing as npt
 
 from gateway._pb.tensorflow.core.framework import tensor_shape_pb2, types_pb2
 from gateway._pb.tensorflow.core.framework.tensor_pb2 import TensorProto
 from gateway.errors import InvalidArgument, ResourceExhausted
+from workers import dtypes
+from workers.dtypes import DTYPE_NAMES
 
 if sys.byteorder != "little":  # pragma: no cover - no big-endian deployment target exists
     raise ImportError("gateway.tfserving.codec.tensor assumes a little-endian host")
@@ -49,27 +51,31 @@ class _Spec(NamedTuple):
     field: str  # typed TensorProto field
 
 
-def _spec(name: str, enum_name: str, dtype: npt.DTypeLike, field: str) -> _Spec:
-    return _Spec(name, types_pb2.DataType.Value(enum_name), np.dtype(dtype), field)
+_TF_TYPES: Final = {
+    "float32": ("DT_FLOAT", "float_val"),
+    "float64": ("DT_DOUBLE", "double_val"),
+    "float16": ("DT_HALF", "half_val"),
+    "bfloat16": ("DT_BFLOAT16", "half_val"),
+    "int8": ("DT_INT8", "int_val"),
+    "int16": ("DT_INT16", "int_val"),
+    "int32": ("DT_INT32", "int_val"),
+    "int64": ("DT_INT64", "int64_val"),
+    "uint8": ("DT_UINT8", "int_val"),
+    "uint16": ("DT_UINT16", "int_val"),
+    "uint32": ("DT_UINT32", "uint32_val"),
+    "uint64": ("DT_UINT64", "uint64_val"),
+    "bool": ("DT_BOOL", "bool_val"),
+    "string": ("DT_STRING", "string_val"),
+    "complex64": ("DT_COMPLEX64", "scomplex_val"),
+    "complex128": ("DT_COMPLEX128", "dcomplex_val"),
+}
+"""Canonical dtype name → TensorFlow ``DataType`` enum name and typed TensorProto field."""
+if _TF_TYPES.keys() != DTYPE_NAMES:  # every canonical dtype needs a TensorProto encoding
+    raise ImportError(f"TensorProto types {sorted(_TF_TYPES)} != dtypes {sorted(DTYPE_NAMES)}")
 
-
-_SPECS = (
-    _spec("float32", "DT_FLOAT", np.float32, "float_val"),
-    _spec("float64", "DT_DOUBLE", np.float64, "double_val"),
-    _spec("float16", "DT_HALF", np.float16, "half_val"),
-    _spec("bfloat16", "DT_BFLOAT16", ml_dtypes.bfloat16, "half_val"),
-    _spec("int8", "DT_INT8", np.int8, "int_val"),
-    _spec("int16", "DT_INT16", np.int16, "int_val"),
-    _spec("int32", "DT_INT32", np.int32, "int_val"),
-    _spec("int64", "DT_INT64", np.int64, "int64_val"),
-    _spec("uint8", "DT_UINT8", np.uint8, "int_val"),
-    _spec("uint16", "DT_UINT16", np.uint16, "int_val"),
-    _spec("uint32", "DT_UINT32", np.uint32, "uint32_val"),
-    _spec("uint64", "DT_UINT64", np.uint64, "uint64_val"),
-    _spec("bool", "DT_BOOL", np.bool_, "bool_val"),
-    _spec("string", "DT_STRING", np.object_, "string_val"),
-    _spec("complex64", "DT_COMPLEX64", np.complex64, "scomplex_val"),
-    _spec("complex128", "DT_COMPLEX128", np.complex128, "dcomplex_val"),
+_SPECS = tuple(
+    _Spec(name, types_pb2.DataType.Value(enum_name), dtypes.numpy_dtype(name), field)
+    for name, (enum_name, field) in _TF_TYPES.items()
 )
 _BY_NAME = {spec.name: spec for spec in _SPECS}
 _BY_DATA_TYPE: dict[int, _Spec] = {spec.data_type: spec for spec in _SPECS}
@@ -116,6 +122,11 @@ def _by_name(name: str) -> _Spec:
 def data_type(name: str) -> types_pb2.DataType.ValueType:
     """Canonical name → DataType enum value (an ``int``)."""
     return _by_name(name).data_type
+
+
+def data_type_name(name: str) -> str:
+    """Canonical name → TensorFlow's DataType name (``float32`` → ``DT_FLOAT``)."""
+    return types_pb2.DataType.Name(_by_name(name).data_type)
 
 
 def numpy_dtype(name: str) -> np.dtype[Any]:

@@ -40,14 +40,7 @@ def worker(tf_models: Path) -> Iterator[Harness]:
     try:
         for name in ("half_plus_two", "tf2_multi", "keras_seq"):
             version = "123" if name == "half_plus_two" else "1"
-            reply = harness.call(
-                "load",
-                key=name,
-                path=str(tf_models / name / version),
-                platform="tensorflow",
-                intra_op=1,
-                inter_op=1,
-            )
+            reply = harness.load(name, str(tf_models / name / version), platform="tensorflow")
             assert reply["ok"], reply
         yield harness
     finally:
@@ -55,13 +48,8 @@ def worker(tf_models: Path) -> Iterator[Harness]:
 
 
 def test_load_reports_every_signature_def(worker: Harness, tf_models: Path) -> None:
-    reply = worker.call(
-        "load",
-        key="half_plus_two",
-        path=str(tf_models / "half_plus_two" / "123"),
-        platform="tensorflow",
-        intra_op=1,
-        inter_op=1,
+    reply = worker.load(
+        "half_plus_two", str(tf_models / "half_plus_two" / "123"), platform="tensorflow"
     )
     signatures = reply["signature"]["signatures"]
     assert sorted(signatures) == [
@@ -125,22 +113,17 @@ def test_errors_keep_tensorflow_codes(worker: Harness, tf_models: Path) -> None:
     assert reply["code"] == "INVALID_ARGUMENT"
     assert "Feature: x (data type: float) is required but could not be found." in reply["message"]
 
-    reply = worker.call(
-        "load",
-        key="wrong-tags",
-        path=str(tf_models / "half_plus_two" / "123"),
+    reply = worker.load(
+        "wrong-tags",
+        str(tf_models / "half_plus_two" / "123"),
         platform="tensorflow",
         tags=["serve", "gpu"],
-        intra_op=1,
-        inter_op=1,
     )
     assert reply["code"] == "NOT_FOUND"
     assert reply["message"].startswith(
         "Could not find meta graph def matching supplied tags: { serve gpu }."
     )
 
-    reply = worker.call(
-        "load", key="none", path=str(tf_models), platform="tensorflow", intra_op=1, inter_op=1
-    )
+    reply = worker.load("none", str(tf_models), platform="tensorflow")
     assert reply["code"] == "NOT_FOUND"
     assert "Could not find SavedModel .pb or .pbtxt" in reply["message"]

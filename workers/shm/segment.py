@@ -1,0 +1,117 @@
+"""The memory of one channel: an anonymous, sealed ``memfd`` laid out, page aligned, as::
+
+    [header][submit ring][complete ring][input area][output area]
+
+The header is uint64 words: the layout (magic, version, ring slots, slot bytes, area sizes) and,
+each on its own cache line because different processes write them, the rings' head/tail counters
+and the output area's counters (see the ``W_*`` word indices). :class:`Segment` maps a memfd,
+checks its header and names its parts; what the parts mean is :mod:`workers.shm.channel`'s.
+"""
+
+from __future__ import annotations
+
+import fcntl
+import mmap
+import os
+from typing import Final
+
+from workers.shm.ring import Ring
+
+_MAGIC: Final = 0x31304D4853475400  # b"\0TGSHM01" little-endian
+_VERSION: Final = 2
+_PAGE: Final = mmap.PAGESIZE
+_HEADER_BYTES: Final = 4096
+_W_MAGIC, _W_VERSION, _W_SLOTS, _W_SLOT_BYTES, _W_INPUT, _W_OUTPUT = range(6)
+_W_SUBMIT_HEAD: Final = 8
+_W_SUBMIT_TAIL: Final = 16
+_W_COMPLETE_HEAD: Final = 24
+_W_COMPLETE_TAIL: Final = 32
+
+W_OUT_RELEASED: Final = 40
+"""Output bytes released so far (monotonic; written by the gateway)."""
+W_OUT_ALLOCATED: Final = 48
+"""Output bytes allocated so far (monotonic; written by the worker)."""
+W_OUT_WAITING: Final = 56
+"""1 while the worker waits for output space (written by the worker)."""
+
+
+def page_up(nbytes: int) -> int:
+    """``nbytes`` rounded up to whole pages."""
+    return -(-nbytes // _PAGE) * _PAGE
+
+
+def create_memfd(
+    *, name: str, input_bytes: int, output_bytes: int, ring_slots: int, slot_bytes: int
+) -> int:
+    """A new sealed memfd holding a zeroed channel with this layout (sizes already validated
+    and page aligned by the caller); the caller owns the descriptor."""
+    ring_bytes = page_up(ring_slots * slot_bytes)
+    total = _HEADER_BYTES + 2 * ring_bytes + input_bytes + output_bytes
+    memfd = os.memfd_create(name, os.MFD_CLOEXEC | os.MFD_ALLOW_SEALING)
+    try:
+        os.ftruncate(memfd, total)
+        seals = fcntl.F_SEAL_SHRINK | fcntl.F_SEAL_GROW | fcntl.F_SEAL_SEAL
+        fcntl.fcntl(memfd, fcntl.F_ADD_SEALS, seals)
+        with (
+            mmap.mmap(memfd, _HEADER_BYTES, flags=mmap.MAP_SHARED) as header,
+            memoryview(header) as raw,
+            raw.cast("Q") as words,
+        ):
+            words[_W_SLOTS] = ring_slots
+            words[_W_SLOT_BYTES] = slot_bytes
+            words[_W_INPUT] = input_bytes
+            words[_W_OUTPUT] = output_bytes
+            words[_W_VERSION] = _VERSION
+            words[_W_MAGIC] = _MAGIC
+    except BaseException:
+        os.close(memfd)
+        raise
+    return memfd
+
+
+class Segment:
+    """A mapped channel memfd: ``words`` (the header), the two rings, ``input`` and ``output``
+    (the data areas). ValueError if ``memfd`` does not hold a channel of this version."""
+
+    def __init__(self, memfd: int) -> None:
+        size = os.fstat(memfd).st_size
+        if size < _HEADER_BYTES:
+            raise ValueError("memfd does not hold a tensorgate channel of this version")
+        self._mmap = mmap.mmap(memfd, size, flags=mmap.MAP_SHARED)
+        buf = memoryview(self._mmap)
+        words = buf[:_HEADER_BYTES].cast("Q")
+        self._views = [words, buf]
+        if words[_W_MAGIC] != _MAGIC or words[_W_VERSION] != _VERSION:
+            self.close()
+            raise ValueError("memfd does not hold a tensorgate channel of this version")
+        self.ring_slots = words[_W_SLOTS]
+        self.slot_bytes = words[_W_SLOT_BYTES]
+        ring_bytes = page_up(self.ring_slots * self.slot_bytes)
+        complete_at = _HEADER_BYTES + ring_bytes
+        input_at = complete_at + ring_bytes
+        output_at = input_at + words[_W_INPUT]
+        end = output_at + words[_W_OUTPUT]
+        if end > size:
+            self.close()
+            raise ValueError(f"channel layout exceeds its memfd of {size} bytes")
+        self.words = words
+        self.input = buf[input_at:output_at]
+        self.output = buf[output_at:end]
+        submit_slots = buf[_HEADER_BYTES:complete_at]
+        complete_slots = buf[complete_at:input_at]
+        self._views[1:1] = [self.input, self.output, submit_slots, complete_slots]
+        count, slot = self.ring_slots, self.slot_bytes
+        self.submit = Ring(words, _W_SUBMIT_HEAD, _W_SUBMIT_TAIL, submit_slots, count, slot)
+        self.complete = Ring(words, _W_COMPLETE_HEAD, _W_COMPLETE_TAIL, complete_slots, count, slot)
+
+    def close(self) -> bool:
+        """Release the views and unmap; False if views exported elsewhere keep the mapping alive
+        (it goes when they do). Idempotent."""
+        for view in self._views:
+            view.release()
+        self._views.clear()
+        try:
+            self._mmap.close()
+        except BufferError:
+            return False
+        return True
