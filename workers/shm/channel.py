@@ -42,7 +42,6 @@ from workers.shm.segment import (
     W_OUT_WAITING,
     Segment,
     create_memfd,
-    page_up,
 )
 
 __all__ = ["Channel", "ChannelFull", "OutputArenaExhausted"]
@@ -115,30 +114,14 @@ class Channel:
         ring_slots: int = 64,
         slot_bytes: int = 16384,
     ) -> Channel:
-        """A fresh channel (gateway side). Areas are rounded up to whole pages; ``slot_bytes``
-        (at least 64, a multiple of 8) includes the 4-byte length prefix."""
+        """A fresh channel (gateway side); ValueError for a bad layout (see
+        :func:`workers.shm.segment.create_memfd`)."""
         if index < 0:
             raise ValueError(f"index must be >= 0, got {index}")
-        if input_bytes < 1 or output_bytes < 1:
-            raise ValueError(
-                f"input_bytes and output_bytes must be >= 1, got {input_bytes}, {output_bytes}"
-            )
-        if ring_slots < 1:
-            raise ValueError(f"ring_slots must be >= 1, got {ring_slots}")
-        if slot_bytes < 64 or slot_bytes % 8:
-            raise ValueError(f"slot_bytes must be a multiple of 8 and >= 64, got {slot_bytes}")
-        input_bytes, output_bytes = page_up(input_bytes), page_up(output_bytes)
         fds: list[int] = []
         try:
-            fds.append(
-                create_memfd(
-                    name=f"tensorgate-w{index}",
-                    input_bytes=input_bytes,
-                    output_bytes=output_bytes,
-                    ring_slots=ring_slots,
-                    slot_bytes=slot_bytes,
-                )
-            )
+            name = f"tensorgate-w{index}"
+            fds.append(create_memfd(name, input_bytes, output_bytes, ring_slots, slot_bytes))
             for _ in range(3):
                 fds.append(os.eventfd(0, os.EFD_CLOEXEC | os.EFD_NONBLOCK))
             memfd, submit_fd, complete_fd, release_fd = fds

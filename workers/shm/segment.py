@@ -41,10 +41,20 @@ def page_up(nbytes: int) -> int:
 
 
 def create_memfd(
-    *, name: str, input_bytes: int, output_bytes: int, ring_slots: int, slot_bytes: int
+    name: str, input_bytes: int, output_bytes: int, ring_slots: int, slot_bytes: int
 ) -> int:
-    """A new sealed memfd holding a zeroed channel with this layout (sizes already validated
-    and page aligned by the caller); the caller owns the descriptor."""
+    """A new sealed memfd holding a zeroed channel with this layout; the caller owns the
+    descriptor. The areas are rounded up to whole pages; ``slot_bytes`` (at least 64, a multiple
+    of 8) includes the 4-byte length prefix. ValueError for a layout that cannot be."""
+    if input_bytes < 1 or output_bytes < 1:
+        raise ValueError(
+            f"input_bytes and output_bytes must be >= 1, got {input_bytes}, {output_bytes}"
+        )
+    if ring_slots < 1:
+        raise ValueError(f"ring_slots must be >= 1, got {ring_slots}")
+    if slot_bytes < 64 or slot_bytes % 8:
+        raise ValueError(f"slot_bytes must be a multiple of 8 and >= 64, got {slot_bytes}")
+    input_bytes, output_bytes = page_up(input_bytes), page_up(output_bytes)
     ring_bytes = page_up(ring_slots * slot_bytes)
     total = _HEADER_BYTES + 2 * ring_bytes + input_bytes + output_bytes
     memfd = os.memfd_create(name, os.MFD_CLOEXEC | os.MFD_ALLOW_SEALING)
