@@ -46,7 +46,7 @@ from gateway.errors import (
 from gateway.serving.core import ModelRef, ServingCore
 from gateway.serving.signature import Signature
 from gateway.tfserving.codec import messages
-from gateway.tfserving.rest import json_request, paths
+from gateway.tfserving.rest import json_request, json_response, paths
 
 log = logging.getLogger(__name__)
 
@@ -219,7 +219,7 @@ class RestServer:
             return inputs
 
         result = await self._until(deadline, self._core.predict(ref, name, decode, (), deadline))
-        return _json(json_request.predict_response(result.outputs, formats[0]))
+        return _json(json_response.predict_response(result.outputs, formats[0]))
 
     async def _classify_or_regress(
         self, method: str, ref: ModelRef, body: bytes, deadline: float
@@ -228,16 +228,16 @@ class RestServer:
             raise Unimplemented(f"{method.capitalize()} is not implemented yet by tensorgate")
         request = json_request.loads(body)
         result = await self._until(deadline, self._classify_regress(method, ref, request, deadline))
-        return _json(json_request.dumps(result))
+        return _json(json_response.dumps(result))
 
     def _status(self, call: paths.RestCall) -> web.Response:
         statuses = self._core.status(call.model, call.version, call.label)
-        return _json(json_request.status_body(messages.status_response(call.model, statuses)))
+        return _json(json_response.status_body(messages.status_response(call.model, statuses)))
 
     def _metadata(self, ref: ModelRef) -> web.Response:
         servable, signatures = self._core.metadata(ref)
         response = messages.metadata_response(servable.model, servable.version, signatures)
-        return _json(json_request.metadata_body(response))
+        return _json(json_response.metadata_body(response))
 
     # -- helpers --------------------------------------------------------------------------------
     async def _read_body(self, request: web.BaseRequest) -> bytes:
@@ -285,7 +285,7 @@ def _json(body: bytes, status: int = 200) -> web.Response:
 def _error(exc: ServingError) -> web.Response:
     status = http_status(exc.code)
     log.debug("REST call failed with %d: %s", status, exc.message)
-    response = _json(json_request.error_body(exc.message), status)
+    response = _json(json_response.error_body(exc.message), status)
     if status in (429, 503):
         response.headers["Retry-After"] = RETRY_AFTER_S
     return response

@@ -1,0 +1,204 @@
+"""Tensors → REST response bodies (pure, no server): predict responses in both formats, what a
+response writes a request reads back, and the status, metadata and error bodies."""
+
+from __future__ import annotations
+
+import base64
+import json
+from typing import Any
+
+import ml_dtypes
+import numpy as np
+import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
+from hypothesis.extra import numpy as hnp
+
+from gateway.errors import Internal, InvalidArgument
+from gateway.serving.models import State, VersionStatus
+from gateway.serving.signature import Signature, TensorSpec
+from gateway.tfserving.codec import messages
+from gateway.tfserving.rest import json_request, json_response
+from gateway.tfserving.rest.json_request import Format
+from tests.support.rest_json import MAX, decode, sig
+from workers.dtypes import dtype_name
+
+
+def encode(outputs: dict[str, np.ndarray], fmt: Format) -> Any:
+    return json.loads(json_response.predict_response(outputs, fmt))
+
+
+def test_single_output_drops_its_name() -> None:
+    y = np.array([[0.1, 0.2], [0.3, 0.4]], np.float32)
+    assert encode({"y": y}, Format.ROW) == {"predictions": [[0.1, 0.2], [0.3, 0.4]]}
+    assert encode({"y": y}, Format.COLUMNAR) == {"outputs": [[0.1, 0.2], [0.3, 0.4]]}
+    assert encode({"y": np.array(7, np.int64)}, Format.COLUMNAR) == {"outputs": 7}
+
+
+def test_several_outputs_are_keyed_by_name() -> None:
+    outputs = {"sum": np.array([[5.0], [1.0]], np.float32), "flag": np.array([True, False])}
+    assert encode(outputs, Format.ROW) == {
+        "predictions": [{"sum": [5.0], "flag": True}, {"sum": [1.0], "flag": False}]
+    }
+    assert encode(outputs, Format.COLUMNAR) == {
+        "outputs": {"sum": [[5.0], [1.0]], "flag": [True, False]}
+    }
+
+
+def test_float32_in_shortest_form_and_non_finite_literals() -> None:
+    y = np.array([[0.1, np.nan], [np.inf, -np.inf]], np.float32)
+    body = json_response.predict_response({"y": y}, Format.COLUMNAR)
+    assert body == b'{"outputs":[[0.1,NaN],[Infinity,-Infinity]]}'
+    two = {"y": y, "z": np.array([np.nan, 1], np.float64)}
+    assert json_response.predict_response(two, Format.ROW) == (
+        b'{"predictions":[{"y":[0.1,NaN],"z":NaN},{"y":[Infinity,-Infinity],"z":1.0}]}'
+    )
+    assert json_response.predict_response({"y": np.array(np.nan)}, Format.COLUMNAR) == (
+        b'{"outputs":NaN}'
+    )
+
+
+def test_bytes_outputs_are_b64_and_strings_utf8() -> None:
+    outputs = {
+        "image_bytes": np.array([[b"\x00\xff"], [b""]], dtype=object),
+        "label": np.array([["café"], [b"ok"]], dtype=object),
+    }
+    assert encode(outputs, Format.ROW) == {
+        "predictions": [
+            {"image_bytes": [{"b64": "AP8="}], "label": ["café"]},
+            {"image_bytes": [{"b64": ""}], "label": ["ok"]},
+        ]
+    }
+    with pytest.raises(Internal, match=r"not valid UTF-8; name outputs .* '_bytes' suffix"):
+        json_response.predict_response({"raw": np.array([b"\xff"], object)}, Format.COLUMNAR)
+
+
+def test_other_dtypes_and_layouts() -> None:
+    outputs = {
+        "h": np.array([0.5, 1], np.float16),
+        "bf": np.array([0.5, 1], ml_dtypes.bfloat16),
+        "u": np.array([2**64 - 1, 0], np.uint64),
+        "t": np.arange(6, dtype=">i4").reshape(2, 3).T[:2],  # big-endian, not contiguous
+    }
+    assert encode(outputs, Format.ROW) == {
+        "predictions": [
+            {"h": 0.5, "bf": 0.5, "u": 2**64 - 1, "t": [0, 3]},
+            {"h": 1.0, "bf": 1.0, "u": 0, "t": [1, 4]},
+        ]
+    }
+    with pytest.raises(InvalidArgument, match="tensor type: complex64"):
+        json_response.predict_response({"c": np.zeros(1, np.complex64)}, Format.COLUMNAR)
+
+
+def test_row_format_needs_one_batch_size() -> None:
+    with pytest.raises(InvalidArgument, match="has no shape information"):
+        json_response.predict_response({"y": np.array(1.0)}, Format.ROW)
+    with pytest.raises(InvalidArgument, match="has invalid batch size: 0"):
+        json_response.predict_response({"y": np.zeros((0, 2))}, Format.ROW)
+    with pytest.raises(InvalidArgument, match="inconsistent batch size: 3 expecting: 2"):
+        json_response.predict_response({"y": np.zeros(2), "z": np.zeros(3)}, Format.ROW)
+    with pytest.raises(InvalidArgument, match="empty tensor map"):
+        json_response.predict_response({}, Format.ROW)
+
+
+@settings(max_examples=60, deadline=None)
+@given(
+    hnp.arrays(
+        st.sampled_from([np.float32, np.float64, np.int32, np.int64, np.uint8, np.bool_]),
+        hnp.array_shapes(min_dims=1, max_dims=3, min_side=1, max_side=4),
+    )
+)
+def test_round_trip_through_json(array: np.ndarray) -> None:
+    """Encode a tensor as a response, send it back as a request: the same values come back."""
+    for fmt in Format:
+        body = json_response.predict_response({"x": array}, fmt)
+        value = next(iter(json.loads(body).values()))
+        request = json.dumps({fmt.value: value}, allow_nan=True).encode()
+        signature = sig(("x", dtype_name(array.dtype)))
+        inputs, got = json_request.predict_inputs(
+            json_request.loads(request), signature, max_elements=MAX
+        )
+        assert got is fmt
+        assert inputs["x"].dtype == array.dtype
+        np.testing.assert_array_equal(inputs["x"], array)
+
+
+def test_status_json_as_tf_serving() -> None:
+    statuses = [
+        VersionStatus(1, State.AVAILABLE),
+        VersionStatus(2, State.END, InvalidArgument("bad model")),
+    ]
+    body = json_response.status_body(messages.status_response("m", statuses))
+    assert json.loads(body) == {
+        "model_version_status": [
+            {
+                "version": "1",
+                "state": "AVAILABLE",
+                "status": {"error_code": "OK", "error_message": ""},
+            },
+            {
+                "version": "2",
+                "state": "END",
+                "status": {"error_code": "INVALID_ARGUMENT", "error_message": "bad model"},
+            },
+        ]
+    }
+
+
+def test_metadata_json_as_tf_serving() -> None:
+    signature = Signature(
+        "serving_default",
+        (TensorSpec("x", "float32", (-1, 2)),),
+        (TensorSpec("y", "string", None),),
+    )
+    response = messages.metadata_response("m", 3, {"serving_default": signature})
+    assert json.loads(json_response.metadata_body(response)) == {
+        "model_spec": {"name": "m", "signature_name": "", "version": "3"},
+        "metadata": {
+            "signature_def": {
+                "signature_def": {
+                    "serving_default": {
+                        "inputs": {
+                            "x": {
+                                "dtype": "DT_FLOAT",
+                                "tensor_shape": {
+                                    "dim": [{"size": "-1", "name": ""}, {"size": "2", "name": ""}],
+                                    "unknown_rank": False,
+                                },
+                                "name": "x",
+                            }
+                        },
+                        "outputs": {
+                            "y": {
+                                "dtype": "DT_STRING",
+                                "tensor_shape": {"dim": [], "unknown_rank": True},
+                                "name": "y",
+                            }
+                        },
+                        "method_name": "tensorflow/serving/predict",
+                        "defaults": {},
+                    }
+                }
+            }
+        },
+    }
+
+
+def test_error_body_survives_any_message() -> None:
+    assert json.loads(json_response.error_body('bad "x"\n')) == {"error": 'bad "x"\n'}
+    assert json.loads(json_response.error_body("lone \ud800")) == {"error": "lone \\ud800"}
+
+
+def test_dumps_refuses_what_json_cannot_hold() -> None:
+    assert json_response.dumps({"results": [[["a", 0.5]]]}) == b'{"results":[[["a",0.5]]]}'
+    with pytest.raises(Internal, match="not JSON-serialisable"):
+        json_response.dumps({"x": object()})
+
+
+def test_b64_round_trip_of_random_bytes() -> None:
+    data = bytes(range(256))
+    text = base64.b64encode(data).decode()
+    inputs, _ = decode(f'{{"inputs": [{{"b64": "{text}"}}]}}', sig(("s", "string")))
+    assert inputs["s"][0] == data
+    body = json_response.predict_response({"s_bytes": inputs["s"]}, Format.COLUMNAR)
+    assert json.loads(body) == {"outputs": [{"b64": text}]}
