@@ -3,9 +3,12 @@
 JSON carries no dtypes: each value is typed through the signature input's dtype.
 
 - float16, bfloat16, float32, float64: JSON numbers, including ``NaN``, ``Infinity`` and
-  ``-Infinity``. Every number must be within the type's range and an integer literal must convert
-  exactly (``16777217`` is not a float32; TF Serving also refuses exact ones above ``2^24-1``),
-  else "Cannot convert JSON value: ... without loss of precision".
+  ``-Infinity``. A number is rounded to the nearest value of the dtype (ties to even) and refused
+  only when that is an infinity: ``3.4028235e+38`` (float32's max as JSON writes it) is float32's
+  max, while ``3.4028236e+38`` is refused for float32, as are ``65520`` for float16 and ``1e39``
+  for float32. An integer literal must also convert exactly (``16777217`` is not a float32; TF
+  Serving also refuses exact ones above ``2^24-1``). Either refusal is "Cannot convert JSON value:
+  ... to float32 without loss of precision."
 - int8 … int64, uint8 … uint64: JSON integers in the dtype's range (``1.0`` is not an integer),
   else e.g. "JSON value 128 is out of range for int8 [-128, 127]".
 - bool: ``true`` / ``false``.
@@ -26,13 +29,14 @@ import math
 from collections.abc import Callable, Iterable
 from typing import Any
 
+import ml_dtypes
 import numpy as np
 import numpy.typing as npt
 import orjson
 
 from gateway.errors import InvalidArgument, Unimplemented
 from gateway.serving.signature import TensorSpec
-from workers.dtypes import dtype_name, numpy_dtype
+from workers.dtypes import numpy_dtype
 
 BASE64_KEY = "b64"
 _SHOW_CHARS = 200
@@ -72,14 +76,9 @@ def _type_error(leaves: list[Any], allowed: set[type], spec: TensorSpec, at: Lea
     )
 
 
-_FLOAT_MAX = {  # largest finite magnitude of each float dtype
-    "float16": float(np.finfo(np.float16).max),
-    "bfloat16": (2 - 2**-7) * 2.0**127,
-    "float32": float(np.finfo(np.float32).max),
-    "float64": math.inf,
-}
 _EXACT_IN_DOUBLE = 2**53
 """Integers below this magnitude are exact doubles; from it on, exactness is checked in Python."""
+_BFLOAT16 = np.dtype(ml_dtypes.bfloat16)
 
 
 def _lossy(value: Any, spec: TensorSpec, where: str) -> InvalidArgument:
@@ -90,7 +89,7 @@ def _lossy(value: Any, spec: TensorSpec, where: str) -> InvalidArgument:
 
 
 def _to_float(leaves: list[Any], spec: TensorSpec, at: LeafWhere) -> npt.NDArray[Any]:
-    """Numbers within the dtype's range; integer literals must also be exact in the dtype."""
+    """Numbers that round to a finite value of the dtype; integer literals must also be exact."""
     types = set(map(type, leaves))
     if not types <= {float, int}:
         _type_error(leaves, {float, int}, spec, at)
@@ -100,13 +99,11 @@ def _to_float(leaves: list[Any], spec: TensorSpec, at: LeafWhere) -> npt.NDArray
     except OverflowError:  # an integer beyond any double (only the fallback parser makes those)
         index, value = _first(leaves, lambda v: type(v) is int and not _exact(v, dtype))
         raise _lossy(value, spec, at(index)) from None
-    largest = _FLOAT_MAX[spec.dtype]
-    if largest < math.inf:
-        over = np.isfinite(array) & (np.abs(array) > largest)
-        if over.any():
-            index = int(np.argmax(over))
-            raise _lossy(leaves[index], spec, at(index))
-    result = array.astype(dtype)
+    result = _round_float(array, dtype)
+    overflow = np.isinf(result) & np.isfinite(array)
+    if overflow.any():
+        index = int(np.argmax(overflow))
+        raise _lossy(leaves[index], spec, at(index))
     if int in types:
         if float in types:
             is_int = np.fromiter((type(v) is int for v in leaves), dtype=bool, count=len(leaves))
@@ -125,15 +122,36 @@ def _to_float(leaves: list[Any], spec: TensorSpec, at: LeafWhere) -> npt.NDArray
     return result
 
 
+def _round_float(array: npt.NDArray[np.float64], dtype: np.dtype[Any]) -> npt.NDArray[Any]:
+    """Doubles rounded to the float ``dtype``: nearest, ties to even; beyond its range: ±inf.
+
+    numpy rounds a double to float16 and float32 once; ml_dtypes rounds it to bfloat16 through
+    float32, twice, which can miss by one step at a tie (``1 + 2**-8 + 2**-52`` would become 1,
+    and the largest double below bfloat16's overflow threshold an infinity). Rounding to float32
+    *to odd* first (truncate, then set the last bit if anything was cut off) keeps the one
+    rounding correct: float32 has 16 more bits than bfloat16.
+    """
+    with np.errstate(over="ignore"):  # overflow is the caller's to report
+        if dtype != _BFLOAT16:
+            return array.astype(dtype)
+        single = array.astype(np.float32)
+        rounded_away = np.abs(single.astype(np.float64)) > np.abs(array)
+        single = np.where(rounded_away, np.nextafter(single, np.float32(0)), single)
+        inexact = single.astype(np.float64) != array  # true for NaN, which stays NaN
+        odd = single.view(np.uint32) | inexact.astype(np.uint32)
+        result: npt.NDArray[Any] = odd.view(np.float32).astype(dtype)
+        return result
+
+
 def _exact(value: int, dtype: np.dtype[Any]) -> bool:
     """True when the integer converts to ``dtype`` (a float type) without rounding."""
     try:
         as_double = float(value)
     except OverflowError:
         return False
-    if as_double != value or abs(as_double) > _FLOAT_MAX[dtype_name(dtype)]:
+    if as_double != value:
         return False
-    return float(np.array(as_double).astype(dtype)) == as_double
+    return float(_round_float(np.array([as_double]), dtype)[0]) == as_double
 
 
 def _to_int(leaves: list[Any], spec: TensorSpec, at: LeafWhere) -> npt.NDArray[Any]:

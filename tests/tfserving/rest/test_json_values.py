@@ -3,6 +3,8 @@ errors, seen through a decoded request body."""
 
 from __future__ import annotations
 
+import math
+
 import ml_dtypes
 import numpy as np
 import pytest
@@ -94,6 +96,67 @@ def test_float32_values_say_what_is_wrong_and_where(body: str, message: str) -> 
 )
 def test_wrong_types_and_huge_numbers_are_invalid(dtype: str, value: str, message: str) -> None:
     assert message in error(f'{{"inputs": [{value}]}}', sig(("x", dtype)))
+
+
+FLOAT_LIMITS = [  # (dtype, largest finite value, smallest magnitude that rounds to infinity)
+    ("float16", 65504.0, 65520.0),
+    ("bfloat16", 2.0**128 - 2.0**120, 2.0**128 - 2.0**119),
+    ("float32", 2.0**128 - 2.0**104, 2.0**128 - 2.0**103),
+]
+PARSERS = ["", ', "n": NaN']  # orjson, or (with a NaN anywhere) the standard library's parser
+
+
+@pytest.mark.parametrize("more", PARSERS, ids=["orjson", "stdlib"])
+def test_float32_max_as_json_writes_it_is_accepted(more: str) -> None:
+    """The hypothesis example of issue 9: float32's max printed as JSON came back refused."""
+    exact = int(np.finfo(np.float32).max)  # an integer literal, exact in float32
+    body = f'{{"inputs": [3.4028235e+38, -3.4028235e38, {exact}]{more}}}'
+    inputs, _ = decode(body)
+    largest = np.finfo(np.float32).max
+    np.testing.assert_array_equal(inputs["x"], np.array([largest, -largest, largest], np.float32))
+
+
+@pytest.mark.parametrize("more", PARSERS, ids=["orjson", "stdlib"])
+@pytest.mark.parametrize(
+    ("dtype", "largest", "to_infinity"), FLOAT_LIMITS, ids=[row[0] for row in FLOAT_LIMITS]
+)
+def test_numbers_that_round_to_a_finite_float_are_accepted(
+    dtype: str, largest: float, to_infinity: float, more: str
+) -> None:
+    """The boundary: the largest double that rounds to the dtype's max, then the next one."""
+    below = math.nextafter(to_infinity, 0)
+    inputs, _ = decode(f'{{"inputs": [{below!r}, {-below!r}]{more}}}', sig(("x", dtype)))
+    assert inputs["x"].tolist() == [largest, -largest]
+    for value in (to_infinity, -to_infinity, math.nextafter(to_infinity, math.inf)):
+        message = error(f'{{"inputs": [1.0, {value!r}]{more}}}', sig(("x", dtype)))
+        assert message == (
+            f"inputs[1]: Cannot convert JSON value: {value!r} to {dtype} without loss of precision."
+        )
+
+
+def test_float64_takes_every_finite_double() -> None:
+    largest = float(np.finfo(np.float64).max)
+    inputs, _ = decode(f'{{"inputs": [{largest!r}, 5e-324]}}', sig(("x", "float64")))
+    assert inputs["x"].tolist() == [largest, 5e-324]
+    assert "number 1.8e308 is out of a double's range" in error('{"inputs": [1.8e308]}')
+
+
+def test_integer_literals_must_still_be_exact() -> None:
+    """Rounding is for numbers written with a fraction or exponent; integers must be exact."""
+    assert "16777217 to float32" in error('{"inputs": [16777217]}')
+    assert "65519 to float16" in error('{"inputs": [65519]}', sig(("x", "float16")))
+    inputs, _ = decode('{"inputs": [16777217.0, 65519.0]}')
+    assert inputs["x"].tolist() == [16777216.0, 65519.0]
+    inputs, _ = decode('{"inputs": [65519.0]}', sig(("x", "float16")))
+    assert inputs["x"].tolist() == [65504.0]
+
+
+def test_bfloat16_rounds_once() -> None:
+    """A double just above a tie rounds up (rounding through float32 first would tie to 1.0)."""
+    inputs, _ = decode(
+        f'{{"inputs": [{1 + 2**-8 + 2**-52!r}, {1 + 2**-8!r}]}}', sig(("x", "bfloat16"))
+    )
+    assert inputs["x"].tolist() == [1 + 2**-7, 1.0]
 
 
 def test_integers_beyond_64_bits_from_the_fallback_parser() -> None:
