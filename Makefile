@@ -55,3 +55,9 @@ bench-quick: $(STAMP) system-deps
 
 bench: $(STAMP) system-deps
 	$(BIN)/python -m bench run
+
+# Property tests only (hypothesis's own `hypothesis` marker), randomized and 10× longer than in
+# `make test`, which runs them derandomized (profiles: tests/conftest.py).
+.PHONY: test-long
+test-long: $(STAMP)
+	HYPOTHESIS_PROFILE=long $(BIN)/python -m pytest -q -m hypothesis

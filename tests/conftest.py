@@ -1,27 +1,66 @@
-"""Shared fixtures: a model repository built from scratch and one real gateway for the suite."""
+"""Shared fixtures: a model repository built from scratch and one real gateway for the suite.
+
+Property tests (hypothesis) run under a profile chosen by ``HYPOTHESIS_PROFILE``:
+
+- ``ci`` (the default, ``make test``): derandomized, so every run of one commit tries the same
+  examples; no example database; 100 examples; no deadline (timing must not decide a result).
+- ``long`` (``make test-long``): randomized, 1000 examples a test, no deadline; a failure prints
+  the ``@reproduce_failure`` blob to replay it.
+
+Per-test ``@settings`` may change the number of examples, but only relative to the profile's
+(``settings.default.max_examples``), and never the other choices above. Hypothesis's caches (and
+any database) go to a temporary directory removed at exit, so no run leaves ``.hypothesis/``.
+"""
 
 from __future__ import annotations
 
+import os
+import shutil
+import tempfile
 from collections.abc import Iterator
 from pathlib import Path
 
 import pytest
+from hypothesis import HealthCheck, settings
 
 from tests.support import onnx_models
 from tests.support.gateway_proc import GatewayProcess, child_pids, running_gateway, shm_entries
 
+settings.register_profile(
+    "ci",
+    derandomize=True,
+    database=None,
+    print_blob=True,
+    max_examples=100,
+    deadline=None,
+    suppress_health_check=[HealthCheck.too_slow],
+)
+settings.register_profile("long", settings.get_profile("ci"), derandomize=False, max_examples=1000)
+settings.load_profile(os.environ.get("HYPOTHESIS_PROFILE", "ci"))
+
+_HYPOTHESIS_HOME: str | None = None
+if "HYPOTHESIS_STORAGE_DIRECTORY" not in os.environ:
+    _HYPOTHESIS_HOME = tempfile.mkdtemp(prefix="tensorgate-hypothesis-")
+    os.environ["HYPOTHESIS_STORAGE_DIRECTORY"] = _HYPOTHESIS_HOME
+
+
+def pytest_unconfigure(config: pytest.Config) -> None:
+    if _HYPOTHESIS_HOME is not None:
+        shutil.rmtree(_HYPOTHESIS_HOME, ignore_errors=True)
+
 
 @pytest.fixture(scope="session", autouse=True)
 def no_leftovers() -> Iterator[None]:
-    """The suite must leave no /dev/shm entries and no child processes behind."""
+    """The suite must leave no /dev/shm entries, child processes or ``.hypothesis/`` behind."""
     before = shm_entries()
+    hypothesis_dir = Path.cwd() / ".hypothesis"
+    had_hypothesis_dir = hypothesis_dir.exists()
     yield
-    import os
-
     leaked = shm_entries() - before
     assert not leaked, f"shared memory left behind: {sorted(leaked)}"
     children = child_pids(os.getpid())
     assert not children, f"processes left behind: {children}"
+    assert had_hypothesis_dir or not hypothesis_dir.exists(), f"{hypothesis_dir} left behind"
 
 
 @pytest.fixture(scope="session")

@@ -74,7 +74,7 @@ def test_misuse_is_rejected() -> None:
         arena.free(64)
 
 
-@settings(database=None, max_examples=200)
+@settings(max_examples=2 * settings.default.max_examples)  # 200 under the ci profile
 @given(
     size=st.integers(64, 8192),
     ops=st.lists(st.tuples(st.booleans(), st.integers(0, 3000)), max_size=60),
@@ -137,7 +137,7 @@ def test_output_ring_rejects_what_can_never_fit() -> None:
         OutputRing(1000)
 
 
-@settings(database=None, max_examples=200)
+@settings(max_examples=2 * settings.default.max_examples)  # 200 under the ci profile
 @given(
     capacity_lines=st.integers(1, 64),
     ops=st.lists(st.tuples(st.booleans(), st.integers(0, 4096)), max_size=80),
