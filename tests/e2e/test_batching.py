@@ -11,9 +11,8 @@ import numpy as np
 import pytest
 
 from gateway._pb.tensorflow_serving.apis import prediction_service_pb2_grpc
-from tests.e2e.test_cli import run_cli
-from tests.e2e.test_grpc import outputs_of, predict_request
-from tests.support.gateway_proc import GatewayProcess, running_gateway
+from tests.support.gateway_proc import GatewayProcess, run_cli, running_gateway
+from tests.support.grpc_calls import outputs_of, predict_request
 from tests.support.onnx_models import IDENTITY_DTYPES
 from tests.support.ort import run_reference
 

@@ -2,18 +2,11 @@
 
 from __future__ import annotations
 
-import subprocess
 from pathlib import Path
 
 import pytest
 
-from tests.support.gateway_proc import gateway_command
-
-
-def run_cli(*args: str) -> subprocess.CompletedProcess[str]:
-    return subprocess.run(
-        gateway_command(args), capture_output=True, text=True, timeout=120, check=False
-    )
+from tests.support.gateway_proc import run_cli
 
 
 def test_malformed_config_names_file_and_message_type(tmp_path: Path) -> None:

@@ -9,8 +9,8 @@ import grpc
 import numpy as np
 
 from gateway._pb.tensorflow_serving.apis import prediction_service_pb2_grpc
-from tests.e2e.test_grpc import outputs_of, predict_request
 from tests.support.gateway_proc import GatewayProcess
+from tests.support.grpc_calls import outputs_of, predict_request
 from tests.support.ort import run_reference
 
 REQUESTS = 300

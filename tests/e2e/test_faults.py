@@ -16,7 +16,6 @@ from gateway._pb.tensorflow_serving.apis import prediction_service_pb2_grpc
 from gateway.config.model_config import ModelSpecConfig
 from gateway.errors import Unavailable
 from gateway.serving.core import ModelRef
-from tests.e2e.test_grpc import outputs_of, predict_request
 from tests.support import onnx_models
 from tests.support.gateway_proc import (
     child_pids,
@@ -26,6 +25,7 @@ from tests.support.gateway_proc import (
     start_gateway,
     wait_gone,
 )
+from tests.support.grpc_calls import outputs_of, predict_request
 from tests.support.ort import run_reference
 from tests.support.stack import serving_stack
 

@@ -18,46 +18,20 @@ from gateway._pb.tensorflow_serving.apis import (
     get_model_status_pb2,
     model_management_pb2,
     model_service_pb2_grpc,
-    predict_pb2,
     prediction_service_pb2_grpc,
 )
 from gateway.client import AsyncClient, Client
 from gateway.tfserving.codec import tensor as tensor_codec
 from tests.support.gateway_proc import GatewayProcess, running_gateway
+from tests.support.grpc_calls import outputs_of, predict_request
 from tests.support.onnx_models import IDENTITY_DTYPES
 from tests.support.ort import run_reference
-
-MAX = 2**31 - 1
 
 
 @pytest.fixture
 def channel(gateway: GatewayProcess) -> Iterator[grpc.Channel]:
     with grpc.insecure_channel(gateway.target) as ch:
         yield ch
-
-
-def predict_request(
-    model: str, inputs: dict[str, np.ndarray], **spec: object
-) -> predict_pb2.PredictRequest:
-    request = predict_pb2.PredictRequest()
-    request.model_spec.name = model
-    if "version" in spec:
-        request.model_spec.version.value = int(spec["version"])  # type: ignore[call-overload]
-    if "label" in spec:
-        request.model_spec.version_label = str(spec["label"])
-    if "signature" in spec:
-        request.model_spec.signature_name = str(spec["signature"])
-    for name, array in inputs.items():
-        request.inputs[name].CopyFrom(
-            tensor_codec.from_ndarray(array, as_tensor_content=bool(spec.get("content", True)))
-        )
-    for name in spec.get("output_filter", ()):  # type: ignore[attr-defined]
-        request.output_filter.append(name)
-    return request
-
-
-def outputs_of(response: predict_pb2.PredictResponse) -> dict[str, np.ndarray]:
-    return {k: tensor_codec.to_ndarray(v, max_elements=MAX) for k, v in response.outputs.items()}
 
 
 def test_predict_equals_onnx_runtime_exactly(channel: grpc.Channel, model_repo: Path) -> None:

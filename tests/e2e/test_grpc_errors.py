@@ -16,8 +16,8 @@ from gateway._pb.tensorflow_serving.apis import (
     predict_pb2,
     prediction_service_pb2_grpc,
 )
-from tests.e2e.test_grpc import outputs_of, predict_request
 from tests.support.gateway_proc import GatewayProcess
+from tests.support.grpc_calls import outputs_of, predict_request
 
 StatusCode = grpc.StatusCode
 

@@ -60,6 +60,13 @@ def gateway_command(args: Sequence[str]) -> list[str]:
     return [sys.executable, "-m", "gateway", *args]
 
 
+def run_cli(*args: str) -> subprocess.CompletedProcess[str]:
+    """Run ``tensorgate <args>`` to completion (start-up failures, --help), bounded."""
+    return subprocess.run(
+        gateway_command(args), capture_output=True, text=True, timeout=120, check=False
+    )
+
+
 def start_gateway(args: Sequence[str], log_dir: Path) -> GatewayProcess:
     """Start ``tensorgate <args> --port=0 --ready_fd=N`` and wait until it reports ready."""
     read_fd, write_fd = os.pipe()

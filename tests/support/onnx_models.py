@@ -120,3 +120,37 @@ def scaled(path: Path, factor: float) -> Path:
         initializer=[k],
     )
     return _save(graph, path)
+
+
+def onnx_examples(path: Path) -> Path:
+    """x float32[-1, 1], n int64[-1, 1] → outputs = 0.5 x + 2 + n, scores = [outputs, -outputs]."""
+    nodes = [
+        helper.make_node("Mul", ["x", "half"], ["hx"]),
+        helper.make_node("Add", ["hx", "two"], ["h2"]),
+        helper.make_node("Cast", ["n"], ["nf"], to=TensorProto.FLOAT),
+        helper.make_node("Add", ["h2", "nf"], ["outputs"]),
+        helper.make_node("Neg", ["outputs"], ["neg"]),
+        helper.make_node("Concat", ["outputs", "neg"], ["scores"], axis=1),
+    ]
+    graph = helper.make_graph(
+        nodes,
+        "examples",
+        [
+            helper.make_tensor_value_info("x", TensorProto.FLOAT, ["batch", 1]),
+            helper.make_tensor_value_info("n", TensorProto.INT64, ["batch", 1]),
+        ],
+        [
+            helper.make_tensor_value_info("outputs", TensorProto.FLOAT, ["batch", 1]),
+            helper.make_tensor_value_info("scores", TensorProto.FLOAT, ["batch", 2]),
+        ],
+        initializer=[
+            numpy_helper.from_array(np.array(0.5, np.float32), "half"),
+            numpy_helper.from_array(np.array(2.0, np.float32), "two"),
+        ],
+    )
+    model = helper.make_model(graph, opset_imports=[helper.make_opsetid("", 17)])
+    model.ir_version = 8
+    onnx.checker.check_model(model)
+    path.parent.mkdir(parents=True, exist_ok=True)
+    onnx.save(model, str(path))
+    return path

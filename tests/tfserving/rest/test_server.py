@@ -40,8 +40,8 @@ from gateway.parallel.pool import WorkerPool
 from gateway.serving.core import ModelRef, ServingCore
 from gateway.tfserving.grpc import ModelService, PredictionService, add_services
 from gateway.tfserving.rest.server import RestServer
-from tests.e2e.test_grpc import outputs_of, predict_request
 from tests.support import onnx_models, rest_models
+from tests.support.grpc_calls import outputs_of, predict_request
 from tests.support.onnx_models import IDENTITY_DTYPES
 from tests.support.ort import run_reference
 from tests.support.stack import serving_stack

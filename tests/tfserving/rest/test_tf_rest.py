@@ -17,7 +17,7 @@ from gateway.config.batching_options import BatchingOptions
 from gateway.config.model_config import ModelSpecConfig
 from gateway.tfserving.rest.examples import ClassifyRegressHandler
 from gateway.tfserving.rest.server import RestServer
-from tests.e2e.test_tf import onnx_examples
+from tests.support.onnx_models import onnx_examples
 from tests.support.stack import serving_stack
 from tests.support.tf_models_script import models_root
 

@@ -13,7 +13,7 @@ import pytest
 
 from gateway._pb.tensorflow.core.example import example_pb2
 from tests.support.tf_models_script import models_root
-from tests.workers.test_worker import Harness
+from tests.support.worker_harness import Harness
 
 
 def example(**features: float) -> bytes:
