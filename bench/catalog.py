@@ -1,19 +1,35 @@
-"""Named configurations of the systems under test (see :mod:`bench.systems`)."""
+"""Named configurations of the systems under test (see :mod:`bench.systems`), and which of them
+each throughput scenario compares."""
 
 from __future__ import annotations
 
-from bench.systems import SystemSpec
+from bench.targets import SystemSpec
 
 _FASTAPI_PATTERNS = ("inline", "thread", "process")
 
+BATCHING_TIMEOUT_0 = (
+    "max_batch_size { value: 32 }\nbatch_timeout_micros { value: 0 }\n"
+    "max_enqueued_batches { value: 100 }\n"
+)
+"""tensorgate's batching parameters when it batches like Triton does here: up to 32 rows, a batch
+closes as soon as a worker is free (TF Serving's text format)."""
+
 
 def _build() -> dict[str, SystemSpec]:
+    batch = {"batching": BATCHING_TIMEOUT_0}
     specs = [
         SystemSpec("echo", "echo"),
         SystemSpec("tensorgate", "tensorgate", {"workers": 1, "intra_op": 1}),
+        SystemSpec("tensorgate-batch", "tensorgate", {"workers": 1, "intra_op": 1, **batch}),
         SystemSpec("tensorgate-rest", "tensorgate", {"workers": 1, "intra_op": 1, "rest": True}),
         SystemSpec("tensorgate-2w", "tensorgate", {"workers": 2, "intra_op": 1}),
+        SystemSpec("tensorgate-2w-batch", "tensorgate", {"workers": 2, "intra_op": 1, **batch}),
         SystemSpec("tensorgate-1w2t", "tensorgate", {"workers": 1, "intra_op": 2}),
+        SystemSpec("triton", "triton", {"instances": 1}),
+        SystemSpec("triton-http", "triton", {"instances": 1, "http": True}),
+        SystemSpec("triton-2w", "triton", {"instances": 2}),
+        SystemSpec("kserve-grpc", "kserve"),
+        SystemSpec("kserve-rest", "kserve", {"rest": True}),
         SystemSpec("mlserver", "mlserver", {"parallel_workers": 0}),
         SystemSpec(
             "mlserver-batch",
@@ -39,12 +55,28 @@ def _build() -> dict[str, SystemSpec]:
 
 CATALOG = _build()
 """Every configuration by name. ``-2w``: two server workers (uvicorn workers / MLServer parallel
-workers / tensorgate workers); ``-batch``: MLServer adaptive batching (32 rows, 1 ms);
-``tensorgate-rest``: the same gateway driven over its TF Serving REST API (JSON)."""
+workers / tensorgate workers / Triton model instances); ``-batch``: batching on (tensorgate:
+:data:`BATCHING_TIMEOUT_0`; MLServer: adaptive batching, 32 rows, 1 ms); ``-rest`` / ``-http``:
+the same server driven over its REST API (tensorgate: TF Serving's JSON ``instances``; KServe: v1
+``instances``; Triton: HTTP v2 with binary tensors); ``kserve-grpc``, ``triton``: gRPC v2."""
+
+TINY = (
+    "echo",
+    "tensorgate",
+    "tensorgate-batch",
+    "tensorgate-rest",
+    "triton",
+    "triton-http",
+    "kserve-grpc",
+    "kserve-rest",
+)
+"""The tiny-model comparison on one server core (the plan adds its FastAPI and MLServer peers)."""
 
 TWO_CORE = (
     "echo",
     "tensorgate-2w",
+    "tensorgate-2w-batch",
+    "triton-2w",
     "fastapi-inline-2w",
     "fastapi-thread-2w",
     "fastapi-process-2w",
@@ -53,7 +85,31 @@ TWO_CORE = (
 )
 """The tiny-model comparison on both cores (each peer with two workers)."""
 
+RESNET_PINNED = ("tensorgate", "triton")
+"""ResNet50 on one pinned server core (with one raw 1-thread ONNX Runtime process)."""
+
+RESNET_TWO_CORE = (
+    "tensorgate-2w",
+    "tensorgate-1w2t",
+    "triton-2w",
+    "fastapi-inline-2w",
+    "mlserver-pw2",
+)
+"""ResNet50 on both cores (full plan, with the raw configurations of the plan)."""
+
+GRPC_TENSORGATE = {
+    "1-core": ("tensorgate", "tensorgate-batch"),
+    "2-core": ("tensorgate-2w", "tensorgate-2w-batch"),
+}
+"""tensorgate's gRPC configurations per core layout; goals compare the better of each pair."""
+
 
 def family(name: str) -> str:
-    """``tensorgate``, ``echo``, ``fastapi`` or ``mlserver``."""
+    """``tensorgate``, ``echo``, ``fastapi``, ``mlserver``, ``triton`` or ``kserve``."""
     return CATALOG[name].kind
+
+
+def is_rest(name: str) -> bool:
+    """Whether ``name`` is driven over HTTP (REST / HTTP v2 / FastAPI) rather than gRPC."""
+    params = CATALOG[name].params
+    return bool(params.get("rest") or params.get("http")) or family(name) == "fastapi"

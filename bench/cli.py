@@ -7,6 +7,7 @@
     python -m bench load --call tensorflow.serving.PredictionService.Predict --model mlp \\
         -c 16 -z 10s --format summary 127.0.0.1:8500
     python -m bench models                 # build bench/.cache/models/{mlp,resnet50}
+    python -m bench venvs triton kserve    # create peers' virtualenvs (default: all)
     python -m bench profile --system tensorgate --out bench/results/2026-01-01-full
 
 Results go to ``bench/results/<date>-<plan>/`` (results.json, README.md, PNGs); logs and models
@@ -24,6 +25,9 @@ import sys
 import time
 from collections.abc import Sequence
 from pathlib import Path
+
+from rich.console import Console
+from rich.logging import RichHandler
 
 from bench.calls import method_path, parse_duration, predict_payload, request_from_json
 from bench.plan import FULL, QUICK, SCENARIOS
@@ -51,6 +55,8 @@ def _parser() -> argparse.ArgumentParser:
     rep = sub.add_parser("report", help="rebuild README.md and plots from results.json")
     rep.add_argument("directory", type=Path)
     sub.add_parser("models", help="build the benchmark models")
+    env = sub.add_parser("venvs", help="create the peers' virtualenvs (bench/.venvs) if missing")
+    env.add_argument("names", nargs="*", help="default: all of them")
     prof = sub.add_parser("profile", help="py-spy profile of a system under saturating load")
     prof.add_argument("--system", default="tensorgate", help="a name from bench.catalog")
     prof.add_argument("--model", default="mlp", choices=("mlp", "resnet50"))
@@ -162,10 +168,12 @@ def load_command(args: argparse.Namespace) -> int:
     return 0
 
 
-def run_command(args: argparse.Namespace) -> int:
+def run_command(args: argparse.Namespace, console: Console) -> int:
+    from bench.progress import RunProgress
     from bench.report import write
     from bench.runner import Bench
     from bench.scenarios import run_scenario
+    from bench.scenarios.estimates import estimates_s
 
     plan = QUICK if args.quick else FULL
     names = [n for n in args.only.split(",") if n] or list(plan.scenarios)
@@ -177,12 +185,44 @@ def run_command(args: argparse.Namespace) -> int:
         run_id += "-" + "-".join(names)
     out = args.out or RESULTS / run_id
     bench = Bench(plan, run_id, out)
-    for name in names:
-        run_scenario(bench, name)
-        bench.results["run"]["elapsed_s"] = bench.elapsed_s()
-        write(bench.results, out)  # a partial report survives an interrupted run
+    with RunProgress(estimates_s(plan, names), console) as progress:
+        for name in names:
+            with progress.scenario(name):
+                run_scenario(bench, name)
+            bench.results["run"]["elapsed_s"] = bench.elapsed_s()
+            write(bench.results, out)  # a partial report survives an interrupted run
     log.info("report: %s (%.0f s)", out / "README.md", bench.elapsed_s())
     return 0
+
+
+def venvs_command(names: Sequence[str]) -> int:
+    """Create the named peer venvs (all when none is named); 1 if any cannot be built."""
+    from bench.venvs import RECIPES, ensure
+
+    unknown = sorted(set(names) - set(RECIPES))
+    if unknown:
+        raise ValueError(f"unknown venv(s) {', '.join(unknown)}; known: {', '.join(RECIPES)}")
+    failed = 0
+    for name in names or list(RECIPES):
+        python, reason = ensure(name)
+        sys.stdout.write(f"{name}: {python or 'not available: ' + reason}\n")
+        failed += python is None
+    return 1 if failed else 0
+
+
+def _configure_logging(console: Console, level: int) -> None:
+    """On a terminal, log lines scroll above the run's status line (rich); else plain lines."""
+    if console.is_terminal:
+        handler: logging.Handler = RichHandler(
+            console=console, show_path=False, log_time_format="%H:%M:%S"
+        )
+        handler.setFormatter(logging.Formatter("%(name)s] %(message)s"))
+    else:
+        handler = logging.StreamHandler()
+        handler.setFormatter(
+            logging.Formatter("%(asctime)s %(levelname).1s %(name)s] %(message)s", "%H:%M:%S")
+        )
+    logging.basicConfig(level=level, handlers=[handler])
 
 
 def _interrupt(signum: int, frame: object) -> None:
@@ -195,15 +235,12 @@ def main(argv: Sequence[str] | None = None) -> int:
     signal.signal(signal.SIGTERM, _interrupt)
     signal.signal(signal.SIGINT, _interrupt)
     args = _parser().parse_args(argv)
-    logging.basicConfig(
-        level=logging.DEBUG if args.verbose else logging.INFO,
-        format="%(asctime)s %(levelname).1s %(name)s] %(message)s",
-        datefmt="%H:%M:%S",
-    )
+    console = Console(stderr=True)
+    _configure_logging(console, logging.DEBUG if args.verbose else logging.INFO)
     began = time.monotonic()
     try:
         if args.command == "run":
-            return run_command(args)
+            return run_command(args, console)
         if args.command == "report":
             from bench.report import rebuild
 
@@ -216,6 +253,8 @@ def main(argv: Sequence[str] | None = None) -> int:
             for name, path in ensure_models(CACHE / "models").items():
                 sys.stdout.write(f"{name}: {path}\n")
             return 0
+        if args.command == "venvs":
+            return venvs_command(args.names)
         if args.command == "profile":
             from bench.profile import profile
 

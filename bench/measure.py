@@ -15,11 +15,11 @@ from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 from typing import Any
 
-from bench import h2load
+from bench import h2load, progress
 from bench.ghz_report import percentile_ms
 from bench.loadgen import LoadOptions, run_load
 from bench.procs import CpuMeter
-from bench.systems import Running, Target
+from bench.targets import Running, Target
 
 log = logging.getLogger(__name__)
 
@@ -60,9 +60,7 @@ def run_h2load(target: Target, load: Load, client_cpus: tuple[int, ...]) -> dict
         duration_s=load.duration_s,
         warmup_s=load.warmup_s,
         h1=target.transport == "http",
-        headers=h2load.GRPC_HEADERS
-        if target.transport == "grpc"
-        else (f"content-type: {target.content_type}",),
+        headers=target.h2load_headers,
         cpus=client_cpus,
     )
     r = h2load.run_measured(spec)
@@ -97,6 +95,7 @@ def load_options(target: Target, load: Load, client_cpus: tuple[int, ...]) -> Lo
         per_second_latency=load.per_second_latency,
         schedule=load.schedule,
         content_type=target.content_type,
+        metadata=target.headers,
     )
 
 
@@ -156,6 +155,7 @@ def interleaved(jobs: Sequence[Job], repeats: int) -> dict[str, list[dict[str, A
     out: dict[str, list[dict[str, Any]]] = {key: [] for key, _ in jobs}
     for round_no in range(repeats):
         for key, job in jobs:
+            progress.step(f"{key} · round {round_no + 1}/{repeats}")
             try:
                 result = job()
             except Exception as exc:

@@ -25,7 +25,8 @@ from bench.models import ensure_models
 from bench.plan import layouts
 from bench.procs import CLK_TCK, StartFailed, descendants
 from bench.runner import CACHE
-from bench.systems import Context, start
+from bench.systems import start
+from bench.targets import Context
 
 log = logging.getLogger(__name__)
 TOP = 25

@@ -21,12 +21,13 @@ from dataclasses import asdict
 from pathlib import Path
 from typing import Any
 
-from bench import h2load
+from bench import h2load, progress, venvs
 from bench.catalog import CATALOG
 from bench.models import ensure_models
 from bench.plan import Plan
 from bench.procs import StartFailed
-from bench.systems import Context, Running, start
+from bench.systems import start
+from bench.targets import Context, Running
 
 log = logging.getLogger(__name__)
 
@@ -51,6 +52,11 @@ class Bench:
                 "plan": asdict(plan),
                 "date": datetime.datetime.now(datetime.UTC).strftime("%Y-%m-%dT%H:%M:%SZ"),
                 "machine": machine_info(),
+                "peer_venvs": {
+                    name: list(recipe.requirements)
+                    for name, recipe in venvs.RECIPES.items()
+                    if name != "tools"
+                },
             },
             "unavailable": self.unavailable,
             "scenarios": {},
@@ -73,6 +79,8 @@ class Bench:
                 self.unavailable[f"{name}/{model}"] = reason
                 log.warning("%s not available: %s", name, reason)
 
+        if names:
+            progress.step(f"starting {', '.join(names)}")
         try:
             # Started side by side (start-up is mostly waiting); measured one at a time.
             with ThreadPoolExecutor(max_workers=max(1, len(names))) as pool:

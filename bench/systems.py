@@ -1,11 +1,11 @@
 """The systems under test, each started on demand and addressed the same way.
 
-- ``tensorgate``: ``python -m gateway`` (TF Serving flags, ``--ready_fd`` handshake), gRPC Predict;
+- ``tensorgate``: ``python -m gateway`` (TF Serving flags, ``--ready_fd`` handshake), gRPC Predict
+  or its TF Serving REST API (JSON ``instances``), batching on or off;
 - ``echo``: the bare grpc.aio echo server (:mod:`bench.peers.echo_server`), same method and bytes;
 - ``fastapi-<inline|thread|process>``: :mod:`bench.peers.fastapi_app` under uvicorn (uvloop,
   httptools), HTTP/1.1 with a raw float32 body;
-- ``mlserver``: Seldon MLServer 1.7.1 with :mod:`bench.peers.mlserver_runtime`, gRPC ModelInfer
-  (``raw_input_contents``), parallel workers and adaptive batching as configured.
+- ``mlserver``, ``triton``, ``kserve``: the KServe v2 peers, :mod:`bench.v2_peers`.
 
 Everything binds 127.0.0.1 only. A server is pinned to ``cpus`` (all its processes) when given.
 """
@@ -14,108 +14,15 @@ from __future__ import annotations
 
 import json
 import os
-import subprocess
 import sys
-from dataclasses import dataclass, field
-from pathlib import Path
-from typing import Any
 
-from bench import h2load, venvs
+from bench import v2_peers, venvs
 from bench.calls import PREDICT_METHOD, predict_payload
-from bench.models import INPUT_NAMES, input_shape, model_path, sample_input
-from bench.procs import Server, StartFailed, free_port, start_polled, start_with_ready_fd
+from bench.models import INPUT_NAMES, sample_input
+from bench.procs import StartFailed, free_port, start_polled, start_with_ready_fd
+from bench.targets import Context, Running, SystemSpec, Target
 
-REPO = Path(__file__).resolve().parent.parent
-PEERS = Path(__file__).resolve().parent / "peers"
-MLSERVER_METHOD = "/inference.GRPCInferenceService/ModelInfer"
-
-
-@dataclass(frozen=True)
-class Target:
-    """How to send one request of the benchmark's payload to a running system."""
-
-    transport: str
-    """``grpc`` or ``http``."""
-    address: str
-    """gRPC ``host:port`` or HTTP base URL."""
-    method: str
-    payload: bytes
-    """What the Python generator sends (gRPC message or HTTP body)."""
-    content_type: str = "application/octet-stream"
-    """HTTP only: the body's media type."""
-
-    @property
-    def url(self) -> str:
-        base = self.address if self.transport == "http" else f"http://{self.address}"
-        return base + self.method
-
-    @property
-    def h2_body(self) -> bytes:
-        return h2load.grpc_frame(self.payload) if self.transport == "grpc" else self.payload
-
-
-@dataclass(frozen=True)
-class SystemSpec:
-    """One configuration of one system (``kind`` + parameters) under a display ``name``."""
-
-    name: str
-    kind: str
-    params: dict[str, Any] = field(default_factory=dict)
-
-
-@dataclass
-class Running:
-    spec: SystemSpec
-    server: Server
-    target: Target
-
-    def stop(self) -> None:
-        self.server.stop()
-
-
-@dataclass
-class Context:
-    """Where models, logs and peer interpreters are; caches request payloads per model."""
-
-    models_root: Path
-    logs: Path
-    batch: int = 1
-    _payloads: dict[tuple[str, str], bytes] = field(default_factory=dict)
-
-    def __post_init__(self) -> None:
-        self.models_root = self.models_root.resolve()  # servers run in other directories
-
-    def model_dir(self, model: str) -> Path:
-        return model_path(self.models_root, model).parent.parent
-
-    def raw_input(self, model: str) -> bytes:
-        return sample_input(model, self.batch).tobytes()
-
-    def payload(self, model: str, kind: str) -> bytes:
-        key = (model, kind)
-        if key not in self._payloads:
-            self._payloads[key] = self._build_payload(model, kind)
-        return self._payloads[key]
-
-    def _build_payload(self, model: str, kind: str) -> bytes:
-        if kind == "predict":
-            return predict_payload(model, {INPUT_NAMES[model]: sample_input(model, self.batch)})
-        if kind == "raw":
-            return self.raw_input(model)
-        if kind == "mlserver":
-            python, reason = venvs.ensure("mlserver")
-            if python is None:
-                raise StartFailed(reason)
-            dims = [str(d) for d in input_shape(model, self.batch)]
-            out = subprocess.run(
-                [str(python), str(PEERS / "mlserver_request.py"), model, INPUT_NAMES[model], *dims],
-                input=self.raw_input(model),
-                capture_output=True,
-                check=True,
-                timeout=120,
-            )
-            return out.stdout
-        raise ValueError(f"unknown payload kind {kind!r}")
+PEERS = v2_peers.PEERS
 
 
 def start(ctx: Context, spec: SystemSpec, model: str, cpus: tuple[int, ...]) -> Running:
@@ -124,13 +31,18 @@ def start(ctx: Context, spec: SystemSpec, model: str, cpus: tuple[int, ...]) -> 
         "tensorgate": _tensorgate,
         "echo": _echo,
         "fastapi": _fastapi,
-        "mlserver": _mlserver,
+        "mlserver": v2_peers.mlserver,
+        "triton": v2_peers.triton,
+        "kserve": v2_peers.kserve,
     }
     return starters[spec.kind](ctx, spec, model, cpus)
 
 
-def _log(ctx: Context, spec: SystemSpec, model: str) -> Path:
-    return ctx.logs / f"{spec.name}-{model}.log"
+def _predict_payload(ctx: Context, model: str) -> bytes:
+    return ctx.payload(
+        ("predict", model),
+        lambda: predict_payload(model, {INPUT_NAMES[model]: sample_input(model, ctx.batch)}),
+    )
 
 
 def _tensorgate(ctx: Context, spec: SystemSpec, model: str, cpus: tuple[int, ...]) -> Running:
@@ -146,10 +58,17 @@ def _tensorgate(ctx: Context, spec: SystemSpec, model: str, cpus: tuple[int, ...
         f"--tensorflow_intra_op_parallelism={p.get('intra_op', 1)}",
         *p.get("flags", ()),
     ]
+    if p.get("batching"):
+        path = ctx.logs / f"{spec.name}-batching.pbtxt"
+        path.parent.mkdir(parents=True, exist_ok=True)
+        path.write_text(p["batching"])
+        argv += ["--enable_batching", f"--batching_parameters_file={path}"]
     if p.get("rest"):
         argv.append(f"--rest_api_port={free_port()}")
     env = {**os.environ, **p.get("env", {})}
-    server, info = start_with_ready_fd(spec.name, argv, _log(ctx, spec, model), cpus=cpus, env=env)
+    server, info = start_with_ready_fd(
+        spec.name, argv, ctx.log_path(spec, model), cpus=cpus, env=env
+    )
     if p.get("rest"):
         # TF Serving's REST predict, row format; JSON as every REST client sends it.
         body = json.dumps({"instances": sample_input(model, ctx.batch).tolist()}).encode()
@@ -160,16 +79,16 @@ def _tensorgate(ctx: Context, spec: SystemSpec, model: str, cpus: tuple[int, ...
             Target("http", url, f"/v1/models/{model}:predict", body, "application/json"),
         )
     target = Target(
-        "grpc", f"127.0.0.1:{server.port}", PREDICT_METHOD, ctx.payload(model, "predict")
+        "grpc", f"127.0.0.1:{server.port}", PREDICT_METHOD, _predict_payload(ctx, model)
     )
     return Running(spec, server, target)
 
 
 def _echo(ctx: Context, spec: SystemSpec, model: str, cpus: tuple[int, ...]) -> Running:
     argv = [sys.executable, "-m", "bench.peers.echo_server", "--port=0"]
-    server, _ = start_with_ready_fd(spec.name, argv, _log(ctx, spec, model), cpus=cpus)
+    server, _ = start_with_ready_fd(spec.name, argv, ctx.log_path(spec, model), cpus=cpus)
     target = Target(
-        "grpc", f"127.0.0.1:{server.port}", PREDICT_METHOD, ctx.payload(model, "predict")
+        "grpc", f"127.0.0.1:{server.port}", PREDICT_METHOD, _predict_payload(ctx, model)
     )
     return Running(spec, server, target)
 
@@ -193,58 +112,12 @@ def _fastapi(ctx: Context, spec: SystemSpec, model: str, cpus: tuple[int, ...]) 
     ]  # fmt: skip
     env = {
         **os.environ,
-        "BENCH_MODEL": str(model_path(ctx.models_root, model)),
+        "BENCH_MODEL": str(ctx.model_file(model)),
         "BENCH_INTRA_OP": str(p.get("intra_op", 1)),
     }
     url = f"http://127.0.0.1:{port}"
     server = start_polled(
-        spec.name, argv, _log(ctx, spec, model), f"{url}/health", port, cpus=cpus, env=env
+        spec.name, argv, ctx.log_path(spec, model), f"{url}/health", port, cpus=cpus, env=env
     )
-    return Running(spec, server, Target("http", url, f"/{p['pattern']}", ctx.payload(model, "raw")))
-
-
-def _mlserver(ctx: Context, spec: SystemSpec, model: str, cpus: tuple[int, ...]) -> Running:
-    python, reason = venvs.ensure("mlserver")
-    if python is None:
-        raise StartFailed(reason)
-    p = spec.params
-    root = ctx.logs / f"{spec.name}-{model}-repo"
-    (root / model).mkdir(parents=True, exist_ok=True)
-    http_port, grpc_port, metrics_port = free_port(), free_port(), free_port()
-    settings = {
-        "debug": False,
-        "host": "127.0.0.1",
-        "http_port": http_port,
-        "grpc_port": grpc_port,
-        "metrics_port": metrics_port,
-        "parallel_workers": p.get("parallel_workers", 0),
-    }
-    model_settings: dict[str, Any] = {
-        "name": model,
-        "implementation": "mlserver_runtime.OnnxRuntimeModel",
-        "parameters": {
-            "uri": str(model_path(ctx.models_root, model)),
-            "extra": {"intra_op_threads": p.get("intra_op", 1)},
-        },
-    }
-    if p.get("max_batch_size", 0) > 1:
-        model_settings["max_batch_size"] = p["max_batch_size"]
-        model_settings["max_batch_time"] = p.get("max_batch_time", 0.001)
-    (root / "settings.json").write_text(json.dumps(settings))
-    (root / model / "model-settings.json").write_text(json.dumps(model_settings))
-    env = {**os.environ, "PYTHONPATH": str(PEERS)}
-    argv = [str(python.parent / "mlserver"), "start", str(root)]
-    server = start_polled(
-        spec.name,
-        argv,
-        _log(ctx, spec, model),
-        f"http://127.0.0.1:{http_port}/v2/models/{model}/ready",
-        grpc_port,
-        cpus=cpus,
-        env=env,
-        cwd=root,
-    )
-    target = Target(
-        "grpc", f"127.0.0.1:{grpc_port}", MLSERVER_METHOD, ctx.payload(model, "mlserver")
-    )
+    target = Target("http", url, f"/{p['pattern']}", ctx.raw_input(model))
     return Running(spec, server, target)

@@ -2,11 +2,12 @@
 
 from __future__ import annotations
 
+from collections.abc import Sequence
 from typing import Any
 
 from bench import h2load
 from bench.catalog import family
-from bench.systems import Running
+from bench.targets import Running
 
 
 def closed_loop_driver() -> str:
@@ -40,7 +41,7 @@ def verify_status(running: Running, client_cpus: tuple[int, ...]) -> dict[str, A
                 target.url,
                 data=target.payload,
                 method="POST",
-                headers={"content-type": target.content_type},
+                headers=dict(target.http_headers),
             )
             with urllib.request.urlopen(request, timeout=30) as resp:
                 code = "OK" if resp.status == 200 else f"HTTP {resp.status}"
@@ -54,18 +55,12 @@ def verify_status(running: Running, client_cpus: tuple[int, ...]) -> dict[str, A
                 connections=1,
                 total=20,
                 h1=target.transport == "http",
-                headers=headers(target),
+                headers=target.h2load_headers,
                 cpus=client_cpus,
             )
         )
         out["ok_body_bytes"] = r.get("bytes_data", 0) / max(1, r["done"])
     return out
-
-
-def headers(target: Any) -> tuple[str, ...]:
-    if target.transport == "grpc":
-        return h2load.GRPC_HEADERS
-    return (f"content-type: {target.content_type}",)
 
 
 def check_h2load(section: dict[str, Any], verify: dict[str, dict[str, Any]]) -> None:
@@ -82,6 +77,10 @@ def check_h2load(section: dict[str, Any], verify: dict[str, dict[str, Any]]) -> 
             summary["ok_fraction_min"] = min(fractions)
 
 
-def best_of(section: dict[str, Any], fam: str) -> str | None:
-    names = [n for n in section if family(n) == fam and "rps" in section[n]]
+def best_of(section: dict[str, Any], fam: str, among: Sequence[str] = ()) -> str | None:
+    """The system of family ``fam`` (only those in ``among``, when given) with the highest
+    median throughput in ``section``; None if none was measured."""
+    names = [
+        n for n in section if family(n) == fam and "rps" in section[n] and (not among or n in among)
+    ]
     return max(names, key=lambda n: section[n]["rps"]["median"], default=None)

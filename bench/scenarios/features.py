@@ -10,18 +10,18 @@ from typing import Any
 import numpy as np
 
 from bench.calls import PREDICT_METHOD, predict_payload
-from bench.catalog import CATALOG
+from bench.catalog import BATCHING_TIMEOUT_0, CATALOG
 from bench.loadgen import LoadOptions, run_load
 from bench.measure import Load, interleaved, run_point, summarize
 from bench.plan import layouts
 from bench.procs import StartFailed, descendants, rss_bytes, start_with_ready_fd
-from bench.runner import Bench
+from bench.runner import BENCH_DIR, Bench
 from bench.scenarios.common import closed_loop_driver
-from bench.systems import REPO, Running, SystemSpec, start
+from bench.systems import start
+from bench.targets import Running, SystemSpec
 
 BATCHING_CONFIGS = {
-    "timeout 0": "max_batch_size { value: 32 }\nbatch_timeout_micros { value: 0 }\n"
-    "max_enqueued_batches { value: 100 }\n",
+    "timeout 0": BATCHING_TIMEOUT_0,
     "timeout 1ms": "max_batch_size { value: 32 }\nbatch_timeout_micros { value: 1000 }\n"
     "max_enqueued_batches { value: 100 }\n",
 }
@@ -157,7 +157,7 @@ def idle_rss(bench: Bench) -> None:
         "-m",
         "gateway",
         "--model_name=digits",
-        f"--model_base_path={REPO / 'models' / 'digits'}",
+        f"--model_base_path={BENCH_DIR.parent / 'models' / 'digits'}",
         "--port=0",
     ]
     server, _ = start_with_ready_fd("idle-rss", argv, bench.ctx.logs / "idle-rss.log")

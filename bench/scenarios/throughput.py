@@ -6,7 +6,7 @@ import functools
 from typing import Any
 
 from bench import raw_ort
-from bench.catalog import TWO_CORE
+from bench.catalog import GRPC_TENSORGATE, RESNET_PINNED, RESNET_TWO_CORE, TINY, TWO_CORE
 from bench.measure import Load, interleaved, run_point, summarize
 from bench.models import model_path
 from bench.plan import layouts
@@ -31,7 +31,7 @@ def limits(bench: Bench) -> None:
 def tiny(bench: Bench) -> None:
     plan = bench.plan
     server_cpus, client_cpus = layouts()["1-core"]
-    names = ["echo", "tensorgate", "tensorgate-rest", *plan.peers]
+    names = [*TINY, *plan.peers]
     section: dict[str, Any] = {
         "layout": "1-core",
         "server_cpus": server_cpus,
@@ -47,13 +47,10 @@ def tiny(bench: Bench) -> None:
         sat = {k: summarize(v) for k, v in interleaved(jobs, plan.repeats).items()}
         check_h2load(sat, checks)
         section["saturation"] = sat
-        # The sweep: every system in the quick plan, tensorgate, echo and each peer family's
-        # best in the full one; the saturation point is reused, not measured twice.
-        if plan.sweep_all:
-            sweep_names = list(running)
-        else:
-            best = [best_of(sat, "fastapi"), best_of(sat, "mlserver")]
-            sweep_names = ["echo", "tensorgate"] + [n for n in best if n]
+        # The sweep: every system in the quick plan, in the full one the echo server, tensorgate
+        # (its better gRPC configuration, and REST) and each peer family's best; the saturation
+        # point is reused, not measured twice.
+        sweep_names = list(running) if plan.sweep_all else sweep_systems(sat)
         sweep_names = [n for n in sweep_names if n in running]
         jobs = [
             (
@@ -104,15 +101,14 @@ ONE_CORE = "1-core: "
 def resnet50(bench: Bench) -> None:
     """tensorgate vs raw ONNX Runtime on ResNet50, all in the same rounds.
 
-    1-core (the tight ratio): tensorgate with one 1-thread worker and one raw 1-thread process,
-    both pinned to the server CPU. 2-core (full plan): tensorgate and the peers unpinned against
-    the raw configurations of the plan.
+    1-core (the tight ratio): tensorgate with one 1-thread worker, Triton with one 1-thread
+    instance and one raw 1-thread process, all pinned to the server CPU. 2-core (full plan):
+    tensorgate and the peers unpinned against the raw configurations of the plan.
     """
     plan, ctx = bench.plan, bench.ctx
     server_cpus, client_cpus = layouts()["1-core"]
     path = model_path(ctx.models_root, "resnet50")
     two_core = plan.name == "full"
-    names = ["tensorgate-2w", "tensorgate-1w2t", "fastapi-inline-2w", "mlserver-pw2"]
     section: dict[str, Any] = {
         "concurrency": plan.resnet_concurrency,
         "server_cpus_1core": server_cpus,
@@ -123,8 +119,8 @@ def resnet50(bench: Bench) -> None:
         return functools.partial(raw_ort.throughput, path, "resnet50", config, cpus, plan.resnet_s)
 
     with (
-        bench.systems(["tensorgate"], "resnet50", server_cpus) as pinned,
-        bench.systems(names if two_core else [], "resnet50", ()) as unpinned,
+        bench.systems(RESNET_PINNED, "resnet50", server_cpus) as pinned,
+        bench.systems(RESNET_TWO_CORE if two_core else (), "resnet50", ()) as unpinned,
     ):
         jobs = [
             (ONE_CORE + n, functools.partial(run_point, r, load, client_cpus))
@@ -140,3 +136,11 @@ def resnet50(bench: Bench) -> None:
 
 def _ort(config: tuple[int, int, int]) -> raw_ort.OrtConfig:
     return raw_ort.OrtConfig(*config)
+
+
+def sweep_systems(saturation: dict[str, Any]) -> list[str]:
+    """The full plan's sweep: echo, tensorgate's better gRPC configuration, tensorgate over REST,
+    and the best configuration of each peer family (by saturating throughput)."""
+    tensorgate = best_of(saturation, "tensorgate", GRPC_TENSORGATE["1-core"])
+    peers = [best_of(saturation, f) for f in ("triton", "kserve", "fastapi", "mlserver")]
+    return [n for n in ("echo", tensorgate, "tensorgate-rest", *peers) if n]

@@ -22,17 +22,11 @@ from bench.calls import PREDICT_METHOD, predict_payload
 from bench.catalog import CATALOG
 from bench.loadgen import LoadOptions, run_load
 from bench.measure import Load, run_h2load, run_point
-from bench.models import build_mlp, model_path, sample_input
-from bench.systems import Context, Running, start
+from bench.models import sample_input
+from bench.systems import start
+from bench.targets import Context, Running
 
 REPO = Path(__file__).resolve().parents[2]
-
-
-@pytest.fixture(scope="module")
-def context(tmp_path_factory: pytest.TempPathFactory) -> Context:
-    root = tmp_path_factory.mktemp("bench-models")
-    build_mlp(model_path(root, "mlp"))
-    return Context(root, tmp_path_factory.mktemp("bench-logs"))
 
 
 @pytest.fixture(scope="module")
