@@ -74,14 +74,12 @@ def markdown(results: dict[str, Any], plots: list[str]) -> str:
         "other. *2-core*: nothing pinned (the client shares the cores; its CPU is recorded). "
         "Server CPU is the whole process tree's; µs/req is CPU per request.",
         "",
-        "## Goals",
-        "",
-        "| goal | target | this run | met | notes |",
-        "|---|---|---|---|---|",
     ]
-    for g in results.get("goals", []):
-        met = {True: "yes", False: "**no**", None: "n/a"}[g["met"]]
-        lines.append(f"| {g['goal']} | {g['target']} | {g['value']} | {met} | {g['note']} |")
+    lines += _goal_table("Goals (issue 12)", results.get("goals", []), goals_mod.ISSUE)
+    lines += _goal_table("Earlier goals still open", results.get("goals", []), goals_mod.EARLIER)
+    peers = run.get("peer_venvs", {})
+    if peers:
+        lines += ["", "Peers: " + "; ".join(f"{k}: {', '.join(v)}" for k, v in peers.items())]
     if results.get("unavailable"):
         lines += ["", "## Not available in this run", ""]
         lines += [f"- `{k}`: {v}" for k, v in results["unavailable"].items()]
@@ -214,6 +212,30 @@ def markdown(results: dict[str, Any], plots: list[str]) -> str:
         lines += ["", "## Scenarios that failed", ""]
         lines += [f"- {k}: {v}" for k, v in failed.items()]
     return "\n".join(lines) + "\n"
+
+
+def _goal_table(title: str, goals: list[dict[str, Any]], group: str) -> list[str]:
+    rows = [g for g in goals if g.get("group", goals_mod.ISSUE) == group]
+    if not rows:
+        return []
+    lines = [f"## {title}", ""]
+    if group == goals_mod.ISSUE:
+        lines += [
+            "Ratios are of medians, with the range the repeats allow (worst against best and "
+            "back); n/a: not measured in this run.",
+            "",
+        ]
+    lines += [
+        "| goal | case | target | this run | met | notes |",
+        "|---|---|---|---|---|---|",
+    ]
+    for g in rows:
+        met = {True: "yes", False: "**no**", None: "n/a"}[g["met"]]
+        lines.append(
+            f"| {g['goal']} | {g.get('case', '')} | {g['target']} | {g['value']} | {met} | "
+            f"{g['note']} |"
+        )
+    return [*lines, ""]
 
 
 def _sweep_table(sweep: dict[str, dict[str, Any]]) -> list[str]:
