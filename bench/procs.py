@@ -11,6 +11,7 @@ from __future__ import annotations
 
 import contextlib
 import os
+import shutil
 import signal
 import socket
 import subprocess
@@ -47,6 +48,8 @@ class Server:
     log_path: Path
     port: int
     extra_ports: dict[str, int] = field(default_factory=dict)
+    remove_after: tuple[Path, ...] = ()
+    """Directories the server works in, removed once it has stopped."""
 
     @property
     def pid(self) -> int:
@@ -76,6 +79,8 @@ class Server:
             except ProcessLookupError:
                 break  # the group is empty
             _wait_group_gone(self.process.pid, grace_s)
+        for path in self.remove_after:
+            shutil.rmtree(path, ignore_errors=True)
         return self.process.wait()
 
 

@@ -19,7 +19,9 @@ from __future__ import annotations
 
 import json
 import os
+import shutil
 import subprocess
+import tempfile
 from pathlib import Path
 from typing import Any
 
@@ -109,6 +111,8 @@ def triton(ctx: Context, spec: SystemSpec, model: str, cpus: tuple[int, ...]) ->
     python = _venv_python("triton")
     p = spec.params
     payload = v2_request(ctx, "triton-http" if p.get("http") else "triton", model)
+    # PyTriton's workspace holds Unix sockets: its path must stay short (108 bytes at most).
+    scratch = Path(tempfile.mkdtemp(prefix="bench-triton-"))
     argv = [
         str(python), str(PEERS / "triton_server.py"),
         "--model", str(ctx.model_file(model)),
@@ -118,9 +122,14 @@ def triton(ctx: Context, spec: SystemSpec, model: str, cpus: tuple[int, ...]) ->
         "--grpc-port", str(free_port()),
         "--http-port", str(free_port()),
         "--metrics-port", str(free_port()),
-        "--workspace", str(ctx.logs / f"{spec.name}-{model}-workspace"),
+        "--workspace", str(scratch / "workspace"),
     ]  # fmt: skip
-    server, info = start_with_ready_fd(spec.name, argv, ctx.log_path(spec, model), cpus=cpus)
+    try:
+        server, info = start_with_ready_fd(spec.name, argv, ctx.log_path(spec, model), cpus=cpus)
+    except StartFailed:
+        shutil.rmtree(scratch, ignore_errors=True)
+        raise
+    server.remove_after = (scratch,)
     if not p.get("http"):
         target = Target("grpc", f"127.0.0.1:{server.port}", V2_METHOD, payload)
         return Running(spec, server, target)
