@@ -147,15 +147,18 @@ MAX_MESSAGES = 5
 """Distinct error messages kept per summarized point (the most frequent)."""
 
 
-def interleaved(jobs: Sequence[Job], repeats: int) -> dict[str, list[dict[str, Any]]]:
+def interleaved(
+    jobs: Sequence[Job], repeats: int, label: str = "{key}"
+) -> dict[str, list[dict[str, Any]]]:
     """Run each job once per round for ``repeats`` rounds; results per job key, in order.
 
     A job that raises is recorded as ``{"error": ...}`` for that repeat and the rounds go on.
+    ``label`` (formatted with ``key``) names the job on the progress line.
     """
     out: dict[str, list[dict[str, Any]]] = {key: [] for key, _ in jobs}
     for round_no in range(repeats):
         for key, job in jobs:
-            progress.step(f"{key} · round {round_no + 1}/{repeats}")
+            progress.step(f"{label.format(key=key)} · round {round_no + 1}/{repeats}")
             try:
                 result = job()
             except Exception as exc:

@@ -95,8 +95,10 @@ class Bench:
 
 
 def _last_line(text: str) -> str:
-    lines = [line for line in text.strip().splitlines() if line.strip()]
-    return lines[-1][:300] if lines else ""
+    """The log's last line naming an error (a traceback's last words), else its last line."""
+    lines = [line.strip() for line in text.strip().splitlines() if line.strip()]
+    errors = [line for line in lines if "Error" in line or "Exception" in line]
+    return (errors or lines or [""])[-1][:300]
 
 
 def machine_info() -> dict[str, Any]:

@@ -71,7 +71,7 @@ def batching(bench: Bench) -> None:
                     for k, r in running.items()
                 ]
                 key = f"{model}@{conc}"
-                results = interleaved(jobs, plan.repeats)
+                results = interleaved(jobs, plan.repeats, f"{key}, batching {{key}}")
                 section[key] = {k: summarize(v) for k, v in results.items()}
                 section["points"].append({"model": model, "concurrency": conc, "key": key})
         finally:
@@ -143,7 +143,8 @@ def tracing(bench: Bench) -> None:
             plan.saturation_concurrency, plan.point_s, plan.warmup_s, driver=closed_loop_driver()
         )
         jobs = [(k, functools.partial(run_point, r, load, client_cpus)) for k, r in running.items()]
-        section["mlp"] = {k: summarize(v) for k, v in interleaved(jobs, plan.repeats).items()}
+        runs = interleaved(jobs, plan.repeats, "tracing {key}")
+        section["mlp"] = {k: summarize(v) for k, v in runs.items()}
     finally:
         for r in running.values():
             r.stop()

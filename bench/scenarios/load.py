@@ -28,7 +28,9 @@ def overload(bench: Bench) -> None:
             r = running[name]
             closed = Load(conc, plan.point_s, plan.warmup_s, driver="python", timeout_s=60)
             cap_runs = interleaved(
-                [("closed", functools.partial(run_point, r, closed, client_cpus))], plan.repeats
+                [("closed", functools.partial(run_point, r, closed, client_cpus))],
+                plan.repeats,
+                f"{name} ({model}) capacity, closed loop",
             )["closed"]
             capacity = summarize(cap_runs)
             rate = capacity.get("goodput", {}).get("median", 0.0)
@@ -54,7 +56,10 @@ def overload(bench: Bench) -> None:
                     for f in plan.overload_factors
                 ]
                 points = {
-                    k: summarize(v) for k, v in interleaved(jobs, plan.overload_repeats).items()
+                    k: summarize(v)
+                    for k, v in interleaved(
+                        jobs, plan.overload_repeats, f"{name} ({model}) at {{key}}× capacity"
+                    ).items()
                 }
             section[model] = {
                 "system": name,

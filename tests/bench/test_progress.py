@@ -7,6 +7,7 @@ import io
 from rich.console import Console
 
 from bench import progress
+from bench.measure import interleaved
 from bench.plan import FULL, QUICK
 from bench.progress import RunProgress, clock_text
 from bench.scenarios.estimates import estimates_s
@@ -89,3 +90,20 @@ def test_every_scenario_of_both_plans_has_an_estimate_and_full_is_longer() -> No
     full = estimates_s(FULL, list(FULL.scenarios))
     assert all(v > 0 for v in (*quick.values(), *full.values()))
     assert sum(full.values()) > sum(quick.values())
+
+
+def test_interleaved_rounds_name_each_job_and_round_on_the_line() -> None:
+    console, _ = _console(False)
+    seen: list[str] = []
+    with RunProgress({"overload": 1.0}, console, FakeClock()) as run, run.scenario("overload"):
+
+        def job() -> dict[str, float]:
+            seen.append(run.status().split(" · elapsed")[0])
+            return {"rps": 1.0}
+
+        interleaved([("1", job), ("2", job)], 2, "tensorgate at {key}× capacity")
+    assert seen == [
+        f"overload (0/1) · tensorgate at {f}× capacity · round {r}/2"
+        for r in (1, 2)
+        for f in (1, 2)
+    ]
