@@ -66,6 +66,7 @@ def v2_request(ctx: Context, proto: str, model: str) -> bytes:
 
 def mlserver(ctx: Context, spec: SystemSpec, model: str, cpus: tuple[int, ...]) -> Running:
     python = _venv_python("mlserver")
+    payload = v2_request(ctx, "mlserver", model)  # before the server starts: it may fail
     p = spec.params
     root = ctx.logs / f"{spec.name}-{model}-repo"
     (root / model).mkdir(parents=True, exist_ok=True)
@@ -103,8 +104,7 @@ def mlserver(ctx: Context, spec: SystemSpec, model: str, cpus: tuple[int, ...]) 
         env=env,
         cwd=root,
     )
-    target = Target("grpc", f"127.0.0.1:{grpc_port}", V2_METHOD, v2_request(ctx, "mlserver", model))
-    return Running(spec, server, target)
+    return Running(spec, server, Target("grpc", f"127.0.0.1:{grpc_port}", V2_METHOD, payload))
 
 
 def triton(ctx: Context, spec: SystemSpec, model: str, cpus: tuple[int, ...]) -> Running:
@@ -148,6 +148,10 @@ def triton(ctx: Context, spec: SystemSpec, model: str, cpus: tuple[int, ...]) ->
 def kserve(ctx: Context, spec: SystemSpec, model: str, cpus: tuple[int, ...]) -> Running:
     python = _venv_python("kserve")
     rest = bool(spec.params.get("rest"))
+    if rest:
+        payload = json.dumps({"instances": sample_input(model, ctx.batch).tolist()}).encode()
+    else:
+        payload = v2_request(ctx, "kserve", model)  # before the server starts: it may fail
     http_port, grpc_port = free_port(), free_port()
     argv = [
         str(python), str(PEERS / "kserve_server.py"),
@@ -166,10 +170,7 @@ def kserve(ctx: Context, spec: SystemSpec, model: str, cpus: tuple[int, ...]) ->
         cpus=cpus,
     )
     if rest:
-        body = json.dumps({"instances": sample_input(model, ctx.batch).tolist()}).encode()
-        target = Target("http", url, f"/v1/models/{model}:predict", body, "application/json")
+        target = Target("http", url, f"/v1/models/{model}:predict", payload, "application/json")
     else:
-        target = Target(
-            "grpc", f"127.0.0.1:{grpc_port}", V2_METHOD, v2_request(ctx, "kserve", model)
-        )
+        target = Target("grpc", f"127.0.0.1:{grpc_port}", V2_METHOD, payload)
     return Running(spec, server, target)

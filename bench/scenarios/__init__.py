@@ -3,10 +3,11 @@
 - ``limits``: raw ONNX Runtime — the MLP's single-run time and ResNet50's throughput per
   configuration (processes × threads × batch), interleaved in rounds.
 - ``tiny``: the MLP on one server core (client on the other): saturating throughput (h2load when
-  installed, else the Python generator), light load (concurrency 1, Python generator), and a
-  closed-loop concurrency sweep for tensorgate, the echo ceiling and the best peers.
+  installed, else the Python generator) of tensorgate (gRPC, batching off and on, REST), the echo
+  ceiling, Triton (gRPC, HTTP), KServe (gRPC, REST) and the plan's FastAPI and MLServer peers;
+  light load (concurrency 1), and a closed-loop concurrency sweep.
 - ``tiny-2core``: the same saturation comparison with two server workers on both cores.
-- ``resnet50``: tensorgate against the raw-runtime limit on both cores (interleaved together).
+- ``resnet50``: tensorgate and Triton against the raw-runtime limit (interleaved together).
 - ``overload``: open-loop rate sweeps past capacity (MLP on one core, ResNet50 on two).
 - ``ramp``: the load-testing seed's ramp (users added at a fixed pace, then a plateau) with
   per-second RPS and latency percentiles.
