@@ -29,13 +29,15 @@ from gateway.config.platform import resolve_worker_threads
 from gateway.config.settings import Settings
 from gateway.errors import Unavailable
 from gateway.parallel.pool import PoolOptions, WorkerPool
+from gateway.serving.config_poll import poll_config_file
 from gateway.serving.core import ServingCore
-from gateway.serving.models import ModelManager
+from gateway.serving.models import LoadOptions, ModelManager
 from gateway.serving.policy import BatchingPolicy
 from gateway.serving.queues import BatchQueues
 from gateway.tfserving.grpc import ModelService, PredictionService, add_services
 from gateway.tfserving.rest.examples import ClassifyRegressHandler
 from gateway.tfserving.rest.server import RestServer
+from gateway.tfserving.warmup import WarmupPlanner
 
 log = logging.getLogger(__name__)
 
@@ -83,9 +85,11 @@ class Gateway:
             intra_op=self.intra_op,
             inter_op=self.inter_op,
             saved_model_tags=sorted(settings.saved_model_tag_set),
+            options=LoadOptions.from_settings(settings),
             on_change=self._models_changed,
             before_load=policy.check_version,
             before_unload=self.queues.drain,
+            warmup=WarmupPlanner.from_settings(settings, policy),
         )
         self.core = ServingCore(self.models, self.queues)
         self.health = health.aio.HealthServicer()
@@ -113,7 +117,7 @@ class Gateway:
     async def start(self) -> None:
         settings = self.settings
         await self.pool.start()
-        await self.models.reconcile()
+        await self.models.apply(self.specs)  # TF Serving's checks (labels) apply at start too
         await self._update_health()
         server = grpc.aio.server(options=grpc_options(settings))
         self.server = server
@@ -125,7 +129,7 @@ class Gateway:
                 as_tensor_content=settings.enable_serialization_as_tensor_content,
                 method_name_check=settings.enable_signature_method_name_check,
             ),
-            ModelService(self.core),
+            ModelService(self.core, management=settings.enable_model_management_api),
         )
         health_pb2_grpc.add_HealthServicer_to_server(self.health, server)
         reflection.enable_server_reflection(SERVICE_NAMES, server)
@@ -149,6 +153,9 @@ class Gateway:
             log.info("Exporting HTTP/REST API at:localhost:%d ...", self.rest_port)
         if settings.file_system_poll_wait_seconds > 0:
             self._spawn(self._poll_models(settings.file_system_poll_wait_seconds))
+        if settings.model_config_file and settings.model_config_file_poll_wait_seconds > 0:
+            every_s = settings.model_config_file_poll_wait_seconds
+            self._spawn(poll_config_file(settings.model_config_file, every_s, self.models))
         self._report_ready()
 
     async def stop(self) -> None:

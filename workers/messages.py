@@ -20,6 +20,8 @@ Requests and their replies::
      "deadline": <time.monotonic() seconds> | null, "signature": "serving_default" | ""}
     -> {"id": 3, "ok": true, "outputs": [TensorDesc...], "out_end": 12345, "compute_us": 81.2}
     {"op": "ping", "id": 4} -> {"id": 4, "ok": true, "pid": 1234}
+    {"op": "ping", "id": 5, "key": "mnist:3"} -> {"id": 5, "ok": true, "pid": 1234, "runs": 6}
+       ("runs": runs of that key in this worker since it was loaded; warmup counts them)
     {"op": "stop", "id": 5} -> {"id": 5, "ok": true}   (then the worker exits 0)
     any failure -> {"id": n, "ok": false, "code": "INVALID_ARGUMENT", "message": "..."}
                    (a failed run's reply also carries "out_end")
@@ -106,6 +108,7 @@ class RunRequest(TypedDict):
 class PingRequest(TypedDict):
     op: Literal["ping"]
     id: int
+    key: NotRequired[str]
 
 
 class StopRequest(TypedDict):
@@ -163,8 +166,11 @@ def run_request(
     }
 
 
-def ping_request(request_id: int) -> PingRequest:
-    return {"op": "ping", "id": request_id}
+def ping_request(request_id: int, *, key: str | None = None) -> PingRequest:
+    request: PingRequest = {"op": "ping", "id": request_id}
+    if key is not None:
+        request["key"] = key
+    return request
 
 
 def stop_request(request_id: int) -> StopRequest:
@@ -207,6 +213,7 @@ class PingReply(TypedDict):
     id: int
     ok: Literal[True]
     pid: int
+    runs: NotRequired[int]
 
 
 class ErrorReply(TypedDict):
@@ -246,8 +253,11 @@ def run_reply(
     }
 
 
-def ping_reply(request_id: int, pid: int) -> PingReply:
-    return {"id": request_id, "ok": True, "pid": pid}
+def ping_reply(request_id: int, pid: int, *, runs: int | None = None) -> PingReply:
+    reply: PingReply = {"id": request_id, "ok": True, "pid": pid}
+    if runs is not None:
+        reply["runs"] = runs
+    return reply
 
 
 def error_reply(

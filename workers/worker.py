@@ -126,6 +126,8 @@ class Worker:
     def __init__(self, channel: Channel) -> None:
         self.channel = channel
         self.models: dict[str, Model] = {}
+        self.runs: dict[str, int] = {}
+        """Runs per loaded key since its load (``ping`` with a key reports them)."""
 
     def handle(self, request: Request) -> Reply:
         """The reply to one request; never raises for a bad request or a failed run.
@@ -143,7 +145,9 @@ class Worker:
                 self._unload(request["key"])
                 return messages.ok_reply(request_id)
             if request["op"] == "ping":
-                return messages.ping_reply(request_id, os.getpid())
+                key = request.get("key")
+                runs = None if key is None else self.runs.get(key, 0)
+                return messages.ping_reply(request_id, os.getpid(), runs=runs)
             return messages.ok_reply(request_id)  # stop: the loop ends after replying
         except WorkerError as exc:
             error = exc
@@ -169,11 +173,13 @@ class Worker:
         if loaded is not None:
             loaded.close()
         self.models[key] = model
+        self.runs[key] = 0
         log.info("loaded %s from %s", key, path)
         return model.signature
 
     def _unload(self, key: str) -> None:
         model = self.models.pop(key, None)
+        self.runs.pop(key, None)
         if model is not None:
             model.close()
             log.info("unloaded %s", key)
@@ -188,6 +194,7 @@ class Worker:
             raise WorkerError("NOT_FOUND", f"model {key!r} is not loaded in this worker")
         feeds = dict(self._input(t, model.text_strings) for t in request["inputs"])
         started = time.perf_counter_ns()
+        self.runs[key] += 1
         results = model.run(request["signature"], feeds, request["outputs"])
         compute_us = (time.perf_counter_ns() - started) / 1000
         del feeds

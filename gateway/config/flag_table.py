@@ -71,12 +71,7 @@ FLAGS: dict[str, FlagSpec] = {
         _impl("rest_api_timeout_in_ms", "int32"),
         _impl("rest_api_enable_cors_support", "bool"),
         _impl("enable_batching", "bool"),
-        _unsupported(
-            "allow_version_labels_for_unavailable_models",
-            "bool",
-            False,
-            "lets version_labels point at versions that are not loaded yet",
-        ),
+        _impl("allow_version_labels_for_unavailable_models", "bool"),
         _impl("batching_parameters_file", "string"),
         _impl("enable_per_model_batching_parameters", "bool"),
         _impl("model_config_file", "string"),
@@ -89,15 +84,8 @@ FLAGS: dict[str, FlagSpec] = {
         _no_effect(
             "num_unload_threads", "int32", 0, "size of TF Serving's servable-unloading thread pool"
         ),
-        _unsupported(
-            "max_num_load_retries", "int32", 5, "retries of a failed model load (TF default 5)"
-        ),
-        _unsupported(
-            "load_retry_interval_micros",
-            "int64",
-            60_000_000,
-            "pause between model load retries in microseconds (TF default 1 minute)",
-        ),
+        _impl("max_num_load_retries", "int32"),
+        _impl("load_retry_interval_micros", "int64"),
         _impl("file_system_poll_wait_seconds", "int32"),
         _no_effect(
             "flush_filesystem_caches",
@@ -132,12 +120,7 @@ FLAGS: dict[str, FlagSpec] = {
         _impl("grpc_channel_arguments", "string"),
         _impl("grpc_max_threads", "int32"),
         _impl("enable_model_warmup", "bool"),
-        _unsupported(
-            "num_request_iterations_for_warmup",
-            "int32",
-            0,
-            "times each warmup request is replayed (used only if > 0)",
-        ),
+        _impl("num_request_iterations_for_warmup", "int32"),
         FlagSpec("version", "bool", "version", False, 0, "print the version and exit"),
         _impl("monitoring_config_file", "string"),
         _no_effect(
@@ -186,11 +169,12 @@ FLAGS: dict[str, FlagSpec] = {
         _impl("max_tensor_elements", "int64"),
         _impl("shutdown_grace_seconds", "float"),
         _impl("ready_fd", "int32"),
+        _impl("enable_model_management_api", "bool"),
+        _impl("model_workers", "string"),
     )
 }
 
 NOT_BUILT_YET: dict[str, bool | int | str] = {
-    "model_config_file_poll_wait_seconds": 0,
     "ssl_config_file": "",
     "monitoring_config_file": "",
 }

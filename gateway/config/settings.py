@@ -8,9 +8,11 @@ its unit, default and reason in ``dataclasses.fields(Settings)[i].metadata["doc"
 
 from __future__ import annotations
 
+from collections.abc import Mapping
 from dataclasses import dataclass, field
 from typing import Any
 
+from gateway.config.model_workers import parse_model_workers
 from gateway.config.platform import available_cpus
 from gateway.config.validation import parse_grpc_channel_arguments, validate
 
@@ -107,8 +109,43 @@ class Settings:
     )
     model_config_file_poll_wait_seconds: int = _setting(
         0,
-        "Seconds between re-reads of --model_config_file (>= 0); 0 reads it once at start. "
+        "Seconds between re-reads of --model_config_file (>= 0); 0 reads it once at start. A "
+        "changed file is applied like HandleReloadConfigRequest (models added, changed, "
+        "removed); an unreadable or invalid one is logged and the running config stays. "
         "Default 0, as TF Serving.",
+    )
+    enable_model_management_api: bool = _setting(
+        False,
+        "tensorgate: answer ModelService.HandleReloadConfigRequest, which lets any client "
+        "replace the served models. Off by default (the RPC answers UNIMPLEMENTED) because a "
+        "model server must not let every client rewrite it; TF Serving has no such switch and "
+        "always answers it.",
+    )
+    allow_version_labels_for_unavailable_models: bool = _setting(
+        False,
+        "Let a config assign a version label that is not in use yet to a version that is not "
+        "available (not loaded yet). Without it, as with it for a label already in use, a label "
+        'must point at an AVAILABLE version, else the config is refused ("Request to assign '
+        'label to version N of model M, which is not currently available for inference"): a '
+        "config with labels needs this flag at start. Default false, as TF Serving.",
+    )
+    max_num_load_retries: int = _setting(
+        5,
+        "Times a failed model version load is retried (>= 0) before the version is given up "
+        "(state END with its error); 0 tries once. Retries stop when a new config drops the "
+        "model. Default 5, as TF Serving.",
+    )
+    load_retry_interval_micros: int = _setting(
+        60_000_000,
+        "Microseconds between load retries; negative means no wait. Default 60000000 (1 minute), "
+        "as TF Serving.",
+    )
+    model_workers: str = _setting(
+        "",
+        "tensorgate: how many worker processes host each model, as comma-separated name=N "
+        "(*=N for every model not named), e.g. resnet=1,*=2; a model version is loaded, warmed "
+        "up and served on its N least busy workers only (a TensorFlow model costs hundreds of "
+        'MB per worker). Default "": every model on every worker.',
     )
     file_system_poll_wait_seconds: int = _setting(
         1,
@@ -122,8 +159,15 @@ class Settings:
     )
     enable_model_warmup: bool = _setting(
         True,
-        "Replay assets.extra/tf_serving_warmup_requests (and each allowed batch size) before a "
-        "version takes traffic, so the first requests are not slow. Default true, as TF Serving.",
+        "Before a version takes traffic, replay its assets.extra/tf_serving_warmup_requests "
+        "(TFRecord of PredictionLog: predict, classify, regress, multi_inference; at most 1000) "
+        "on every worker that hosts it, for TensorFlow and ONNX models alike; a corrupt or "
+        "mismatched record fails the load. With --enable_batching, also one run of each "
+        "allowed_batch_sizes where the signature's shapes allow. Default true, as TF Serving.",
+    )
+    num_request_iterations_for_warmup: int = _setting(
+        0,
+        "Times each warmup record is replayed (>= 0); 0 means once. Default 0, as TF Serving.",
     )
     enable_signature_method_name_check: bool = _setting(
         False,
@@ -227,6 +271,11 @@ class Settings:
     def grpc_channel_options(self) -> tuple[tuple[str, int | str], ...]:
         """``grpc_channel_arguments`` as gRPC server options, in order."""
         return parse_grpc_channel_arguments(self.grpc_channel_arguments)
+
+    @property
+    def model_worker_counts(self) -> Mapping[str, int]:
+        """``model_workers`` parsed: model name (or ``*``) → worker count."""
+        return parse_model_workers(self.model_workers)
 
     @property
     def saved_model_tag_set(self) -> frozenset[str]:

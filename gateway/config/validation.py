@@ -11,6 +11,8 @@ import math
 import re
 from typing import TYPE_CHECKING
 
+from gateway.config.model_workers import parse_model_workers
+
 if TYPE_CHECKING:
     from gateway.config.settings import Settings
 
@@ -69,6 +71,12 @@ def validate(s: Settings) -> None:
     _check_range("rest_api_max_body_bytes", s.rest_api_max_body_bytes, 1, INT32_MAX)
     _check_range("model_config_file_poll_wait_seconds", s.model_config_file_poll_wait_seconds, 0)
     _check_range("file_system_poll_wait_seconds", s.file_system_poll_wait_seconds, 0)
+    _check_range("max_num_load_retries", s.max_num_load_retries, 0)
+    _check_range("num_request_iterations_for_warmup", s.num_request_iterations_for_warmup, 0)
+    try:
+        parse_model_workers(s.model_workers)
+    except ValueError as exc:
+        raise SettingsError(str(exc)) from None
     _check_range("tensorflow_session_parallelism", s.tensorflow_session_parallelism, 0)
     _check_range("tensorflow_intra_op_parallelism", s.tensorflow_intra_op_parallelism, 0)
     _check_range("tensorflow_inter_op_parallelism", s.tensorflow_inter_op_parallelism, 0)

@@ -113,8 +113,9 @@ class WorkerLink:
     def unload(self, key: str) -> asyncio.Future[OkReply]:
         return self._send(messages.unload_request(next(self._ids), key=key), input_offset=None)
 
-    def ping(self) -> asyncio.Future[PingReply]:
-        return self._send(messages.ping_request(next(self._ids)), input_offset=None)
+    def ping(self, key: str | None = None) -> asyncio.Future[PingReply]:
+        """Liveness; with ``key``, the reply's ``runs`` counts that key's runs in the worker."""
+        return self._send(messages.ping_request(next(self._ids), key=key), input_offset=None)
 
     def stop(self) -> asyncio.Future[OkReply]:
         """Ask the worker to reply and exit 0; later requests are answered UNAVAILABLE."""

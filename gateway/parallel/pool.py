@@ -5,6 +5,10 @@ its own :class:`~workers.shm.channel.Channel`. Death is noticed through a pidfd 
 a hang through a ping that is not answered within ``ping_timeout_s``. Either way the worker's
 pending requests fail with UNAVAILABLE and a new worker is started and given the same model
 versions.
+
+A servable is placed on every worker or on a subset (:mod:`gateway.parallel.placement`), loaded
+there, warmed up there (:mod:`gateway.parallel.warmup`), and only then routed to: a worker
+takes traffic for a servable once it holds it warm, on a first load and after a respawn alike.
 """
 
 from __future__ import annotations
@@ -20,7 +24,9 @@ from dataclasses import dataclass
 from typing import Any
 
 from gateway.errors import ServingError, Unavailable
+from gateway.parallel import placement
 from gateway.parallel.dispatcher import Dispatcher, WorkerLink
+from gateway.parallel.warmup import Planner, WarmupReport, warm_up
 from workers.bootstrap import spawn_worker
 from workers.messages import LoadReply
 from workers.shm.channel import Channel
@@ -58,6 +64,22 @@ class LoadSpec:
     inter_op: int
     tags: tuple[str, ...] = ("serve",)
     """SavedModel MetaGraph tags (``--saved_model_tags``); ONNX ignores them."""
+    workers: int = 0
+    """How many workers host it (``--model_workers``); 0: every worker."""
+
+
+@dataclass(frozen=True)
+class Loaded:
+    """A servable's signature (the first worker's ``load`` reply) and its warmup per worker."""
+
+    signature: dict[str, Any]
+    warmup: tuple[WarmupReport, ...] = ()
+
+
+@dataclass(frozen=True)
+class _Load:
+    spec: LoadSpec
+    warmup: Planner | None
 
 
 class _Worker:
@@ -67,6 +89,8 @@ class _Worker:
         self.link = link
         self.process = process
         self.pidfd = pidfd
+        self.held: set[str] = set()
+        """Servables loaded in this process, warm or still warming (``link.loaded``: routed)."""
         self.exited: asyncio.Future[None] = asyncio.get_running_loop().create_future()
 
 
@@ -83,7 +107,8 @@ class WorkerPool:
         self.dispatcher = Dispatcher()
         self.restarts = 0
         self._on_change = on_change
-        self._loads: dict[str, LoadSpec] = {}
+        self._loads: dict[str, _Load] = {}
+        self._placed: dict[str, tuple[int, ...]] = {}
         self._workers: list[_Worker | None] = [None] * options.workers
         self._tasks: set[asyncio.Task[None]] = set()
         self._closing = False
@@ -122,35 +147,57 @@ class WorkerPool:
         self._workers = [None] * self.options.workers
 
     # -- models ---------------------------------------------------------------------------------
-    async def load(self, spec: LoadSpec) -> dict[str, Any]:
-        """Load a servable on every worker; returns the signature reported by the first one.
+    async def load(self, spec: LoadSpec, warmup: Planner | None = None) -> Loaded:
+        """Load a servable on its workers, replay its warmup on each, then route to them.
 
-        The spec is remembered and replayed on workers that are respawned later.
+        ``warmup`` turns the signature into the runs to replay (None: none). The servable is
+        remembered with its placement and replayed, warmup included, on workers respawned later.
+        On any failure it is unloaded from every worker and the error raised.
         """
-        self._loads[spec.key] = spec
-        links = [w.link for w in self._workers if w is not None and w.link.alive]
-        if not links:
+        slots = placement.choose(
+            spec.workers,
+            placement.hosted_counts(self._placed.values(), len(self._workers)),
+            [w is not None and w.link.alive for w in self._workers],
+        )
+        workers = [w for i in slots if (w := self._workers[i]) is not None and w.link.alive]
+        if not workers:
             raise Unavailable("no worker is running")
+        self._placed[spec.key] = slots
         try:
-            replies = await asyncio.gather(*(self._load_on(link, spec) for link in links))
+            replies = await asyncio.gather(*(self._load_on(w, spec) for w in workers))
+            signature = replies[0]["signature"]
+            runs = await warmup(signature) if warmup is not None else ()
+            reports = await asyncio.gather(
+                *(warm_up(w.link, spec.key, runs, self.dispatcher) for w in workers)
+            )
         except BaseException:
-            self._loads.pop(spec.key, None)
             await self.unload(spec.key)
             raise
-        return replies[0]["signature"]
+        for w in workers:
+            w.link.loaded.add(spec.key)
+        self._loads[spec.key] = _Load(spec, warmup)
+        self.dispatcher.wake()
+        return Loaded(signature, tuple(reports))
 
     async def unload(self, key: str) -> None:
         """Unload a servable from every worker (errors from dead workers are ignored)."""
         self._loads.pop(key, None)
+        self._placed.pop(key, None)
         for w in self._workers:
-            if w is None or key not in w.link.loaded:
+            if w is None or key not in w.held:
                 continue
+            w.held.discard(key)
             w.link.loaded.discard(key)
             with contextlib.suppress(ServingError):
                 await w.link.unload(key)
 
-    async def _load_on(self, link: WorkerLink, spec: LoadSpec) -> LoadReply:
-        reply = await link.load(
+    def placed(self, key: str) -> tuple[int, ...]:
+        """The worker slots a servable is placed on (empty when it is not loaded)."""
+        return self._placed.get(key, ())
+
+    async def _load_on(self, worker: _Worker, spec: LoadSpec) -> LoadReply:
+        worker.held.add(spec.key)
+        return await worker.link.load(
             key=spec.key,
             path=spec.path,
             platform=spec.platform,
@@ -158,8 +205,23 @@ class WorkerPool:
             inter_op=spec.inter_op,
             tags=spec.tags,
         )
-        link.loaded.add(spec.key)
-        return reply
+
+    async def _reload_on(self, worker: _Worker, load: _Load) -> None:
+        """Give a respawned worker a servable placed on its slot: load, warm up, route."""
+        reply = await self._load_on(worker, load.spec)
+        if load.warmup is not None:
+            key = load.spec.key
+            try:
+                runs = await load.warmup(reply["signature"])
+                await warm_up(worker.link, key, runs, self.dispatcher)
+            except ServingError as exc:
+                log.error(
+                    "warmup of %s on respawned worker %d failed (serving it cold): %s",
+                    key,
+                    worker.link.index,
+                    exc.message,
+                )
+        worker.link.loaded.add(load.spec.key)
 
     # -- process lifecycle ------------------------------------------------------------------------
     async def _start_worker(self, index: int) -> None:
@@ -184,8 +246,9 @@ class WorkerPool:
         try:
             await asyncio.wait_for(asyncio.shield(link.ready), self.options.start_timeout_s)
             link.alive = True
-            for spec in list(self._loads.values()):
-                await self._load_on(link, spec)
+            for load in list(self._loads.values()):
+                if index in self._placed.get(load.spec.key, ()):
+                    await self._reload_on(worker, load)
         except TimeoutError:
             _kill(process)
             raise Unavailable(f"worker {index} did not become ready in time") from None

@@ -12,6 +12,7 @@ from dataclasses import dataclass
 
 import numpy as np
 
+from gateway.config.model_config import ModelSpecConfig
 from gateway.serving.models import ModelManager, Servable, VersionStatus
 from gateway.serving.queues import BatchQueues
 from gateway.serving.signature import Signature, find_signature
@@ -65,19 +66,23 @@ class ServingCore:
         decode: Decoder,
         output_filter: Sequence[str] = (),
         deadline: float | None = None,
+        *,
+        check_dtypes: bool = True,
     ) -> PredictResult:
         """Run one request; ``deadline`` is in ``time.monotonic()`` seconds (None = no deadline).
 
         The model and signature are looked up first, so an unknown model is NOT_FOUND however bad
         the tensors are; then ``decode`` turns the request's tensors into arrays for that
-        signature, and they are validated against it before anything is queued.
+        signature, and they are validated against it before anything is queued (dtypes only
+        with ``check_dtypes``: serialized Examples feed a TensorFlow signature's Examples input
+        whatever dtype it declares, as in TF Serving).
 
         Raises ServingError subclasses: NotFound, FailedPrecondition (unknown signature),
         InvalidArgument (inputs or output_filter), DeadlineExceeded, Unavailable, ...
         """
         servable, signature = self.signature(ref, signature_name)
         inputs = decode(signature)
-        signature.validate_inputs(inputs)
+        signature.validate_inputs(inputs, check_dtypes=check_dtypes)
         outputs = signature.select_outputs(output_filter)
         scheduler = self.queues.get(servable, signature.name)
         result = await scheduler.submit(inputs, outputs, deadline)
@@ -95,6 +100,10 @@ class ServingCore:
         if label is not None:
             version = self.models.resolve(name, None, label).version
         return self.models.statuses(name, version)
+
+    async def reload(self, specs: Sequence[ModelSpecConfig]) -> None:
+        """Serve exactly ``specs`` (HandleReloadConfigRequest; see :meth:`ModelManager.apply`)."""
+        await self.models.apply(specs)
 
     def ready(self) -> bool:
         """True when every configured model has an AVAILABLE version."""

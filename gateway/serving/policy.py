@@ -59,10 +59,22 @@ class BatchingPolicy:
 
     def for_servable(self, servable: Servable) -> BatchingOptions:
         options = self.options
-        if self.per_model and self.base_paths and servable.model in self.base_paths:
-            directory = os.path.join(self.base_paths[servable.model], str(servable.version))
-            options = per_model_options(directory, options)
+        if self.per_model:
+            directory = servable.directory
+            if not directory and self.base_paths and servable.model in self.base_paths:
+                directory = os.path.join(self.base_paths[servable.model], str(servable.version))
+            if directory:
+                options = per_model_options(directory, options)
         if options.solo and not options.num_batch_threads:
             # Unbatched: let each worker hold a second request in its ring (no idle gap).
             return replace(options, num_batch_threads=2 * max(1, self.workers))
         return replace(options, num_batch_threads=options.threads(self.workers))
+
+    def warmup_batch_sizes(self, servable: Servable) -> tuple[int, ...]:
+        """The batch sizes a servable's warmup runs once each: its ``allowed_batch_sizes`` when
+        batching is on (none when off or when its batching file is invalid)."""
+        try:
+            options = self.for_servable(servable)
+        except ConfigError:
+            return ()
+        return () if options.solo else options.allowed_batch_sizes

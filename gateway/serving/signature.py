@@ -88,8 +88,11 @@ class Signature:
     def output_names(self) -> list[str]:
         return [t.name for t in self.outputs]
 
-    def validate_inputs(self, inputs: Mapping[str, np.ndarray]) -> None:
-        """Check names, dtypes and shapes; raise InvalidArgument saying what is wrong."""
+    def validate_inputs(
+        self, inputs: Mapping[str, np.ndarray], *, check_dtypes: bool = True
+    ) -> None:
+        """Check names, dtypes (with ``check_dtypes``) and shapes; raise InvalidArgument saying
+        what is wrong."""
         expected = self._inputs_by_name
         if set(inputs) != set(expected):
             extra = sorted(set(inputs) - set(expected))
@@ -102,7 +105,7 @@ class Signature:
         for name, array in inputs.items():
             spec = expected[name]
             got = dtype_name(array.dtype)
-            if got != spec.dtype:
+            if check_dtypes and got != spec.dtype:
                 raise InvalidArgument(
                     f"input '{name}' has dtype {got} but the signature expects {spec.dtype}"
                 )

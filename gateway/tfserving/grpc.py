@@ -3,7 +3,7 @@
 Each method converts the request (:mod:`gateway.tfserving.codec.messages`), awaits the core and
 converts back.
 A :class:`~gateway.errors.ServingError` becomes its gRPC status; anything else is INTERNAL.
-Methods not built yet answer UNIMPLEMENTED.
+HandleReloadConfigRequest answers UNIMPLEMENTED unless the management API is on.
 """
 
 from __future__ import annotations
@@ -21,6 +21,7 @@ from gateway._pb.tensorflow_serving.apis import (
     get_model_metadata_pb2,
     get_model_status_pb2,
     inference_pb2,
+    model_management_pb2,
     model_service_pb2_grpc,
     predict_pb2,
     prediction_service_pb2_grpc,
@@ -137,10 +138,14 @@ class PredictionService(prediction_service_pb2_grpc.PredictionServiceServicer):
 
 
 class ModelService(model_service_pb2_grpc.ModelServiceServicer):
-    """tensorflow.serving.ModelService."""
+    """tensorflow.serving.ModelService. ``management``: answer HandleReloadConfigRequest
+    (``--enable_model_management_api``); off, it is UNIMPLEMENTED, the gRPC code for a method
+    "not supported/enabled in this service" (PERMISSION_DENIED would suggest that some other
+    credentials could do it)."""
 
-    def __init__(self, core: ServingCore) -> None:
+    def __init__(self, core: ServingCore, *, management: bool = False) -> None:
         self._core = core
+        self._management = management
 
     @_rpc
     async def GetModelStatus(
@@ -154,9 +159,21 @@ class ModelService(model_service_pb2_grpc.ModelServiceServicer):
 
     @_rpc
     async def HandleReloadConfigRequest(
-        self, request: Any, context: grpc.aio.ServicerContext
-    ) -> Any:
-        raise Unimplemented("HandleReloadConfigRequest is not implemented yet by tensorgate")
+        self,
+        request: model_management_pb2.ReloadConfigRequest,
+        context: grpc.aio.ServicerContext,
+    ) -> model_management_pb2.ReloadConfigResponse:
+        """Replace the served models with the request's ``model_config_list``; answers once new
+        models are available or failed and removed ones unloaded (see ModelManager.apply)."""
+        if not self._management:
+            raise Unimplemented(
+                "HandleReloadConfigRequest is disabled: start tensorgate with "
+                "--enable_model_management_api to let clients replace the served models"
+            )
+        specs = messages.reload_specs(request)
+        log.info("HandleReloadConfigRequest: %d model(s): %s", len(specs), [s.name for s in specs])
+        await self._core.reload(specs)
+        return messages.reload_response(request)
 
 
 def add_services(

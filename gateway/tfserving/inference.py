@@ -96,13 +96,23 @@ class InferenceTask:
 
 
 @dataclass(frozen=True)
-class _Plan:
+class TaskPlan:
     """How to run one task: its signature, the outputs to fetch, and how to feed it."""
 
     signature: Signature
     method_name: str
     outputs: tuple[str, ...]
-    input_spec: TensorSpec | None  # the serialized-Examples input; None: parse features
+    input_spec: TensorSpec | None
+    """The input fed the serialized Examples (TensorFlow); None: parse them into features."""
+
+    def feed(self, examples: ExampleBatch) -> dict[str, np.ndarray]:
+        """The signature inputs for ``examples``. The serialized Examples go to a TensorFlow
+        signature's input whatever dtype it declares (TF Serving feeds them as DT_STRING: its
+        own saved_model_half_plus_three declares DT_FLOAT there), so their dtype is not
+        checked against the signature."""
+        if self.input_spec is None:
+            return examples.dense_features(self.signature.inputs)
+        return {self.input_spec.name: examples.serialized()}
 
 
 class InferenceService:
@@ -142,28 +152,7 @@ class InferenceService:
         if not tasks:
             raise InvalidArgument("MultiInferenceRequest has no tasks")
         servable = self._core.servable(tasks[0].ref)
-        seen: set[str] = set()
-        plans: list[_Plan] = []
-        for task in tasks:
-            if not task.ref.name:
-                raise InvalidArgument("Found ModelSpec with an empty model name.")
-            if task.ref.name != servable.model:
-                raise InvalidArgument(
-                    "All ModelSpecs in a MultiInferenceRequest must access the same model name."
-                )
-            name = task.signature_name or DEFAULT_SIGNATURE
-            if name in seen:
-                raise InvalidArgument(f"Duplicate evaluation of signature: {name}")
-            seen.add(name)
-            signature = servable.signatures.get(name)
-            if signature is None:
-                raise InvalidArgument(f"Requested signature not found in model graph: {name}")
-            if task.method_name not in (CLASSIFY_METHOD, REGRESS_METHOD):
-                raise Unimplemented(f"Unsupported signature method_name: {task.method_name}")
-            plan = self._plan(servable, signature, task.method_name)
-            if plans and _fed_as(plan) != _fed_as(plans[0]):
-                raise InvalidArgument("Input tensor must be the same for all Signatures.")
-            plans.append(plan)
+        plans = multi_inference_plans(servable, tasks, method_name_check=self._method_name_check)
         if examples.count == 0:
             raise InvalidArgument("Input is empty.")
         results = await asyncio.gather(
@@ -183,72 +172,115 @@ class InferenceService:
         deadline: float | None,
     ) -> InferenceResult:
         servable = self._core.servable(ref)
-        name = signature_name or DEFAULT_SIGNATURE
-        signature = servable.signatures.get(name)
-        if signature is None:
-            raise InvalidArgument(f"No signature was found with the name: {name}")
-        plan = self._plan(servable, signature, method_name)
+        plan = single_plan(
+            servable, signature_name, method_name, method_name_check=self._method_name_check
+        )
         if examples.count == 0:
             raise InvalidArgument("Input is empty.")
         result = await self._run(servable, plan, examples, deadline)
-        return InferenceResult(servable.model, servable.version, name, result)
+        return InferenceResult(servable.model, servable.version, plan.signature.name, result)
 
-    def _plan(self, servable: Servable, signature: Signature, method_name: str) -> _Plan:
-        """Check ``signature`` can serve ``method_name`` (TF Serving's PreProcess* checks)."""
-        classify = method_name == CLASSIFY_METHOD
-        if self._method_name_check and signature.method_name != method_name:
-            kind = "classification" if classify else "regression"
-            raise InvalidArgument(
-                f"Expected {kind} signature method_name to be {method_name}. "
-                f"Was: {signature.method_name}"
-            )
-        names = signature.output_names()
-        outputs = tuple(n for n in (CLASSES, SCORES) if n in names) if classify else (OUTPUTS,)
-        if servable.platform != "tensorflow":  # parse Examples into the graph's inputs
-            if classify and not outputs:
-                raise InvalidArgument(_no_classify_outputs(signature))
-            if not classify and OUTPUTS not in names:
-                raise InvalidArgument(
-                    f"No regression outputs found in SignatureDef: {_describe(signature)}"
-                )
-            return _Plan(signature, method_name, outputs, None)
+    async def _run(
+        self,
+        servable: Servable,
+        plan: TaskPlan,
+        examples: ExampleBatch,
+        deadline: float | None,
+    ) -> Classifications | Regressions:
+        inputs = plan.feed(examples)
+        ref = ModelRef(servable.model, version=servable.version)
+        result = await self._core.predict(
+            ref,
+            plan.signature.name,
+            lambda _signature: inputs,
+            plan.outputs,
+            deadline,
+            check_dtypes=plan.input_spec is None,
+        )
+        n = examples.count
+        if plan.method_name == CLASSIFY_METHOD:
+            return classifications(n, result.outputs.get(CLASSES), result.outputs.get(SCORES))
+        return regressions(n, result.outputs[OUTPUTS])
+
+
+def plan_task(
+    servable: Servable, signature: Signature, method_name: str, *, method_name_check: bool
+) -> TaskPlan:
+    """Check ``signature`` can serve ``method_name`` (TF Serving's PreProcess* checks)."""
+    classify = method_name == CLASSIFY_METHOD
+    if method_name_check and signature.method_name != method_name:
         kind = "classification" if classify else "regression"
-        if len(signature.inputs) != 1:
-            raise InvalidArgument("Expected one input Tensor.")
-        if classify and len(names) not in (1, 2):
-            raise InvalidArgument(f"Expected one or two output Tensors, found {len(names)}")
-        if not classify and len(names) != 1:
-            raise InvalidArgument("Expected one output Tensor.")
-        (spec,) = signature.inputs
-        if spec.name != INPUTS:
-            raise InvalidArgument(f"No {kind} inputs found in SignatureDef: {_describe(signature)}")
+        raise InvalidArgument(
+            f"Expected {kind} signature method_name to be {method_name}. "
+            f"Was: {signature.method_name}"
+        )
+    names = signature.output_names()
+    outputs = tuple(n for n in (CLASSES, SCORES) if n in names) if classify else (OUTPUTS,)
+    if servable.platform != "tensorflow":  # parse Examples into the graph's inputs
         if classify and not outputs:
             raise InvalidArgument(_no_classify_outputs(signature))
         if not classify and OUTPUTS not in names:
             raise InvalidArgument(
                 f"No regression outputs found in SignatureDef: {_describe(signature)}"
             )
-        return _Plan(signature, method_name, outputs, spec)
-
-    async def _run(
-        self,
-        servable: Servable,
-        plan: _Plan,
-        examples: ExampleBatch,
-        deadline: float | None,
-    ) -> Classifications | Regressions:
-        if plan.input_spec is None:
-            inputs = examples.dense_features(plan.signature.inputs)
-        else:
-            inputs = {plan.input_spec.name: examples.serialized()}
-        ref = ModelRef(servable.model, version=servable.version)
-        result = await self._core.predict(
-            ref, plan.signature.name, lambda _signature: inputs, plan.outputs, deadline
+        return TaskPlan(signature, method_name, outputs, None)
+    kind = "classification" if classify else "regression"
+    if len(signature.inputs) != 1:
+        raise InvalidArgument("Expected one input Tensor.")
+    if classify and len(names) not in (1, 2):
+        raise InvalidArgument(f"Expected one or two output Tensors, found {len(names)}")
+    if not classify and len(names) != 1:
+        raise InvalidArgument("Expected one output Tensor.")
+    (spec,) = signature.inputs
+    if spec.name != INPUTS:
+        raise InvalidArgument(f"No {kind} inputs found in SignatureDef: {_describe(signature)}")
+    if classify and not outputs:
+        raise InvalidArgument(_no_classify_outputs(signature))
+    if not classify and OUTPUTS not in names:
+        raise InvalidArgument(
+            f"No regression outputs found in SignatureDef: {_describe(signature)}"
         )
-        n = examples.count
-        if plan.method_name == CLASSIFY_METHOD:
-            return classifications(n, result.outputs.get(CLASSES), result.outputs.get(SCORES))
-        return regressions(n, result.outputs[OUTPUTS])
+    return TaskPlan(signature, method_name, outputs, spec)
+
+
+def single_plan(
+    servable: Servable, signature_name: str, method_name: str, *, method_name_check: bool
+) -> TaskPlan:
+    """Classify's or Regress's plan on ``signature_name`` (empty: ``serving_default``)."""
+    name = signature_name or DEFAULT_SIGNATURE
+    signature = servable.signatures.get(name)
+    if signature is None:
+        raise InvalidArgument(f"No signature was found with the name: {name}")
+    return plan_task(servable, signature, method_name, method_name_check=method_name_check)
+
+
+def multi_inference_plans(
+    servable: Servable, tasks: Sequence[InferenceTask], *, method_name_check: bool
+) -> list[TaskPlan]:
+    """Check MultiInference's tasks against ``servable`` (TF Serving's texts) and plan each."""
+    seen: set[str] = set()
+    plans: list[TaskPlan] = []
+    for task in tasks:
+        if not task.ref.name:
+            raise InvalidArgument("Found ModelSpec with an empty model name.")
+        if task.ref.name != servable.model:
+            raise InvalidArgument(
+                "All ModelSpecs in a MultiInferenceRequest must access the same model name."
+            )
+        name = task.signature_name or DEFAULT_SIGNATURE
+        if name in seen:
+            raise InvalidArgument(f"Duplicate evaluation of signature: {name}")
+        seen.add(name)
+        signature = servable.signatures.get(name)
+        if signature is None:
+            raise InvalidArgument(f"Requested signature not found in model graph: {name}")
+        if task.method_name not in (CLASSIFY_METHOD, REGRESS_METHOD):
+            raise Unimplemented(f"Unsupported signature method_name: {task.method_name}")
+        plan = plan_task(servable, signature, task.method_name, method_name_check=method_name_check)
+        if plans and _fed_as(plan) != _fed_as(plans[0]):
+            raise InvalidArgument("Input tensor must be the same for all Signatures.")
+        plans.append(plan)
+    return plans
 
 
 def classifications(
@@ -296,7 +328,7 @@ def regressions(n: int, outputs: np.ndarray) -> Regressions:
     return Regressions(outputs.reshape(n))
 
 
-def _fed_as(plan: _Plan) -> tuple[str, tuple[int, ...] | None] | None:
+def _fed_as(plan: TaskPlan) -> tuple[str, tuple[int, ...] | None] | None:
     """What a task's input takes: tasks run together when they agree. TF2 signatures each have
     their own placeholder for the same serialized Examples, so graph tensor names may differ
     (TF Serving feeds the one input to every placeholder); dtype and shape may not."""

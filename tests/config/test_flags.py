@@ -92,6 +92,8 @@ TENSORGATE_FLAGS = {
     "max_tensor_elements",
     "shutdown_grace_seconds",
     "ready_fd",
+    "enable_model_management_api",
+    "model_workers",
 }
 
 
@@ -286,11 +288,9 @@ def test_per_model_batching_without_batching_is_ignored_with_a_warning(
     "arg",
     [
         "--xla_cpu_compilation_enabled",
-        "--max_num_load_retries=2",
         "--platform_config_file=/p.conf",
         "--per_process_gpu_memory_fraction=0.5",
         "--enable_profiler=false",
-        "--allow_version_labels_for_unavailable_models=true",
     ],
 )
 def test_unsupported_flags_are_refused_unless_default(arg: str) -> None:
@@ -303,8 +303,6 @@ def test_unsupported_flags_are_refused_unless_default(arg: str) -> None:
     "arg",
     [
         "--xla_cpu_compilation_enabled=false",
-        "--max_num_load_retries=5",
-        "--load_retry_interval_micros=60000000",
         "--platform_config_file=",
         "--per_process_gpu_memory_fraction=0",
         "--enable_profiler",
@@ -480,7 +478,6 @@ def test_available_cpus_honours_cgroup_quota(
     [
         "--monitoring_config_file=/m.config",
         "--ssl_config_file=/s.config",
-        "--model_config_file_poll_wait_seconds=5",
     ],
 )
 def test_features_not_built_yet_are_refused_at_start(arg: str) -> None:
@@ -488,3 +485,58 @@ def test_features_not_built_yet_are_refused_at_start(arg: str) -> None:
     with pytest.raises(FlagError, match="not supported yet"):
         check_built(settings)
     check_built(parse_flags(BASE))
+
+
+def test_lifecycle_flags_are_settings() -> None:
+    settings = parse_flags(
+        [
+            "--model_config_file=/m.config",
+            "--model_config_file_poll_wait_seconds=5",
+            "--max_num_load_retries=2",
+            "--load_retry_interval_micros=-1",
+            "--allow_version_labels_for_unavailable_models",
+            "--num_request_iterations_for_warmup=3",
+            "--enable_model_management_api",
+            "--model_workers=resnet=1, *=2",
+        ]
+    )
+    check_built(settings)
+    assert settings.model_config_file_poll_wait_seconds == 5
+    assert settings.max_num_load_retries == 2
+    assert settings.load_retry_interval_micros == -1  # TF Serving: negative means no wait
+    assert settings.allow_version_labels_for_unavailable_models is True
+    assert settings.num_request_iterations_for_warmup == 3
+    assert settings.enable_model_management_api is True
+    assert settings.model_worker_counts == {"resnet": 1, "*": 2}
+    assert parse_flags(BASE).enable_model_management_api is False
+    assert parse_flags(BASE).model_worker_counts == {}
+
+
+@pytest.mark.parametrize(
+    ("arg", "message"),
+    [
+        ("--max_num_load_retries=-1", "max_num_load_retries must be >= 0, got -1"),
+        ("--num_request_iterations_for_warmup=-2", "must be >= 0, got -2"),
+        ("--model_workers=resnet", "model_workers items are name=N, got 'resnet'"),
+        ("--model_workers=resnet=0", "N must be >= 1"),
+        ("--model_workers=a=1,a=2", "names a twice"),
+    ],
+)
+def test_lifecycle_flags_are_checked(arg: str, message: str) -> None:
+    with pytest.raises(FlagError, match=message):
+        parse_flags([*BASE, arg])
+
+
+def test_help_says_the_management_api_is_off_by_default() -> None:
+    text = usage()
+    assert "--enable_model_management_api=false" in text
+    assert "Off by default (the RPC answers UNIMPLEMENTED)" in text
+    for name in (
+        "max_num_load_retries",
+        "load_retry_interval_micros",
+        "allow_version_labels_for_unavailable_models",
+        "num_request_iterations_for_warmup",
+        "model_config_file_poll_wait_seconds",
+    ):
+        line = next(line for line in text.splitlines() if f"--{name}=" in line)
+        assert "not supported" not in line, line

@@ -13,6 +13,8 @@ import numpy as np
 
 from gateway.errors import ServingError
 from gateway.parallel.dispatcher import Dispatcher, RunResult
+from gateway.parallel.pool import Loaded
+from gateway.parallel.warmup import WarmupReport
 
 
 class FakeTimer:
@@ -127,18 +129,37 @@ MLP_WIRE_SIGNATURE = {
 @dataclass
 class FakePool:
     """The model manager's seam: records loads and unloads in order; ``fail`` names servable keys
-    whose load fails with its ServingError."""
+    whose load fails with its ServingError (``fail_times``: only that many times, then they
+    load; absent: always). A load plans its warmup and counts the planned runs (``warmed``) as
+    a worker would, and records its LoadSpec (``specs``). ``gate``: when set, each load waits
+    for it (``entered`` is set once a load is waiting)."""
 
     calls: list[tuple[str, str]] = field(default_factory=list)
     loaded: set[str] = field(default_factory=set)
     fail: dict[str, ServingError] = field(default_factory=dict)
+    fail_times: dict[str, int] = field(default_factory=dict)
+    warmed: dict[str, int] = field(default_factory=dict)
+    specs: dict[str, Any] = field(default_factory=dict)
+    gate: asyncio.Event | None = None
+    entered: asyncio.Event = field(default_factory=asyncio.Event)
 
-    async def load(self, spec: Any) -> dict[str, Any]:
+    async def load(self, spec: Any, warmup: Any = None) -> Loaded:
         self.calls.append(("load", spec.key))
+        self.specs[spec.key] = spec
+        if self.gate is not None:
+            self.entered.set()
+            await self.gate.wait()
         if spec.key in self.fail:
-            raise self.fail[spec.key]
+            left = self.fail_times.get(spec.key)
+            if left is None or left > 0:
+                if left is not None:
+                    self.fail_times[spec.key] = left - 1
+                raise self.fail[spec.key]
+        runs = [] if warmup is None else await warmup(MLP_WIRE_SIGNATURE)
+        self.warmed[spec.key] = sum(run.iterations for run in runs)
         self.loaded.add(spec.key)
-        return MLP_WIRE_SIGNATURE
+        report = WarmupReport(0, self.warmed[spec.key], 0.0)
+        return Loaded(dict(MLP_WIRE_SIGNATURE), (report,))
 
     async def unload(self, key: str) -> None:
         self.calls.append(("unload", key))

@@ -23,11 +23,13 @@ from gateway._pb.tensorflow_serving.apis import (
     get_model_status_pb2,
     inference_pb2,
     input_pb2,
+    model_management_pb2,
     model_pb2,
     predict_pb2,
     regression_pb2,
 )
 from gateway._pb.xla.tsl.protobuf import error_codes_pb2
+from gateway.config.model_config import ConfigError, ModelSpecConfig, model_specs
 from gateway.errors import InvalidArgument
 from gateway.serving.core import ModelRef, PredictResult
 from gateway.serving.models import VersionStatus
@@ -235,3 +237,29 @@ def _text(label: bytes | str) -> str:
 def fill_regressions(proto: regression_pb2.RegressionResult, result: Regressions) -> None:
     for value in result.values.tolist():
         proto.regressions.add(value=value)
+
+
+def reload_specs(request: model_management_pb2.ReloadConfigRequest) -> list[ModelSpecConfig]:
+    """The models a ReloadConfigRequest asks for; INVALID_ARGUMENT (TF Serving's text) for a
+    config that is not a ``model_config_list`` (an empty one included) or breaks its rules."""
+    if request.config.WhichOneof("config") != "model_config_list":
+        raise InvalidArgument(
+            "ServerModelConfig type not supported by HandleReloadConfigRequest. "
+            "Only ModelConfigList is currently supported"
+        )
+    try:
+        return model_specs(request.config)
+    except ConfigError as exc:
+        raise InvalidArgument(str(exc)) from None
+
+
+def reload_response(
+    request: model_management_pb2.ReloadConfigRequest,
+) -> model_management_pb2.ReloadConfigResponse:
+    """Success: status OK, and each requested metric with an increase of 0 (TF Serving's value
+    for a metric it does not have; tensorgate has none of TensorFlow's monitoring metrics)."""
+    response = model_management_pb2.ReloadConfigResponse()
+    response.status.error_code = error_codes_pb2.OK
+    for name in request.metric_names:
+        response.metric.add(name=name, int64_value_increase=0)
+    return response

@@ -1,0 +1,71 @@
+"""A model's versions on disk, and what a worker's ``load`` reply says about one.
+
+Layout: ``<base_path>/<integer version>/model.onnx`` (ONNX) or ``.../saved_model.pb`` (a TensorFlow
+SavedModel; ``model_platform`` in the config wins over this detection).
+"""
+
+from __future__ import annotations
+
+import logging
+import os
+from collections.abc import Mapping
+from typing import Any
+
+from gateway.errors import FailedPrecondition, NotFound
+from gateway.serving.signature import DEFAULT_SIGNATURE, Signature
+
+log = logging.getLogger(__name__)
+
+ONNX_FILE = "model.onnx"
+SAVED_MODEL_FILES = ("saved_model.pb", "saved_model.pbtxt")
+
+
+def versions_on_disk(base_path: str) -> dict[int, str]:
+    """Integer-named subdirectories of ``base_path`` (other entries are ignored)."""
+    try:
+        entries = os.listdir(base_path)
+    except OSError as exc:
+        log.warning("cannot list model base path %s: %s", base_path, exc.strerror)
+        return {}
+    found: dict[int, str] = {}
+    for entry in entries:
+        path = os.path.join(base_path, entry)
+        if entry.isdigit() and os.path.isdir(path):
+            found[int(entry)] = path
+    return found
+
+
+def detect_platform(configured: str, directory: str) -> str:
+    """The platform to load ``directory`` with; configured wins, else detected from files."""
+    has_onnx = os.path.isfile(os.path.join(directory, ONNX_FILE))
+    has_tf = any(os.path.isfile(os.path.join(directory, f)) for f in SAVED_MODEL_FILES)
+    platform = configured or ("onnx" if has_onnx else "tensorflow" if has_tf else "")
+    if not platform:
+        raise FailedPrecondition(f"no {ONNX_FILE} or saved_model.pb in {directory}")
+    if platform == "onnx" and not has_onnx:
+        raise FailedPrecondition(f"model_platform is onnx but {directory} has no {ONNX_FILE}")
+    if platform == "tensorflow" and not has_tf:
+        raise NotFound(
+            "Could not find SavedModel .pb or .pbtxt at supplied export directory path: "
+            + directory
+        )
+    return platform
+
+
+def model_path(platform: str, directory: str) -> str:
+    """What a worker loads: the ONNX file, or the SavedModel directory."""
+    return os.path.join(directory, ONNX_FILE) if platform == "onnx" else directory
+
+
+def signatures_of(wire: Mapping[str, Any], *, check_shapes: bool) -> dict[str, Signature]:
+    """Signatures from a worker's ``load`` reply ``signature``: one (ONNX, served as
+    ``serving_default``) or, from TensorFlow, ``{"signatures": {name: {...}}}``. Input shapes
+    are checked with ``check_shapes`` (see :attr:`Signature.check_shapes`)."""
+    by_name = wire.get("signatures")
+    if by_name is None:
+        signature = Signature.from_wire(DEFAULT_SIGNATURE, wire, check_shapes=check_shapes)
+        return {DEFAULT_SIGNATURE: signature}
+    return {
+        name: Signature.from_wire(name, data, check_shapes=check_shapes)
+        for name, data in by_name.items()
+    }
