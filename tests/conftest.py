@@ -91,9 +91,12 @@ def model_repo(tmp_path_factory: pytest.TempPathFactory) -> Path:
 
 @pytest.fixture(scope="session")
 def gateway(model_repo: Path, tmp_path_factory: pytest.TempPathFactory) -> Iterator[GatewayProcess]:
-    """One gateway (2 workers × 1 thread) serving :func:`model_repo`, shared by read-only tests."""
+    """One gateway (2 workers × 1 thread) serving :func:`model_repo`, shared by read-only tests.
+    Its config assigns version labels at start, which TF Serving allows only with
+    ``--allow_version_labels_for_unavailable_models``."""
     args = [
         f"--model_config_file={model_repo / 'models.config'}",
+        "--allow_version_labels_for_unavailable_models",
         "--workers=2",
         "--tensorflow_intra_op_parallelism=1",
         "--tensorflow_inter_op_parallelism=1",

@@ -35,6 +35,7 @@ def batching_gateway(
     )
     args = [
         f"--model_config_file={model_repo / 'models.config'}",
+        "--allow_version_labels_for_unavailable_models",  # its labels are set at start
         "--workers=2",
         "--enable_batching",
         f"--batching_parameters_file={params}",
@@ -164,6 +165,7 @@ def test_bad_per_model_batching_file_fails_that_version(tmp_path: Path) -> None:
         "--workers=1",
         "--enable_batching",
         "--enable_per_model_batching_parameters",
+        "--max_num_load_retries=0",  # TF Serving's 5 retries a minute apart would stall start
     ]
     with running_gateway(args, tmp_path) as gateway, grpc.insecure_channel(gateway.target) as ch:
         request = get_model_status_pb2.GetModelStatusRequest()

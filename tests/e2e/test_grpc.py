@@ -172,11 +172,12 @@ def test_reflection_lists_services(channel: grpc.Channel) -> None:
     assert "grpc.health.v1.Health" in names
 
 
-def test_unbuilt_methods_are_unimplemented(channel: grpc.Channel) -> None:
+def test_reload_is_refused_without_the_management_flag(channel: grpc.Channel) -> None:
     stub = model_service_pb2_grpc.ModelServiceStub(channel)
     with pytest.raises(grpc.RpcError) as info:
         stub.HandleReloadConfigRequest(model_management_pb2.ReloadConfigRequest(), timeout=30)
     assert info.value.code() == grpc.StatusCode.UNIMPLEMENTED
+    assert "--enable_model_management_api" in str(info.value.details())
 
 
 def test_package_client_sync_and_async(gateway: GatewayProcess, model_repo: Path) -> None:

@@ -100,13 +100,17 @@ def model_config(root: Path) -> str:
 @pytest.fixture(scope="module")
 def served(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Served]:
     """One gateway, one worker (TensorFlow costs ~600 MB per worker process), with upstream's
-    ``RunServer`` flags (a longer REST timeout than its 5 s, for loaded test machines)."""
+    ``RunServer`` flags (a longer REST timeout than its 5 s, for loaded test machines). The
+    config labels version 123 at start, which needs
+    ``--allow_version_labels_for_unavailable_models`` (upstream's handler test instead reloads
+    the config with the label once the version is available)."""
     root = compat_models_root(tmp_path_factory.getbasetemp())
     config = tmp_path_factory.mktemp("compat_config") / "good_model_config.conf"
     config.write_text(model_config(root))
     port = free_port()
     args = [
         f"--model_config_file={config}",
+        "--allow_version_labels_for_unavailable_models",
         f"--rest_api_port={port}",
         "--rest_api_timeout_in_ms=60000",
         "--grpc_channel_arguments=grpc.max_connection_age_ms=2000,grpc.lb_policy_name=grpclb",

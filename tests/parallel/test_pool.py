@@ -9,8 +9,9 @@ from __future__ import annotations
 import asyncio
 import os
 import signal
-from collections.abc import Awaitable, Callable
+from collections.abc import Awaitable, Callable, Mapping
 from pathlib import Path
+from typing import Any
 
 import numpy as np
 import pytest
@@ -18,6 +19,7 @@ import pytest
 from gateway.errors import InvalidArgument, NotFound, Unavailable
 from gateway.parallel.dispatcher import RunResult, WorkerLink
 from gateway.parallel.pool import LoadSpec, PoolOptions, WorkerPool
+from gateway.parallel.warmup import Planner, WarmupRun
 from tests.support import onnx_models
 
 WAIT_S = 60.0
@@ -33,8 +35,8 @@ def _spec(path: str) -> LoadSpec:
     return LoadSpec(key=KEY, path=path, platform="onnx", intra_op=1, inter_op=1)
 
 
-def _options(**kw: float) -> PoolOptions:
-    return PoolOptions(workers=1, input_bytes=1 << 16, output_bytes=1 << 16, **kw)
+def _options(workers: int = 1, **kw: float) -> PoolOptions:
+    return PoolOptions(workers=workers, input_bytes=1 << 16, output_bytes=1 << 16, **kw)
 
 
 def _run(link: WorkerLink, x: np.ndarray) -> asyncio.Future[RunResult]:
@@ -127,3 +129,55 @@ def test_a_load_that_fails_is_forgotten(model: str, tmp_path: Path) -> None:
         assert pool.hosts(KEY)
 
     _with_pool(_options(ping_interval_s=3600), scenario)
+
+
+def _warmup_runs(records: int, iterations: int) -> Planner:
+    async def plan(signature: Mapping[str, Any]) -> list[WarmupRun]:
+        assert signature["inputs"][0]["name"] == "x"
+        x = np.ones((1, 2), np.float32)
+        return [WarmupRun("", {"x": x}, None, iterations, f"record {i}") for i in range(records)]
+
+    return plan
+
+
+def test_a_servable_placed_on_one_worker_is_warmed_there_and_comes_back_there(
+    model: str,
+) -> None:
+    async def scenario(pool: WorkerPool, changed: asyncio.Event) -> None:
+        loaded = await pool.load(
+            LoadSpec(KEY, model, "onnx", 1, 1, workers=1), _warmup_runs(records=3, iterations=2)
+        )
+        (slot,) = pool.placed(KEY)
+        holders = [link.index for link in pool.dispatcher.links if KEY in link.loaded]
+        assert holders == [slot]
+        (report,) = loaded.warmup
+        assert (report.worker, report.runs) == (slot, 6)  # counted by that worker
+        other = await pool.load(LoadSpec("other:1", model, "onnx", 1, 1, workers=1))
+        assert pool.placed("other:1") != (slot,)  # the least busy worker gets the next one
+        assert other.warmup[0].runs == 0
+        for _ in range(4):  # requests go only where the servable is
+            assert _link(pool).index == slot
+            await asyncio.wait_for(_run(_link(pool), np.ones((1, 2), np.float32)), WAIT_S)
+        pid = pool.pids()[slot]
+        os.kill(pid, signal.SIGKILL)
+        await _until(changed, lambda: pool.restarts == 1 and pool.all_alive())
+        link = _link(pool)
+        assert link.index == slot and link.pid != pid
+        runs = await asyncio.wait_for(link.ping(KEY), WAIT_S)
+        assert runs["runs"] == 6  # warmed up again before it took traffic
+        assert all(KEY not in x.loaded for x in pool.dispatcher.links if x.index != slot)
+
+    _with_pool(_options(ping_interval_s=3600, workers=2), scenario)
+
+
+def test_a_failing_warmup_fails_the_load_everywhere(model: str) -> None:
+    async def bad_plan(signature: Mapping[str, Any]) -> list[WarmupRun]:
+        x = np.ones((1, 3), np.float32)  # the model takes [-1, 2]
+        return [WarmupRun("", {"x": x}, None, 1, "warmup record 0 (predict_log)")]
+
+    async def scenario(pool: WorkerPool, changed: asyncio.Event) -> None:
+        with pytest.raises(InvalidArgument, match=r"^warmup record 0 \(predict_log\): "):
+            await pool.load(_spec(model), bad_plan)
+        assert not pool.hosts(KEY) and pool.placed(KEY) == ()
+
+    _with_pool(_options(ping_interval_s=3600, workers=2), scenario)

@@ -25,6 +25,7 @@ REQUESTS: list[Request] = [
         5, key="m:3", inputs=[X], outputs=("probs",), deadline=12.5, signature="serving_default"
     ),
     messages.ping_request(6),
+    messages.ping_request(8, key="m:3"),
     messages.stop_request(7),
 ]
 
@@ -34,6 +35,7 @@ REPLIES: list[Reply] = [
     messages.load_reply(1, {"inputs": [{"name": "x", "dtype": "float32", "shape": [-1, 4]}]}),
     messages.run_reply(4, outputs=[X], out_end=8192, compute_us=81.2),
     messages.ping_reply(6, 1234),
+    messages.ping_reply(8, 1234, runs=6),
     messages.error_reply(8, "NOT_FOUND", "no such model"),
     messages.error_reply(9, "DEADLINE_EXCEEDED", "late", out_end=8192),
 ]

@@ -145,6 +145,23 @@ def test_ready_then_ping_names_the_process(worker: Harness) -> None:
     assert worker.reply(request_id) == {"id": request_id, "ok": True, "pid": worker.proc.pid}
 
 
+def test_ping_with_a_key_counts_its_runs_since_it_was_loaded(
+    fresh: Harness, models: dict[str, str]
+) -> None:
+    assert fresh.load("counted", models["affine"])["ok"]
+    x = np.ones((1, 4), dtype=np.float32)
+    for _ in range(3):
+        assert fresh.run("counted", {"x": x})[0]["ok"]
+    assert not fresh.run("counted", {"x": np.ones((1, 5), np.float32)})[0]["ok"]  # seen too
+    ping = functools.partial(messages.ping_request, key="counted")
+    assert fresh.call(ping)["runs"] == 4
+    assert fresh.load("counted", models["affine"])["ok"]  # same path: kept, count kept
+    assert fresh.call(ping)["runs"] == 4
+    fresh.unload("counted")
+    assert fresh.call(ping)["runs"] == 0
+    assert "runs" not in fresh.ping()
+
+
 def test_load_reports_the_signature(worker: Harness, models: dict[str, str]) -> None:
     reply = worker.load("affine-again", models["affine"])
     assert reply["ok"]
