@@ -325,9 +325,9 @@ class ModelManager:
         model.servables[version] = servable
         status.state, status.warmup = State.AVAILABLE, reports
         if any(r.runs for r in reports):
-            runs = ", ".join(f"{r.runs} on worker {r.worker}" for r in reports)
+            runs = ", ".join(f"{r.runs} runs on worker {r.worker}" for r in reports)
             took = 1000 * max(r.seconds for r in reports)
-            log.info("warmed up %s version %d: %s runs in %.1f ms", name, version, runs, took)
+            log.info("warmed up %s version %d: %s in %.1f ms", name, version, runs, took)
         log.info("serving %s version %d (%s)", name, version, servable.platform)
         self._changed()
 
