@@ -19,8 +19,8 @@ ModelServerConfig rules, as TF Serving's ServerCore unless marked:
   ``"tensorflow"``; the deprecated ``model_type: TENSORFLOW`` means ``"tensorflow"``.
 - Version policy: none set means ``latest`` 1; ``latest.num_versions`` 0 also means 1 (upstream
   ``max(num_versions, 1)``); ``specific.versions`` must be non-empty and >= 0 (tensorgate).
-- ``version_labels``: non-empty labels, versions >= 0; under a ``specific`` policy a label must
-  name one of its versions (it could never become available). ``logging_config`` is refused.
+- ``version_labels``: non-empty labels, versions >= 0 (whether a label may name a version that
+  is not available is the model manager's rule, TF Serving's). ``logging_config`` is refused.
 """
 
 from __future__ import annotations
@@ -250,16 +250,9 @@ def _policy(
 
 def _labels(model: model_server_config_pb2.ModelConfig, invalid: _Invalid) -> Mapping[str, int]:
     labels = dict(sorted(model.version_labels.items()))
-    specific = model.model_version_policy.WhichOneof("policy_choice") == "specific"
-    allowed = set(model.model_version_policy.specific.versions)
     for label, version in labels.items():
         if not label:
             raise invalid(f"model {model.name}: version_labels has an empty label")
         if version < 0:
             raise invalid(f"model {model.name}: version label {label} -> {version} is negative")
-        if specific and version not in allowed:
-            raise invalid(
-                f"model {model.name}: version label {label} -> {version} names a version "
-                f"outside model_version_policy.specific.versions {sorted(allowed)}"
-            )
     return labels

@@ -257,13 +257,15 @@ def single_plan(
 def multi_inference_plans(
     servable: Servable, tasks: Sequence[InferenceTask], *, method_name_check: bool
 ) -> list[TaskPlan]:
-    """Check MultiInference's tasks against ``servable`` (TF Serving's texts) and plan each."""
+    """Check MultiInference's tasks (TF Serving's texts: one model name for all, each signature
+    once) and plan each on ``servable``."""
     seen: set[str] = set()
     plans: list[TaskPlan] = []
     for task in tasks:
         if not task.ref.name:
             raise InvalidArgument("Found ModelSpec with an empty model name.")
-        if task.ref.name != servable.model:
+        if task.ref.name != tasks[0].ref.name:  # the first task's (warmup records name
+            # their model as they like; online, the servable was resolved from that task)
             raise InvalidArgument(
                 "All ModelSpecs in a MultiInferenceRequest must access the same model name."
             )

@@ -191,12 +191,6 @@ def test_unreadable_files(workdir: Path) -> None:
             "model a: version label x -> -1 is negative",
         ),
         (
-            'config { name: "a" base_path: "/a" version_labels { key: "x" value: 5 } '
-            "model_version_policy { specific { versions: 1 versions: 2 } } }",
-            "model a: version label x -> 5 names a version outside "
-            "model_version_policy.specific.versions [1, 2]",
-        ),
-        (
             'config { name: "a" base_path: "/a" logging_config {} }',
             "model a: logging_config (request logging) is not supported yet",
         ),

@@ -4,12 +4,26 @@
 
 Writes, under ROOT (each ``<model>/<version>/`` a SavedModel tagged ``serve``):
 
-- ``saved_model_half_plus_two_cpu/00000123`` and ``saved_model_half_plus_three/00000123``: the
-  graph of TF Serving's ``servables/tensorflow/testdata/saved_model_half_plus_two.py`` (b = 2,
-  b = 3) as its committed test model has it — the ``tf_example`` placeholder of unknown rank
+- ``saved_model_half_plus_two_cpu/00000123``: the graph of TF Serving's
+  ``servables/tensorflow/testdata/saved_model_half_plus_two.py`` (b = 2) as its committed test
+  model has it — the ``tf_example`` placeholder of unknown rank
   (``half_plus_two_model_metadata.json`` shows ``unknown_rank: true``), an asset file and a main
   op that assigns its name. Signatures ``serving_default`` (x → y), ``classify_x_to_y``,
   ``regress_x_to_y``, ``regress_x_to_y2``, ``regress_x2_to_y3``.
+- ``saved_model_half_plus_three/00000123``: the same graph with b = 3 and the two signatures of
+  TF Serving's committed (TensorFlow 1.0-era) test model, which ``api_rest.md`` queries:
+  ``serving_default`` (x → y) and ``tensorflow/serving/regress``, whose ``inputs`` is the
+  ``tf_example`` placeholder declared ``DT_FLOAT`` (it takes serialized Examples) and whose
+  ``outputs`` is ``y``; plus ``assets.extra/tf_serving_warmup_requests`` written by TensorFlow's
+  own ``tf.io.TFRecordWriter`` with PredictionLog records (:data:`WARMUP_RECORDS`: predict,
+  regress, multi_inference), as ``saved_model_warmup.md`` describes.
+- ``signature_defs_doc/00000123``: the three SignatureDefs of ``signature_defs.md`` with its tensor
+  names — ``my_classification_signature`` (inputs ``tf_example:0`` string; outputs
+  ``index_to_string:0`` classes, ``TopKV2:0`` scores), ``my_prediction_signature`` (images
+  ``x:0`` → scores ``y:0``), ``my_regression_signature`` (inputs ``x_input_examples_tensor_0`` →
+  outputs ``y_outputs_0`` float); scores = top 2 of [x, 2x] with classes "one", "two". And
+  ``classify_objects``, the signature of ``api_rest.md``'s binary example: features ``image``
+  and ``caption`` (bytes) → classes "image", "caption" scored by their lengths.
 - ``saved_model_half_plus_two_2_versions/00000123`` (+ an identical ``00000124``): TensorFlow's
   ``cc/saved_model/testdata/half_plus_two`` that TF Serving's REST handler tests serve — the same
   graph plus a ``classify_x2_to_y3`` signature.
@@ -40,6 +54,8 @@ if TYPE_CHECKING or __name__ == "__main__":
 
 VERSION_DIR = "00000123"
 SIGNATURE_DEFS = "signature_defs.json"
+WARMUP_RECORDS = 3
+"""Records in saved_model_half_plus_three's warmup file (the multi_inference one runs 1 task)."""
 
 
 def compat_models_root(base: Path) -> Path:
@@ -49,7 +65,9 @@ def compat_models_root(base: Path) -> Path:
     return build_once(__file__, base / "tf_compat_models", "TF Serving's test models")
 
 
-def half_plus(export_dir: Path, b: float, *, classify_x2: bool = False) -> None:
+def half_plus(
+    export_dir: Path, b: float, *, classify_x2: bool = False, committed_three: bool = False
+) -> None:
     """TF Serving's ``_generate_saved_model_for_half_plus_two`` (CPU, no TFLite, no MLMD)."""
     builder = v1.saved_model.builder.SavedModelBuilder(str(export_dir))
     info = v1.saved_model.utils.build_tensor_info
@@ -111,6 +129,19 @@ def half_plus(export_dir: Path, b: float, *, classify_x2: bool = False) -> None:
         }
         if classify_x2:
             signature_def_map["classify_x2_to_y3"] = classification(x2, y3)
+        if committed_three:
+            examples = info(serialized_tf_example)
+            examples.dtype = tf.float32.as_datatype_enum  # as TF Serving's file declares it
+            signature_def_map = {
+                consts.DEFAULT_SERVING_SIGNATURE_DEF_KEY: signature_def_map[
+                    consts.DEFAULT_SERVING_SIGNATURE_DEF_KEY
+                ],
+                consts.REGRESS_METHOD_NAME: build(
+                    {consts.REGRESS_INPUTS: examples},
+                    {consts.REGRESS_OUTPUTS: info(y)},
+                    consts.REGRESS_METHOD_NAME,
+                ),
+            }
         sess.run(v1.global_variables_initializer())
         builder.add_meta_graph_and_variables(
             sess,
@@ -121,6 +152,112 @@ def half_plus(export_dir: Path, b: float, *, classify_x2: bool = False) -> None:
         )
     builder.save()
     shutil.rmtree(assets)
+
+
+def warmup_file(export_dir: Path) -> None:
+    """``assets.extra/tf_serving_warmup_requests`` of half_plus_three, by TensorFlow's writer."""
+    from tensorflow_serving.apis import (
+        inference_pb2,
+        input_pb2,
+        predict_pb2,
+        prediction_log_pb2,
+        regression_pb2,
+    )
+
+    examples = input_pb2.Input()
+    for value in (1.0, 2.0):
+        examples.example_list.examples.add().features.feature["x"].float_list.value.append(value)
+    predict = predict_pb2.PredictRequest()
+    predict.model_spec.name = "saved_model_half_plus_three"
+    predict.inputs["x"].CopyFrom(tf.make_tensor_proto([1.0, 2.0], tf.float32))
+    regress = regression_pb2.RegressionRequest(input=examples)
+    regress.model_spec.signature_name = "tensorflow/serving/regress"
+    multi = inference_pb2.MultiInferenceRequest(input=examples)
+    task = multi.tasks.add()
+    task.model_spec.name = "saved_model_half_plus_three"
+    task.model_spec.signature_name = "tensorflow/serving/regress"
+    task.method_name = "tensorflow/serving/regress"
+    logs = [
+        prediction_log_pb2.PredictionLog(
+            predict_log=prediction_log_pb2.PredictLog(request=predict)
+        ),
+        prediction_log_pb2.PredictionLog(
+            regress_log=prediction_log_pb2.RegressLog(request=regress)
+        ),
+        prediction_log_pb2.PredictionLog(
+            multi_inference_log=prediction_log_pb2.MultiInferenceLog(request=multi)
+        ),
+    ]
+    assert len(logs) == WARMUP_RECORDS
+    path = export_dir / "assets.extra" / "tf_serving_warmup_requests"
+    path.parent.mkdir(parents=True)
+    with tf.io.TFRecordWriter(str(path)) as writer:
+        for log in logs:
+            writer.write(log.SerializeToString())
+
+
+def signature_defs_doc(export_dir: Path) -> None:
+    """The SignatureDefs of ``signature_defs.md``, with its tensor names (module doc)."""
+    builder = v1.saved_model.builder.SavedModelBuilder(str(export_dir))
+    info = v1.saved_model.utils.build_tensor_info
+    build = v1.saved_model.signature_def_utils.build_signature_def
+    consts = v1.saved_model.signature_constants
+    with v1.Session(graph=tf.Graph()) as sess:
+        features = {"x": v1.io.FixedLenFeature([1], dtype=tf.float32)}
+        serialized = v1.placeholder(tf.string, name="tf_example")
+        x_example = v1.io.parse_example(serialized, features)["x"]
+        both = tf.concat([x_example, 2 * x_example], axis=1)
+        scores, indices = tf.nn.top_k(both, k=2)  # the op is named TopKV2
+        classes = tf.gather(tf.constant(["one", "two"]), indices, name="index_to_string")
+        images = v1.placeholder(tf.float32, shape=[None, 1], name="x")
+        tf.identity(images * 10.0, name="y")
+        regress_in = v1.placeholder(tf.string, name="x_input_examples_tensor_0")
+        regress_x = v1.io.parse_example(regress_in, features)["x"]
+        tf.identity(regress_x * 0.5 + 3.0, name="y_outputs_0")
+        objects = v1.placeholder(tf.string, name="objects")
+        parsed = v1.io.parse_example(
+            objects,
+            {
+                "image": v1.io.FixedLenFeature([], dtype=tf.string),
+                "caption": v1.io.FixedLenFeature([], dtype=tf.string),
+            },
+        )
+        lengths = [tf.strings.length(parsed[k]) for k in ("image", "caption")]
+        object_scores = tf.cast(tf.stack(lengths, axis=1), tf.float32)
+        object_classes = tf.tile(tf.constant([["image", "caption"]]), [tf.shape(objects)[0], 1])
+        graph = sess.graph
+
+        def named(name: str) -> object:
+            tensor_info = info(graph.get_tensor_by_name(name + ":0"))
+            tensor_info.name = name  # the doc names these two without ":0"
+            return tensor_info
+
+        signature_def_map = {
+            "my_classification_signature": build(
+                {"inputs": info(serialized)},
+                {"classes": info(classes), "scores": info(scores)},
+                consts.CLASSIFY_METHOD_NAME,
+            ),
+            "my_prediction_signature": build(
+                {"images": info(images)},
+                {"scores": info(graph.get_tensor_by_name("y:0"))},
+                consts.PREDICT_METHOD_NAME,
+            ),
+            "classify_objects": build(
+                {"inputs": info(objects)},
+                {"classes": info(object_classes), "scores": info(object_scores)},
+                consts.CLASSIFY_METHOD_NAME,
+            ),
+            "my_regression_signature": build(
+                {"inputs": named("x_input_examples_tensor_0")},
+                {"outputs": named("y_outputs_0")},
+                consts.REGRESS_METHOD_NAME,
+            ),
+        }
+        builder.add_meta_graph_and_variables(
+            sess, [v1.saved_model.tag_constants.SERVING], signature_def_map=signature_def_map
+        )
+    builder.save()
 
 
 def tf_saved_model_save(export_dir: Path) -> None:
@@ -184,7 +321,10 @@ def signature_defs(export_dir: Path) -> dict[str, object]:
 def main(root: str) -> None:
     base = Path(root)
     half_plus(base / "saved_model_half_plus_two_cpu" / VERSION_DIR, 2.0)
-    half_plus(base / "saved_model_half_plus_three" / VERSION_DIR, 3.0)
+    three = base / "saved_model_half_plus_three" / VERSION_DIR
+    half_plus(three, 3.0, committed_three=True)
+    warmup_file(three)
+    signature_defs_doc(base / "signature_defs_doc" / VERSION_DIR)
     two_versions = base / "saved_model_half_plus_two_2_versions"
     half_plus(two_versions / VERSION_DIR, 2.0, classify_x2=True)
     shutil.copytree(two_versions / VERSION_DIR, two_versions / "00000124")
