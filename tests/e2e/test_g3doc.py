@@ -35,9 +35,10 @@ from onnx import TensorProto, helper
 from gateway.config.batching_options import load_options
 from gateway.config.flags import FlagError, check_built, parse_flags
 from gateway.config.model_config import load_model_server_config, model_specs
-from tests.e2e.test_lifecycle import predict, reload, status
 from tests.support import onnx_models, rest_models
 from tests.support.gateway_proc import GatewayProcess, gateway_command, running_gateway
+from tests.support.grpc_calls import predict_request
+from tests.support.lifecycle import predict, reload, status
 from tests.support.tf_compat import Served, free_port
 from tests.support.tf_compat_models_script import WARMUP_RECORDS
 
@@ -349,7 +350,6 @@ def test_serving_config_labels_at_start_need_the_flag(docs: Docs, tmp_path: Path
 
 def predict_label(channel: grpc.Channel, model: str, label: str) -> int:
     from gateway._pb.tensorflow_serving.apis import prediction_service_pb2_grpc
-    from tests.e2e.test_grpc import predict_request
 
     stub = prediction_service_pb2_grpc.PredictionServiceStub(channel)
     request = predict_request(model, {"x": np.ones((1, 2), np.float32)}, label=label)

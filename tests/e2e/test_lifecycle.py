@@ -14,7 +14,6 @@ from pathlib import Path
 import grpc
 import numpy as np
 import pytest
-from google.protobuf import text_format
 from grpc_health.v1 import health_pb2, health_pb2_grpc
 
 from gateway._pb.tensorflow_serving.apis import (
@@ -23,32 +22,22 @@ from gateway._pb.tensorflow_serving.apis import (
     model_service_pb2_grpc,
     prediction_service_pb2_grpc,
 )
-from tests.e2e.test_grpc import outputs_of, predict_request
 from tests.support import onnx_models
 from tests.support.gateway_proc import GatewayProcess, running_gateway
+from tests.support.grpc_calls import predict_request
+from tests.support.lifecycle import (
+    X,
+    config_text,
+    predict,
+    reload,
+    reload_error,
+    reload_request,
+    status,
+)
 from tests.support.warmup_files import predict_log, write_warmup
 
 WAIT_S = 120.0
 State = get_model_status_pb2.ModelVersionStatus.State
-X = np.ones((1, 2), np.float32)
-
-
-def config_text(*models: str) -> str:
-    """A ModelServerConfig of ``name:base_path[:specific version]`` entries."""
-    entries = []
-    for model in models:
-        name, base, *version = model.split(":")
-        policy = (
-            f" model_version_policy {{ specific {{ versions: {version[0]} }} }}" if version else ""
-        )
-        entries.append(f'config {{ name: "{name}" base_path: "{base}"{policy} }}')
-    return "model_config_list {\n  " + "\n  ".join(entries) + "\n}\n"
-
-
-def reload_request(text: str) -> model_management_pb2.ReloadConfigRequest:
-    request = model_management_pb2.ReloadConfigRequest()
-    text_format.Parse(text, request.config)
-    return request
 
 
 @pytest.fixture(scope="module")
@@ -76,35 +65,6 @@ def managed(repo: Path, tmp_path_factory: pytest.TempPathFactory) -> Iterator[Ga
     ]
     with running_gateway(args, tmp_path_factory.mktemp("managed_logs")) as process:
         yield process
-
-
-def predict(channel: grpc.Channel, model: str) -> tuple[int, np.ndarray]:
-    stub = prediction_service_pb2_grpc.PredictionServiceStub(channel)
-    response = stub.Predict(predict_request(model, {"x": X}), timeout=WAIT_S)
-    return response.model_spec.version.value, outputs_of(response)["y"]
-
-
-def status(channel: grpc.Channel, model: str) -> list[tuple[int, int, str]]:
-    request = get_model_status_pb2.GetModelStatusRequest()
-    request.model_spec.name = model
-    stub = model_service_pb2_grpc.ModelServiceStub(channel)
-    response = stub.GetModelStatus(request, timeout=WAIT_S)
-    return [(s.version, s.state, s.status.error_message) for s in response.model_version_status]
-
-
-def reload(
-    channel: grpc.Channel, text: str, *metrics: str
-) -> model_management_pb2.ReloadConfigResponse:
-    request = reload_request(text)
-    request.metric_names.extend(metrics)
-    stub = model_service_pb2_grpc.ModelServiceStub(channel)
-    return stub.HandleReloadConfigRequest(request, timeout=WAIT_S)
-
-
-def reload_error(channel: grpc.Channel, text: str) -> tuple[grpc.StatusCode, str]:
-    with pytest.raises(grpc.RpcError) as info:
-        reload(channel, text)
-    return info.value.code(), str(info.value.details())
 
 
 def test_reload_adds_replaces_and_removes_models(managed: GatewayProcess, repo: Path) -> None:

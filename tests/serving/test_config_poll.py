@@ -12,8 +12,13 @@ import pytest
 from gateway.config.model_config import ModelSpecConfig
 from gateway.serving.config_poll import reload_config_file
 from gateway.serving.models import ModelManager
-from tests.serving.test_models import versions
 from tests.support.fakes import FakePool
+
+
+def versions(base: Path, *numbers: int) -> None:
+    for n in numbers:
+        (base / str(n)).mkdir(parents=True, exist_ok=True)
+        (base / str(n) / "model.onnx").write_bytes(b"onnx")
 
 
 def test_a_rewritten_file_is_applied_and_a_bad_one_ignored(
