@@ -28,6 +28,7 @@ from gateway.config.model_config import ModelSpecConfig
 from gateway.config.platform import resolve_worker_threads
 from gateway.config.settings import Settings
 from gateway.errors import Unavailable
+from gateway.observability.hooks import Observability
 from gateway.parallel.pool import PoolOptions, WorkerPool
 from gateway.serving.config_poll import poll_config_file
 from gateway.serving.core import ServingCore
@@ -66,6 +67,7 @@ class Gateway:
         self.settings = settings
         self.specs = list(specs)
         workers, self.intra_op, self.inter_op = resolve_worker_threads(settings)
+        self.observability = Observability.from_settings(settings)
         arena = settings.worker_arena_bytes
         self.pool = WorkerPool(
             PoolOptions(
@@ -74,11 +76,14 @@ class Gateway:
                 output_bytes=arena,
                 ping_interval_s=settings.worker_ping_interval_seconds,
                 ping_timeout_s=settings.worker_ping_timeout_seconds,
+                log_format=settings.log_format,
             ),
             on_change=self._models_changed,
         )
         policy = BatchingPolicy.from_settings(settings, self.specs, workers)
-        self.queues = BatchQueues(policy, self.pool.dispatcher)
+        self.queues = BatchQueues(
+            policy, self.pool.dispatcher, observer=self.observability.queue_observer
+        )
         self.models = ModelManager(
             self.pool,
             self.specs,
@@ -119,7 +124,10 @@ class Gateway:
         await self.pool.start()
         await self.models.apply(self.specs)  # TF Serving's checks (labels) apply at start too
         await self._update_health()
-        server = grpc.aio.server(options=grpc_options(settings))
+        log.info("%s", self.observability.describe())
+        server = grpc.aio.server(
+            options=grpc_options(settings), interceptors=self.observability.interceptors()
+        )
         self.server = server
         add_services(
             server,
@@ -148,9 +156,12 @@ class Gateway:
                 classify_regress=ClassifyRegressHandler(
                     self.core, method_name_check=settings.enable_signature_method_name_check
                 ),
+                extra_routes=self.observability.routes(self.pool),
+                middleware=self.observability.rest_middleware(),
             )
             self.rest_port = await self.rest.start("", settings.rest_api_port)
-            log.info("Exporting HTTP/REST API at:localhost:%d ...", self.rest_port)
+        elif self.observability.page_path:
+            log.warning("--monitoring_config_file: no metrics page without --rest_api_port")
         if settings.file_system_poll_wait_seconds > 0:
             self._spawn(self._poll_models(settings.file_system_poll_wait_seconds))
         if settings.model_config_file and settings.model_config_file_poll_wait_seconds > 0:
@@ -177,6 +188,7 @@ class Gateway:
             with contextlib.suppress(asyncio.CancelledError):
                 await task
         await self.pool.close()
+        await self.observability.close()
         if self.settings.grpc_socket_path:
             with contextlib.suppress(FileNotFoundError):
                 os.unlink(self.settings.grpc_socket_path)

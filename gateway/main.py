@@ -21,6 +21,7 @@ from gateway.config.model_config import (
     model_specs,
 )
 from gateway.errors import ServingError
+from workers import logs
 
 log = logging.getLogger("tensorgate")
 
@@ -33,11 +34,7 @@ def main(argv: Sequence[str] | None = None) -> int:
     except FlagError as exc:
         sys.stderr.write(f"tensorgate: {exc}\n")
         return 2
-    logging.basicConfig(
-        level=logging.INFO,
-        format="%(asctime)s.%(msecs)03d %(levelname).1s %(process)d %(name)s] %(message)s",
-        datefmt="%Y-%m-%d %H:%M:%S",
-    )
+    logs.configure("gateway", settings.log_format)
     try:
         if settings.model_config_file:
             config = load_model_server_config(settings.model_config_file)

@@ -1,14 +1,15 @@
 """Starting a worker process: the gateway's :func:`spawn_worker` and the child's :func:`main`.
 
 ``python -m workers --index N --memfd FD --submit-fd FD --complete-fd FD --release-fd FD
---parent-pid PID [--log-level LEVEL]``: the descriptors are the channel's, inherited
-(:func:`worker_argv` writes these arguments, :func:`main` reads them).
+--parent-pid PID [--log-level LEVEL] [--log-format text|json]``: the descriptors are the
+channel's, inherited (:func:`worker_argv` writes these arguments, :func:`main` reads them).
 
 The child, in order: pins native thread pools to one thread (before numpy or ONNX Runtime load),
-sets up logging, asks the kernel to SIGKILL it when its parent dies (``PR_SET_PDEATHSIG``; if the
-parent is already gone it exits 1), installs signal handlers that only set a flag (SIGTERM:
-finish the current request, then exit 0; SIGINT is ignored — the gateway decides when workers
-stop), attaches to its channel and runs :func:`workers.worker.serve`.
+sets up logging in tensorgate's one format (:mod:`workers.logs`; TensorFlow's start-up noise kept
+out), asks the kernel to SIGKILL it when its parent dies (``PR_SET_PDEATHSIG``; if the parent is
+already gone it exits 1), installs signal handlers that only set a flag (SIGTERM: finish the
+current request, then exit 0; SIGINT is ignored — the gateway decides when workers stop),
+attaches to its channel and runs :func:`workers.worker.serve`.
 
 Nothing here imports grpc, protobuf or the gateway.
 """
@@ -24,6 +25,7 @@ import subprocess
 import sys
 from collections.abc import Mapping, Sequence
 
+from workers import logs
 from workers.shm.channel import Channel
 
 log = logging.getLogger(__name__)
@@ -41,7 +43,9 @@ Runtime's own pools are sized by each ``load`` request."""
 _PR_SET_PDEATHSIG = 1
 
 
-def worker_argv(channel: Channel, *, parent_pid: int, log_level: str = "INFO") -> list[str]:
+def worker_argv(
+    channel: Channel, *, parent_pid: int, log_level: str = "INFO", log_format: str = "text"
+) -> list[str]:
     """Arguments for ``python -m workers`` attached to ``channel`` (whose :attr:`Channel.fds`
     the child must inherit), naming ``parent_pid`` as the process it dies with."""
     memfd, submit_fd, complete_fd, release_fd = channel.fds
@@ -49,12 +53,16 @@ def worker_argv(channel: Channel, *, parent_pid: int, log_level: str = "INFO") -
         *("--index", str(channel.index), "--memfd", str(memfd)),
         *("--submit-fd", str(submit_fd), "--complete-fd", str(complete_fd)),
         *("--release-fd", str(release_fd), "--parent-pid", str(parent_pid)),
-        *("--log-level", log_level),
+        *("--log-level", log_level, "--log-format", log_format),
     ]
 
 
 def spawn_worker(
-    channel: Channel, *, log_level: str = "INFO", env: Mapping[str, str] | None = None
+    channel: Channel,
+    *,
+    log_level: str = "INFO",
+    log_format: str = "text",
+    env: Mapping[str, str] | None = None,
 ) -> subprocess.Popen[bytes]:
     """Start ``python -m workers`` attached to ``channel``; it posts a ``ready`` completion once
     it can take requests. Call from a thread that lives as long as the worker (the event loop's):
@@ -62,7 +70,7 @@ def spawn_worker(
     """
     child_env = dict(os.environ if env is None else env)
     child_env.update(THREAD_ENV)
-    argv = worker_argv(channel, parent_pid=os.getpid(), log_level=log_level)
+    argv = worker_argv(channel, parent_pid=os.getpid(), log_level=log_level, log_format=log_format)
     return subprocess.Popen(
         [sys.executable, "-m", "workers", *argv],
         pass_fds=channel.fds,
@@ -77,6 +85,7 @@ def _parse(argv: Sequence[str]) -> argparse.Namespace:
         parser.add_argument(flag, type=int, required=True)
     parser.add_argument("--parent-pid", type=int, required=True)
     parser.add_argument("--log-level", default="INFO")
+    parser.add_argument("--log-format", default="text", choices=logs.FORMATS)
     return parser.parse_args(list(argv))
 
 
@@ -107,10 +116,8 @@ def main(argv: Sequence[str] | None = None) -> int:
     argv = sys.argv[1:] if argv is None else argv
     os.environ.update(THREAD_ENV)
     args = _parse(argv)
-    logging.basicConfig(
-        level=args.log_level.upper(),
-        format=f"%(asctime)s worker-{args.index}[%(process)d] %(levelname)s %(name)s: %(message)s",
-    )
+    logs.configure(f"worker-{args.index}", args.log_format, args.log_level)
+    logs.quiet_tensorflow()
     if not _die_with_parent(args.parent_pid):
         log.error("parent %d exited before the worker started", args.parent_pid)
         return 1

@@ -17,10 +17,12 @@ Requests and their replies::
         "definition": <base64 SignatureDef bytes> so metadata can show it unchanged)
     {"op": "unload", "id": 2, "key": "mnist:3"} -> {"id": 2, "ok": true}
     {"op": "run", "id": 3, "key": "mnist:3", "inputs": [TensorDesc...], "outputs": ["probs"] | null,
-     "deadline": <time.monotonic() seconds> | null, "signature": "serving_default" | ""}
-    -> {"id": 3, "ok": true, "outputs": [TensorDesc...], "out_end": 12345, "compute_us": 81.2}
-    {"op": "ping", "id": 4} -> {"id": 4, "ok": true, "pid": 1234}
-    {"op": "ping", "id": 5, "key": "mnist:3"} -> {"id": 5, "ok": true, "pid": 1234, "runs": 6}
+     "deadline": <time.monotonic() seconds> | null, "signature": "serving_default" | "",
+     "traceparent": "00-<trace id>-<span id>-01"}          (traceparent: only when traced)
+    -> {"id": 3, "ok": true, "outputs": [TensorDesc...], "out_end": 12345, "compute_us": 81.2,
+        "spans": [SpanRecord...]}                        (spans: only when traced)
+    {"op": "ping", "id": 4} -> {"id": 4, "ok": true, "pid": 1234, "stats": WorkerStats}
+    {"op": "ping", "id": 5, "key": "mnist:3"} -> {..., "runs": 6}
        ("runs": runs of that key in this worker since it was loaded; warmup counts them)
     {"op": "stop", "id": 5} -> {"id": 5, "ok": true}   (then the worker exits 0)
     any failure -> {"id": n, "ok": false, "code": "INVALID_ARGUMENT", "message": "..."}
@@ -41,6 +43,7 @@ from collections.abc import Callable, Mapping, Sequence
 from typing import Any, Final, Literal, NotRequired, TypedDict, cast
 
 from workers.dtypes import DTYPE_NAMES
+from workers.telemetry import SpanRecord, WorkerStats
 
 DEFAULT_SIGNATURE: Final = "serving_default"
 """The signature a request without a signature name gets (TF Serving's default)."""
@@ -103,6 +106,8 @@ class RunRequest(TypedDict):
     outputs: list[str] | None
     deadline: float | None
     signature: str
+    traceparent: NotRequired[str]
+    """W3C context of the batch span (parent of the worker's spans; an invalid one is ignored)."""
 
 
 class PingRequest(TypedDict):
@@ -153,9 +158,11 @@ def run_request(
     outputs: Sequence[str] | None = None,
     deadline: float | None = None,
     signature: str = "",
+    traceparent: str | None = None,
 ) -> RunRequest:
-    """``outputs`` None: every output; ``signature`` "": the model's default."""
-    return {
+    """``outputs`` None: every output; ``signature`` "": the model's default; ``traceparent``
+    None: untraced (the field is then absent)."""
+    request: RunRequest = {
         "op": "run",
         "id": request_id,
         "key": key,
@@ -164,6 +171,9 @@ def run_request(
         "deadline": deadline,
         "signature": signature,
     }
+    if traceparent is not None:
+        request["traceparent"] = traceparent
+    return request
 
 
 def ping_request(request_id: int, *, key: str | None = None) -> PingRequest:
@@ -207,6 +217,8 @@ class RunReply(TypedDict):
     outputs: list[TensorDesc]
     out_end: int
     compute_us: float
+    spans: NotRequired[list[SpanRecord]]
+    """The worker's spans of a traced run."""
 
 
 class PingReply(TypedDict):
@@ -214,6 +226,7 @@ class PingReply(TypedDict):
     ok: Literal[True]
     pid: int
     runs: NotRequired[int]
+    stats: NotRequired[WorkerStats]
 
 
 class ErrorReply(TypedDict):
@@ -242,21 +255,34 @@ def load_reply(request_id: int, signature: Mapping[str, Any]) -> LoadReply:
 
 
 def run_reply(
-    request_id: int, *, outputs: list[TensorDesc], out_end: int, compute_us: float
+    request_id: int,
+    *,
+    outputs: list[TensorDesc],
+    out_end: int,
+    compute_us: float,
+    spans: list[SpanRecord] | None = None,
 ) -> RunReply:
-    return {
+    """``spans`` None: an untraced run (the field is then absent)."""
+    reply: RunReply = {
         "id": request_id,
         "ok": True,
         "outputs": outputs,
         "out_end": out_end,
         "compute_us": compute_us,
     }
+    if spans is not None:
+        reply["spans"] = spans
+    return reply
 
 
-def ping_reply(request_id: int, pid: int, *, runs: int | None = None) -> PingReply:
+def ping_reply(
+    request_id: int, pid: int, *, runs: int | None = None, stats: WorkerStats | None = None
+) -> PingReply:
     reply: PingReply = {"id": request_id, "ok": True, "pid": pid}
     if runs is not None:
         reply["runs"] = runs
+    if stats is not None:
+        reply["stats"] = stats
     return reply
 
 

@@ -33,6 +33,7 @@ from workers.messages import (
 from workers.shm.arena import align_up
 from workers.shm.channel import Channel, ChannelFull, OutputArenaExhausted
 from workers.shm.payload import read_tensor, tensor_nbytes, write_tensor
+from workers.telemetry import Telemetry
 
 log = logging.getLogger(__name__)
 
@@ -128,6 +129,7 @@ class Worker:
         self.models: dict[str, Model] = {}
         self.runs: dict[str, int] = {}
         """Runs per loaded key since its load (``ping`` with a key reports them)."""
+        self.telemetry = Telemetry()
 
     def handle(self, request: Request) -> Reply:
         """The reply to one request; never raises for a bad request or a failed run.
@@ -147,7 +149,9 @@ class Worker:
             if request["op"] == "ping":
                 key = request.get("key")
                 runs = None if key is None else self.runs.get(key, 0)
-                return messages.ping_reply(request_id, os.getpid(), runs=runs)
+                return messages.ping_reply(
+                    request_id, os.getpid(), runs=runs, stats=self.telemetry.stats()
+                )
             return messages.ok_reply(request_id)  # stop: the loop ends after replying
         except WorkerError as exc:
             error = exc
@@ -169,17 +173,21 @@ class Worker:
                 f"platform {platform!r} is not served by tensorgate workers "
                 f"(supported: {', '.join(sorted(LOADERS))})",
             )
+        started = time.perf_counter()
         model = loader(request)
+        seconds = time.perf_counter() - started
         if loaded is not None:
             loaded.close()
         self.models[key] = model
         self.runs[key] = 0
-        log.info("loaded %s from %s", key, path)
+        self.telemetry.loaded(key, seconds)
+        log.info("loaded %s from %s in %.3f s", key, path, seconds)
         return model.signature
 
     def _unload(self, key: str) -> None:
         model = self.models.pop(key, None)
         self.runs.pop(key, None)
+        self.telemetry.unloaded(key)
         if model is not None:
             model.close()
             log.info("unloaded %s", key)
@@ -193,10 +201,17 @@ class Worker:
         if model is None:
             raise WorkerError("NOT_FOUND", f"model {key!r} is not loaded in this worker")
         feeds = dict(self._input(t, model.text_strings) for t in request["inputs"])
+        trace = self.telemetry.trace(request.get("traceparent"))
         started = time.perf_counter_ns()
         self.runs[key] += 1
-        results = model.run(request["signature"], feeds, request["outputs"])
+        try:
+            results = model.run(request["signature"], feeds, request["outputs"])
+        except BaseException:
+            if trace is not None:
+                trace.abandon()
+            raise
         compute_us = (time.perf_counter_ns() - started) / 1000
+        spans = None if trace is None else trace.finish("compute", **{"tensorgate.model": key})
         del feeds
         outputs = self._write_outputs(results)
         return messages.run_reply(
@@ -204,6 +219,7 @@ class Worker:
             outputs=outputs,
             out_end=self.channel.output_allocated,
             compute_us=round(compute_us, 1),
+            spans=spans,
         )
 
     def _input(self, desc: TensorDesc, as_text: bool) -> tuple[str, np.ndarray[Any, Any]]:
@@ -305,14 +321,16 @@ def serve(channel: Channel, stopping: Callable[[], bool], wake_fd: int | None = 
     status (0). ``wake_fd`` is a descriptor that becomes readable when a signal arrives."""
     worker = Worker(channel)
     _post(channel, messages.ready(os.getpid()))
-    log.info("worker %d ready", channel.index)
     while True:
         batch = [_decode(data) for data in channel.wait_submissions(None, wake_fd=wake_fd)]
         for i, request in enumerate(batch):
             if isinstance(request, BadRequest):
                 _post(channel, request.reply(request.request_id))
                 continue
-            _post(channel, worker.handle(request))
+            reply = worker.handle(request)
+            if request["op"] == "run":
+                worker.telemetry.count_run(reply["ok"])
+            _post(channel, reply)
             if request["op"] == "stop" or stopping():
                 _refuse(channel, batch[i + 1 :])
                 _refuse(channel, [_decode(data) for data in channel.wait_submissions(0)])

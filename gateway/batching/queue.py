@@ -30,6 +30,8 @@ class Task:
     deadline: float | None
     future: asyncio.Future[dict[str, Array]]
     enqueued_at: float
+    tag: object = None
+    """What the queue's observer noted when the request joined (metrics, traces), or None."""
     batch: Batch | None = None
     timer: Timer | None = None
 

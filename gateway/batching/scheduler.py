@@ -36,10 +36,36 @@ from gateway.errors import DeadlineExceeded, Internal, InvalidArgument, ServingE
 from gateway.parallel.dispatcher import Dispatcher, RunResult, WorkerLink
 
 
-class BatchObserver(Protocol):
-    """Receives what metrics need, once per batch sent to a worker."""
+class BatchRecord(Protocol):
+    """What an observer keeps of one batch: the W3C ``traceparent`` its run carries to the
+    worker (None: untraced), and :meth:`done` once the run has finished or failed."""
 
-    def on_batch(self, rows: int, padded_rows: int, queue_waits_s: Sequence[float]) -> None: ...
+    traceparent: str | None
+
+    def done(self, result: RunResult | None) -> None: ...
+
+
+class BatchObserver(Protocol):
+    """Sees one queue's requests and batches (metrics, traces); every call is on the loop.
+
+    ``on_enqueue`` runs in the submitting request's task as it joins the queue; its value becomes
+    the request's :attr:`Task.tag`. ``on_batch`` runs once per batch before its run is posted,
+    with the members' tags, queue waits (seconds) and rows, and the batch's padded rows.
+    ``on_refused`` names why a request left without running: ``queue_full``, ``deadline``
+    (refused: it would wait past its deadline) or ``expired`` (dropped in the queue).
+    """
+
+    def on_enqueue(self) -> object: ...
+
+    def on_batch(
+        self,
+        tags: Sequence[object],
+        queue_waits_s: Sequence[float],
+        sizes: Sequence[int],
+        padded_rows: int,
+    ) -> BatchRecord | None: ...
+
+    def on_refused(self, reason: str) -> None: ...
 
 
 @dataclass
@@ -130,11 +156,13 @@ class BatchScheduler:
         full = self._admission.queue_full(len(self._queue) + new_batches)
         if full is not None:
             self.stats.rejected_full += 1
+            self._refused("queue_full")
             raise full
         ahead = len(self._queue) + self.in_flight - (1 if into_open else 0)
         late = self._admission.too_late(now, deadline, ahead)
         if late is not None:
             self.stats.rejected_late += 1
+            self._refused("deadline")
             raise late
         tasks = self._enqueue(dict(inputs), tuple(outputs), deadline, key, chunks, into_open, now)
         self._pump()
@@ -153,12 +181,13 @@ class BatchScheduler:
         now: float,
     ) -> list[Task]:
         loop = asyncio.get_running_loop()
+        tag = None if self._observer is None else self._observer.on_enqueue()
         tasks = []
         start = 0
         for i, rows in enumerate(chunks):
             part = merge.slice_rows(inputs, start, start + rows) if len(chunks) > 1 else inputs
             start += rows
-            task = Task(part, rows, outputs, deadline, loop.create_future(), now)
+            task = Task(part, rows, outputs, deadline, loop.create_future(), now, tag)
             self._queue.add(task, key, i == 0 and into_open, now)
             if deadline is not None:
                 task.timer = self._clock.call_at(deadline, functools.partial(self._expire, task))
@@ -172,6 +201,7 @@ class BatchScheduler:
         if task.batch is not None and not task.future.done():
             self._remove(task)
             self.stats.expired += 1
+            self._refused("expired")
             task.future.set_exception(
                 DeadlineExceeded("Deadline exceeded while waiting in the batch queue")
             )
@@ -219,6 +249,12 @@ class BatchScheduler:
         outputs = list(dict.fromkeys(name for t in tasks for name in t.outputs))
         deadlines = [t.deadline for t in tasks]
         deadline = None if None in deadlines else max(d for d in deadlines if d is not None)
+        now = self._clock.now()
+        record = None
+        if self._observer is not None:
+            waits = [now - t.enqueued_at for t in tasks]
+            sizes = [t.size for t in tasks]
+            record = self._observer.on_batch([t.tag for t in tasks], waits, sizes, padded)
         try:
             future = link.submit(
                 self.servable_key,
@@ -227,27 +263,35 @@ class BatchScheduler:
                 outputs,
                 deadline,
                 self.signature,
+                traceparent=None if record is None else record.traceparent,
             )
         except ServingError as exc:
+            if record is not None:
+                record.done(None)
             self._fail(tasks, exc)
             self._check_idle()
             return
-        now = self._clock.now()
         self.stats.batches += 1
         self.stats.rows += rows
         self.stats.padding_rows += padded - rows
-        if self._observer is not None:
-            self._observer.on_batch(rows, padded, [now - t.enqueued_at for t in tasks])
         self.in_flight += 1
         self._runs.add(future)
-        future.add_done_callback(functools.partial(self._finish, tasks, padded, now))
+        future.add_done_callback(functools.partial(self._finish, tasks, padded, now, record))
 
     def _finish(
-        self, tasks: list[Task], padded: int, sent_at: float, future: asyncio.Future[RunResult]
+        self,
+        tasks: list[Task],
+        padded: int,
+        sent_at: float,
+        record: BatchRecord | None,
+        future: asyncio.Future[RunResult],
     ) -> None:
         """Done-callback of a batch's run: hand each task its rows (or the error), send more."""
         self._runs.discard(future)
         self.in_flight -= 1
+        if record is not None:
+            failed = future.cancelled() or future.exception() is not None
+            record.done(None if failed else future.result())
         try:
             if future.cancelled():
                 raise Unavailable("the server is shutting down")
@@ -280,6 +324,8 @@ class BatchScheduler:
         if not late:
             return tasks
         self.stats.expired += len(late)
+        for _ in late:
+            self._refused("expired")
         self._fail(
             late,
             DeadlineExceeded(
@@ -288,6 +334,10 @@ class BatchScheduler:
             ),
         )
         return [t for t in tasks if t not in late]
+
+    def _refused(self, reason: str) -> None:
+        if self._observer is not None:
+            self._observer.on_refused(reason)
 
     @staticmethod
     def _fail(tasks: Sequence[Task], error: ServingError) -> None:

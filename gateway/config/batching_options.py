@@ -142,6 +142,16 @@ class BatchingOptions:
             raise ConfigError(message) from None
 
 
+def thread_pool_name(path: str) -> str:
+    """The batch thread pool's name, which TF Serving's queuing-latency metric is labelled with:
+    ``model_server_batch_threads`` without a parameters file (its ``server.cc``), else the file's
+    ``thread_pool_name`` (``batch_threads`` when absent, the scheduler's default)."""
+    if not path:
+        return "model_server_batch_threads"
+    params = load_batching_parameters(path)
+    return params.thread_pool_name.value if params.HasField("thread_pool_name") else "batch_threads"
+
+
 def load_options(path: str) -> BatchingOptions:
     """Read a text-format BatchingParameters file (ConfigError on any problem)."""
     return BatchingOptions.from_proto(load_batching_parameters(path), path)

@@ -171,12 +171,12 @@ FLAGS: dict[str, FlagSpec] = {
         _impl("ready_fd", "int32"),
         _impl("enable_model_management_api", "bool"),
         _impl("model_workers", "string"),
+        _impl("log_format", "string"),
     )
 }
 
 NOT_BUILT_YET: dict[str, bool | int | str] = {
     "ssl_config_file": "",
-    "monitoring_config_file": "",
 }
 """Flags that parse and validate but whose feature the server does not have yet, with the value
 that asks for nothing. Any other value is refused at start, never silently ignored."""

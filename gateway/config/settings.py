@@ -255,8 +255,15 @@ class Settings:
     # --- other config files -------------------------------------------------------------------
     monitoring_config_file: str = _setting(
         "",
-        "Text-format MonitoringConfig file; its prometheus_config turns on the Prometheus "
-        'endpoint on the REST port. Default "" (no metrics endpoint), as TF Serving.',
+        "Text-format MonitoringConfig file; prometheus_config { enable: true } serves TF "
+        "Serving's metrics (and tensorgate's own) on the REST port at prometheus_config.path "
+        '(default /monitoring/prometheus/metrics). Default "" (no metrics page), as TF Serving.',
+    )
+    log_format: str = _setting(
+        "text",
+        "tensorgate: format of the gateway's and the workers' log lines on stderr: text (one "
+        "line: time, level, pid, process, logger, message) or json (one object per line, with "
+        'trace_id and span_id inside traced requests). Default "text".',
     )
     ssl_config_file: str = _setting(
         "",

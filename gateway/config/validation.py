@@ -17,6 +17,7 @@ if TYPE_CHECKING:
     from gateway.config.settings import Settings
 
 INT32_MAX = 2**31 - 1
+LOG_FORMATS = ("text", "json")
 
 
 class SettingsError(ValueError):
@@ -92,6 +93,10 @@ def validate(s: Settings) -> None:
             raise SettingsError(f"{name} must be > 0, got {value}")
     if not s.model_name:
         raise SettingsError("model_name must not be empty")
+    if s.log_format not in LOG_FORMATS:
+        raise SettingsError(
+            f"log_format must be one of {', '.join(LOG_FORMATS)}, got {s.log_format!r}"
+        )
     if any(not tag for tag in s.saved_model_tag_set):
         raise SettingsError(
             f"saved_model_tags must be comma-separated non-empty tags, got {s.saved_model_tags!r}"

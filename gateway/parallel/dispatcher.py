@@ -34,6 +34,7 @@ from workers.messages import (
 )
 from workers.shm.channel import Channel, ChannelFull
 from workers.shm.payload import read_tensor, tensor_nbytes, write_tensor
+from workers.telemetry import SpanRecord
 
 log = logging.getLogger(__name__)
 
@@ -47,6 +48,8 @@ class RunResult:
 
     outputs: dict[str, np.ndarray]
     compute_us: float
+    spans: list[SpanRecord] | None = None
+    """The worker's spans, when the run was traced."""
 
 
 @dataclass
@@ -129,6 +132,7 @@ class WorkerLink:
         outputs: Sequence[str] | None,
         deadline: float | None,
         signature: str = "",
+        traceparent: str | None = None,
     ) -> asyncio.Future[RunResult]:
         """Lay out a batch in this worker's input area, let ``fill`` write it, post the run.
 
@@ -138,6 +142,7 @@ class WorkerLink:
         directly: no intermediate concatenation), a temporary object array for strings.
         Raises ResourceExhausted when the input area cannot hold the batch right now. The
         future fails with Unavailable when the worker dies, or with the worker's error.
+        ``traceparent``: the batch span's W3C context, for the worker's spans (None: untraced).
         """
         strings: dict[str, np.ndarray] = {}
         sizes: dict[str, int] = {}
@@ -181,6 +186,7 @@ class WorkerLink:
                 outputs=outputs,
                 deadline=deadline,
                 signature=signature,
+                traceparent=traceparent,
             )
             future: asyncio.Future[RunResult] = self._send(request, input_offset=offset)
         except BaseException:
@@ -254,7 +260,7 @@ class WorkerLink:
             return None, Internal(f"worker {self.index} sent unreadable outputs: {exc}")
         finally:
             self.channel.release_outputs(run["out_end"])
-        return RunResult(outputs, run["compute_us"]), None
+        return RunResult(outputs, run["compute_us"], run.get("spans")), None
 
     def fail_all(self, error: ServingError) -> None:
         """Resolve every pending future with ``error`` (worker died or is being retired)."""

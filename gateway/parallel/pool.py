@@ -42,6 +42,7 @@ class PoolOptions:
     ``ping_interval_s``: seconds between liveness pings. ``ping_timeout_s``: seconds a worker may
     take to answer one before it is killed and replaced. ``start_timeout_s``: seconds a new worker
     may take to report ready. ``stop_timeout_s``: seconds to wait for a clean exit before SIGKILL.
+    ``log_format``: the workers' log format (:data:`workers.logs.FORMATS`).
     """
 
     workers: int
@@ -51,6 +52,7 @@ class PoolOptions:
     ping_timeout_s: float = 30.0
     start_timeout_s: float = 60.0
     stop_timeout_s: float = 5.0
+    log_format: str = "text"
 
 
 @dataclass(frozen=True)
@@ -233,7 +235,7 @@ class WorkerPool:
         )
         link = WorkerLink(index, channel, loop, on_run_done=self.dispatcher.wake)
         try:
-            process = spawn_worker(channel)
+            process = spawn_worker(channel, log_format=self.options.log_format)
         except BaseException:
             link.close(Unavailable("worker failed to start"))
             raise

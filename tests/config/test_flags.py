@@ -476,7 +476,6 @@ def test_available_cpus_honours_cgroup_quota(
 @pytest.mark.parametrize(
     "arg",
     [
-        "--monitoring_config_file=/m.config",
         "--ssl_config_file=/s.config",
     ],
 )

@@ -27,6 +27,7 @@ REQUESTS: list[Request] = [
     messages.ping_request(6),
     messages.ping_request(8, key="m:3"),
     messages.stop_request(7),
+    messages.run_request(8, key="m:3", inputs=[X], traceparent=f"00-{'a' * 32}-{'b' * 16}-01"),
 ]
 
 REPLIES: list[Reply] = [
@@ -36,6 +37,36 @@ REPLIES: list[Reply] = [
     messages.run_reply(4, outputs=[X], out_end=8192, compute_us=81.2),
     messages.ping_reply(6, 1234),
     messages.ping_reply(8, 1234, runs=6),
+    messages.ping_reply(
+        7,
+        1234,
+        stats={
+            "pid": 1234,
+            "start_time": 1.5,
+            "cpu_seconds": 0.25,
+            "rss_bytes": 4096,
+            "runs": 3,
+            "run_errors": 1,
+            "load_seconds": {"m:3": 0.5},
+        },
+    ),
+    messages.run_reply(
+        10,
+        outputs=[X],
+        out_end=8192,
+        compute_us=8.5,
+        spans=[
+            {
+                "pid": 1234,
+                "name": "compute",
+                "span_id": "c" * 16,
+                "parent_id": "b" * 16,
+                "start_ns": 1_700_000_000_000_000_000,
+                "end_ns": 1_700_000_000_000_008_500,
+                "attributes": {"tensorgate.model": "m:3"},
+            }
+        ],
+    ),
     messages.error_reply(8, "NOT_FOUND", "no such model"),
     messages.error_reply(9, "DEADLINE_EXCEEDED", "late", out_end=8192),
 ]
@@ -65,6 +96,8 @@ def test_the_wire_is_compact_json_as_documented() -> None:
         "tags": ["serve"],
     }
     assert messages.run_request(1, key="k", inputs=[])["outputs"] is None  # every output
+    assert "traceparent" not in messages.run_request(1, key="k", inputs=[])  # untraced
+    assert "spans" not in messages.run_reply(1, outputs=[], out_end=0, compute_us=1.0)
     assert "out_end" not in messages.error_reply(1, "INTERNAL", "x")
 
 

@@ -142,7 +142,13 @@ def fresh() -> Iterator[Harness]:
 def test_ready_then_ping_names_the_process(worker: Harness) -> None:
     assert worker.ready == {"id": 0, "ok": True, "op": "ready", "pid": worker.proc.pid}
     request_id = worker.send(messages.ping_request)
-    assert worker.reply(request_id) == {"id": request_id, "ok": True, "pid": worker.proc.pid}
+    reply = worker.reply(request_id)
+    assert {k: reply[k] for k in ("id", "ok", "pid")} == {
+        "id": request_id,
+        "ok": True,
+        "pid": worker.proc.pid,
+    }
+    assert reply["stats"]["pid"] == worker.proc.pid
 
 
 def test_ping_with_a_key_counts_its_runs_since_it_was_loaded(

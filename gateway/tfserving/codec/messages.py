@@ -66,6 +66,25 @@ def model_ref(message: HasModelSpec) -> ModelRef:
     return ModelRef(spec.name)
 
 
+def model_name(request: object) -> str:
+    """The model a request names, for metrics and traces: its ``model_spec.name`` (a
+    MultiInference's first task's, as TF Serving's ``multi_inference.cc``); "" when none."""
+    if isinstance(request, inference_pb2.MultiInferenceRequest):
+        return request.tasks[0].model_spec.name if request.tasks else ""
+    spec = getattr(request, "model_spec", None)
+    return spec.name if isinstance(spec, model_pb2.ModelSpec) else ""
+
+
+def example_count(request: inference_pb2.MultiInferenceRequest) -> int:
+    """Examples in a MultiInference request's input (TF Serving's ``NumInputExamples``)."""
+    kind = request.input.WhichOneof("kind")
+    if kind == "example_list":
+        return len(request.input.example_list.examples)
+    if kind == "example_list_with_context":
+        return len(request.input.example_list_with_context.examples)
+    return 0
+
+
 def predict_inputs(
     request: predict_pb2.PredictRequest, signature: Signature, *, max_elements: int
 ) -> dict[str, np.ndarray]:

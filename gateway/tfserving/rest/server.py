@@ -11,6 +11,9 @@ convert out:
 - ``extra_routes``: exact raw paths (e.g. a Prometheus page) handled by the given coroutines;
 - any other path outside ``/v1/`` is 404 ``{"error": ...}``.
 
+A ``middleware`` (aiohttp's ``(request, handler)`` shape) wraps every request; a failed call's
+response carries its canonical code name under :data:`STATUS_KEY` (``response[STATUS_KEY]``).
+
 Contract: each API call's deadline is ``time.monotonic() + timeout_ms / 1000`` from when its body
 has been read, and is enforced around every await of the core or the hook (504 when it passes).
 Failures are ``{"error": "<message>"}`` with :func:`gateway.errors.http_status`; 429 and 503 carry
@@ -57,6 +60,12 @@ ServingError for failures. ``deadline`` is in ``time.monotonic()`` seconds."""
 ExtraRoute = Callable[[web.BaseRequest], Awaitable[web.StreamResponse]]
 """Handles one exact raw path (any method); its errors become 500 ``{"error": ...}``."""
 
+Middleware = Callable[[web.BaseRequest, ExtraRoute], Awaitable[web.StreamResponse]]
+"""Wraps the handling of every request: ``await middleware(request, handler)``."""
+
+STATUS_KEY = "tensorgate.status"
+"""Set on error responses: the canonical code name (``"NOT_FOUND"``, ...) of the failure."""
+
 HEALTHZ = "/healthz"
 READYZ = "/readyz"
 RETRY_AFTER_S = "1"
@@ -81,7 +90,7 @@ class RestServer:
     ``--rest_api_enable_cors_support``. ``max_body_bytes``: largest request body accepted.
     ``max_elements``: largest element count of one input tensor. ``classify_regress``: serves
     ``:classify`` / ``:regress`` (None: 501). ``extra_routes``: exact raw path → handler, checked
-    before everything else.
+    before everything else. ``middleware``: wraps every request (observability).
     """
 
     def __init__(
@@ -94,6 +103,7 @@ class RestServer:
         max_elements: int,
         classify_regress: ClassifyRegress | None = None,
         extra_routes: Mapping[str, ExtraRoute] | None = None,
+        middleware: Middleware | None = None,
     ) -> None:
         if timeout_ms < 1 or max_body_bytes < 1 or max_elements < 1:
             raise ValueError(
@@ -107,6 +117,7 @@ class RestServer:
         self._max_elements = max_elements
         self._classify_regress = classify_regress
         self._extra_routes = dict(extra_routes or {})
+        self._middleware = middleware
         self._runner: web.ServerRunner | None = None
         self._site: web.TCPSite | None = None
         self._active = 0
@@ -121,8 +132,15 @@ class RestServer:
         may get different ports, and the first is returned — give an address for port 0).
         """
         self._drained = asyncio.Event()
+        handler: ExtraRoute = self._handle
+        middleware = self._middleware
+        if middleware is not None:
+
+            async def handler(request: web.BaseRequest) -> web.StreamResponse:
+                return await middleware(request, self._handle)
+
         runner = web.ServerRunner(
-            web.Server(self._handle, access_log=None), shutdown_timeout=_CANCEL_AFTER_S
+            web.Server(handler, access_log=None), shutdown_timeout=_CANCEL_AFTER_S
         )
         await runner.setup()
         site = web.TCPSite(runner, host or None, port)
@@ -286,6 +304,7 @@ def _error(exc: ServingError) -> web.Response:
     status = http_status(exc.code)
     log.debug("REST call failed with %d: %s", status, exc.message)
     response = _json(json_response.error_body(exc.message), status)
+    response[STATUS_KEY] = exc.code.name
     if status in (429, 503):
         response.headers["Retry-After"] = RETRY_AFTER_S
     return response

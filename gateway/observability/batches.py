@@ -1,0 +1,153 @@
+"""The batch queues' side: one :class:`QueueObserver` per (servable, signature) queue.
+
+Per request: tensorgate's queue wait; with ``--enable_batching``, TF's ``batching_session``
+metrics as its ``BatchingSession`` records them (queuing latency per request, labelled with the
+batch thread pool's name; input batch size per request and input tensor; processed batch size and
+padding per batch; one ``wrapped_run_count`` per batch run). Per batch: tensorgate's batch size
+and the worker's compute time. Per successful request: TF's ``runtime_latency`` {model_name, API,
+runtime} — upstream times its session run, which with batching includes the queue, so here it runs
+from the request's enqueueing to its batch's end; ``runtime`` is ``TF1`` for TensorFlow models
+(upstream's session runtime) and ``ONNX`` for ONNX ones.
+
+Traces: a batch with sampled members gets a ``batch`` span, child of its first sampled member's
+server span and linked to the others; its W3C context travels to the worker in the run
+descriptor, and the worker's spans come back as its children. Each sampled member records its
+queue phase (enqueued, dispatched, done) for its own ``queue wait`` and ``encode`` spans.
+"""
+
+from __future__ import annotations
+
+import time
+from collections.abc import Sequence
+from dataclasses import dataclass
+
+from gateway.observability.calls import CURRENT, RUNTIME_APIS, Call
+from gateway.observability.metrics import GatewayMetrics
+from gateway.observability.tfs_metrics import TfServingMetrics
+from gateway.observability.tracing import BatchSpan, Tracing
+from gateway.parallel.dispatcher import RunResult
+
+RUNTIMES = {"tensorflow": "TF1", "onnx": "ONNX"}
+
+
+@dataclass(frozen=True)
+class QueueLabels:
+    """What the series of one queue are labelled with, and what it needs to record them."""
+
+    model: str
+    version: str
+    runtime: str
+    inputs: int
+    """Input tensors of the signature (TF records an input batch size per tensor)."""
+    thread_pool: str | None
+    """The batch thread pool's name with ``--enable_batching``, else None (no TF batch metrics)."""
+
+
+class QueueObserver:
+    """A :class:`~gateway.batching.scheduler.BatchObserver` recording one queue."""
+
+    def __init__(
+        self,
+        labels: QueueLabels,
+        tfs: TfServingMetrics | None,
+        metrics: GatewayMetrics | None,
+        tracing: Tracing | None,
+    ) -> None:
+        self.labels = labels
+        self.tfs = tfs
+        self.metrics = metrics
+        self.tracing = tracing
+
+    def on_enqueue(self) -> object:
+        return CURRENT.get()
+
+    def on_batch(
+        self,
+        tags: Sequence[object],
+        queue_waits_s: Sequence[float],
+        sizes: Sequence[int],
+        padded: int,
+    ) -> BatchNote | None:
+        labels = self.labels
+        key = (labels.model, labels.version)
+        rows = sum(sizes)
+        if self.metrics is not None:
+            for wait in queue_waits_s:
+                self.metrics.queue_wait.observe(key, wait)
+            self.metrics.batch_size.observe(key, rows)
+        tfs = self.tfs
+        if tfs is not None and labels.thread_pool is not None:
+            for wait, size in zip(queue_waits_s, sizes, strict=True):
+                tfs.queuing_latency.observe((labels.thread_pool,), int(wait * 1e6))
+                for _ in range(labels.inputs):
+                    tfs.input_batch_size.observe((), size)
+            tfs.padding_size.observe((str(padded),), padded - rows)
+            tfs.processed_batch_size.observe((), padded)
+            tfs.wrapped_run_count.inc(())
+        batch = None
+        traced = [t for t in tags if isinstance(t, Call) and t.span is not None]
+        if traced and self.tracing is not None:
+            now_ns = time.time_ns()
+            members = list({id(t.span): t.span for t in traced if t.span}.values())
+            batch = self.tracing.start_batch(members, now_ns)
+            for tag, wait in zip(tags, queue_waits_s, strict=True):
+                if isinstance(tag, Call) and tag.span is not None:
+                    tag.span.phases.append([now_ns - int(wait * 1e9), now_ns, 0])
+        if batch is None and tfs is None and self.metrics is None:
+            return None
+        return BatchNote(self, tags, queue_waits_s, rows, padded, batch)
+
+    def on_refused(self, reason: str) -> None:
+        if self.metrics is not None:
+            self.metrics.refused.inc((self.labels.model, reason))
+
+
+class BatchNote:
+    """One batch in flight (a :class:`~gateway.batching.scheduler.BatchRecord`)."""
+
+    def __init__(
+        self,
+        queue: QueueObserver,
+        tags: Sequence[object],
+        queue_waits_s: Sequence[float],
+        rows: int,
+        padded: int,
+        span: BatchSpan | None,
+    ) -> None:
+        self.queue = queue
+        self.tags = tags
+        self.waits = queue_waits_s
+        self.rows = rows
+        self.padded = padded
+        self.span = span
+        self.sent = time.perf_counter()
+        self.traceparent = None if span is None else span.traceparent
+
+    def done(self, result: RunResult | None) -> None:
+        queue, labels = self.queue, self.queue.labels
+        run_s = time.perf_counter() - self.sent
+        if result is not None and queue.metrics is not None:
+            queue.metrics.compute.observe((labels.model, labels.version), result.compute_us / 1e6)
+        if result is not None and queue.tfs is not None:
+            for tag, wait in zip(self.tags, self.waits, strict=True):
+                if isinstance(tag, Call) and tag.api in RUNTIME_APIS:
+                    series = (labels.model, tag.api, labels.runtime)
+                    queue.tfs.runtime_latency.observe(series, int((wait + run_s) * 1e6))
+        if self.span is None or queue.tracing is None:
+            return
+        end_ns = time.time_ns()
+        for tag in self.tags:
+            if isinstance(tag, Call) and tag.span is not None:
+                for phase in tag.span.phases:
+                    if phase[1] == self.span.start_ns and not phase[2]:
+                        phase[2] = end_ns
+        attributes = {
+            "tensorgate.model": labels.model,
+            "tensorgate.model.version": labels.version,
+            "tensorgate.batch.rows": self.rows,
+            "tensorgate.batch.padded_rows": self.padded,
+            "tensorgate.batch.requests": len(self.tags),
+        }
+        if result is None:
+            attributes["error.type"] = "run failed"
+        queue.tracing.end_batch(self.span, end_ns, attributes, (result and result.spans) or [])

@@ -1,0 +1,102 @@
+"""What the gateway wires in: metrics and tracing built from the settings and ``OTEL_*``, and the
+hooks that carry them — a gRPC interceptor, a REST middleware, the metrics page route and an
+observer per batch queue. With neither metrics nor tracing on, every hook is absent and nothing
+is recorded.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import os
+from collections.abc import Mapping
+
+import grpc
+
+from gateway.batching.scheduler import BatchObserver
+from gateway.config.batching_options import thread_pool_name
+from gateway.config.settings import Settings
+from gateway.observability import grpc_hook, rest_hook
+from gateway.observability.batches import RUNTIMES, QueueLabels, QueueObserver
+from gateway.observability.calls import Recorder
+from gateway.observability.metrics import GatewayCollector, GatewayMetrics, registry_of
+from gateway.observability.page import MetricsPage, metrics_path
+from gateway.observability.tfs_metrics import TfServingMetrics
+from gateway.observability.tracing import Tracing
+from gateway.observability.workers import WorkerFigures
+from gateway.parallel.pool import WorkerPool
+from gateway.serving.models import Servable
+from gateway.tfserving.rest.server import ExtraRoute, Middleware
+
+
+class Observability:
+    """Metrics (when ``page_path`` is set) and tracing (when ``tracing`` is given).
+
+    ``thread_pool``: the batch thread pool's name with ``--enable_batching`` (TF's batching
+    metrics are recorded only then), else None.
+    """
+
+    def __init__(
+        self, *, page_path: str | None, tracing: Tracing | None, thread_pool: str | None = None
+    ) -> None:
+        self.page_path = page_path
+        self.tracing = tracing
+        self.thread_pool = thread_pool
+        self.tfs = TfServingMetrics() if page_path else None
+        self.metrics = GatewayMetrics() if page_path else None
+        self.recorder = None
+        if page_path or tracing:
+            self.recorder = Recorder(self.tfs, self.metrics, tracing)
+
+    @classmethod
+    def from_settings(
+        cls, settings: Settings, env: Mapping[str, str] = os.environ
+    ) -> Observability:
+        """As ``--monitoring_config_file`` and the ``OTEL_*`` variables ask (ConfigError for a bad
+        file or variable)."""
+        pool = None
+        if settings.enable_batching:
+            pool = thread_pool_name(settings.batching_parameters_file)
+        return cls(
+            page_path=metrics_path(settings.monitoring_config_file),
+            tracing=Tracing.from_environment(env),
+            thread_pool=pool,
+        )
+
+    def interceptors(self) -> list[grpc.aio.ServerInterceptor]:
+        return [] if self.recorder is None else [grpc_hook.ObservingInterceptor(self.recorder)]
+
+    def rest_middleware(self) -> Middleware | None:
+        return None if self.recorder is None else rest_hook.middleware(self.recorder)
+
+    def routes(self, pool: WorkerPool) -> dict[str, ExtraRoute]:
+        """The metrics page, served on the REST port, when metrics are on."""
+        if self.page_path is None or self.tfs is None or self.metrics is None:
+            return {}
+        workers = WorkerFigures(pool)
+        registry = registry_of(GatewayCollector(self.metrics, workers.families))
+        return {self.page_path: MetricsPage(self.tfs, registry, workers)}
+
+    def queue_observer(self, servable: Servable, signature_name: str) -> BatchObserver | None:
+        """The observer of a new batch queue (BatchQueues' ``observer`` factory)."""
+        if self.recorder is None:
+            return None
+        signature = servable.signatures.get(signature_name)
+        labels = QueueLabels(
+            model=servable.model,
+            version=str(servable.version),
+            runtime=RUNTIMES.get(servable.platform, servable.platform),
+            inputs=len(signature.inputs) if signature is not None else 1,
+            thread_pool=self.thread_pool,
+        )
+        return QueueObserver(labels, self.tfs, self.metrics, self.tracing)
+
+    def describe(self) -> str:
+        """One line for the start-up log."""
+        metrics = f"metrics at {self.page_path}" if self.page_path else "no metrics page"
+        tracing = "tracing on" if self.tracing else "tracing off"
+        return f"Observability: {metrics}, {tracing}"
+
+    async def close(self) -> None:
+        """Export the spans still queued (blocking work, off the loop)."""
+        if self.tracing is not None:
+            await asyncio.to_thread(self.tracing.shutdown)

@@ -1,0 +1,124 @@
+"""tensorgate's own metrics, Prometheus-style (base units, ``_total`` counters), beside TF's.
+
+Recorded on the loop into :mod:`~gateway.observability.cells` and written by prometheus_client
+(a collector over those cells, in a registry of its own):
+
+- ``tensorgate_request_duration_seconds`` histogram {model_name, api, entrypoint}: a gRPC or REST
+  call, from its handler's start to its answer;
+- ``tensorgate_requests_in_flight`` gauge {entrypoint}: calls being handled now;
+- ``tensorgate_queue_wait_seconds`` histogram {model_name, version}: a request's wait in its batch
+  queue;
+- ``tensorgate_compute_seconds`` histogram {model_name, version}: a batch's model run, as its
+  worker measured it;
+- ``tensorgate_batch_size`` histogram {model_name, version}: rows per batch (padding excluded);
+- ``tensorgate_requests_refused_total`` counter {model_name, reason}: ``queue_full``, ``deadline``
+  (it would have waited past its deadline) or ``expired`` (dropped while queued);
+
+plus the per-worker figures of :mod:`gateway.observability.workers` (model load time among them).
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Iterable, Iterator
+
+from prometheus_client.core import (
+    CounterMetricFamily,
+    GaugeMetricFamily,
+    HistogramMetricFamily,
+    Metric,
+)
+from prometheus_client.registry import Collector, CollectorRegistry
+
+from gateway.observability.cells import Counter, Histogram, exponential_buckets
+
+SECONDS_BUCKETS = (
+    0.00005, 0.0001, 0.00025, 0.0005, 0.001, 0.0025, 0.005, 0.01, 0.025, 0.05,
+    0.1, 0.25, 0.5, 1.0, 2.5, 5.0, 10.0, 30.0, 60.0,
+)  # fmt: skip
+"""From 50 µs (a tiny model's run) to a minute."""
+ROWS_BUCKETS = exponential_buckets(1, 2, 14)
+"""1, 2, 4, ..., 8192 rows."""
+
+MODEL = ("model_name", "version")
+
+
+class GatewayMetrics:
+    """The series the request and batch hooks record into (see the module doc)."""
+
+    def __init__(self) -> None:
+        self.request_duration = Histogram(("model_name", "api", "entrypoint"), SECONDS_BUCKETS)
+        self.in_flight: dict[str, int] = {"GRPC": 0, "REST": 0}
+        self.queue_wait = Histogram(MODEL, SECONDS_BUCKETS)
+        self.compute = Histogram(MODEL, SECONDS_BUCKETS)
+        self.batch_size = Histogram(MODEL, ROWS_BUCKETS)
+        self.refused = Counter(("model_name", "reason"))
+
+
+class GatewayCollector(Collector):
+    """Turns :class:`GatewayMetrics` and the pool's live figures into prometheus_client families.
+
+    ``live``: yields the families read at scrape time (workers, shared memory, restarts).
+    """
+
+    def __init__(self, metrics: GatewayMetrics, live: Callable[[], Iterable[Metric]]) -> None:
+        self.metrics = metrics
+        self.live = live
+
+    def collect(self) -> Iterator[Metric]:
+        m = self.metrics
+        yield _histogram(
+            "tensorgate_request_duration_seconds",
+            "Seconds from the start of a gRPC or REST call's handler to its answer.",
+            m.request_duration,
+        )
+        in_flight = GaugeMetricFamily(
+            "tensorgate_requests_in_flight", "Calls being handled now.", labels=["entrypoint"]
+        )
+        for entrypoint, count in sorted(m.in_flight.items()):
+            in_flight.add_metric([entrypoint], count)
+        yield in_flight
+        yield _histogram(
+            "tensorgate_queue_wait_seconds",
+            "Seconds a request waited in its batch queue before its batch was sent to a worker.",
+            m.queue_wait,
+        )
+        yield _histogram(
+            "tensorgate_compute_seconds",
+            "Seconds a batch's model run took in its worker, as the worker measured it.",
+            m.compute,
+        )
+        yield _histogram(
+            "tensorgate_batch_size",
+            "Rows of each batch sent to a worker (no padding).",
+            m.batch_size,
+        )
+        refused = CounterMetricFamily(
+            "tensorgate_requests_refused",
+            "Requests that left their queue without running, by reason.",
+            labels=list(m.refused.label_names),
+        )
+        for labels, value in m.refused.items():
+            refused.add_metric(list(labels), value)
+        yield refused
+        yield from self.live()
+
+
+def _histogram(name: str, documentation: str, histogram: Histogram) -> HistogramMetricFamily:
+    family = HistogramMetricFamily(name, documentation, labels=list(histogram.label_names))
+    bounds = [_go_float(b) for b in histogram.bounds] + ["+Inf"]
+    for labels, cell in histogram.items():
+        buckets = list(zip(bounds, cell.cumulative(), strict=True))
+        family.add_metric(list(labels), buckets, cell.total)
+    return family
+
+
+def _go_float(bound: float) -> str:
+    """A bucket bound as Prometheus clients write ``le`` (``0.001``, ``1.0``, ``5e-05``)."""
+    return repr(float(bound))
+
+
+def registry_of(collector: Collector) -> CollectorRegistry:
+    """A registry holding only ``collector`` (never prometheus_client's global one)."""
+    registry = CollectorRegistry(auto_describe=False)
+    registry.register(collector)
+    return registry

@@ -1,0 +1,136 @@
+"""The workers' own figures on the metrics page: asked for over each worker's channel at scrape.
+
+Each scrape pings every live worker; the ``ping`` reply carries the worker's
+:class:`~workers.telemetry.WorkerStats` (measured in the worker process). Series are labelled with
+the worker's index; a worker that died is not listed, and its replacement reports its own figures
+from zero (counters restart like any restarted process's, which ``rate()`` handles), so nothing of
+a dead process stays on the page. A worker that does not answer within ``timeout_s`` (busy with a
+long batch) is shown with its previous answer if the process is the same.
+
+- ``tensorgate_worker_info`` gauge {worker, pid}: 1 per live worker;
+- ``tensorgate_worker_start_time_seconds`` gauge {worker}: Unix time the process started;
+- ``tensorgate_worker_cpu_seconds_total`` counter {worker}: user + system CPU;
+- ``tensorgate_worker_resident_memory_bytes`` gauge {worker};
+- ``tensorgate_worker_runs_total`` / ``tensorgate_worker_run_errors_total`` counter {worker}:
+  batches run / failed;
+- ``tensorgate_model_load_seconds`` gauge {worker, model_name, version}: how long loading that
+  version took in that worker;
+- read from the pool at scrape: ``tensorgate_worker_restarts_total`` (workers replaced after dying
+  or hanging), ``tensorgate_shm_bytes_in_use`` and ``tensorgate_shm_capacity_bytes`` gauges
+  {worker, area}: shared memory held by batches in flight, per ``input`` / ``output`` area.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import contextlib
+from collections.abc import Iterator
+
+from prometheus_client.core import CounterMetricFamily, GaugeMetricFamily, Metric
+
+from gateway.errors import ServingError
+from gateway.parallel.pool import WorkerPool
+from workers.messages import PingReply
+from workers.telemetry import WorkerStats
+
+PING_TIMEOUT_S = 1.0
+"""How long a scrape waits for each worker's figures."""
+
+
+class WorkerFigures:
+    """The latest figures of each live worker of ``pool``, refreshed by :meth:`refresh`."""
+
+    def __init__(self, pool: WorkerPool, timeout_s: float = PING_TIMEOUT_S) -> None:
+        self.pool = pool
+        self.timeout_s = timeout_s
+        self.latest: dict[int, WorkerStats] = {}
+
+    async def refresh(self) -> None:
+        """Ask every live worker for its figures (concurrently, bounded); forget dead ones."""
+        links = [link for link in self.pool.dispatcher.links if link.alive]
+        replies = await asyncio.gather(*(self._ask(link.ping()) for link in links))
+        fresh: dict[int, WorkerStats] = {}
+        for link, stats in zip(links, replies, strict=True):
+            if stats is None:
+                stats = self.latest.get(link.index)
+            if stats is not None and stats["pid"] == link.pid:
+                fresh[link.index] = stats
+        self.latest = fresh
+
+    async def _ask(self, reply: asyncio.Future[PingReply]) -> WorkerStats | None:
+        with contextlib.suppress(ServingError, TimeoutError):
+            answer = await asyncio.wait_for(asyncio.shield(reply), self.timeout_s)
+            return answer.get("stats")
+        if not reply.done():
+            reply.add_done_callback(_retrieve)
+        return None
+
+    def families(self) -> Iterator[Metric]:
+        """The families above, plus restarts and shared memory read from the pool now."""
+        by_worker = sorted(self.latest.items())
+        info = GaugeMetricFamily(
+            "tensorgate_worker_info", "1 for each live worker process.", labels=["worker", "pid"]
+        )
+        start = _gauge("tensorgate_worker_start_time_seconds", "Unix time the worker started.")
+        cpu = CounterMetricFamily(
+            "tensorgate_worker_cpu_seconds", "CPU seconds (user + system).", labels=["worker"]
+        )
+        rss = _gauge("tensorgate_worker_resident_memory_bytes", "Resident memory in bytes.")
+        runs = CounterMetricFamily("tensorgate_worker_runs", "Batches run.", labels=["worker"])
+        errors = CounterMetricFamily(
+            "tensorgate_worker_run_errors", "Batches that failed.", labels=["worker"]
+        )
+        loads = GaugeMetricFamily(
+            "tensorgate_model_load_seconds",
+            "Seconds loading a model version took in a worker.",
+            labels=["worker", "model_name", "version"],
+        )
+        for index, stats in by_worker:
+            worker = str(index)
+            info.add_metric([worker, str(stats["pid"])], 1)
+            start.add_metric([worker], stats["start_time"])
+            cpu.add_metric([worker], stats["cpu_seconds"])
+            rss.add_metric([worker], stats["rss_bytes"])
+            runs.add_metric([worker], stats["runs"])
+            errors.add_metric([worker], stats["run_errors"])
+            for key, seconds in sorted(stats["load_seconds"].items()):
+                model, _, version = key.rpartition(":")
+                loads.add_metric([worker, model, version], seconds)
+        yield from (info, start, cpu, rss, runs, errors, loads)
+        yield from self._pool_families()
+
+    def _pool_families(self) -> Iterator[Metric]:
+        restarts = CounterMetricFamily(
+            "tensorgate_worker_restarts", "Workers replaced after dying or hanging."
+        )
+        restarts.add_metric([], self.pool.restarts)
+        yield restarts
+        in_use = GaugeMetricFamily(
+            "tensorgate_shm_bytes_in_use",
+            "Shared-memory bytes held by batches in flight.",
+            labels=["worker", "area"],
+        )
+        capacity = GaugeMetricFamily(
+            "tensorgate_shm_capacity_bytes",
+            "Size of each worker's shared-memory areas.",
+            labels=["worker", "area"],
+        )
+        options = self.pool.options
+        for link in self.pool.dispatcher.links:
+            if not link.alive:
+                continue
+            worker = str(link.index)
+            in_use.add_metric([worker, "input"], link.channel.input_used)
+            in_use.add_metric([worker, "output"], link.channel.output_used)
+            capacity.add_metric([worker, "input"], options.input_bytes)
+            capacity.add_metric([worker, "output"], options.output_bytes)
+        yield from (in_use, capacity)
+
+
+def _gauge(name: str, documentation: str) -> GaugeMetricFamily:
+    return GaugeMetricFamily(name, documentation, labels=["worker"])
+
+
+def _retrieve(future: asyncio.Future[PingReply]) -> None:
+    if not future.cancelled():
+        future.exception()

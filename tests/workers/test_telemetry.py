@@ -1,0 +1,91 @@
+"""The worker's telemetry: spans of traced runs (in a real worker), its figures in ping replies,
+and the traceparent parser."""
+
+from __future__ import annotations
+
+import time
+from collections.abc import Iterator
+
+import numpy as np
+import pytest
+
+from tests.support import onnx_models
+from tests.support.worker_harness import Harness
+from workers.telemetry import parse_traceparent
+
+TRACE_ID = "4bf92f3577b34da6a3ce929d0e0e4736"
+BATCH_SPAN = "00f067aa0ba902b7"
+TRACEPARENT = f"00-{TRACE_ID}-{BATCH_SPAN}-01"
+
+
+@pytest.fixture(scope="module")
+def worker(tmp_path_factory: pytest.TempPathFactory) -> Iterator[tuple[Harness, str]]:
+    path = onnx_models.mlp(tmp_path_factory.mktemp("telemetry") / "mlp.onnx")
+    harness = Harness()
+    try:
+        assert harness.load("mlp:1", str(path))["ok"]
+        yield harness, str(path)
+    finally:
+        harness.close()
+
+
+def test_traced_run_returns_its_compute_span_under_the_batch_span(
+    worker: tuple[Harness, str],
+) -> None:
+    harness, _ = worker
+    before = time.time_ns()
+    reply, _ = harness.run("mlp:1", {"x": np.ones((2, 64), np.float32)}, traceparent=TRACEPARENT)
+    after = time.time_ns()
+    assert reply["ok"]
+    (span,) = reply["spans"]
+    assert span["name"] == "compute"
+    assert span["parent_id"] == BATCH_SPAN
+    assert span["pid"] == harness.proc.pid
+    assert len(span["span_id"]) == 16 and span["span_id"] != "0" * 16
+    assert before <= span["start_ns"] <= span["end_ns"] <= after
+    assert span["attributes"] == {"tensorgate.model": "mlp:1"}
+
+
+def test_untraced_or_badly_traced_runs_carry_no_spans(worker: tuple[Harness, str]) -> None:
+    harness, _ = worker
+    x = {"x": np.ones((1, 64), np.float32)}
+    for fields in ({}, {"traceparent": "00-nonsense"}):
+        reply, _ = harness.run("mlp:1", x, **fields)
+        assert reply["ok"] and "spans" not in reply
+
+
+def test_ping_reports_the_workers_own_figures(worker: tuple[Harness, str]) -> None:
+    harness, path = worker
+    runs_before = harness.ping()["stats"]["runs"]
+    harness.run("mlp:1", {"x": np.ones((1, 64), np.float32)})
+    harness.run("no-such-model", {"x": np.ones((1, 64), np.float32)})
+    stats = harness.ping()["stats"]
+    assert stats["pid"] == harness.proc.pid
+    assert stats["runs"] == runs_before + 2
+    assert stats["run_errors"] >= 1
+    assert stats["rss_bytes"] > 10_000_000 and stats["cpu_seconds"] > 0
+    assert stats["start_time"] <= time.time()
+    assert set(stats["load_seconds"]) == {"mlp:1"} and stats["load_seconds"]["mlp:1"] > 0
+    assert harness.load("mlp:2", path)["ok"]
+    assert set(harness.ping()["stats"]["load_seconds"]) == {"mlp:1", "mlp:2"}
+    assert harness.unload("mlp:2")["ok"]
+    assert set(harness.ping()["stats"]["load_seconds"]) == {"mlp:1"}
+
+
+@pytest.mark.parametrize(
+    ("value", "parsed"),
+    [
+        (TRACEPARENT, (TRACE_ID, BATCH_SPAN)),
+        (f"01-{TRACE_ID}-{BATCH_SPAN}-01-future", (TRACE_ID, BATCH_SPAN)),
+        (f"00-{TRACE_ID}-{BATCH_SPAN}-01-extra", None),
+        (f"ff-{TRACE_ID}-{BATCH_SPAN}-01", None),
+        (f"00-{'0' * 32}-{BATCH_SPAN}-01", None),
+        (f"00-{TRACE_ID}-{'0' * 16}-01", None),
+        (f"00-{TRACE_ID.upper()}-{BATCH_SPAN}-01", None),
+        ("", None),
+        (None, None),
+        (42, None),
+    ],
+)
+def test_traceparent_parsing_follows_w3c(value: object, parsed: tuple[str, str] | None) -> None:
+    assert parse_traceparent(value) == parsed

@@ -1,0 +1,105 @@
+"""The one log format of tensorgate's processes, the gateway and its workers (both call
+:func:`configure`; records go to stderr).
+
+``text`` (the default), one line per record::
+
+    2026-11-22 23:20:36.123 I 4242 gateway gateway.app] Running gRPC ModelServer at 0.0.0.0:8500
+    2026-11-22 23:20:35.871 I 4250 worker-0 workers.worker] loaded mlp:1 from /m/mlp/1/model.onnx
+
+local time with milliseconds, level letter, process id, process role (``gateway`` or
+``worker-<index>``), logger, message; a traceback follows on the next lines.
+
+``json`` (``--log_format=json``), one object per line: ``time`` (UTC, ISO 8601, milliseconds),
+``level``, ``pid``, ``process``, ``logger``, ``message``, and ``trace_id`` / ``span_id`` (hex, as
+in the exported spans) when the record is written while a traced request or run is handled
+(:data:`TRACE_IDS`), ``exception`` (the traceback) when there is one.
+
+TensorFlow's start-up noise is kept out unless asked for (:func:`quiet_tensorflow`, called by each
+worker before anything imports TensorFlow): unless ``TF_CPP_MIN_LOG_LEVEL`` is set in the
+environment, it is set to ``2`` (TensorFlow's C++ INFO and WARNING lines, such as CPU-feature and
+oneDNN notices, are dropped) and the Python loggers of ``tensorflow`` and ``absl`` keep to errors.
+Setting ``TF_CPP_MIN_LOG_LEVEL`` yourself (``0`` shows everything) turns both off.
+"""
+
+from __future__ import annotations
+
+import json
+import logging
+import os
+import time
+from contextvars import ContextVar
+from typing import Final
+
+FORMATS: Final = ("text", "json")
+"""The values of ``--log_format``."""
+
+TRACE_IDS: ContextVar[tuple[str, str] | None] = ContextVar("tensorgate_trace_ids", default=None)
+"""``(trace id, span id)`` of the traced request or run being handled, else None."""
+
+NOISY_LOGGERS: Final = ("tensorflow", "absl")
+QUIET_TF_CPP_LEVEL: Final = "2"
+
+_TEXT = "%(asctime)s.%(msecs)03d %(levelname).1s %(process)d %(role)s %(name)s] %(message)s"
+_DATE = "%Y-%m-%d %H:%M:%S"
+
+
+class TextFormatter(logging.Formatter):
+    """The ``text`` format, for the process named ``role``."""
+
+    def __init__(self, role: str) -> None:
+        super().__init__(_TEXT, _DATE)
+        self.role = role
+
+    def format(self, record: logging.LogRecord) -> str:
+        record.role = self.role
+        return super().format(record)
+
+
+class JsonFormatter(logging.Formatter):
+    """The ``json`` format, for the process named ``role``."""
+
+    def __init__(self, role: str) -> None:
+        super().__init__()
+        self.role = role
+
+    def format(self, record: logging.LogRecord) -> str:
+        utc = time.gmtime(record.created)
+        millis = int(record.msecs)
+        entry: dict[str, object] = {
+            "time": f"{time.strftime('%Y-%m-%dT%H:%M:%S', utc)}.{millis:03d}Z",
+            "level": record.levelname,
+            "pid": record.process,
+            "process": self.role,
+            "logger": record.name,
+            "message": record.getMessage(),
+        }
+        ids = TRACE_IDS.get()
+        if ids is not None:
+            entry["trace_id"], entry["span_id"] = ids
+        if record.exc_info:
+            entry["exception"] = self.formatException(record.exc_info)
+        elif record.exc_text:
+            entry["exception"] = record.exc_text
+        return json.dumps(entry, ensure_ascii=False)
+
+
+def configure(role: str, log_format: str = "text", level: str | int = "INFO") -> None:
+    """Send every record of this process to stderr in ``log_format`` (one of :data:`FORMATS`),
+    at ``level`` and above."""
+    if log_format not in FORMATS:
+        raise ValueError(f"log format must be one of {', '.join(FORMATS)}, got {log_format!r}")
+    handler = logging.StreamHandler()
+    handler.setFormatter(TextFormatter(role) if log_format == "text" else JsonFormatter(role))
+    root = logging.getLogger()
+    for old in root.handlers[:]:
+        root.removeHandler(old)
+    root.addHandler(handler)
+    root.setLevel(level.upper() if isinstance(level, str) else level)
+
+
+def quiet_tensorflow() -> None:
+    """Keep TensorFlow's and absl's start-up lines out unless the environment asks for them."""
+    if "TF_CPP_MIN_LOG_LEVEL" not in os.environ:
+        os.environ["TF_CPP_MIN_LOG_LEVEL"] = QUIET_TF_CPP_LEVEL
+        for name in NOISY_LOGGERS:
+            logging.getLogger(name).setLevel(logging.ERROR)

@@ -1,0 +1,150 @@
+"""The worker's side of tracing and metrics, as plain data (no OpenTelemetry, grpc or protobuf).
+
+Tracing: a ``run`` request may carry the W3C ``traceparent`` of the gateway's batch span. The
+worker then times its own work, records it as :class:`SpanRecord` values (span ids made here,
+parented on that context) and returns them in the run reply; the gateway exports them with this
+process's ``process.pid``. A run without a (valid) traceparent records nothing and costs nothing.
+
+Metrics: :class:`Telemetry` keeps this process's own figures since it started (runs, failed runs,
+each servable's load time) and reports them with process CPU time and resident memory as
+:class:`WorkerStats` in every ``ping`` reply. A restarted worker starts from zero: the gateway
+reports each live worker's figures under its index, so nothing of a dead process stays behind.
+"""
+
+from __future__ import annotations
+
+import os
+import random
+import re
+import time
+from typing import TypedDict
+
+from workers.logs import TRACE_IDS
+
+
+class SpanRecord(TypedDict):
+    """A span the worker recorded: ids are lowercase hex (16 digits), times Unix epoch
+    nanoseconds; the trace is the run's ``traceparent``'s; ``pid`` is the worker's."""
+
+    pid: int
+    name: str
+    span_id: str
+    parent_id: str
+    start_ns: int
+    end_ns: int
+    attributes: dict[str, str | int | float | bool]
+
+
+class WorkerStats(TypedDict):
+    """A worker process's figures: ``start_time`` in Unix seconds, ``cpu_seconds`` user + system,
+    ``rss_bytes`` resident memory now, ``runs`` and ``run_errors`` since start, ``load_seconds``
+    per loaded servable key (how long its load took in this process)."""
+
+    pid: int
+    start_time: float
+    cpu_seconds: float
+    rss_bytes: int
+    runs: int
+    run_errors: int
+    load_seconds: dict[str, float]
+
+
+_TRACEPARENT = re.compile(r"([0-9a-f]{2})-([0-9a-f]{32})-([0-9a-f]{16})-([0-9a-f]{2})")
+_ZERO_TRACE = "0" * 32
+_ZERO_SPAN = "0" * 16
+_PAGE_BYTES = os.sysconf("SC_PAGE_SIZE")
+
+
+def parse_traceparent(value: object) -> tuple[str, str] | None:
+    """``(trace id, parent span id)`` of a W3C ``traceparent`` (version ``00`` layout; later
+    versions may append fields), or None when it is not one (W3C: then there is no parent)."""
+    if not isinstance(value, str):
+        return None
+    match = _TRACEPARENT.match(value)
+    if match is None or match[1] == "ff" or (match[1] == "00" and len(value) != 55):
+        return None
+    if match[2] == _ZERO_TRACE or match[3] == _ZERO_SPAN:
+        return None
+    return match[2], match[3]
+
+
+def new_span_id() -> str:
+    """A random non-zero 64-bit span id, as 16 lowercase hex digits."""
+    return f"{random.getrandbits(64) or 1:016x}"
+
+
+class RunTrace:
+    """The spans of one traced run; made by :meth:`Telemetry.trace` when the run carries a
+    traceparent. While it is open, log records carry its trace and span ids."""
+
+    def __init__(self, trace_id: str, parent_id: str) -> None:
+        self.trace_id = trace_id
+        self.parent_id = parent_id
+        self.span_id = new_span_id()
+        self.start_ns = time.time_ns()
+        self._token = TRACE_IDS.set((trace_id, self.span_id))
+
+    def finish(self, name: str, **attributes: str | int | float | bool) -> list[SpanRecord]:
+        """End the run's span (``name``, from creation until now) and return the records."""
+        TRACE_IDS.reset(self._token)
+        span: SpanRecord = {
+            "pid": os.getpid(),
+            "name": name,
+            "span_id": self.span_id,
+            "parent_id": self.parent_id,
+            "start_ns": self.start_ns,
+            "end_ns": time.time_ns(),
+            "attributes": attributes,
+        }
+        return [span]
+
+    def abandon(self) -> None:
+        """The run failed before :meth:`finish`: stop tagging log records (no span is sent)."""
+        TRACE_IDS.reset(self._token)
+
+
+class Telemetry:
+    """This worker process's figures (see the module doc) and the start of each run's trace."""
+
+    def __init__(self) -> None:
+        self.start_time = time.time()
+        self.runs = 0
+        self.run_errors = 0
+        self.load_seconds: dict[str, float] = {}
+
+    def trace(self, traceparent: object) -> RunTrace | None:
+        """A :class:`RunTrace` under ``traceparent`` (a run request's field), or None."""
+        parsed = parse_traceparent(traceparent)
+        return None if parsed is None else RunTrace(*parsed)
+
+    def count_run(self, ok: bool) -> None:
+        self.runs += 1
+        if not ok:
+            self.run_errors += 1
+
+    def loaded(self, key: str, seconds: float) -> None:
+        self.load_seconds[key] = seconds
+
+    def unloaded(self, key: str) -> None:
+        self.load_seconds.pop(key, None)
+
+    def stats(self) -> WorkerStats:
+        times = os.times()
+        return {
+            "pid": os.getpid(),
+            "start_time": self.start_time,
+            "cpu_seconds": round(times.user + times.system, 3),
+            "rss_bytes": _rss_bytes(),
+            "runs": self.runs,
+            "run_errors": self.run_errors,
+            "load_seconds": dict(self.load_seconds),
+        }
+
+
+def _rss_bytes() -> int:
+    """Resident memory of this process now (``/proc/self/statm``), 0 if unreadable."""
+    try:
+        with open("/proc/self/statm", "rb") as statm:
+            return int(statm.read().split()[1]) * _PAGE_BYTES
+    except (OSError, IndexError, ValueError):
+        return 0
