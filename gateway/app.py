@@ -63,11 +63,17 @@ def grpc_options(settings: Settings) -> list[tuple[str, Any]]:
 class Gateway:
     """One gateway process: worker pool, model manager, core and the gRPC server."""
 
-    def __init__(self, settings: Settings, specs: Sequence[ModelSpecConfig]) -> None:
+    def __init__(
+        self,
+        settings: Settings,
+        specs: Sequence[ModelSpecConfig],
+        observability: Observability | None = None,
+    ) -> None:
+        """``observability``: metrics and tracing (default: as the settings and ``OTEL_*`` ask)."""
         self.settings = settings
         self.specs = list(specs)
         workers, self.intra_op, self.inter_op = resolve_worker_threads(settings)
-        self.observability = Observability.from_settings(settings)
+        self.observability = observability or Observability.from_settings(settings)
         arena = settings.worker_arena_bytes
         self.pool = WorkerPool(
             PoolOptions(

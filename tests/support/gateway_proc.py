@@ -10,10 +10,11 @@ import contextlib
 import os
 import select
 import signal
+import socket
 import subprocess
 import sys
 import tempfile
-from collections.abc import Iterator, Sequence
+from collections.abc import Iterator, Mapping, Sequence
 from dataclasses import dataclass
 from pathlib import Path
 
@@ -32,6 +33,7 @@ class GatewayProcess:
     process: subprocess.Popen[bytes]
     grpc_port: int
     log_path: Path
+    rest_port: int = 0
 
     @property
     def target(self) -> str:
@@ -67,8 +69,11 @@ def run_cli(*args: str) -> subprocess.CompletedProcess[str]:
     )
 
 
-def start_gateway(args: Sequence[str], log_dir: Path) -> GatewayProcess:
-    """Start ``tensorgate <args> --port=0 --ready_fd=N`` and wait until it reports ready."""
+def start_gateway(
+    args: Sequence[str], log_dir: Path, env: Mapping[str, str] | None = None
+) -> GatewayProcess:
+    """Start ``tensorgate <args> --port=0 --ready_fd=N`` (with ``env``, default this process's)
+    and wait until it reports ready."""
     read_fd, write_fd = os.pipe()
     log_path = Path(tempfile.mkstemp(prefix="gateway-", suffix=".log", dir=log_dir)[1])
     argv = gateway_command([*args, f"--ready_fd={write_fd}"])
@@ -76,7 +81,7 @@ def start_gateway(args: Sequence[str], log_dir: Path) -> GatewayProcess:
         argv.append("--port=0")
     with open(log_path, "wb") as log_file:
         process = subprocess.Popen(
-            argv, stdout=log_file, stderr=subprocess.STDOUT, pass_fds=(write_fd,)
+            argv, stdout=log_file, stderr=subprocess.STDOUT, pass_fds=(write_fd,), env=env
         )
     os.close(write_fd)
     try:
@@ -88,12 +93,14 @@ def start_gateway(args: Sequence[str], log_dir: Path) -> GatewayProcess:
             process.kill()
         process.wait()
         raise GatewayFailed(f"gateway did not become ready:\n{log_path.read_text()}")
-    return GatewayProcess(process, int(info["grpc_port"]), log_path)
+    return GatewayProcess(process, int(info["grpc_port"]), log_path, int(info["rest_port"]))
 
 
 @contextlib.contextmanager
-def running_gateway(args: Sequence[str], log_dir: Path) -> Iterator[GatewayProcess]:
-    gateway = start_gateway(args, log_dir)
+def running_gateway(
+    args: Sequence[str], log_dir: Path, env: Mapping[str, str] | None = None
+) -> Iterator[GatewayProcess]:
+    gateway = start_gateway(args, log_dir, env)
     try:
         yield gateway
     finally:
@@ -122,6 +129,13 @@ def wait_gone(pid: int, timeout_s: float = 30.0) -> bool:
         return bool(ready)
     finally:
         os.close(fd)
+
+
+def free_port() -> int:
+    """A loopback TCP port free right now (for servers that cannot report an OS-chosen one)."""
+    with socket.socket() as probe:
+        probe.bind(("127.0.0.1", 0))
+        return int(probe.getsockname()[1])
 
 
 def shm_entries() -> set[str]:

@@ -63,7 +63,7 @@ ExtraRoute = Callable[[web.BaseRequest], Awaitable[web.StreamResponse]]
 Middleware = Callable[[web.BaseRequest, ExtraRoute], Awaitable[web.StreamResponse]]
 """Wraps the handling of every request: ``await middleware(request, handler)``."""
 
-STATUS_KEY = "tensorgate.status"
+STATUS_KEY = web.ResponseKey("tensorgate_status", str)
 """Set on error responses: the canonical code name (``"NOT_FOUND"``, ...) of the failure."""
 
 HEALTHZ = "/healthz"

@@ -1,0 +1,123 @@
+"""A real Prometheus server (Debian's ``prometheus``, installed by ``make system-deps``) on a
+loopback port, scraping one target with a config written here, its storage in a temporary folder;
+stopped by PID."""
+
+from __future__ import annotations
+
+import contextlib
+import json
+import shutil
+import subprocess
+import time
+import urllib.error
+import urllib.parse
+import urllib.request
+from collections.abc import Callable, Iterator
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+from tests.support.gateway_proc import free_port
+
+START_TIMEOUT_S = 60.0
+POLL_S = 0.2
+"""Prometheus cannot notify: its HTTP API is polled (bounded) for what a test waits on."""
+
+
+def binary() -> str:
+    """The ``prometheus`` executable; the test skips, naming how to install it, when missing."""
+    path = shutil.which("prometheus")
+    if path is None:
+        pytest.skip("prometheus is not installed (`make system-deps` installs it with apt-get)")
+    return path
+
+
+class Prometheus:
+    def __init__(self, url: str, process: subprocess.Popen[bytes], log: Path) -> None:
+        self.url = url
+        self.process = process
+        self.log = log
+
+    def get(self, path: str, **params: str) -> dict[str, Any]:
+        query = f"?{urllib.parse.urlencode(params)}" if params else ""
+        with urllib.request.urlopen(f"{self.url}{path}{query}", timeout=10) as response:
+            body: dict[str, Any] = json.loads(response.read())
+            return body
+
+    def query(self, promql: str) -> list[dict[str, Any]]:
+        """The instant vector ``promql`` evaluates to now."""
+        body = self.get("/api/v1/query", query=promql)
+        assert body["status"] == "success", body
+        result: list[dict[str, Any]] = body["data"]["result"]
+        return result
+
+    def wait_for(self, promql: str, done: Callable[[list[dict[str, Any]]], bool]) -> list[Any]:
+        """Poll ``promql`` until ``done(result)`` (bounded by START_TIMEOUT_S)."""
+        deadline = time.monotonic() + START_TIMEOUT_S
+        while True:
+            result = self.query(promql)
+            if done(result):
+                return result
+            if time.monotonic() > deadline:
+                raise AssertionError(f"{promql} never satisfied the test: {result}\n{self.logs()}")
+            time.sleep(POLL_S)
+
+    def logs(self) -> str:
+        return self.log.read_text(errors="replace")[-4000:]
+
+
+@contextlib.contextmanager
+def running_prometheus(target: str, metrics_path: str, workdir: Path) -> Iterator[Prometheus]:
+    """Prometheus scraping ``target`` (host:port) at ``metrics_path`` every 200 ms."""
+    executable = binary()
+    config = workdir / "prometheus.yml"
+    config.write_text(
+        "global:\n  scrape_interval: 200ms\n  scrape_timeout: 200ms\n"
+        "scrape_configs:\n  - job_name: tensorgate\n"
+        f"    metrics_path: {metrics_path}\n"
+        f"    static_configs:\n      - targets: ['{target}']\n"
+    )
+    port = free_port()
+    log = workdir / "prometheus.log"
+    with open(log, "wb") as out:
+        process = subprocess.Popen(
+            [
+                executable,
+                f"--config.file={config}",
+                f"--storage.tsdb.path={workdir / 'data'}",
+                f"--web.listen-address=127.0.0.1:{port}",
+                "--log.level=warn",
+            ],
+            stdout=out,
+            stderr=subprocess.STDOUT,
+            stdin=subprocess.DEVNULL,
+        )
+    server = Prometheus(f"http://127.0.0.1:{port}", process, log)
+    try:
+        _wait_ready(server)
+        yield server
+    finally:
+        process.terminate()
+        try:
+            process.wait(30)
+        except subprocess.TimeoutExpired:
+            process.kill()
+            process.wait()
+
+
+def _wait_ready(server: Prometheus) -> None:
+    deadline = time.monotonic() + START_TIMEOUT_S
+    while True:
+        if server.process.poll() is not None:
+            raise AssertionError(f"prometheus exited: {server.logs()}")
+        ready = f"{server.url}/-/ready"
+        with (
+            contextlib.suppress(urllib.error.URLError, ConnectionError),
+            urllib.request.urlopen(ready, timeout=5) as response,
+        ):
+            if response.status == 200:
+                return
+        if time.monotonic() > deadline:
+            raise AssertionError(f"prometheus did not become ready: {server.logs()}")
+        time.sleep(POLL_S)
