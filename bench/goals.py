@@ -117,7 +117,36 @@ def compute(results: dict[str, Any]) -> list[dict[str, Any]]:
         *_resnet_rows(sc.get("resnet50", {}).get("runs", {})),
         _batching_row(sc.get("batching", {})),
     ]
-    return rows + _earlier(sc)
+    return rows + _tracing_rows(sc.get("tracing", {})) + _earlier(sc)
+
+
+TRACING = "issue 10"
+TRACING_GOALS = {"ratio 0": 0.01, "ratio 1.0": 0.10}
+"""Most throughput tracing may cost at each sample ratio (tiny MLP, one server core)."""
+
+
+def _tracing_rows(section: dict[str, Any]) -> list[dict[str, Any]]:
+    """Issue 10's goals: tracing's throughput cost against tracing off, saturating."""
+    sat = section.get("mlp", {})
+    rows = []
+    for label, most in TRACING_GOALS.items():
+        goal, case, target = (
+            f"tracing cost at sample {label}",
+            "tiny MLP, 1 server core",
+            f"≤ {most:.0%}",
+        )
+        if (
+            not section.get("available")
+            or not _median(sat.get(label))
+            or not _median(sat.get("off"))
+        ):
+            rows.append(_row(goal, case, target, group=TRACING))
+            continue
+        r = _ratio(sat[label], sat["off"])
+        value = f"{1 - r[0]:.1%} ({1 - r[2]:.1%}–{1 - r[1]:.1%})"
+        note = f"{sat[label]['rps']['median']:.0f} vs {sat['off']['rps']['median']:.0f} req/s"
+        rows.append(_row(goal, case, target, value, 1 - r[0] <= most, note, TRACING))
+    return rows
 
 
 def _cpu_row(sat: dict[str, Any], ours: tuple[str, ...]) -> dict[str, Any]:

@@ -17,16 +17,22 @@ in the exported spans) when the record is written while a traced request or run 
 TensorFlow's start-up noise is kept out unless asked for (:func:`quiet_tensorflow`, called by each
 worker before anything imports TensorFlow): unless ``TF_CPP_MIN_LOG_LEVEL`` is set in the
 environment, it is set to ``2`` (TensorFlow's C++ INFO and WARNING lines, such as CPU-feature and
-oneDNN notices, are dropped) and the Python loggers of ``tensorflow`` and ``absl`` keep to errors.
-Setting ``TF_CPP_MIN_LOG_LEVEL`` yourself (``0`` shows everything) turns both off.
+oneDNN notices, are dropped), the Python loggers of ``tensorflow`` and ``absl`` keep to errors,
+and what native code writes straight to stderr while TensorFlow loads (absl's lines from before
+its log is initialised, such as ``Could not find cuda drivers``) becomes DEBUG records of the
+``tensorflow.native`` logger (its ``E`` and ``F`` lines ERROR records): :func:`native_stderr`.
+Setting ``TF_CPP_MIN_LOG_LEVEL`` yourself (``0`` shows everything) turns all of this off.
 """
 
 from __future__ import annotations
 
+import contextlib
 import json
 import logging
 import os
+import tempfile
 import time
+from collections.abc import Iterator
 from contextvars import ContextVar
 from typing import Final
 
@@ -88,7 +94,8 @@ def configure(role: str, log_format: str = "text", level: str | int = "INFO") ->
     at ``level`` and above."""
     if log_format not in FORMATS:
         raise ValueError(f"log format must be one of {', '.join(FORMATS)}, got {log_format!r}")
-    handler = logging.StreamHandler()
+    # A stream of its own on stderr, so that :func:`native_stderr` never captures these records.
+    handler = logging.StreamHandler(os.fdopen(os.dup(2), "w", buffering=1, errors="replace"))
     handler.setFormatter(TextFormatter(role) if log_format == "text" else JsonFormatter(role))
     root = logging.getLogger()
     for old in root.handlers[:]:
@@ -97,9 +104,39 @@ def configure(role: str, log_format: str = "text", level: str | int = "INFO") ->
     root.setLevel(level.upper() if isinstance(level, str) else level)
 
 
+_quiet = False
+
+
 def quiet_tensorflow() -> None:
     """Keep TensorFlow's and absl's start-up lines out unless the environment asks for them."""
+    global _quiet
     if "TF_CPP_MIN_LOG_LEVEL" not in os.environ:
+        _quiet = True
         os.environ["TF_CPP_MIN_LOG_LEVEL"] = QUIET_TF_CPP_LEVEL
         for name in NOISY_LOGGERS:
             logging.getLogger(name).setLevel(logging.ERROR)
+
+
+@contextlib.contextmanager
+def native_stderr() -> Iterator[None]:
+    """While the block runs, what is written to file descriptor 2 (by native code) becomes
+    records of the ``tensorflow.native`` logger once it ends: ERROR for absl's ``E``/``F`` lines,
+    DEBUG for the rest. Does nothing unless :func:`quiet_tensorflow` quieted TensorFlow. (A crash
+    inside the block loses what was captured: set ``TF_CPP_MIN_LOG_LEVEL`` to see it live.)"""
+    if not _quiet:
+        yield
+        return
+    logger = logging.getLogger("tensorflow.native")
+    saved = os.dup(2)
+    with tempfile.TemporaryFile() as capture:
+        os.dup2(capture.fileno(), 2)
+        try:
+            yield
+        finally:
+            os.dup2(saved, 2)
+            os.close(saved)
+            capture.seek(0)
+            for line in capture.read().decode(errors="replace").splitlines():
+                if line.strip():
+                    level = logging.ERROR if line[:1] in ("E", "F") else logging.DEBUG
+                    logger.log(level, "%s", line)

@@ -16,7 +16,7 @@ from typing import Any, Protocol
 
 import numpy as np
 
-from workers import messages
+from workers import logs, messages
 from workers.backends import onnx as onnx_backend
 from workers.backends import tensorflow as tf_backend
 from workers.dtypes import STRING, dtype_name
@@ -101,13 +101,15 @@ def _load_onnx(request: LoadRequest) -> Model:
 
 
 def _load_tensorflow(request: LoadRequest) -> Model:
-    """``path`` is the SavedModel directory; ``tags`` the MetaGraphDef's tags."""
-    return tf_backend.load(
-        request["path"],
-        tags=request["tags"],
-        intra_op=request["intra_op"],
-        inter_op=request["inter_op"],
-    )
+    """``path`` is the SavedModel directory; ``tags`` the MetaGraphDef's tags. TensorFlow's
+    native start-up lines are kept out of the log (:func:`workers.logs.native_stderr`)."""
+    with logs.native_stderr():
+        return tf_backend.load(
+            request["path"],
+            tags=request["tags"],
+            intra_op=request["intra_op"],
+            inter_op=request["inter_op"],
+        )
 
 
 LOADERS: dict[str, Callable[[LoadRequest], Model]] = {

@@ -11,7 +11,7 @@
 - ``overload``: open-loop rate sweeps past capacity (MLP on one core, ResNet50 on two).
 - ``ramp``: the load-testing seed's ramp (users added at a fixed pace, then a plateau) with
   per-second RPS and latency percentiles.
-- ``batching`` / ``tracing``: on/off comparisons; "not available" until tensorgate has them.
+- ``batching``: batching off vs on; ``tracing``: tracing off vs sample ratio 0 and 1.0.
 - ``idle-rss``: the gateway's resident memory at idle serving the demo model.
 """
 

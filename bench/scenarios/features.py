@@ -3,8 +3,10 @@
 from __future__ import annotations
 
 import functools
+import json
 import sys
 import time
+import urllib.request
 from typing import Any
 
 import numpy as np
@@ -79,76 +81,84 @@ def batching(bench: Bench) -> None:
                 r.stop()
 
 
-TRACE_ID = "4bf92f3577b34da6a3ce929d0e0e4736"
+TRACING_SAMPLERS = {"ratio 0": "0", "ratio 1.0": "1.0"}
+"""``OTEL_TRACES_SAMPLER_ARG`` of each traced system (``parentbased_traceidratio``); the load
+carries no traceparent, so ratio 0 samples nothing and ratio 1.0 every request."""
 
 
-def _tracing_probe(bench: Bench) -> tuple[bool, str]:
-    """Send one traced request to a gateway exporting spans to its console; look for the id."""
-    import grpc
+def _tracing_env(endpoint: str, ratio: str) -> dict[str, str]:
+    return {
+        "OTEL_TRACES_EXPORTER": "otlp",
+        "OTEL_EXPORTER_OTLP_PROTOCOL": "http/protobuf",
+        "OTEL_EXPORTER_OTLP_ENDPOINT": endpoint,
+        "OTEL_TRACES_SAMPLER": "parentbased_traceidratio",
+        "OTEL_TRACES_SAMPLER_ARG": ratio,
+        "OTEL_SERVICE_NAME": "tensorgate-bench",
+    }
 
-    env = {"OTEL_TRACES_EXPORTER": "console", "OTEL_SERVICE_NAME": "tensorgate-bench"}
-    spec = SystemSpec(
-        "tensorgate-tracing", "tensorgate", {**CATALOG["tensorgate"].params, "env": env}
-    )
-    running = start(bench.ctx, spec, "mlp", ())
-    try:
-        with grpc.insecure_channel(running.target.address) as channel:
-            call = channel.unary_unary(
-                PREDICT_METHOD, request_serializer=None, response_deserializer=None
-            )
-            call(
-                running.target.payload,
-                timeout=30,
-                metadata=(("traceparent", f"00-{TRACE_ID}-00f067aa0ba902b7-01"),),
-            )
-    finally:
-        running.stop()
-    found = TRACE_ID in running.server.log_tail(10_000_000)
-    return found, "" if found else (
-        "no span carrying the request's W3C trace id reached the console exporter "
-        "(OTEL_TRACES_EXPORTER=console): tensorgate does not trace yet"
-    )
+
+def _sink_spans(url: str) -> int:
+    with urllib.request.urlopen(f"{url}/stats", timeout=10) as response:
+        return int(json.loads(response.read())["spans"])
 
 
 def tracing(bench: Bench) -> None:
-    plan = bench.plan
-    section: dict[str, Any] = {}
-    try:
-        available, reason = _tracing_probe(bench)
-    except StartFailed as exc:
-        available, reason = False, _not_available(exc)
-    section["available"] = available
-    if not available:
-        section["reason"] = reason
-        bench.results["scenarios"]["tracing"] = section
-        return
+    """Throughput and CPU of the tiny MLP on one server core with tracing off, and on at sample
+    ratios 0 and 1.0 (spans exported over OTLP/HTTP to a sink on the client's core), interleaved;
+    saturating (closed loop) and at concurrency 1. ``cost`` is each ratio's throughput loss
+    against off (goal: ≤ 1 % at ratio 0, ≤ 10 % at 1.0)."""
+    plan, ctx = bench.plan, bench.ctx
     server_cpus, client_cpus = layouts()["1-core"]
     base = CATALOG["tensorgate"]
-    specs = {
-        "on": SystemSpec(
-            "tracing-on",
-            "tensorgate",
-            {
-                **base.params,
-                "env": {"OTEL_TRACES_EXPORTER": "console", "OTEL_TRACES_SAMPLER": "always_on"},
-            },
-        ),
-        "off": SystemSpec(
-            "tracing-off", "tensorgate", {**base.params, "env": {"OTEL_SDK_DISABLED": "true"}}
-        ),
-    }
-    running = {k: start(bench.ctx, s, "mlp", server_cpus) for k, s in specs.items()}
+    section: dict[str, Any] = {"samplers": TRACING_SAMPLERS}
+    bench.results["scenarios"]["tracing"] = section
+    argv = [sys.executable, "-m", "bench.peers.otlp_sink"]
+    sink, info = start_with_ready_fd(
+        "otlp-sink", argv, ctx.logs / "otlp-sink.log", cpus=client_cpus
+    )
+    endpoint = f"http://127.0.0.1:{info['port']}"
+    running: dict[str, Running] = {}
     try:
-        load = Load(
-            plan.saturation_concurrency, plan.point_s, plan.warmup_s, driver=closed_loop_driver()
-        )
-        jobs = [(k, functools.partial(run_point, r, load, client_cpus)) for k, r in running.items()]
-        runs = interleaved(jobs, plan.repeats, "tracing {key}")
-        section["mlp"] = {k: summarize(v) for k, v in runs.items()}
+        running["off"] = start(ctx, base, "mlp", server_cpus)
+        for label, ratio in TRACING_SAMPLERS.items():
+            params = {**base.params, "env": _tracing_env(endpoint, ratio)}
+            spec = SystemSpec(f"tracing {label}", "tensorgate", params)
+            try:
+                running[label] = start(ctx, spec, "mlp", server_cpus)
+            except StartFailed as exc:
+                section.update(available=False, reason=_not_available(exc))
+                return
+        points = {
+            "mlp": Load(
+                plan.saturation_concurrency,
+                plan.point_s,
+                plan.warmup_s,
+                driver=closed_loop_driver(),
+            ),
+            "mlp@1": Load(1, plan.point_s, plan.warmup_s),
+        }
+        for key, load in points.items():
+            jobs = [
+                (k, functools.partial(run_point, r, load, client_cpus)) for k, r in running.items()
+            ]
+            runs = interleaved(jobs, plan.repeats, f"tracing {key} {{key}}")
+            section[key] = {k: summarize(v) for k, v in runs.items()}
     finally:
         for r in running.values():
             r.stop()
-    bench.results["scenarios"]["tracing"] = section
+        try:
+            section["spans_exported"] = _sink_spans(endpoint)
+        finally:
+            sink.stop()
+    section["available"] = section["spans_exported"] > 0
+    if not section["available"]:
+        section["reason"] = "tracing at ratio 1.0 exported no span to the OTLP sink"
+    off = section["mlp"]["off"]
+    section["cost"] = {
+        label: 1 - section["mlp"][label]["rps"]["median"] / off["rps"]["median"]
+        for label in TRACING_SAMPLERS
+        if off.get("rps") and section["mlp"][label].get("rps")
+    }
 
 
 def idle_rss(bench: Bench) -> None:

@@ -6,6 +6,7 @@ Classify/Regress on an ONNX model whose inputs are Example features, and the err
 from __future__ import annotations
 
 import json
+import re
 import subprocess
 import sys
 from collections.abc import Iterator
@@ -73,6 +74,20 @@ def calls(tf_gateway: GatewayProcess, tmp_path_factory: pytest.TempPathFactory) 
     assert done.returncode == 0, done.stderr[-4000:]
     result: dict[str, Any] = json.loads(out.read_text())
     return result
+
+
+LOG_LINE = re.compile(
+    r"^\d{4}-\d\d-\d\d \d\d:\d\d:\d\d\.\d{3} [DIWEC] \d+ (gateway|worker-\d+) [\w.]+\] "
+)
+
+
+def test_tensorflow_start_up_noise_stays_out_of_the_log(
+    tf_gateway: GatewayProcess, calls: dict[str, Any]
+) -> None:
+    """TensorFlow loaded and served in the worker; every log line is still tensorgate's."""
+    lines = tf_gateway.log().splitlines()
+    assert any("loaded half_plus_two" in line and " worker-0 " in line for line in lines)
+    assert [line for line in lines if not LOG_LINE.match(line)] == []
 
 
 def spec(model: str, signature: str, version: str = "123") -> dict[str, str]:
