@@ -11,7 +11,8 @@ import pytest
 
 from tests.support import onnx_models
 from tests.support.worker_harness import Harness
-from workers.telemetry import parse_traceparent
+from workers.logs import TRACE_IDS
+from workers.telemetry import Telemetry, parse_traceparent
 
 TRACE_ID = "4bf92f3577b34da6a3ce929d0e0e4736"
 BATCH_SPAN = "00f067aa0ba902b7"
@@ -89,3 +90,13 @@ def test_ping_reports_the_workers_own_figures(worker: tuple[Harness, str]) -> No
 )
 def test_traceparent_parsing_follows_w3c(value: object, parsed: tuple[str, str] | None) -> None:
     assert parse_traceparent(value) == parsed
+
+
+def test_log_records_carry_the_run_trace_ids_while_it_is_open() -> None:
+    trace = Telemetry().trace(TRACEPARENT)
+    assert trace is not None
+    assert TRACE_IDS.get() == (TRACE_ID, trace.span_id)
+    (span,) = trace.finish("compute")
+    assert TRACE_IDS.get() is None
+    assert span["span_id"] == trace.span_id and span["parent_id"] == BATCH_SPAN
+    assert Telemetry().trace(None) is None
