@@ -166,8 +166,6 @@ class Gateway:
                 middleware=self.observability.rest_middleware(),
             )
             self.rest_port = await self.rest.start("", settings.rest_api_port)
-        elif self.observability.page_path:
-            log.warning("--monitoring_config_file: no metrics page without --rest_api_port")
         if settings.file_system_poll_wait_seconds > 0:
             self._spawn(self._poll_models(settings.file_system_poll_wait_seconds))
         if settings.model_config_file and settings.model_config_file_poll_wait_seconds > 0:

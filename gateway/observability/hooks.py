@@ -7,6 +7,7 @@ is recorded.
 from __future__ import annotations
 
 import asyncio
+import logging
 import os
 from collections.abc import Mapping
 
@@ -26,6 +27,8 @@ from gateway.observability.workers import WorkerFigures
 from gateway.parallel.pool import WorkerPool
 from gateway.serving.models import Servable
 from gateway.tfserving.rest.server import ExtraRoute, Middleware
+
+log = logging.getLogger(__name__)
 
 
 class Observability:
@@ -52,12 +55,16 @@ class Observability:
         cls, settings: Settings, env: Mapping[str, str] = os.environ
     ) -> Observability:
         """As ``--monitoring_config_file`` and the ``OTEL_*`` variables ask (ConfigError for a bad
-        file or variable)."""
+        file or variable). The page lives on the REST port: without one, no metrics."""
         pool = None
         if settings.enable_batching:
             pool = thread_pool_name(settings.batching_parameters_file)
+        path = metrics_path(settings.monitoring_config_file)
+        if path and not settings.rest_api_port:
+            log.warning("--monitoring_config_file ignored: the metrics page needs --rest_api_port")
+            path = None
         return cls(
-            page_path=metrics_path(settings.monitoring_config_file),
+            page_path=path,
             tracing=Tracing.from_environment(env),
             thread_pool=pool,
         )

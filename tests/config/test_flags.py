@@ -94,6 +94,7 @@ TENSORGATE_FLAGS = {
     "ready_fd",
     "enable_model_management_api",
     "model_workers",
+    "log_format",
 }
 
 

@@ -50,7 +50,11 @@ def test_a_relative_page_path_is_refused(tmp_path: Path) -> None:
 def test_metrics_on_installs_the_hooks(tmp_path: Path) -> None:
     config = tmp_path / "monitoring.config"
     config.write_text("prometheus_config { enable: true }")
-    settings = Settings(model_base_path="/m", monitoring_config_file=str(config))
+    without_rest = Settings(model_base_path="/m", monitoring_config_file=str(config))
+    assert Observability.from_settings(without_rest, env={}).recorder is None
+    settings = Settings(
+        model_base_path="/m", monitoring_config_file=str(config), rest_api_port=8501
+    )
     on = Observability.from_settings(settings, env={})
     assert on.tfs is not None and on.tracing is None
     assert len(on.interceptors()) == 1 and on.rest_middleware() is not None
