@@ -76,6 +76,7 @@ def markdown(results: dict[str, Any], plots: list[str]) -> str:
         "",
     ]
     lines += _goal_table("Goals (issue 12)", results.get("goals", []), goals_mod.ISSUE)
+    lines += _goal_table("Goals (issue 10: tracing)", results.get("goals", []), goals_mod.TRACING)
     lines += _goal_table("Earlier goals still open", results.get("goals", []), goals_mod.EARLIER)
     peers = run.get("peer_venvs", {})
     if peers:
