@@ -51,6 +51,10 @@ class Recorder:
         self.tfs = tfs
         self.metrics = metrics
         self.tracing = tracing
+        self.needs_parent = metrics is None and tracing is not None and not tracing.roots
+        """True when only a sampled parent can make a call worth opening (no metrics, and the
+        sampler never samples a root): the hooks then pass calls without a traceparent through
+        untouched."""
 
     def begin(
         self,
@@ -61,11 +65,17 @@ class Recorder:
         tracestate: str | None,
         attributes: Attributes,
     ) -> tuple[Call, Token[Call | None]]:
-        """Open a call and make it :data:`CURRENT`; pass the token to :meth:`end`."""
+        """Open a call and make it :data:`CURRENT`; pass the token to :meth:`end`.
+        ``attributes``: the server span's first attributes (copied)."""
         call = Call(api, entrypoint, time.perf_counter())
         if self.tracing is not None and (traceparent or self.tracing.roots):
             call.span = self.tracing.start(
-                span_name, SpanKind.SERVER, time.time_ns(), traceparent, tracestate, attributes
+                span_name,
+                SpanKind.SERVER,
+                time.time_ns(),
+                traceparent,
+                tracestate,
+                dict(attributes),
             )
             if call.span is not None:
                 call.ids_token = TRACE_IDS.set(call.span.ids)

@@ -100,7 +100,9 @@ class ObservingInterceptor(grpc.aio.ServerInterceptor):  # type: ignore[misc]
                     status=status,
                     latency_api=latency_api,
                     error=status if status in SERVER_ERRORS else None,
-                    attributes={"rpc.grpc.status_code": _code_number(status)},
+                    attributes=None
+                    if call.span is None
+                    else {"rpc.grpc.status_code": _code(status)},
                 )
                 if api == "MultiInference" and status == "OK" and recorder.tfs is not None:
                     count = example_count(request)
@@ -110,5 +112,5 @@ class ObservingInterceptor(grpc.aio.ServerInterceptor):  # type: ignore[misc]
         return behavior
 
 
-def _code_number(name: str) -> int:
+def _code(name: str) -> int:
     return int(grpc.StatusCode[name].value[0])

@@ -35,7 +35,8 @@ def middleware(recorder: Recorder) -> Middleware:
 
     async def observe(request: web.BaseRequest, handler: ExtraRoute) -> web.StreamResponse:
         path = request.raw_path.partition("?")[0]
-        if not paths.is_api_path(path):
+        traceparent = request.headers.get("traceparent")
+        if not paths.is_api_path(path) or (traceparent is None and recorder.needs_parent):
             return await handler(request)
         try:
             parsed: paths.RestCall | None = paths.parse(request.method, path)
@@ -56,7 +57,7 @@ def middleware(recorder: Recorder) -> Middleware:
             APIS.get(verb, "unknown"),
             "REST",
             f"{request.method} {route}" if route else request.method,
-            request.headers.get("traceparent"),
+            traceparent,
             request.headers.get("tracestate"),
             attributes,
         )
@@ -77,7 +78,7 @@ def middleware(recorder: Recorder) -> Middleware:
                 status=status,
                 latency_api=verb if verb in ("predict", "classify", "regress") else "",
                 error=f"HTTP {http}" if http >= 500 else None,
-                attributes={"http.response.status_code": http},
+                attributes=None if call.span is None else {"http.response.status_code": http},
             )
 
     return observe

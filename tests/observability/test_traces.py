@@ -19,7 +19,7 @@ import pytest
 from opentelemetry.sdk.trace import ReadableSpan
 from opentelemetry.sdk.trace.export import SimpleSpanProcessor
 from opentelemetry.sdk.trace.export.in_memory_span_exporter import InMemorySpanExporter
-from opentelemetry.sdk.trace.sampling import ALWAYS_ON, ParentBased
+from opentelemetry.sdk.trace.sampling import ALWAYS_ON, ParentBased, TraceIdRatioBased
 from opentelemetry.trace import SpanKind
 
 from gateway._pb.tensorflow_serving.apis import prediction_service_pb2_grpc
@@ -59,7 +59,7 @@ def model(tmp_path: Path) -> Path:
     return tmp_path / "mlp"
 
 
-async def start(model: Path, tmp_path: Path, **flags: object) -> Traced:
+async def start(model: Path, tmp_path: Path, roots: bool = True, **flags: object) -> Traced:
     settings = Settings(
         model_name="mlp",
         model_base_path=str(model),
@@ -71,7 +71,8 @@ async def start(model: Path, tmp_path: Path, **flags: object) -> Traced:
         **flags,  # type: ignore[arg-type]
     )
     exporter = InMemorySpanExporter()
-    tracing = Tracing(SimpleSpanProcessor(exporter), ParentBased(ALWAYS_ON), default_resource())
+    sampler = ParentBased(ALWAYS_ON if roots else TraceIdRatioBased(0))
+    tracing = Tracing(SimpleSpanProcessor(exporter), sampler, default_resource(), roots=roots)
     observability = Observability(page_path=None, tracing=tracing)
     specs = model_specs(model_server_config_from_flags(settings))
     gateway = Gateway(settings, specs, observability)
@@ -145,6 +146,32 @@ def test_each_grpc_request_is_one_connected_trace_across_gateway_and_worker(
         ((_, root),) = traces.items()
         check_request_tree(root, PREDICT, worker_pid)
         assert by_name(root)[PREDICT].parent is None
+
+    run(scenario())
+
+
+def test_at_ratio_0_only_requests_with_a_sampled_parent_are_traced(
+    model: Path, tmp_path: Path
+) -> None:
+    async def scenario() -> None:
+        traced = await start(model, tmp_path, roots=False)
+        assert traced.gateway.observability.recorder is not None
+        assert traced.gateway.observability.recorder.needs_parent
+        try:
+            target = f"127.0.0.1:{traced.gateway.grpc_port}"
+            async with grpc.aio.insecure_channel(target) as channel:
+                stub = prediction_service_pb2_grpc.PredictionServiceStub(channel)
+                await stub.Predict(predict_request("mlp", {"x": X}))
+                traceparent = (("traceparent", TRACEPARENT),)
+                await stub.Predict(predict_request("mlp", {"x": X}), metadata=traceparent)
+                unsampled = (("traceparent", TRACEPARENT[:-2] + "00"),)
+                await stub.Predict(predict_request("mlp", {"x": X}), metadata=unsampled)
+            (worker_pid,) = traced.gateway.pool.pids()
+        finally:
+            await traced.gateway.stop()
+        traces = traced.traces()
+        assert list(traces) == [TRACE_ID]
+        check_request_tree(traces[TRACE_ID], PREDICT, worker_pid)
 
     run(scenario())
 
