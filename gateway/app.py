@@ -204,6 +204,7 @@ class Gateway:
             await self.models.reconcile()
 
     def _models_changed(self) -> None:
+        self.observability.record_warmups(self.models)
         self._spawn(self._update_health())
 
     async def _update_health(self) -> None:

@@ -16,6 +16,7 @@ import grpc
 from gateway.batching.scheduler import BatchObserver
 from gateway.config.batching_options import thread_pool_name
 from gateway.config.settings import Settings
+from gateway.errors import NotFound
 from gateway.observability import grpc_hook, rest_hook
 from gateway.observability.batches import RUNTIMES, QueueLabels, QueueObserver
 from gateway.observability.calls import Recorder
@@ -25,7 +26,7 @@ from gateway.observability.tfs_metrics import TfServingMetrics
 from gateway.observability.tracing import Tracing
 from gateway.observability.workers import WorkerFigures
 from gateway.parallel.pool import WorkerPool
-from gateway.serving.models import Servable
+from gateway.serving.models import ModelManager, Servable, State
 from gateway.tfserving.rest.server import ExtraRoute, Middleware
 
 log = logging.getLogger(__name__)
@@ -47,6 +48,8 @@ class Observability:
         self.tfs = TfServingMetrics() if page_path else None
         self.metrics = GatewayMetrics() if page_path else None
         self.recorder = None
+        self._warmups_seen: dict[tuple[str, int], object] = {}
+        """(model, version) → the warmup reports already recorded (a reload brings new ones)."""
         if page_path or tracing:
             self.recorder = Recorder(self.tfs, self.metrics, tracing)
 
@@ -96,6 +99,29 @@ class Observability:
             thread_pool=self.thread_pool,
         )
         return QueueObserver(labels, self.tfs, self.metrics, self.tracing)
+
+    def record_warmups(self, models: ModelManager) -> None:
+        """Export each version's warmup once it serves (TF Serving's ``model_warmup_latency`` and
+        ``model_warmup_records_read``, labelled by the version's directory and ``OK``): the
+        slowest worker's replay time, and the runs that worker counted. Call on every model
+        change; a version loaded again is recorded again."""
+        if self.tfs is None:
+            return
+        for name in models.model_names():
+            try:
+                statuses = models.statuses(name)
+            except NotFound:
+                continue
+            for status in statuses:
+                reports = status.warmup
+                if status.state != State.AVAILABLE or not any(r.runs for r in reports):
+                    continue
+                if self._warmups_seen.get((name, status.version)) is reports:
+                    continue
+                self._warmups_seen[(name, status.version)] = reports
+                directory = models.resolve(name, status.version).directory
+                micros = 1e6 * max(r.seconds for r in reports)
+                self.tfs.record_warmup(directory, "OK", micros, max(r.runs for r in reports))
 
     def describe(self) -> str:
         """One line for the start-up log."""

@@ -33,13 +33,14 @@ from google.protobuf import text_format
 from onnx import TensorProto, helper
 
 from gateway.config.batching_options import load_options
-from gateway.config.flags import FlagError, check_built, parse_flags
+from gateway.config.flags import check_built, parse_flags
 from gateway.config.model_config import load_model_server_config, model_specs
+from gateway.observability.page import metrics_path
 from tests.support import onnx_models, rest_models
-from tests.support.gateway_proc import GatewayProcess, gateway_command, running_gateway
+from tests.support.gateway_proc import GatewayProcess, free_port, gateway_command, running_gateway
 from tests.support.grpc_calls import predict_request
 from tests.support.lifecycle import predict, reload, status
-from tests.support.tf_compat import Served, free_port
+from tests.support.tf_compat import Served
 from tests.support.tf_compat_models_script import WARMUP_RECORDS
 
 pytestmark = pytest.mark.tfclient
@@ -396,12 +397,9 @@ def test_serving_config_batching_and_monitoring_files(tmp_path: Path) -> None:
     monitoring.write_text(
         'prometheus_config {\n  enable: true,\n  path: "/monitoring/prometheus/metrics"\n}\n'
     )
-    from gateway.config.model_config import load_monitoring_config
-
-    assert load_monitoring_config(monitoring).prometheus_config.enable
     settings = parse_flags(["--model_base_path=/m", f"--monitoring_config_file={monitoring}"])
-    with pytest.raises(FlagError, match="not supported yet"):
-        check_built(settings)  # serving it is issue 10's (observability)
+    check_built(settings)  # built: the page is served on the REST port
+    assert metrics_path(settings.monitoring_config_file) == "/monitoring/prometheus/metrics"
 
 
 def test_the_batching_example_serves(docs: Docs) -> None:

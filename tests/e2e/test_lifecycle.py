@@ -8,6 +8,7 @@ answers), each bounded by WAIT_S, which is never reached when things work.
 from __future__ import annotations
 
 import asyncio
+import urllib.request
 from collections.abc import Iterator
 from pathlib import Path
 
@@ -23,7 +24,7 @@ from gateway._pb.tensorflow_serving.apis import (
     prediction_service_pb2_grpc,
 )
 from tests.support import onnx_models
-from tests.support.gateway_proc import GatewayProcess, running_gateway
+from tests.support.gateway_proc import GatewayProcess, free_port, running_gateway
 from tests.support.grpc_calls import predict_request
 from tests.support.lifecycle import (
     X,
@@ -236,6 +237,8 @@ def test_warmup_is_replayed_in_the_worker_and_failures_stay_with_their_model(
     config.write_text(
         config_text(f"warm:{warm.parent}", f"cold:{cold.parent}", f"broken:{repo / 'broken'}")
     )
+    monitoring = tmp_path / "monitoring.config"
+    monitoring.write_text("prometheus_config { enable: true }\n")
     args = [
         f"--model_config_file={config}",
         "--workers=2",
@@ -243,12 +246,26 @@ def test_warmup_is_replayed_in_the_worker_and_failures_stay_with_their_model(
         "--num_request_iterations_for_warmup=2",
         "--max_num_load_retries=1",
         "--load_retry_interval_micros=0",
+        f"--rest_api_port={free_port()}",
+        f"--monitoring_config_file={monitoring}",
     ]
     with (
         running_gateway(args, tmp_path) as gateway,
         grpc.insecure_channel(gateway.target) as channel,
     ):
         np.testing.assert_array_equal(predict(channel, "warm")[1], X * 2)
+        page = (
+            urllib.request.urlopen(
+                f"http://127.0.0.1:{gateway.rest_port}/monitoring/prometheus/metrics", timeout=30
+            )
+            .read()
+            .decode()
+        )
+        # TF Serving's warmup metrics, for the warmed version only (6 runs counted there).
+        warm_labels = f'{{model_path="{warm}",status="OK"}}'
+        assert f":tensorflow:serving:model_warmup_latency_count{warm_labels} 1" in page
+        assert f":tensorflow:serving:model_warmup_records_read{warm_labels} 6" in page
+        assert str(cold) not in page
         ((_, state, error),) = status(channel, "cold")
         assert state == State.END
         assert error == (

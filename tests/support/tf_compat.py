@@ -5,14 +5,13 @@
 from __future__ import annotations
 
 import contextlib
-import socket
 from collections.abc import Iterator
 from dataclasses import dataclass
 from pathlib import Path
 
 import pytest
 
-from tests.support.gateway_proc import GatewayProcess, running_gateway
+from tests.support.gateway_proc import GatewayProcess, free_port, running_gateway
 from tests.support.tf_compat_models_script import compat_models_root
 
 TWO_VERSIONS = "saved_model_half_plus_two_2_versions"
@@ -30,12 +29,6 @@ MODELS = {
     "signature_defs_doc": "signature_defs_doc",
 }
 """Served model name → model directory (TF Serving's tests serve half_plus_two as ``default``)."""
-
-
-def free_port() -> int:
-    with socket.socket() as probe:
-        probe.bind(("127.0.0.1", 0))
-        return int(probe.getsockname()[1])
 
 
 @dataclass(frozen=True)
