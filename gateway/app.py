@@ -102,7 +102,9 @@ class Gateway:
             before_unload=self.queues.drain,
             warmup=WarmupPlanner.from_settings(settings, policy),
         )
-        self.core = ServingCore(self.models, self.queues)
+        self.core = ServingCore(
+            self.models, self.queues, inflight_bytes=settings.max_inflight_bytes
+        )
         self.health = health.aio.HealthServicer()
         self.server: grpc.aio.Server | None = None
         self.rest: RestServer | None = None
@@ -140,6 +142,7 @@ class Gateway:
             PredictionService(
                 self.core,
                 max_elements=settings.max_tensor_elements,
+                max_request_bytes=settings.max_request_bytes,
                 as_tensor_content=settings.enable_serialization_as_tensor_content,
                 method_name_check=settings.enable_signature_method_name_check,
             ),
@@ -159,6 +162,7 @@ class Gateway:
                 enable_cors=settings.rest_api_enable_cors_support,
                 max_body_bytes=settings.rest_api_max_body_bytes,
                 max_elements=settings.max_tensor_elements,
+                max_request_bytes=settings.max_request_bytes,
                 classify_regress=ClassifyRegressHandler(
                     self.core, method_name_check=settings.enable_signature_method_name_check
                 ),

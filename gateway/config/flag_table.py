@@ -172,6 +172,8 @@ FLAGS: dict[str, FlagSpec] = {
         _impl("enable_model_management_api", "bool"),
         _impl("model_workers", "string"),
         _impl("log_format", "string"),
+        _impl("max_request_bytes", "int64"),
+        _impl("max_inflight_bytes", "int64"),
     )
 }
 

@@ -247,6 +247,20 @@ class Settings:
         "otherwise demand gigabytes. Default 16777216 (2^24: 64 MiB of float32, the default "
         "--max_message_bytes).",
     )
+    max_request_bytes: int = _setting(
+        64 * MIB,
+        "tensorgate: most bytes one request's input tensors may take once decoded (>= 1), "
+        "computed from the declared shapes before anything is expanded; a larger request gets "
+        "RESOURCE_EXHAUSTED. Default 64 MiB (67108864), the default --max_message_bytes: what a "
+        "request could carry as raw tensor_content anyway.",
+    )
+    max_inflight_bytes: int = _setting(
+        512 * MIB,
+        "tensorgate: most bytes of decoded input tensors all in-flight requests may hold at once "
+        "(>= 1); a request that would pass it gets RESOURCE_EXHAUSTED (retryable) instead of "
+        "growing the gateway's memory. Default 512 MiB (536870912): eight requests of the "
+        "default --max_request_bytes.",
+    )
     enable_serialization_as_tensor_content: bool = _setting(
         False,
         "Encode Predict outputs as packed tensor_content instead of typed value fields. "

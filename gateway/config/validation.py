@@ -84,6 +84,8 @@ def validate(s: Settings) -> None:
     _check_range("workers", s.workers, 0)
     _check_range("worker_arena_mb", s.worker_arena_mb, 1)
     _check_range("max_tensor_elements", s.max_tensor_elements, 1)
+    _check_range("max_request_bytes", s.max_request_bytes, 1)
+    _check_range("max_inflight_bytes", s.max_inflight_bytes, 1)
     _check_range("ready_fd", s.ready_fd, -1)
     _check_range("shutdown_grace_seconds", s.shutdown_grace_seconds, 0)
     for name in ("worker_ping_interval_seconds", "worker_ping_timeout_seconds"):

@@ -13,6 +13,7 @@ from dataclasses import dataclass
 import numpy as np
 
 from gateway.config.model_config import ModelSpecConfig
+from gateway.serving.budget import MemoryBudget, inputs_nbytes
 from gateway.serving.models import ModelManager, Servable, VersionStatus
 from gateway.serving.queues import BatchQueues
 from gateway.serving.signature import Signature, find_signature
@@ -48,9 +49,13 @@ class PredictResult:
 class ServingCore:
     """Validates requests against signatures and runs them through per-queue batch schedulers."""
 
-    def __init__(self, models: ModelManager, queues: BatchQueues) -> None:
+    def __init__(
+        self, models: ModelManager, queues: BatchQueues, *, inflight_bytes: int | None = None
+    ) -> None:
         self.models = models
         self.queues = queues
+        self.budget = MemoryBudget(inflight_bytes) if inflight_bytes is not None else None
+        """Bounds the decoded inputs held by in-flight requests (None: unbounded)."""
 
     def servable(self, ref: ModelRef) -> Servable:
         return self.models.resolve(ref.name, ref.version, ref.label)
@@ -77,15 +82,27 @@ class ServingCore:
         with ``check_dtypes``: serialized Examples feed a TensorFlow signature's Examples input
         whatever dtype it declares, as in TF Serving).
 
+        The decoded inputs count against the in-flight budget until the call returns.
+
         Raises ServingError subclasses: NotFound, FailedPrecondition (unknown signature),
-        InvalidArgument (inputs or output_filter), DeadlineExceeded, Unavailable, ...
+        InvalidArgument (inputs or output_filter), ResourceExhausted (the in-flight budget),
+        DeadlineExceeded, Unavailable, ...
         """
         servable, signature = self.signature(ref, signature_name)
         inputs = decode(signature)
         signature.validate_inputs(inputs, check_dtypes=check_dtypes)
         outputs = signature.select_outputs(output_filter)
         scheduler = self.queues.get(servable, signature.name)
-        result = await scheduler.submit(inputs, outputs, deadline)
+        budget = self.budget
+        if budget is None:
+            result = await scheduler.submit(inputs, outputs, deadline)
+        else:
+            nbytes = inputs_nbytes(inputs)
+            budget.reserve(nbytes)
+            try:
+                result = await scheduler.submit(inputs, outputs, deadline)
+            finally:
+                budget.release(nbytes)
         return PredictResult(servable.model, servable.version, signature.name, result)
 
     def metadata(self, ref: ModelRef) -> tuple[Servable, dict[str, Signature]]:

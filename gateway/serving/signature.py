@@ -10,7 +10,7 @@ shape, as in TF Serving, and the graph's ops decide.
 from __future__ import annotations
 
 import base64
-from collections.abc import Iterable, Mapping, Sequence
+from collections.abc import Collection, Iterable, Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -93,31 +93,37 @@ class Signature:
     ) -> None:
         """Check names, dtypes (with ``check_dtypes``) and shapes; raise InvalidArgument saying
         what is wrong."""
+        self.check_input_names(inputs)
+        for name, array in inputs.items():
+            self.check_input(name, dtype_name(array.dtype), array.shape, check_dtype=check_dtypes)
+
+    def check_input_names(self, names: Collection[str]) -> None:
+        """InvalidArgument (TF Serving's text) unless ``names`` are exactly the inputs'."""
         expected = self._inputs_by_name
-        if set(inputs) != set(expected):
-            extra = sorted(set(inputs) - set(expected))
-            missing = sorted(set(expected) - set(inputs))
+        if set(names) != set(expected):
+            extra = sorted(set(names) - set(expected))
+            missing = sorted(set(expected) - set(names))
             raise InvalidArgument(
-                f"input size does not match signature: {len(inputs)}!={len(expected)} "
-                f"len({{{_join(sorted(inputs))}}}) != len({{{_join(sorted(expected))}}}). "
+                f"input size does not match signature: {len(names)}!={len(expected)} "
+                f"len({{{_join(sorted(names))}}}) != len({{{_join(sorted(expected))}}}). "
                 f"Sent extra: {{{_join(extra)}}}. Missing but required: {{{_join(missing)}}}."
             )
-        for name, array in inputs.items():
-            spec = expected[name]
-            got = dtype_name(array.dtype)
-            if check_dtypes and got != spec.dtype:
-                raise InvalidArgument(
-                    f"input '{name}' has dtype {got} but the signature expects {spec.dtype}"
-                )
-            if (
-                self.check_shapes
-                and spec.shape is not None
-                and not shape_matches(array.shape, spec.shape)
-            ):
-                raise InvalidArgument(
-                    f"input '{name}' has shape {list(array.shape)} but the signature expects "
-                    f"{list(spec.shape)} (-1 = any size)"
-                )
+
+    def check_input(
+        self, name: str, dtype: str, shape: Sequence[int], *, check_dtype: bool = True
+    ) -> None:
+        """InvalidArgument unless input ``name`` (a known input) may have this canonical dtype
+        and shape. Codecs call it with a tensor's *declared* dtype and shape, before decoding."""
+        spec = self._inputs_by_name[name]
+        if check_dtype and dtype != spec.dtype:
+            raise InvalidArgument(
+                f"input '{name}' has dtype {dtype} but the signature expects {spec.dtype}"
+            )
+        if self.check_shapes and spec.shape is not None and not shape_matches(shape, spec.shape):
+            raise InvalidArgument(
+                f"input '{name}' has shape {list(shape)} but the signature expects "
+                f"{list(spec.shape)} (-1 = any size)"
+            )
 
     def select_outputs(self, output_filter: Sequence[str]) -> list[str]:
         """Output aliases to compute: all of them when the filter is empty."""

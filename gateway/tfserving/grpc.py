@@ -73,9 +73,11 @@ class PredictionService(prediction_service_pb2_grpc.PredictionServiceServicer):
         max_elements: int,
         as_tensor_content: bool,
         method_name_check: bool = False,
+        max_request_bytes: int = 2**31 - 1,
     ) -> None:
         self._core = core
         self._max_elements = max_elements
+        self._max_request_bytes = max_request_bytes
         self._as_tensor_content = as_tensor_content
         self._inference = InferenceService(core, method_name_check=method_name_check)
 
@@ -86,7 +88,12 @@ class PredictionService(prediction_service_pb2_grpc.PredictionServiceServicer):
         result = await self._core.predict(
             messages.model_ref(request),
             request.model_spec.signature_name,
-            functools.partial(messages.predict_inputs, request, max_elements=self._max_elements),
+            functools.partial(
+                messages.predict_inputs,
+                request,
+                max_elements=self._max_elements,
+                max_bytes=self._max_request_bytes,
+            ),
             list(request.output_filter),
             deadline_of(context),
         )

@@ -14,7 +14,7 @@ import pytest
 
 from gateway.config.batching_options import BatchingOptions
 from gateway.config.model_config import ModelSpecConfig
-from gateway.errors import InvalidArgument, NotFound
+from gateway.errors import InvalidArgument, NotFound, ResourceExhausted
 from gateway.serving.core import ModelRef, ServingCore
 from gateway.serving.models import ModelManager
 from gateway.serving.policy import BatchingPolicy
@@ -25,14 +25,16 @@ from tests.support.fakes import FakeLink, FakePool, fake_dispatcher, settle
 X = np.ones((2, 4), np.float32)
 
 
-async def core_with_link(tmp_path: Path) -> tuple[ServingCore, list[FakeLink]]:
+async def core_with_link(
+    tmp_path: Path, inflight_bytes: int | None = None
+) -> tuple[ServingCore, list[FakeLink]]:
     (tmp_path / "1").mkdir()
     (tmp_path / "1" / "model.onnx").write_bytes(b"onnx")
     models = ModelManager(FakePool(), [ModelSpecConfig("m", str(tmp_path))], intra_op=1, inter_op=1)  # type: ignore[arg-type]
     await models.reconcile()
     dispatcher, links = fake_dispatcher()
     queues = BatchQueues(BatchingPolicy(BatchingOptions.unbatched(), 1), dispatcher)
-    return ServingCore(models, queues), links
+    return ServingCore(models, queues, inflight_bytes=inflight_bytes), links
 
 
 def test_an_unknown_model_is_not_found_before_its_tensors_are_decoded(tmp_path: Path) -> None:
@@ -92,5 +94,28 @@ def test_status_by_label_and_metadata(tmp_path: Path) -> None:
         assert [s.version for s in core.status("m")] == [1]
         with pytest.raises(InvalidArgument, match="Unrecognized servable version label"):
             core.status("m", label="nope")
+
+    asyncio.run(scenario())
+
+
+def test_in_flight_requests_hold_their_decoded_bytes_until_they_complete(tmp_path: Path) -> None:
+    """``--max_inflight_bytes``: past the bound a request is RESOURCE_EXHAUSTED at once (it is
+    never queued); the bytes come back when a held request completes, or fails."""
+
+    async def scenario() -> None:
+        core, links = await core_with_link(tmp_path, inflight_bytes=X.nbytes * 3 // 2)
+        first = asyncio.create_task(core.predict(ModelRef("m"), "", lambda _s: {"x": X}))
+        await settle()
+        with pytest.raises(ResourceExhausted, match="pass the limit of 48 bytes"):
+            await core.predict(ModelRef("m"), "", lambda _s: {"x": X})
+        assert len(links[0].sent) == 1
+        links[0].fail(0, InvalidArgument("the model refused it"))
+        with pytest.raises(InvalidArgument):
+            await first
+        second = asyncio.create_task(core.predict(ModelRef("m"), "", lambda _s: {"x": X}))
+        await settle()
+        links[0].complete(1, lambda inputs: {"y": inputs["x"]})
+        assert (await second).outputs["y"].shape == X.shape
+        assert core.budget is not None and core.budget.held_bytes == 0
 
     asyncio.run(scenario())

@@ -30,7 +30,7 @@ from gateway._pb.tensorflow_serving.apis import (
 )
 from gateway._pb.xla.tsl.protobuf import error_codes_pb2
 from gateway.config.model_config import ConfigError, ModelSpecConfig, model_specs
-from gateway.errors import InvalidArgument
+from gateway.errors import InvalidArgument, ResourceExhausted
 from gateway.serving.core import ModelRef, PredictResult
 from gateway.serving.models import VersionStatus
 from gateway.serving.signature import Signature, TensorSpec
@@ -86,10 +86,34 @@ def example_count(request: inference_pb2.MultiInferenceRequest) -> int:
 
 
 def predict_inputs(
-    request: predict_pb2.PredictRequest, signature: Signature, *, max_elements: int
+    request: predict_pb2.PredictRequest,
+    signature: Signature,
+    *,
+    max_elements: int,
+    max_bytes: int,
 ) -> dict[str, np.ndarray]:
-    """Decode every input tensor of a PredictRequest meant for ``signature`` (InvalidArgument
-    names the bad input)."""
+    """Decode every input tensor of a PredictRequest meant for ``signature``.
+
+    Nothing is expanded before the whole request has been checked against the signature: input
+    names, then each tensor's declared dtype, shape and element count (INVALID_ARGUMENT naming the
+    bad input), then the bytes all its tensors would take once decoded, which must not exceed
+    ``max_bytes`` (RESOURCE_EXHAUSTED): typed values repeat to fill a shape, so a few bytes on
+    the wire may declare gigabytes.
+    """
+    signature.check_input_names(request.inputs)
+    total = 0
+    for name, proto in request.inputs.items():
+        try:
+            dtype, shape, nbytes = tensor_codec.declared(proto, max_elements=max_elements)
+        except InvalidArgument as exc:
+            raise InvalidArgument(f"input '{name}': {exc.message}") from None
+        signature.check_input(name, dtype, shape)
+        total += nbytes
+    if total > max_bytes:
+        raise ResourceExhausted(
+            f"the request's input tensors would take {total} bytes once decoded, over the limit "
+            f"of {max_bytes} bytes (--max_request_bytes)"
+        )
     inputs: dict[str, np.ndarray] = {}
     for name, proto in request.inputs.items():
         try:

@@ -40,6 +40,10 @@ if sys.byteorder != "little":  # pragma: no cover - no big-endian deployment tar
 MAX_RANK = 64
 """Most dimensions a tensor may have (numpy's limit; TensorFlow allows 254)."""
 
+STRING_ELEMENT_BYTES = 8 + sys.getsizeof(b"")
+"""What one decoded string element costs besides its own bytes: a reference in the object array
+and a ``bytes`` object's header (41 bytes on CPython 3.11, 64-bit)."""
+
 MAX_PROTO_BYTES = 2**31 - 1
 """Protobuf messages cannot exceed 2 GiB; larger tensors cannot be encoded at all."""
 
@@ -153,12 +157,22 @@ def shape_of(proto: TensorProto) -> tuple[int, ...]:
     return dims
 
 
-def to_ndarray(proto: TensorProto, *, max_elements: int) -> npt.NDArray[Any]:
-    """Decode ``proto``; its declared element count must not exceed ``max_elements``.
+class Declared(NamedTuple):
+    """What a TensorProto says it holds, read without decoding any value."""
 
-    ``tensor_content`` comes back as a zero-copy, read-only view of the bytes; typed fields as a
-    new array. Callers must not write into the result. Errors are INVALID_ARGUMENT.
-    """
+    dtype: str
+    """Canonical dtype name."""
+    shape: tuple[int, ...]
+    nbytes: int
+    """Bytes the decoded array may take: elements × item size; a string element counts as its
+    8-byte reference plus a ``bytes`` object's header (:data:`STRING_ELEMENT_BYTES` in all), and
+    the strings' own bytes count once (bounded by the message's size)."""
+
+
+def declared(proto: TensorProto, *, max_elements: int) -> Declared:
+    """Dtype, shape and decoded size of ``proto``, checked against ``max_elements`` (for the
+    element count and for every single dimension, so that a zero beside a huge dimension is
+    refused too). INVALID_ARGUMENT for an unsupported dtype or a shape out of bounds."""
     spec = _lookup(proto.dtype)
     shape = shape_of(proto)
     count = math.prod(shape)
@@ -167,6 +181,28 @@ def to_ndarray(proto: TensorProto, *, max_elements: int) -> npt.NDArray[Any]:
             f"tensor with shape {_shape_text(shape)} has {count} elements, "
             f"over the limit of {max_elements}"
         )
+    if count == 0 and any(size > max_elements for size in shape):
+        raise InvalidArgument(
+            f"tensor with shape {_shape_text(shape)} has a dimension of {max(shape)}, "
+            f"over the limit of {max_elements} elements"
+        )
+    if spec is _STRING:
+        nbytes = count * STRING_ELEMENT_BYTES + proto.ByteSize()
+    else:
+        nbytes = count * spec.dtype.itemsize
+    return Declared(spec.name, shape, nbytes)
+
+
+def to_ndarray(proto: TensorProto, *, max_elements: int) -> npt.NDArray[Any]:
+    """Decode ``proto``; its declared element count (and each dimension) must not exceed
+    ``max_elements`` (see :func:`declared`).
+
+    ``tensor_content`` comes back as a zero-copy, read-only view of the bytes; typed fields as a
+    new array. Callers must not write into the result. Errors are INVALID_ARGUMENT.
+    """
+    spec = _lookup(proto.dtype)
+    shape = declared(proto, max_elements=max_elements).shape
+    count = math.prod(shape)
     content = proto.tensor_content  # upb copies bytes on every access: read once
     flat = _from_content(spec, content, count) if content else _from_typed(spec, proto, count)
     return flat.reshape(shape)

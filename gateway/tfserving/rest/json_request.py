@@ -42,9 +42,10 @@ from typing import Any
 import numpy as np
 import orjson
 
-from gateway.errors import InvalidArgument
+from gateway.errors import InvalidArgument, ResourceExhausted
 from gateway.serving.signature import Signature, TensorSpec
 from gateway.tfserving.rest.json_values import LeafWhere, is_b64, kind, show, to_array
+from workers.dtypes import DTYPE_NAMES, numpy_dtype
 
 MAX_RANK = 64
 """Deepest list nesting a tensor may have (numpy's limit on dimensions)."""
@@ -109,9 +110,17 @@ def signature_name(request: Mapping[str, Any]) -> str:
 
 
 def predict_inputs(
-    request: Mapping[str, Any], signature: Signature, *, max_elements: int
+    request: Mapping[str, Any],
+    signature: Signature,
+    *,
+    max_elements: int,
+    max_bytes: int | None = None,
 ) -> tuple[dict[str, np.ndarray], Format]:
-    """Decode a predict request's tensors (``instances`` or ``inputs``) for ``signature``."""
+    """Decode a predict request's tensors (``instances`` or ``inputs``) for ``signature``.
+
+    ``max_bytes``: most bytes the decoded tensors may take together, checked from their shapes
+    before their values are converted (RESOURCE_EXHAUSTED); None: no bound.
+    """
     specs = signature.inputs
     if not specs:
         raise InvalidArgument(f"Failed to get input map for signature: {signature.name}")
@@ -119,11 +128,29 @@ def predict_inputs(
         raise InvalidArgument(
             "Not formatted correctly: expecting only one of 'inputs' or 'instances' keys to exist"
         )
+    limits = _Limits(max_elements, max_bytes)
     if Format.ROW.value in request:
-        return _from_instances(request[Format.ROW.value], specs, max_elements), Format.ROW
+        return _from_instances(request[Format.ROW.value], specs, limits), Format.ROW
     if Format.COLUMNAR.value in request:
-        return _from_inputs(request[Format.COLUMNAR.value], specs, max_elements), Format.COLUMNAR
+        return _from_inputs(request[Format.COLUMNAR.value], specs, limits), Format.COLUMNAR
     raise InvalidArgument("Missing 'inputs' or 'instances' key")
+
+
+class _Limits:
+    """The bounds of one request: elements per tensor, and decoded bytes left for its tensors."""
+
+    def __init__(self, max_elements: int, max_bytes: int | None) -> None:
+        self.max_elements = max_elements
+        self.max_bytes = max_bytes
+        self.used_bytes = 0
+
+    def take(self, nbytes: int) -> None:
+        self.used_bytes += nbytes
+        if self.max_bytes is not None and self.used_bytes > self.max_bytes:
+            raise ResourceExhausted(
+                f"the request's input tensors would take at least {self.used_bytes} bytes once "
+                f"decoded, over the limit of {self.max_bytes} bytes (--max_request_bytes)"
+            )
 
 
 def _is_named(value: Any) -> bool:
@@ -148,7 +175,7 @@ def _row_path(name: str) -> Where:
 
 
 def _from_instances(
-    instances: Any, specs: Sequence[TensorSpec], max_elements: int
+    instances: Any, specs: Sequence[TensorSpec], limits: _Limits
 ) -> dict[str, np.ndarray]:
     if type(instances) is not list:
         raise InvalidArgument(f"Expecting 'instances' to be a list/array, got {kind(instances)}")
@@ -167,7 +194,7 @@ def _from_instances(
                         f"Expecting value/list but got object at item {index} of 'instances'"
                     )
         spec = specs[0]
-        return {spec.name: to_tensor(instances, spec, _path("instances"), max_elements)}
+        return {spec.name: to_tensor(instances, spec, _path("instances"), limits)}
     expected = {spec.name for spec in specs}
     columns: dict[str, list[Any]] = {spec.name: [] for spec in specs}
     for index, item in enumerate(instances):
@@ -183,13 +210,13 @@ def _from_instances(
         for name, column in columns.items():
             column.append(item[name])
     return {
-        spec.name: to_tensor(columns[spec.name], spec, _row_path(spec.name), max_elements)
+        spec.name: to_tensor(columns[spec.name], spec, _row_path(spec.name), limits)
         for spec in specs
     }
 
 
 def _from_inputs(
-    inputs: Any, specs: Sequence[TensorSpec], max_elements: int
+    inputs: Any, specs: Sequence[TensorSpec], limits: _Limits
 ) -> dict[str, np.ndarray]:
     if not _is_named(inputs):
         if len(specs) > 1:
@@ -197,31 +224,33 @@ def _from_inputs(
                 "inputs is a plain value/list, but expecting an object as multiple input tensors "
                 f"required as per signature (inputs: {_names(specs)})"
             )
-        return {specs[0].name: to_tensor(inputs, specs[0], _path("inputs"), max_elements)}
+        return {specs[0].name: to_tensor(inputs, specs[0], _path("inputs"), limits)}
     tensors = {}
     for spec in specs:
         if spec.name not in inputs:
             raise InvalidArgument(f"Missing named input: {spec.name} in 'inputs' object.")
         where = _path(f'inputs["{spec.name}"]')
-        tensors[spec.name] = to_tensor(inputs[spec.name], spec, where, max_elements)
+        tensors[spec.name] = to_tensor(inputs[spec.name], spec, where, limits)
     return tensors
 
 
-def to_tensor(value: Any, spec: TensorSpec, where: Where, max_elements: int) -> np.ndarray:
+def to_tensor(value: Any, spec: TensorSpec, where: Where, limits: _Limits) -> np.ndarray:
     """One JSON value (a scalar or dense nested lists) → an array of ``spec``'s dtype.
 
-    The shape follows the first element at each depth; the element count is checked against
-    ``max_elements`` before anything is converted.
+    The shape follows the first element at each depth; the element count is checked against the
+    element limit and the bytes against what is left of the request's byte limit before anything
+    is converted.
     """
     shape = _dense_shape(value)
     if len(shape) > MAX_RANK:
         raise InvalidArgument(f"{where(())}: lists nested {len(shape)} deep, over {MAX_RANK}")
     count = math.prod(shape)
-    if count > max_elements:
+    if count > limits.max_elements:
         raise InvalidArgument(
             f"{where(())}: tensor of shape {list(shape)} has {count} elements, "
-            f"over the limit of {max_elements}"
+            f"over the limit of {limits.max_elements}"
         )
+    limits.take(count * numpy_dtype(spec.dtype).itemsize if spec.dtype in DTYPE_NAMES else 0)
     leaves = _flatten(value, shape, where)
     return to_array(leaves, spec, _leaf_where(where, shape)).reshape(shape)
 

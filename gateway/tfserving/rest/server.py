@@ -88,7 +88,8 @@ class RestServer:
 
     ``timeout_ms``: deadline of each call (``--rest_api_timeout_in_ms``). ``enable_cors``:
     ``--rest_api_enable_cors_support``. ``max_body_bytes``: largest request body accepted.
-    ``max_elements``: largest element count of one input tensor. ``classify_regress``: serves
+    ``max_elements``: largest element count of one input tensor. ``max_request_bytes``: most
+    bytes one request's decoded tensors may take (None: no bound). ``classify_regress``: serves
     ``:classify`` / ``:regress`` (None: 501). ``extra_routes``: exact raw path → handler, checked
     before everything else. ``middleware``: wraps every request (observability).
     """
@@ -104,6 +105,7 @@ class RestServer:
         classify_regress: ClassifyRegress | None = None,
         extra_routes: Mapping[str, ExtraRoute] | None = None,
         middleware: Middleware | None = None,
+        max_request_bytes: int | None = None,
     ) -> None:
         if timeout_ms < 1 or max_body_bytes < 1 or max_elements < 1:
             raise ValueError(
@@ -115,6 +117,7 @@ class RestServer:
         self._enable_cors = enable_cors
         self._max_body_bytes = max_body_bytes
         self._max_elements = max_elements
+        self._max_request_bytes = max_request_bytes
         self._classify_regress = classify_regress
         self._extra_routes = dict(extra_routes or {})
         self._middleware = middleware
@@ -231,7 +234,10 @@ class RestServer:
 
         def decode(signature: Signature) -> dict[str, np.ndarray]:
             inputs, fmt = json_request.predict_inputs(
-                request, signature, max_elements=self._max_elements
+                request,
+                signature,
+                max_elements=self._max_elements,
+                max_bytes=self._max_request_bytes,
             )
             formats.append(fmt)
             return inputs

@@ -6,7 +6,7 @@ from __future__ import annotations
 import numpy as np
 import pytest
 
-from gateway.errors import InvalidArgument
+from gateway.errors import InvalidArgument, ResourceExhausted
 from gateway.tfserving.rest import json_request
 from gateway.tfserving.rest.json_request import Format
 from tests.support.rest_json import AB, X, decode, error, sig
@@ -96,3 +96,14 @@ def test_element_limit_is_checked_before_conversion() -> None:
     body = b'{"inputs": [[' + b"1," * (10**6 - 1) + b"1], [1]]}"
     with pytest.raises(InvalidArgument, match="over the limit of 1000000"):
         json_request.predict_inputs(json_request.loads(body), X, max_elements=10**6)
+
+
+def test_decoded_bytes_of_all_inputs_are_bounded_before_conversion() -> None:
+    """``--max_request_bytes``: each tensor's bytes (from its shape) count against the request's
+    bound before its values are converted; together a: 2×3 int32 (24 B) and b: 2 strings (16 B)."""
+    body = b'{"inputs": {"a": [[1, 2, 3], [4, 5, 6]], "b": ["p", "q"]}}'
+    request = json_request.loads(body)
+    inputs, _ = json_request.predict_inputs(request, AB, max_elements=100, max_bytes=40)
+    assert set(inputs) == {"a", "b"}
+    with pytest.raises(ResourceExhausted, match=r"at least 40 bytes .* over the limit of 39"):
+        json_request.predict_inputs(request, AB, max_elements=100, max_bytes=39)
