@@ -49,7 +49,10 @@ def compat_key(inputs: Mapping[str, Array], *, pad_variable_length: bool) -> Com
 
 
 def padded_size(rows: int, allowed: Sequence[int]) -> int:
-    """The smallest allowed batch size holding ``rows`` (``rows`` itself when none is set)."""
+    """The smallest allowed batch size holding ``rows`` (``rows`` itself when none is set, and
+    for an empty batch: zero rows are never padded)."""
+    if rows == 0:
+        return 0
     for size in allowed:
         if size >= rows:
             return size

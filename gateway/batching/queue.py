@@ -69,7 +69,7 @@ class BatchQueue:
     def plan(self, key: CompatKey, size: int) -> tuple[list[int], bool]:
         """Chunk sizes for a request of ``size`` rows, and whether the first chunk joins the open
         batch of ``key``."""
-        if self.options.solo:
+        if self.options.solo or size == 0:
             return [size], False
         limit = self.options.execution_batch_size
         open_batch = self._open.get(key)
@@ -80,12 +80,14 @@ class BatchQueue:
 
     def add(self, task: Task, key: CompatKey, join_open: bool, now: float) -> None:
         """Put ``task`` in the open batch of ``key`` (``join_open``, as :meth:`plan` said) or in a
-        new one; a batch that reaches the execution size closes."""
-        batch = self._open[key] if join_open else self._new_batch(key, now)
+        new one; a batch that reaches the execution size closes. A task of zero rows is a closed
+        batch of its own (there is nothing to merge, and nothing to pad)."""
+        alone = self.options.solo or task.size == 0
+        batch = self._open[key] if join_open else self._new_batch(key, now, alone)
         batch.tasks.append(task)
         batch.size += task.size
         task.batch = batch
-        if self.options.solo or batch.size >= self.options.execution_batch_size:
+        if alone or batch.size >= self.options.execution_batch_size:
             self._close(batch)
 
     def next_ready(self) -> Batch | None:
@@ -125,17 +127,18 @@ class BatchQueue:
         for batch in self.batches:
             self._close(batch)
 
-    def _new_batch(self, key: CompatKey, now: float) -> Batch:
+    def _new_batch(self, key: CompatKey, now: float, alone: bool) -> Batch:
+        batch = Batch(key, now)
+        self.batches.append(batch)
+        if alone:
+            return batch
         previous = self._open.get(key)
         if previous is not None:
             self._close(previous)
-        batch = Batch(key, now)
-        self.batches.append(batch)
-        if not self.options.solo:
-            self._open[key] = batch
-            if self.options.batch_timeout_micros > 0:
-                when = now + self.options.timeout_s
-                batch.timer = self._clock.call_at(when, lambda: self._on_timeout(batch))
+        self._open[key] = batch
+        if self.options.batch_timeout_micros > 0:
+            when = now + self.options.timeout_s
+            batch.timer = self._clock.call_at(when, lambda: self._on_timeout(batch))
         return batch
 
     def _on_timeout(self, batch: Batch) -> None:

@@ -463,3 +463,35 @@ def test_request_that_cannot_finish_in_time_is_dropped_not_computed() -> None:
         assert h.scheduler.in_flight == 0 and h.scheduler.queued_tasks == 0
 
     run(scenario)
+
+
+@pytest.mark.parametrize(
+    "options",
+    [
+        batched(max_batch_size=8, batch_timeout_micros=1000),
+        batched(max_batch_size=8, allowed_batch_sizes=(4, 8)),
+        batched(max_batch_size=8, enable_large_batch_splitting=True, max_execution_batch_size=4),
+        BatchingOptions.unbatched(),
+    ],
+    ids=["timeout", "padding", "splitting", "unbatched"],
+)
+def test_a_request_of_zero_rows_is_answered_with_zero_rows(options: BatchingOptions) -> None:
+    """A [0, 3] tensor was an INTERNAL KeyError with batching on (it planned to join an open batch
+    that did not exist); it is now a batch of its own, unpadded, and an open batch is untouched."""
+
+    async def scenario() -> None:
+        h = Harness(options)
+        waiting = h.send(rows(0, 1)) if options.batch_timeout_micros else None
+        empty = h.send(np.zeros((0, 3), np.float32))
+        await settle()
+        assert [b.inputs["x"].shape for b in h.link.sent] == [(0, 3)]
+        h.link.complete(0, lambda inputs: {"y": inputs["x"] * 2})
+        assert (await empty)["y"].shape == (0, 3)
+        if waiting is not None:
+            h.clock.advance(0.002)
+            await settle()
+            np.testing.assert_array_equal(h.link.sent[1].inputs["x"], rows(0, 1))
+            h.link.complete(1, double)
+            np.testing.assert_array_equal((await waiting)["y"], rows(0, 1) * 2)
+
+    run(scenario)

@@ -176,3 +176,12 @@ def test_bad_per_model_batching_file_fails_that_version(tmp_path: Path) -> None:
         assert status.status.error_code == grpc.StatusCode.FAILED_PRECONDITION.value[0]
         assert str(bad_file) in status.status.error_message
         assert "max_batch_size must be >= 1, got 0" in status.status.error_message
+
+
+def test_a_request_of_zero_rows_is_ok_with_empty_outputs(batching_gateway: GatewayProcess) -> None:
+    """With batching on, shape [0, 64] was an INTERNAL KeyError; unbatched it was already OK."""
+    with grpc.insecure_channel(batching_gateway.target) as channel:
+        stub = prediction_service_pb2_grpc.PredictionServiceStub(channel)
+        x = np.zeros((0, 64), np.float32)
+        outputs = outputs_of(stub.Predict(predict_request("mlp", {"x": x}), timeout=60))
+        assert outputs["probs"].shape == (0, 10)
