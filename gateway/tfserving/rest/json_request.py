@@ -36,6 +36,7 @@ import enum
 import itertools
 import json
 import math
+import sys
 from collections.abc import Callable, Mapping, Sequence
 from typing import Any
 
@@ -86,12 +87,21 @@ def _loads_extended(body: bytes) -> Any:
         raise InvalidArgument(f"JSON Parse error: {exc.msg} at offset: {exc.pos}") from None
     except _NumberTooBig as exc:
         raise InvalidArgument(
-            f"JSON Parse error: number {exc} is out of a double's range"
+            f"JSON Parse error: number {_cut(str(exc))} is out of a double's range"
         ) from None
     except RecursionError:
         raise InvalidArgument("JSON Parse error: lists or objects nested too deeply") from None
-    except ValueError as exc:  # not UTF-8/16/32, an integer of over 4300 digits
+    except ValueError as exc:  # not UTF-8/16/32, or an integer of over 4300 digits
+        if sys.get_int_max_str_digits() and "integer string conversion" in str(exc):
+            raise InvalidArgument(
+                f"JSON Parse error: an integer literal has more than "
+                f"{sys.get_int_max_str_digits()} digits; no tensor dtype holds such a number"
+            ) from None
         raise InvalidArgument(f"JSON Parse error: {exc}") from None
+
+
+def _cut(text: str, chars: int = 40) -> str:
+    return text if len(text) <= chars else text[:chars] + "..."
 
 
 def _finite_float(text: str) -> float:

@@ -107,3 +107,15 @@ def test_decoded_bytes_of_all_inputs_are_bounded_before_conversion() -> None:
     assert set(inputs) == {"a", "b"}
     with pytest.raises(ResourceExhausted, match=r"at least 40 bytes .* over the limit of 39"):
         json_request.predict_inputs(request, AB, max_elements=100, max_bytes=39)
+
+
+def test_huge_number_literals_are_refused_in_the_projects_words() -> None:
+    """Python's "Exceeds the limit (4300 digits)... use sys.set_int_max_str_digits()" reached
+    REST clients; a number past a double's range was echoed whole."""
+    message = error(b'{"instances": [' + b"9" * 5000 + b"]}")
+    assert message == (
+        "JSON Parse error: an integer literal has more than 4300 digits; no tensor dtype holds "
+        "such a number"
+    )
+    message = error(b'{"instances": [1e' + b"9" * 5000 + b"]}")
+    assert message == f"JSON Parse error: number 1e{'9' * 38}... is out of a double's range"
