@@ -28,6 +28,7 @@ from gateway.config.model_config import ModelSpecConfig
 from gateway.config.platform import resolve_worker_threads
 from gateway.config.settings import Settings
 from gateway.errors import Unavailable
+from gateway.listen import TlsMaterial, UnixSocket, bind_grpc
 from gateway.observability.hooks import Observability
 from gateway.parallel.pool import PoolOptions, WorkerPool
 from gateway.serving.config_poll import poll_config_file
@@ -110,6 +111,8 @@ class Gateway:
         self.rest: RestServer | None = None
         self.grpc_port = 0
         self.rest_port = 0
+        self.tls = TlsMaterial.load(settings.ssl_config_file) if settings.ssl_config_file else None
+        self._socket: UnixSocket | None = None
         self._stop = asyncio.Event()
         self._tasks: set[asyncio.Task[None]] = set()
 
@@ -150,11 +153,14 @@ class Gateway:
         )
         health_pb2_grpc.add_HealthServicer_to_server(self.health, server)
         reflection.enable_server_reflection(SERVICE_NAMES, server)
-        self.grpc_port = server.add_insecure_port(f"[::]:{settings.port}")
-        if settings.grpc_socket_path:
-            server.add_insecure_port(f"unix:{settings.grpc_socket_path}")
+        self.grpc_port, self._socket = bind_grpc(
+            server,
+            host=settings.grpc_bind_address,
+            port=settings.port,
+            socket_path=settings.grpc_socket_path,
+            credentials=self.tls.grpc_credentials() if self.tls else None,
+        )
         await server.start()
-        log.info("Running gRPC ModelServer at 0.0.0.0:%d ...", self.grpc_port)
         if settings.rest_api_port:
             self.rest = RestServer(
                 self.core,
@@ -169,7 +175,11 @@ class Gateway:
                 extra_routes=self.observability.routes(self.pool),
                 middleware=self.observability.rest_middleware(),
             )
-            self.rest_port = await self.rest.start("", settings.rest_api_port)
+            self.rest_port = await self.rest.start(
+                settings.rest_api_bind_address,
+                settings.rest_api_port,
+                self.tls.ssl_context() if self.tls and settings.rest_api_enable_tls else None,
+            )
         if settings.file_system_poll_wait_seconds > 0:
             self._spawn(self._poll_models(settings.file_system_poll_wait_seconds))
         if settings.model_config_file and settings.model_config_file_poll_wait_seconds > 0:
@@ -197,9 +207,9 @@ class Gateway:
                 await task
         await self.pool.close()
         await self.observability.close()
-        if self.settings.grpc_socket_path:
-            with contextlib.suppress(FileNotFoundError):
-                os.unlink(self.settings.grpc_socket_path)
+        if self._socket is not None:
+            self._socket.release()
+            self._socket = None
         log.info("tensorgate stopped")
 
     async def _poll_models(self, every_s: float) -> None:

@@ -174,11 +174,12 @@ FLAGS: dict[str, FlagSpec] = {
         _impl("log_format", "string"),
         _impl("max_request_bytes", "int64"),
         _impl("max_inflight_bytes", "int64"),
+        _impl("grpc_bind_address", "string"),
+        _impl("rest_api_bind_address", "string"),
+        _impl("rest_api_enable_tls", "bool"),
     )
 }
 
-NOT_BUILT_YET: dict[str, bool | int | str] = {
-    "ssl_config_file": "",
-}
+NOT_BUILT_YET: dict[str, bool | int | str] = {}
 """Flags that parse and validate but whose feature the server does not have yet, with the value
 that asks for nothing. Any other value is refused at start, never silently ignored."""

@@ -49,6 +49,11 @@ class Settings:
         "If non-empty, also serve gRPC on this UNIX socket path (relative or absolute). "
         'Default "" (none), as TF Serving.',
     )
+    grpc_bind_address: str = _setting(
+        "",
+        "tensorgate: IP address the gRPC port listens on, e.g. 127.0.0.1 or ::1 for a sidecar "
+        'reached only from its pod. Default "": every interface, IPv4 and IPv6, as TF Serving.',
+    )
     grpc_channel_arguments: str = _setting(
         "",
         "Comma-separated key=value gRPC server arguments, e.g. "
@@ -74,6 +79,17 @@ class Settings:
         0,
         "TCP port of the HTTP/REST API (0..65535); 0 disables REST. Must differ from --port. "
         "Default 0, as TF Serving (its Docker image passes 8501).",
+    )
+    rest_api_bind_address: str = _setting(
+        "",
+        "tensorgate: IP address the REST port listens on (see --grpc_bind_address). "
+        'Default "": every interface, as TF Serving.',
+    )
+    rest_api_enable_tls: bool = _setting(
+        False,
+        "tensorgate: serve REST over TLS with --ssl_config_file's key and certificate (and "
+        "require client certificates when it sets client_verify). TF Serving's REST has no TLS. "
+        "Default false.",
     )
     rest_api_timeout_in_ms: int = _setting(
         30000,
@@ -281,8 +297,10 @@ class Settings:
     )
     ssl_config_file: str = _setting(
         "",
-        "Text-format SSLConfig file; when set, gRPC listens with TLS (mTLS if client_verify). "
-        'Default "" (plaintext), as TF Serving.',
+        "Text-format SSLConfig file (server_key, server_cert, custom_ca: PEM texts; "
+        "client_verify); when set, gRPC listens with TLS, and requires client certificates "
+        "signed by custom_ca when client_verify is true (mTLS). REST uses it with "
+        '--rest_api_enable_tls. Default "" (plaintext), as TF Serving.',
     )
 
     def __post_init__(self) -> None:

@@ -7,6 +7,7 @@ got 70000``.
 
 from __future__ import annotations
 
+import ipaddress
 import math
 import re
 from typing import TYPE_CHECKING
@@ -105,6 +106,17 @@ def validate(s: Settings) -> None:
         )
     parse_grpc_channel_arguments(s.grpc_channel_arguments)
 
+    for name in ("grpc_bind_address", "rest_api_bind_address"):
+        address = getattr(s, name)
+        if address:
+            try:
+                ipaddress.ip_address(address)
+            except ValueError:
+                raise SettingsError(
+                    f'{name} must be an IP address (or "" for every interface), got {address!r}'
+                ) from None
+    if s.rest_api_enable_tls and not s.ssl_config_file:
+        raise SettingsError("rest_api_enable_tls needs ssl_config_file (its key and certificate)")
     if s.rest_api_port != 0 and s.rest_api_port == s.port:
         raise SettingsError(
             f"rest_api_port must differ from port, both are {s.port} (use 0 to disable REST)"

@@ -95,6 +95,11 @@ TENSORGATE_FLAGS = {
     "enable_model_management_api",
     "model_workers",
     "log_format",
+    "max_request_bytes",
+    "max_inflight_bytes",
+    "grpc_bind_address",
+    "rest_api_bind_address",
+    "rest_api_enable_tls",
 }
 
 
@@ -238,6 +243,11 @@ def test_malformed_command_lines(argv: list[str], message: str) -> None:
         (["--ready_fd=-2"], r"ready_fd must be >= -1, got -2"),
         (["--shutdown_grace_seconds=-1"], r"shutdown_grace_seconds must be >= 0, got -1"),
         (["--batching_parameters_file=/b"], r"batching_parameters_file is set without enable_"),
+        (["--max_request_bytes=0"], r"max_request_bytes must be >= 1, got 0"),
+        (["--max_inflight_bytes=0"], r"max_inflight_bytes must be >= 1, got 0"),
+        (["--grpc_bind_address=localhost"], r"grpc_bind_address must be an IP address"),
+        (["--rest_api_bind_address=1.2.3"], r"rest_api_bind_address must be an IP address"),
+        (["--rest_api_enable_tls"], r"rest_api_enable_tls needs ssl_config_file"),
         (
             [
                 "--tensorflow_session_parallelism=2",
@@ -472,19 +482,6 @@ def test_available_cpus_honours_cgroup_quota(
     affinity = len(os.sched_getaffinity(0))
     expected = affinity if quota_cpus is None else min(affinity, quota_cpus)
     assert available_cpus(cgroup_root=workdir, proc_cgroup=proc) == expected
-
-
-@pytest.mark.parametrize(
-    "arg",
-    [
-        "--ssl_config_file=/s.config",
-    ],
-)
-def test_features_not_built_yet_are_refused_at_start(arg: str) -> None:
-    settings = parse_flags([*BASE, arg])
-    with pytest.raises(FlagError, match="not supported yet"):
-        check_built(settings)
-    check_built(parse_flags(BASE))
 
 
 def test_lifecycle_flags_are_settings() -> None:

@@ -26,7 +26,7 @@ def test_unknown_flag_is_refused() -> None:
     assert "--no_such_flag" in done.stderr
 
 
-@pytest.mark.parametrize("flag", ["--ssl_config_file=/x"])
+@pytest.mark.parametrize("flag", ["--prefer_tflite_model=true", "--use_alts_credentials"])
 def test_unimplemented_flag_is_refused_not_ignored(flag: str) -> None:
     done = run_cli("--model_name=m", "--model_base_path=/m", flag)
     assert done.returncode == 2

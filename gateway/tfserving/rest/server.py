@@ -30,6 +30,7 @@ from __future__ import annotations
 
 import asyncio
 import logging
+import ssl
 import time
 from collections.abc import Awaitable, Callable, Mapping
 from typing import Any
@@ -39,6 +40,7 @@ from aiohttp import web
 
 from gateway.errors import (
     DeadlineExceeded,
+    FailedPrecondition,
     Internal,
     InvalidArgument,
     NotFound,
@@ -128,8 +130,9 @@ class RestServer:
         self._stopping = False
 
     # -- lifecycle ------------------------------------------------------------------------------
-    async def start(self, host: str, port: int) -> int:
-        """Listen on ``host``:``port`` and return the bound port (``port`` 0: OS-chosen).
+    async def start(self, host: str, port: int, ssl_context: ssl.SSLContext | None = None) -> int:
+        """Listen on ``host``:``port`` (with TLS when ``ssl_context``) and return the bound port
+        (``port`` 0: OS-chosen). FailedPrecondition when the address cannot be bound.
 
         ``host`` "" listens on every interface, IPv4 and IPv6 (one socket each: with port 0 they
         may get different ports, and the first is returned — give an address for port 0).
@@ -146,15 +149,21 @@ class RestServer:
             web.Server(handler, access_log=None), shutdown_timeout=_CANCEL_AFTER_S
         )
         await runner.setup()
-        site = web.TCPSite(runner, host or None, port)
+        site = web.TCPSite(runner, host or None, port, ssl_context=ssl_context)
         try:
             await site.start()
+        except OSError as exc:
+            await runner.cleanup()
+            raise FailedPrecondition(
+                f"cannot listen for REST on {host or '*'}:{port}: {exc.strerror}"
+            ) from None
         except BaseException:
             await runner.cleanup()
             raise
         self._runner, self._site = runner, site
         bound = int(runner.addresses[0][1])
-        log.info("Exporting HTTP/REST API at:%s:%d ...", host or "localhost", bound)
+        where = " and ".join(_address(a) for a in runner.addresses)
+        log.info("Exporting HTTP/REST API at:%s ...%s", where, " (TLS)" if ssl_context else "")
         return bound
 
     async def stop(self, grace_s: float) -> None:
@@ -300,6 +309,12 @@ class RestServer:
                 f"Deadline exceeded: the call took longer than {self._timeout_ms} ms "
                 "(--rest_api_timeout_in_ms)"
             ) from None
+
+
+def _address(address: Any) -> str:
+    """An aiohttp bound address (an IPv4 or IPv6 socket name) as ``host:port``."""
+    host, port = address[0], address[1]
+    return f"[{host}]:{port}" if ":" in host else f"{host}:{port}"
 
 
 def _json(body: bytes, status: int = 200) -> web.Response:

@@ -1,0 +1,49 @@
+"""Where a real gateway listens: bind addresses, the Unix socket path, start-up failures."""
+
+from __future__ import annotations
+
+import socket
+from pathlib import Path
+
+import grpc
+import numpy as np
+
+from gateway._pb.tensorflow_serving.apis import prediction_service_pb2_grpc
+from tests.support.gateway_proc import run_cli, running_gateway
+from tests.support.grpc_calls import outputs_of, predict_request
+
+
+def _mlp(model_repo: Path) -> list[str]:
+    return ["--model_name=mlp", f"--model_base_path={model_repo / 'mlp'}", "--workers=1"]
+
+
+def test_a_regular_file_at_grpc_socket_path_fails_the_start_and_survives(
+    model_repo: Path, tmp_path: Path
+) -> None:
+    """It was deleted, after a traceback."""
+    path = tmp_path / "notes.txt"
+    path.write_text("precious")
+    done = run_cli(*_mlp(model_repo), "--port=0", f"--grpc_socket_path={path}")
+    assert done.returncode == 1
+    assert f"--grpc_socket_path {path} exists and is not a socket" in done.stderr
+    assert "Traceback" not in done.stderr
+    assert path.read_text() == "precious"
+
+
+def test_a_stale_socket_is_replaced_and_the_bind_address_is_logged(
+    model_repo: Path, tmp_path: Path
+) -> None:
+    path = tmp_path / "tg.sock"
+    with socket.socket(socket.AF_UNIX, socket.SOCK_STREAM) as dead:
+        dead.bind(str(path))  # a socket file nobody listens on, as a SIGKILLed server leaves
+    args = [*_mlp(model_repo), f"--grpc_socket_path={path}", "--grpc_bind_address=127.0.0.1"]
+    with running_gateway(args, tmp_path) as gateway:
+        assert f"Running gRPC ModelServer at 127.0.0.1:{gateway.grpc_port} and unix:{path}" in (
+            gateway.log()
+        )
+        with grpc.insecure_channel(f"unix:{path}") as channel:
+            stub = prediction_service_pb2_grpc.PredictionServiceStub(channel)
+            x = np.ones((1, 64), np.float32)
+            got = outputs_of(stub.Predict(predict_request("mlp", {"x": x}), timeout=30))
+            assert got["probs"].shape == (1, 10)
+    assert not path.exists()
