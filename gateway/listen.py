@@ -130,19 +130,21 @@ class TlsMaterial:
 
     @classmethod
     def load(cls, path: str) -> TlsMaterial:
-        """Read ``--ssl_config_file``; ConfigError for a missing key or certificate, or for
-        ``client_verify`` without ``custom_ca``."""
+        """Read ``--ssl_config_file``; ConfigError for a missing key or certificate, for
+        ``client_verify`` without ``custom_ca``, or for PEM texts that do not load."""
         config = load_ssl_config(path)
         if not config.server_key or not config.server_cert:
             raise ConfigError(f"{path}: an SSLConfig needs both server_key and server_cert")
         if config.client_verify and not config.custom_ca:
             raise ConfigError(f"{path}: client_verify needs custom_ca (the clients' CA)")
-        return cls(
+        material = cls(
             config.server_key.encode(),
             config.server_cert.encode(),
             config.custom_ca.encode(),
             config.client_verify,
         )
+        material.ssl_context()  # parses every PEM text: a bad one fails here, not at bind
+        return material
 
     def grpc_credentials(self) -> grpc.ServerCredentials:
         return grpc.ssl_server_credentials(

@@ -3,11 +3,14 @@
 from __future__ import annotations
 
 import socket
+import ssl
 from pathlib import Path
 
 import pytest
 
-from gateway.listen import ListenError, UnixSocket, grpc_target, shown
+from gateway.config.model_config import ConfigError
+from gateway.listen import ListenError, TlsMaterial, UnixSocket, grpc_target, shown
+from tests.support.certs import make_pki, ssl_config_text
 
 
 def test_addresses() -> None:
@@ -61,3 +64,22 @@ def test_release_removes_only_the_socket_this_process_bound(tmp_path: Path) -> N
         again.bind(path)
         UnixSocket.bound(path).release()
     assert not Path(path).exists()
+
+
+def test_tls_material_from_an_ssl_config(tmp_path: Path) -> None:
+    pki = make_pki()
+    config = tmp_path / "ssl.config"
+    config.write_text(ssl_config_text(pki, client_verify=True))
+    material = TlsMaterial.load(str(config))
+    assert (material.key, material.cert, material.ca) == (pki.server.key, pki.server.cert, pki.ca)
+    assert material.client_verify
+    assert material.ssl_context().verify_mode == ssl.CERT_REQUIRED
+    config.write_text('server_key: "k"\n')
+    with pytest.raises(ConfigError, match="needs both server_key and server_cert"):
+        TlsMaterial.load(str(config))
+    config.write_text('server_key: "k"\nserver_cert: "c"\nclient_verify: true\n')
+    with pytest.raises(ConfigError, match="client_verify needs custom_ca"):
+        TlsMaterial.load(str(config))
+    config.write_text('server_key: "not a key"\nserver_cert: "not a cert"\n')
+    with pytest.raises(ConfigError, match="do not load"):
+        TlsMaterial.load(str(config))

@@ -3,7 +3,6 @@
 from __future__ import annotations
 
 import json
-import socket
 import urllib.error
 import urllib.request
 from pathlib import Path
@@ -12,14 +11,8 @@ import grpc
 import numpy as np
 
 from gateway._pb.tensorflow_serving.apis import prediction_service_pb2_grpc
-from tests.support.gateway_proc import running_gateway
+from tests.support.gateway_proc import free_port, running_gateway
 from tests.support.grpc_calls import outputs_of, predict_request
-
-
-def free_port() -> int:
-    with socket.socket() as probe:
-        probe.bind(("127.0.0.1", 0))
-        return int(probe.getsockname()[1])
 
 
 def http(method: str, url: str, body: object = None) -> tuple[int, dict[str, object]]:
