@@ -14,19 +14,19 @@ import json
 import logging
 import os
 import select
-import signal
 import time
 from collections.abc import Mapping, Sequence
 from typing import Any
 
 import grpc
 from grpc_health.v1 import health, health_pb2, health_pb2_grpc
-from grpc_reflection.v1alpha import reflection
+from grpc_reflection.v1alpha import reflection, reflection_pb2_grpc
 
 from gateway._pb.tensorflow_serving.apis import model_service_pb2, prediction_service_pb2
 from gateway.config.model_config import ModelSpecConfig
 from gateway.config.platform import resolve_worker_threads
 from gateway.config.settings import Settings
+from gateway.drain import Signals, Surface, drain
 from gateway.errors import Unavailable
 from gateway.listen import TlsMaterial, UnixSocket, bind_grpc
 from gateway.observability.hooks import Observability
@@ -36,8 +36,12 @@ from gateway.serving.core import ServingCore
 from gateway.serving.models import LoadOptions, ModelManager
 from gateway.serving.policy import BatchingPolicy
 from gateway.serving.queues import BatchQueues
+from gateway.tfserving.auth import load_tokens
+from gateway.tfserving.gate import Gate
 from gateway.tfserving.grpc import ModelService, PredictionService, add_services
+from gateway.tfserving.rest.connections import rest_limits
 from gateway.tfserving.rest.examples import ClassifyRegressHandler
+from gateway.tfserving.rest.front import Front
 from gateway.tfserving.rest.server import RestServer
 from gateway.tfserving.warmup import WarmupPlanner
 
@@ -52,11 +56,15 @@ SERVICE_NAMES = (
 
 
 def grpc_options(settings: Settings) -> list[tuple[str, Any]]:
-    """Server channel options: message limits, no silent port sharing, user overrides last."""
+    """Server channel options: message and connection limits, no silent port sharing, user
+    overrides (--grpc_channel_arguments) last."""
     return [
         ("grpc.so_reuseport", 0),
         ("grpc.max_receive_message_length", settings.max_message_bytes),
         ("grpc.max_send_message_length", settings.max_message_bytes),
+        ("grpc.max_allowed_incoming_connections", settings.grpc_max_connections),
+        ("grpc.max_connection_idle_ms", int(settings.grpc_idle_timeout_seconds * 1000)),
+        ("grpc.server_handshake_timeout_ms", int(settings.rest_api_header_timeout_seconds * 1000)),
         *settings.grpc_channel_options,
     ]
 
@@ -112,23 +120,24 @@ class Gateway:
         self.grpc_port = 0
         self.rest_port = 0
         self.tls = TlsMaterial.load(settings.ssl_config_file) if settings.ssl_config_file else None
+        self.auth = load_tokens(settings)
         self._socket: UnixSocket | None = None
-        self._stop = asyncio.Event()
+        self.signals = Signals()
+        self.gate = Gate(auth=self.auth, max_concurrent=settings.max_concurrent_requests)
         self._tasks: set[asyncio.Task[None]] = set()
 
     async def serve(self) -> None:
-        """Run until SIGTERM/SIGINT (or :meth:`request_stop`), then shut down in order."""
-        loop = asyncio.get_running_loop()
-        for sig in (signal.SIGTERM, signal.SIGINT):
-            loop.add_signal_handler(sig, self.request_stop)
+        """Run until SIGTERM/SIGINT (or :meth:`request_stop`), then drain and shut down in order."""
+        self.signals.install()
         try:
             await self.start()
-            await self._stop.wait()
+            await self.signals.stop.wait()
         finally:
             await self.stop()
 
     def request_stop(self) -> None:
-        self._stop.set()
+        """As a signal does: the first call drains, the second skips the wait."""
+        self.signals.received()
 
     async def start(self) -> None:
         settings = self.settings
@@ -140,8 +149,9 @@ class Gateway:
             options=grpc_options(settings), interceptors=self.observability.interceptors()
         )
         self.server = server
+        registrar = self.gate.registrar(server)
         add_services(
-            server,
+            registrar,
             PredictionService(
                 self.core,
                 max_elements=settings.max_tensor_elements,
@@ -151,8 +161,10 @@ class Gateway:
             ),
             ModelService(self.core, management=settings.enable_model_management_api),
         )
-        health_pb2_grpc.add_HealthServicer_to_server(self.health, server)
-        reflection.enable_server_reflection(SERVICE_NAMES, server)
+        health_pb2_grpc.add_HealthServicer_to_server(self.health, registrar)
+        reflection_pb2_grpc.add_ServerReflectionServicer_to_server(
+            reflection.aio.ReflectionServicer(SERVICE_NAMES), registrar
+        )
         self.grpc_port, self._socket = bind_grpc(
             server,
             host=settings.grpc_bind_address,
@@ -174,6 +186,8 @@ class Gateway:
                 ),
                 extra_routes=self.observability.routes(self.pool),
                 middleware=self.observability.rest_middleware(),
+                front=Front(auth=self.auth, max_concurrent=settings.max_concurrent_requests),
+                limits=rest_limits(settings),
             )
             self.rest_port = await self.rest.start(
                 settings.rest_api_bind_address,
@@ -189,14 +203,20 @@ class Gateway:
 
     async def stop(self) -> None:
         """Stop accepting, drain, stop workers, release everything. Safe to call twice."""
-        await self.health.enter_graceful_shutdown()
-        grace = self.settings.shutdown_grace_seconds
+        surfaces: list[Surface] = [self.gate] if self.server is not None else []
+        surfaces += [self.rest] if self.rest is not None else []
+        await drain(
+            surfaces,
+            not_ready=self.health.enter_graceful_shutdown,
+            grace_s=self.settings.shutdown_grace_seconds,
+            hurry=self.signals.hurry,
+        )
         servers: list[Any] = []
         if self.server is not None:
-            servers.append(self.server.stop(grace))
+            servers.append(self.server.stop(0))
             self.server = None
         if self.rest is not None:
-            servers.append(self.rest.stop(grace))
+            servers.append(self.rest.stop(0))
             self.rest = None
         await asyncio.gather(*servers)
         self.queues.fail_all(Unavailable("the server is shutting down"))

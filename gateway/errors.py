@@ -122,6 +122,10 @@ class Internal(ServingError):
     code = Code.INTERNAL
 
 
+class Unauthenticated(ServingError):
+    code = Code.UNAUTHENTICATED
+
+
 _BY_CODE: dict[Code, type[ServingError]] = {
     cls.code: cls
     for cls in (
@@ -134,6 +138,7 @@ _BY_CODE: dict[Code, type[ServingError]] = {
         Cancelled,
         Unimplemented,
         Internal,
+        Unauthenticated,
     )
 }
 

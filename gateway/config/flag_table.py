@@ -177,6 +177,16 @@ FLAGS: dict[str, FlagSpec] = {
         _impl("grpc_bind_address", "string"),
         _impl("rest_api_bind_address", "string"),
         _impl("rest_api_enable_tls", "bool"),
+        _impl("max_concurrent_requests", "int32"),
+        _impl("max_queue_delay_ms", "int32"),
+        _impl("rest_api_max_connections", "int32"),
+        _impl("rest_api_header_timeout_seconds", "float"),
+        _impl("rest_api_body_timeout_seconds", "float"),
+        _impl("rest_api_idle_timeout_seconds", "float"),
+        _impl("grpc_max_connections", "int32"),
+        _impl("grpc_idle_timeout_seconds", "float"),
+        _impl("auth_token_file", "string"),
+        _impl("auth_open_paths", "string"),
     )
 }
 

@@ -245,9 +245,11 @@ class Settings:
     # --- lifecycle -----------------------------------------------------------------------------
     shutdown_grace_seconds: float = _setting(
         10.0,
-        "tensorgate: on SIGTERM/SIGINT, seconds in-flight RPCs may take to finish (>= 0) before "
-        "they are cancelled and the workers stop; keep it below Kubernetes' "
-        "terminationGracePeriodSeconds (30 by default) minus any preStop delay. Default 10.",
+        "tensorgate: on SIGTERM/SIGINT, seconds in-flight RPCs may take to finish (>= 0) while "
+        "new ones are refused with UNAVAILABLE (REST 503) and the listeners stay open; then the "
+        "rest are cancelled and the workers stop (a second signal skips the wait). Keep it below "
+        "Kubernetes' terminationGracePeriodSeconds (30 by default) minus any preStop delay. "
+        "Default 10.",
     )
     ready_fd: int = _setting(
         -1,
@@ -281,6 +283,63 @@ class Settings:
         False,
         "Encode Predict outputs as packed tensor_content instead of typed value fields. "
         "Default false, as TF Serving.",
+    )
+    # --- admission, connections and authentication ---------------------------------------------
+    max_concurrent_requests: int = _setting(
+        1024,
+        "tensorgate: most Predict/Classify/Regress/MultiInference/GetModelMetadata calls (gRPC) "
+        "and REST API calls (each surface on its own) running at once (>= 0); the next one is "
+        "refused at once with UNAVAILABLE (REST 503 with Retry-After) rather than queued until "
+        "its deadline. 0 = no bound. Default 1024.",
+    )
+    max_queue_delay_ms: int = _setting(
+        0,
+        "tensorgate: latency target of the batch queues in milliseconds (>= 0): a request that "
+        "would wait longer than this for its batch to start (predicted from the measured batch "
+        "time) is refused at once with UNAVAILABLE, so accepted requests keep their latency under "
+        "overload. 0 = only the request's deadline limits the wait, as TF Serving. Default 0.",
+    )
+    rest_api_max_connections: int = _setting(
+        1024,
+        "tensorgate: most open REST connections (>= 1); a connection past it is closed at once. "
+        "Default 1024.",
+    )
+    rest_api_header_timeout_seconds: float = _setting(
+        10.0,
+        "tensorgate: seconds a REST connection may take to send a request's line and headers "
+        "(> 0); a slower one is closed. Default 10.",
+    )
+    rest_api_body_timeout_seconds: float = _setting(
+        30.0,
+        "tensorgate: seconds a REST request may take to send its body (> 0); a slower one gets "
+        "408 and its connection is closed. Default 30.",
+    )
+    rest_api_idle_timeout_seconds: float = _setting(
+        75.0,
+        "tensorgate: seconds an idle keep-alive REST connection stays open (> 0). Default 75.",
+    )
+    grpc_max_connections: int = _setting(
+        1024,
+        "tensorgate: most open gRPC connections (>= 1; grpc.max_allowed_incoming_connections). "
+        "Default 1024.",
+    )
+    grpc_idle_timeout_seconds: float = _setting(
+        300.0,
+        "tensorgate: seconds an idle gRPC connection stays open before a graceful GOAWAY (> 0; "
+        "grpc.max_connection_idle_ms; clients reconnect by themselves). Default 300.",
+    )
+    auth_token_file: str = _setting(
+        "",
+        "tensorgate: file of accepted bearer tokens, one per line (# comments allowed); when set, "
+        "every call needs 'authorization: Bearer <token>' (gRPC metadata or HTTP header) except "
+        "--auth_open_paths, else UNAUTHENTICATED / 401. Tokens are compared in constant time. "
+        'Default "" (no authentication), as TF Serving.',
+    )
+    auth_open_paths: str = _setting(
+        "/healthz,/readyz,/monitoring/prometheus/metrics,/grpc.health.v1.Health/",
+        "tensorgate: comma-separated REST paths and gRPC method paths that need no token with "
+        "--auth_token_file; an entry ending with / is a prefix. Default: the probes, the metrics "
+        "page and grpc.health.v1.",
     )
     # --- other config files -------------------------------------------------------------------
     monitoring_config_file: str = _setting(

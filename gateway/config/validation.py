@@ -87,9 +87,20 @@ def validate(s: Settings) -> None:
     _check_range("max_tensor_elements", s.max_tensor_elements, 1)
     _check_range("max_request_bytes", s.max_request_bytes, 1)
     _check_range("max_inflight_bytes", s.max_inflight_bytes, 1)
+    _check_range("max_concurrent_requests", s.max_concurrent_requests, 0)
+    _check_range("max_queue_delay_ms", s.max_queue_delay_ms, 0, INT32_MAX)
+    _check_range("rest_api_max_connections", s.rest_api_max_connections, 1, INT32_MAX)
+    _check_range("grpc_max_connections", s.grpc_max_connections, 1, INT32_MAX)
     _check_range("ready_fd", s.ready_fd, -1)
     _check_range("shutdown_grace_seconds", s.shutdown_grace_seconds, 0)
-    for name in ("worker_ping_interval_seconds", "worker_ping_timeout_seconds"):
+    for name in (
+        "worker_ping_interval_seconds",
+        "worker_ping_timeout_seconds",
+        "rest_api_header_timeout_seconds",
+        "rest_api_body_timeout_seconds",
+        "rest_api_idle_timeout_seconds",
+        "grpc_idle_timeout_seconds",
+    ):
         value = getattr(s, name)
         _check_range(name, value, 0)
         if value <= 0:

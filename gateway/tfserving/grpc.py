@@ -47,11 +47,15 @@ def _rpc(method: Handler[Req, Resp]) -> Handler[Req, Resp]:
         try:
             return await method(self, request, context)
         except ServingError as exc:
-            await context.abort(grpc_status(exc.code), exc.message)
+            error = exc
         except Exception as exc:
             log.exception("%s failed", method.__name__)
             error = Internal(f"{type(exc).__name__}: {exc}")
-            await context.abort(grpc_status(error.code), error.message)
+        # Abort outside the except block: grpc keeps the abort exception, and chained to the
+        # error its traceback would hold the request's frames (and decoded tensors) in a cycle.
+        code, message = grpc_status(error.code), error.message
+        del error
+        await context.abort(code, message)
         raise AssertionError("unreachable: context.abort raises")
 
     return wrapper

@@ -57,13 +57,15 @@ MAX_RECORDS: Final = 1000
 class WarmupPlanner:
     """The model manager's ``warmup`` hook: the runs of a version being loaded.
 
-    ``iterations``: replays per record (>= 1). ``max_elements``: the request limit on a tensor
-    (``--max_tensor_elements``). ``batch_sizes``: a servable's ``allowed_batch_sizes`` when
+    ``iterations``: replays per record (>= 1). ``max_elements`` / ``max_bytes``: the request
+    limits on a tensor's elements and a request's decoded bytes (``--max_tensor_elements``,
+    ``--max_request_bytes``). ``batch_sizes``: a servable's ``allowed_batch_sizes`` when
     batching is on (empty otherwise).
     """
 
     iterations: int = 1
     max_elements: int = 2**24
+    max_bytes: int = 2**26
     method_name_check: bool = False
     batch_sizes: Callable[[Servable], Sequence[int]] = lambda _servable: ()
 
@@ -75,6 +77,7 @@ class WarmupPlanner:
         return cls(
             iterations=max(1, settings.num_request_iterations_for_warmup),
             max_elements=settings.max_tensor_elements,
+            max_bytes=settings.max_request_bytes,
             method_name_check=settings.enable_signature_method_name_check,
             batch_sizes=policy.warmup_batch_sizes,
         )
@@ -131,7 +134,9 @@ class WarmupPlanner:
         if kind == "predict_log":
             predict = log.predict_log.request
             signature = find_signature(servable.signatures, predict.model_spec.signature_name)
-            inputs = messages.predict_inputs(predict, signature, max_elements=self.max_elements)
+            inputs = messages.predict_inputs(
+                predict, signature, max_elements=self.max_elements, max_bytes=self.max_bytes
+            )
             signature.validate_inputs(inputs)
             outputs = tuple(signature.select_outputs(list(predict.output_filter)))
             return [WarmupRun(signature.name, inputs, outputs, self.iterations, what)]

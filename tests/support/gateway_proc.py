@@ -138,13 +138,6 @@ def wait_gone(pid: int, timeout_s: float = 30.0) -> bool:
         os.close(fd)
 
 
-def free_port() -> int:
-    """A loopback TCP port free right now (for servers that cannot report an OS-chosen one)."""
-    with socket.socket() as probe:
-        probe.bind(("127.0.0.1", 0))
-        return int(probe.getsockname()[1])
-
-
 def shm_entries() -> set[str]:
     return set(os.listdir("/dev/shm"))
 

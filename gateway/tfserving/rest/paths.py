@@ -55,6 +55,15 @@ def is_api_path(raw_path: str) -> bool:
     return raw_path[: len(API_PREFIX)].lower() == API_PREFIX
 
 
+def allowed_method(raw_path: str) -> str | None:
+    """The method the grammar takes on ``raw_path`` (``POST`` or ``GET``), None if neither."""
+    if _POST.fullmatch(raw_path):
+        return "POST"
+    if _GET.fullmatch(raw_path):
+        return "GET"
+    return None
+
+
 def parse(method: str, raw_path: str) -> RestCall:
     """Parse a request line (``raw_path``: percent-encoded, without the query string).
 

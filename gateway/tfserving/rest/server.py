@@ -7,10 +7,15 @@ convert out:
   through the ``classify_regress`` hook; without one they answer 501), ``GET .../{m}[...]``
   (status) and ``GET .../metadata`` — the grammar is :mod:`gateway.tfserving.rest.paths`;
 - ``GET /healthz`` (liveness: 200 while the process serves) and ``GET /readyz`` (200 only when
-  every configured model is AVAILABLE and the server is not stopping, else 503), plain text;
+  every configured model is AVAILABLE and the server is not draining, else 503), plain text; HEAD
+  too;
 - ``extra_routes``: exact raw paths (e.g. a Prometheus page) handled by the given coroutines;
 - any other path outside ``/v1/`` is 404 ``{"error": ...}``.
 
+Before routing, :mod:`~gateway.tfserving.rest.front` checks the method (405 with ``Allow``), the
+bearer token (401), draining and the concurrency limit (503); connections are bounded by
+:mod:`~gateway.tfserving.rest.connections` (count, header/body/idle timeouts, JSON errors from the
+HTTP parser). A body that has not arrived within its deadline is 408.
 A ``middleware`` (aiohttp's ``(request, handler)`` shape) wraps every request; a failed call's
 response carries its canonical code name under :data:`STATUS_KEY` (``response[STATUS_KEY]``).
 
@@ -52,6 +57,8 @@ from gateway.serving.core import ModelRef, ServingCore
 from gateway.serving.signature import Signature
 from gateway.tfserving.codec import messages
 from gateway.tfserving.rest import json_request, json_response, paths
+from gateway.tfserving.rest.connections import ConnectionLimits, make_server, note_request
+from gateway.tfserving.rest.front import Front, HttpError, check_method
 
 log = logging.getLogger(__name__)
 
@@ -108,6 +115,8 @@ class RestServer:
         extra_routes: Mapping[str, ExtraRoute] | None = None,
         middleware: Middleware | None = None,
         max_request_bytes: int | None = None,
+        front: Front | None = None,
+        limits: ConnectionLimits | None = None,
     ) -> None:
         if timeout_ms < 1 or max_body_bytes < 1 or max_elements < 1:
             raise ValueError(
@@ -123,11 +132,10 @@ class RestServer:
         self._classify_regress = classify_regress
         self._extra_routes = dict(extra_routes or {})
         self._middleware = middleware
+        self.front = front or Front()
+        self._limits = limits or ConnectionLimits()
         self._runner: web.ServerRunner | None = None
         self._site: web.TCPSite | None = None
-        self._active = 0
-        self._drained: asyncio.Event | None = None
-        self._stopping = False
 
     # -- lifecycle ------------------------------------------------------------------------------
     async def start(self, host: str, port: int, ssl_context: ssl.SSLContext | None = None) -> int:
@@ -137,7 +145,6 @@ class RestServer:
         ``host`` "" listens on every interface, IPv4 and IPv6 (one socket each: with port 0 they
         may get different ports, and the first is returned — give an address for port 0).
         """
-        self._drained = asyncio.Event()
         handler: ExtraRoute = self._handle
         middleware = self._middleware
         if middleware is not None:
@@ -146,7 +153,7 @@ class RestServer:
                 return await middleware(request, self._handle)
 
         runner = web.ServerRunner(
-            web.Server(handler, access_log=None), shutdown_timeout=_CANCEL_AFTER_S
+            make_server(handler, self._limits), shutdown_timeout=_CANCEL_AFTER_S
         )
         await runner.setup()
         site = web.TCPSite(runner, host or None, port, ssl_context=ssl_context)
@@ -166,6 +173,14 @@ class RestServer:
         log.info("Exporting HTTP/REST API at:%s ...%s", where, " (TLS)" if ssl_context else "")
         return bound
 
+    def start_draining(self) -> None:
+        """Refuse new API calls with 503 from now on; probes still answer (``/readyz`` 503)."""
+        self.front.start_draining()
+
+    async def wait_idle(self) -> None:
+        """Return once no API call is running."""
+        await self.front.wait_idle()
+
     async def stop(self, grace_s: float) -> None:
         """Stop accepting, let in-flight calls finish for ``grace_s`` seconds, cancel the rest,
         close every connection. Safe to call twice."""
@@ -173,54 +188,63 @@ class RestServer:
         if runner is None or site is None:
             return
         self._runner = self._site = None
-        self._stopping = True
+        self.front.start_draining()
         await site.stop()
         if runner.server is not None:
             runner.server.pre_shutdown()  # idle keep-alive connections close now, busy ones after
-        if self._active and self._drained is not None:
-            self._drained.clear()
-            try:
-                await asyncio.wait_for(self._drained.wait(), grace_s)
-            except TimeoutError:
-                log.warning(
-                    "%d REST calls still running after %.1f s; cancelling", self._active, grace_s
-                )
+        try:
+            await asyncio.wait_for(self.front.wait_idle(), grace_s)
+        except TimeoutError:
+            log.warning(
+                "%d REST calls still running after %.1f s; cancelling",
+                self.front.in_flight,
+                grace_s,
+            )
         await runner.cleanup()
 
     # -- dispatch -------------------------------------------------------------------------------
     async def _handle(self, request: web.BaseRequest) -> web.StreamResponse:
-        self._active += 1
+        note_request(request)
+        path = request.raw_path.partition("?")[0]
+        counted = False
         try:
-            response = await self._route(request)
+            self.front.authenticate(path, request.headers.get("Authorization"))
+            if paths.is_api_path(path) and path not in self._extra_routes:
+                self.front.enter()
+                counted = True
+            response = await self._route(request, path)
+        except HttpError as exc:
+            response = exc.response()
         except ServingError as exc:
             response = _error(exc)
         except Exception as exc:
-            log.exception("REST %s %s failed", request.method, request.raw_path)
+            log.exception("REST %s %s failed", request.method, path[:200])
             response = _error(Internal(f"{type(exc).__name__}: {exc}"))
         finally:
-            self._active -= 1
-            if not self._active and self._drained is not None:
-                self._drained.set()
+            if counted:
+                self.front.leave()
+        if request.method == "CONNECT":
+            response.force_close()  # aiohttp would treat the connection as a tunnel
         if self._enable_cors:
             for name, value in CORS_HEADERS.items():
                 response.headers.setdefault(name, value)
         return response
 
-    async def _route(self, request: web.BaseRequest) -> web.StreamResponse:
+    async def _route(self, request: web.BaseRequest, path: str) -> web.StreamResponse:
         method = request.method
-        path = request.raw_path.partition("?")[0]
         extra = self._extra_routes.get(path)
         if extra is not None:
             return await extra(request)
+        if method == "OPTIONS" and self._enable_cors:
+            return _preflight(request)
+        check_method(method, path, probe=path in (HEALTHZ, READYZ))
         if path == HEALTHZ:
             return web.Response(text="ok\n")
         if path == READYZ:
-            ready = not self._stopping and self._core.ready()
+            ready = not self.front.draining and self._core.ready()
             return web.Response(
                 status=200 if ready else 503, text="ready\n" if ready else "not ready\n"
             )
-        if method == "OPTIONS" and self._enable_cors:
-            return _preflight(request)
         if not paths.is_api_path(path):
             raise NotFound(f"Not found: {method} {path}")
         call = paths.parse(method, path)
@@ -274,7 +298,8 @@ class RestServer:
 
     # -- helpers --------------------------------------------------------------------------------
     async def _read_body(self, request: web.BaseRequest) -> bytes:
-        """The whole body, refused (400) as soon as it is known to exceed the limit."""
+        """The whole body, refused (400) as soon as it is known to exceed the limit, and (408)
+        when it has not arrived within the body deadline (a stalled chunked body included)."""
         declared = request.content_length
         if declared is not None and declared > self._max_body_bytes:
             raise self._too_big(f"{declared} bytes")
@@ -283,11 +308,22 @@ class RestServer:
             await request.writer.write(b"HTTP/1.1 100 Continue\r\n\r\n")
             request.writer.output_size = 0
         chunks, size = [], 0
-        async for chunk in request.content.iter_any():
-            size += len(chunk)
-            if size > self._max_body_bytes:
-                raise self._too_big(f"more than {self._max_body_bytes} bytes")
-            chunks.append(chunk)
+        timeout = asyncio.timeout(self._limits.body_timeout_s)
+        try:
+            async with timeout:
+                async for chunk in request.content.iter_any():
+                    size += len(chunk)
+                    if size > self._max_body_bytes:
+                        raise self._too_big(f"more than {self._max_body_bytes} bytes")
+                    chunks.append(chunk)
+        except TimeoutError:
+            if not timeout.expired():
+                raise
+            raise HttpError(
+                408,
+                f"the request body was not received within {self._limits.body_timeout_s:g} s "
+                "(--rest_api_body_timeout_seconds)",
+            ) from None
         return b"".join(chunks)
 
     def _too_big(self, size: str) -> InvalidArgument:

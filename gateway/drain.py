@@ -1,0 +1,89 @@
+"""Draining on SIGTERM/SIGINT: nothing accepted is lost, nothing new is taken.
+
+The contract, in order (:func:`drain`):
+
+1. Readiness goes at once: grpc.health.v1 answers NOT_SERVING for every service name and REST
+   ``/readyz`` 503, so load balancers stop sending.
+2. New calls are refused with UNAVAILABLE (REST 503 with ``Retry-After``) while the listeners stay
+   open: a client that already holds a connection gets a retryable answer, not a reset or a
+   CANCELLED (grpc.aio's ``server.stop(grace)`` cancels pending calls and closes the listeners).
+3. Calls already running finish, for at most ``grace_s`` seconds, or until ``hurry`` is set (a
+   second signal).
+4. Only then do the servers stop (whatever still runs is cancelled); the caller stops the workers.
+
+:class:`Signals` turns the first signal into a stop request and the second into ``hurry``.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import contextlib
+import logging
+import signal
+from collections.abc import Awaitable, Callable
+from typing import Any, Protocol
+
+log = logging.getLogger(__name__)
+
+STOP_SIGNALS = (signal.SIGTERM, signal.SIGINT)
+
+
+class Surface(Protocol):
+    """A server that can refuse new calls and tell when the running ones are done."""
+
+    def start_draining(self) -> None: ...
+
+    async def wait_idle(self) -> None: ...
+
+
+class Signals:
+    """SIGTERM/SIGINT handlers on the running loop: they only set events (a handler must not do
+    work). ``stop`` is set by the first signal, ``hurry`` by the second."""
+
+    def __init__(self) -> None:
+        self.stop = asyncio.Event()
+        self.hurry = asyncio.Event()
+
+    def install(self) -> None:
+        loop = asyncio.get_running_loop()
+        for sig in STOP_SIGNALS:
+            loop.add_signal_handler(sig, self.received)
+
+    def received(self) -> None:
+        if self.stop.is_set():
+            if not self.hurry.is_set():
+                log.warning("second stop signal: not waiting for calls in progress")
+            self.hurry.set()
+        else:
+            log.info("stop signal: draining")
+            self.stop.set()
+
+
+async def drain(
+    surfaces: list[Surface],
+    *,
+    not_ready: Callable[[], Awaitable[None]],
+    grace_s: float,
+    hurry: asyncio.Event,
+) -> bool:
+    """Steps 1–3 above; True when every running call finished in time."""
+    await not_ready()
+    for surface in surfaces:
+        surface.start_draining()
+    idle: asyncio.Future[Any] = asyncio.ensure_future(
+        asyncio.gather(*(s.wait_idle() for s in surfaces))
+    )
+    hurried: asyncio.Future[Any] = asyncio.ensure_future(hurry.wait())
+    try:
+        done, _ = await asyncio.wait(
+            {idle, hurried}, timeout=grace_s, return_when=asyncio.FIRST_COMPLETED
+        )
+    finally:
+        for task in (idle, hurried):
+            task.cancel()
+            with contextlib.suppress(asyncio.CancelledError):
+                await task
+    finished = idle in done
+    if not finished:
+        log.warning("calls still running after the drain (%.1f s or a second signal)", grace_s)
+    return finished
