@@ -1,9 +1,11 @@
 """The gateway's lifecycle, as explicit ordered steps.
 
-start: workers → models loaded → gRPC server bound (TCP and optional Unix socket) → health SERVING
-→ readiness reported. stop (SIGTERM/SIGINT only set a flag): health NOT_SERVING → gRPC stops
-accepting and drains in-flight RPCs for ``grace_s`` → polling stops → workers stop (SIGKILL after a
-timeout) → every channel and shared-memory region released.
+start: workers → models loaded → gRPC server bound (TCP and optional Unix socket, TLS with
+--ssl_config_file; every call behind the :class:`~gateway.tfserving.gate.Gate`) → REST → health
+SERVING → readiness reported. stop (SIGTERM/SIGINT only set events, :mod:`gateway.drain`): health
+NOT_SERVING and open batches sent → new calls refused with UNAVAILABLE while running ones finish
+(``--shutdown_grace_seconds``; a second signal skips the wait) → servers stop → polling stops →
+workers stop (SIGKILL after a timeout) → every channel and shared-memory region released.
 """
 
 from __future__ import annotations
@@ -67,6 +69,10 @@ def grpc_options(settings: Settings) -> list[tuple[str, Any]]:
         ("grpc.server_handshake_timeout_ms", int(settings.rest_api_header_timeout_seconds * 1000)),
         *settings.grpc_channel_options,
     ]
+
+
+FINAL_GRACE_S = 0.5
+"""After the drain, how long calls that are just being refused may take to get their answer."""
 
 
 class Gateway:
@@ -207,16 +213,17 @@ class Gateway:
         surfaces += [self.rest] if self.rest is not None else []
         await drain(
             surfaces,
-            not_ready=self.health.enter_graceful_shutdown,
+            not_ready=self._stop_taking,
             grace_s=self.settings.shutdown_grace_seconds,
             hurry=self.signals.hurry,
         )
+        final_s = 0.0 if self.signals.hurry.is_set() else FINAL_GRACE_S
         servers: list[Any] = []
         if self.server is not None:
-            servers.append(self.server.stop(0))
+            servers.append(self.server.stop(final_s))
             self.server = None
         if self.rest is not None:
-            servers.append(self.rest.stop(0))
+            servers.append(self.rest.stop(final_s))
             self.rest = None
         await asyncio.gather(*servers)
         self.queues.fail_all(Unavailable("the server is shutting down"))
@@ -231,6 +238,11 @@ class Gateway:
             self._socket.release()
             self._socket = None
         log.info("tensorgate stopped")
+
+    async def _stop_taking(self) -> None:
+        """Drain's first step: NOT_SERVING everywhere, and open batches leave now."""
+        await self.health.enter_graceful_shutdown()
+        self.queues.flush()
 
     async def _poll_models(self, every_s: float) -> None:
         while True:

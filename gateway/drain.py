@@ -8,7 +8,8 @@ The contract, in order (:func:`drain`):
    open: a client that already holds a connection gets a retryable answer, not a reset or a
    CANCELLED (grpc.aio's ``server.stop(grace)`` cancels pending calls and closes the listeners).
 3. Calls already running finish, for at most ``grace_s`` seconds, or until ``hurry`` is set (a
-   second signal).
+   second signal); then the listeners stay open, refusing, until calls stop arriving for
+   ``quiet_s`` (clients that still hold a connection learn to go elsewhere), within the grace.
 4. Only then do the servers stop (whatever still runs is cancelled); the caller stops the workers.
 
 :class:`Signals` turns the first signal into a stop request and the second into ``hurry``.
@@ -20,6 +21,7 @@ import asyncio
 import contextlib
 import logging
 import signal
+import time
 from collections.abc import Awaitable, Callable
 from typing import Any, Protocol
 
@@ -28,8 +30,17 @@ log = logging.getLogger(__name__)
 STOP_SIGNALS = (signal.SIGTERM, signal.SIGINT)
 
 
+QUIET_S = 1.0
+"""Seconds without a new call after which a drained server stops listening."""
+
+
 class Surface(Protocol):
     """A server that can refuse new calls and tell when the running ones are done."""
+
+    @property
+    def last_arrival(self) -> float:
+        """``time.monotonic()`` of the latest call's arrival (0 if none)."""
+        ...
 
     def start_draining(self) -> None: ...
 
@@ -65,8 +76,15 @@ async def drain(
     not_ready: Callable[[], Awaitable[None]],
     grace_s: float,
     hurry: asyncio.Event,
+    quiet_s: float = QUIET_S,
 ) -> bool:
-    """Steps 1–3 above; True when every running call finished in time."""
+    """Steps 1–3 above; True when every running call finished in time.
+
+    Once nothing runs, the listeners stay open (refusing) until no call has arrived for
+    ``quiet_s`` seconds — clients still sending on open connections get UNAVAILABLE, not a reset —
+    but never past ``grace_s`` in all.
+    """
+    end = time.monotonic() + grace_s
     await not_ready()
     for surface in surfaces:
         surface.start_draining()
@@ -78,12 +96,18 @@ async def drain(
         done, _ = await asyncio.wait(
             {idle, hurried}, timeout=grace_s, return_when=asyncio.FIRST_COMPLETED
         )
+        finished = idle in done
+        while finished and not hurry.is_set():
+            last = max((s.last_arrival for s in surfaces), default=0.0)
+            wait_s = min(last + quiet_s, end) - time.monotonic()
+            if wait_s <= 0:
+                break
+            await asyncio.wait({hurried}, timeout=wait_s)
     finally:
         for task in (idle, hurried):
             task.cancel()
             with contextlib.suppress(asyncio.CancelledError):
                 await task
-    finished = idle in done
     if not finished:
         log.warning("calls still running after the drain (%.1f s or a second signal)", grace_s)
     return finished

@@ -355,6 +355,12 @@ class BatchScheduler:
             self._idle = asyncio.Event()
             await self._idle.wait()
 
+    def flush(self) -> None:
+        """Close every open batch so that it is sent now rather than at its timeout (draining:
+        nothing new will join them)."""
+        self._queue.close_all()
+        self._pump()
+
     def fail_all(self, error: ServingError) -> None:
         """Refuse new requests and fail every queued one with ``error`` (shutdown)."""
         self._refusal = error

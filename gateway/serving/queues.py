@@ -71,6 +71,11 @@ class BatchQueues:
             await self._schedulers[key].drain()
             del self._schedulers[key]
 
+    def flush(self) -> None:
+        """Send every open batch now (the server is draining: nothing new will join them)."""
+        for scheduler in self._schedulers.values():
+            scheduler.flush()
+
     def fail_all(self, error: ServingError) -> None:
         """Fail every queued request (shutdown after the drain grace period)."""
         for scheduler in self._schedulers.values():

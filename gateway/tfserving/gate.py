@@ -25,6 +25,7 @@ import asyncio
 import functools
 import inspect
 import logging
+import time
 from collections.abc import AsyncIterator, Callable, Collection, Mapping
 from dataclasses import dataclass
 from typing import Any
@@ -87,6 +88,8 @@ class Gate:
         self.draining = False
         self.in_flight = 0
         self.refused_busy = 0
+        self.last_arrival = 0.0
+        """``time.monotonic()`` when the latest call other than a health check arrived."""
         self._idle: asyncio.Event | None = None
         self._undecodable = Throttled(log, "undecodable gRPC requests answered INVALID_ARGUMENT")
         self._unauthenticated = Throttled(log, "gRPC calls refused without a valid token")
@@ -142,7 +145,10 @@ class Gate:
             except ServingError as exc:
                 self._unauthenticated(path)
                 return exc
-        if self.draining and not health:
+        if health:
+            return None
+        self.last_arrival = time.monotonic()
+        if self.draining:
             return Unavailable("the server is shutting down; retry on another replica")
         if limited and self.in_flight >= self.max_concurrent:
             self.refused_busy += 1

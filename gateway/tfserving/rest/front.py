@@ -15,6 +15,7 @@
 from __future__ import annotations
 
 import asyncio
+import time
 
 from aiohttp import web
 
@@ -61,6 +62,8 @@ class Front:
         self.draining = False
         self.in_flight = 0
         self.refused_busy = 0
+        self.last_arrival = 0.0
+        """``time.monotonic()`` when the latest API call arrived."""
         self._idle: asyncio.Event | None = None
 
     def authenticate(self, path: str, authorization: str | None) -> None:
@@ -70,6 +73,7 @@ class Front:
 
     def enter(self) -> None:
         """Count one API call in, or refuse it (UNAVAILABLE) when draining or at the limit."""
+        self.last_arrival = time.monotonic()
         if self.draining:
             raise Unavailable("the server is shutting down; retry on another replica")
         if self.max_concurrent and self.in_flight >= self.max_concurrent:

@@ -173,6 +173,11 @@ class RestServer:
         log.info("Exporting HTTP/REST API at:%s ...%s", where, " (TLS)" if ssl_context else "")
         return bound
 
+    @property
+    def last_arrival(self) -> float:
+        """``time.monotonic()`` when the latest API call arrived."""
+        return self.front.last_arrival
+
     def start_draining(self) -> None:
         """Refuse new API calls with 503 from now on; probes still answer (``/readyz`` 503)."""
         self.front.start_draining()

@@ -1,0 +1,161 @@
+"""The REST surface as a hostile client sees it, over raw sockets: every answer is TF Serving's
+JSON ``{"error": ...}`` that never echoes the request, every connection is bounded."""
+
+from __future__ import annotations
+
+import json
+import socket
+from collections.abc import Iterator
+from dataclasses import dataclass
+from pathlib import Path
+
+import pytest
+
+from tests.support.gateway_proc import GatewayProcess, free_port, running_gateway
+
+JUNK = b"\x00\x01junk" + b"\xfe" * 4000
+MAX_CONNECTIONS = 6
+
+
+@dataclass
+class Rest:
+    gateway: GatewayProcess
+    port: int
+
+    def connect(self) -> socket.socket:
+        sock = socket.create_connection(("127.0.0.1", self.port), timeout=60)
+        return sock
+
+
+@pytest.fixture(scope="module")
+def rest(model_repo: Path, tmp_path_factory: pytest.TempPathFactory) -> Iterator[Rest]:
+    logs = tmp_path_factory.mktemp("rest-surface")
+    port = free_port()
+    args = [
+        "--model_name=mlp",
+        f"--model_base_path={model_repo / 'mlp'}",
+        "--workers=1",
+        f"--rest_api_port={port}",
+        "--rest_api_header_timeout_seconds=0.5",
+        "--rest_api_body_timeout_seconds=0.5",
+        f"--rest_api_max_connections={MAX_CONNECTIONS}",
+    ]
+    with running_gateway(args, logs) as gateway:
+        yield Rest(gateway, port)
+
+
+@dataclass
+class Answer:
+    status: int
+    headers: dict[str, str]
+    body: bytes
+    closed: bool
+
+    def error(self) -> str:
+        assert self.headers.get("content-type") == "application/json", self
+        message: str = json.loads(self.body)["error"]
+        return message
+
+
+def _read_answer(sock: socket.socket) -> Answer:
+    """One HTTP response (Content-Length bodies), and whether the server closed afterwards."""
+    data = b""
+    while b"\r\n\r\n" not in data:
+        chunk = sock.recv(65536)
+        if not chunk:
+            raise AssertionError(f"connection closed before an answer: {data!r}")
+        data += chunk
+    head, _, rest = data.partition(b"\r\n\r\n")
+    lines = head.decode("latin-1").split("\r\n")
+    status = int(lines[0].split()[1])
+    headers = {k.lower(): v.strip() for k, _, v in (line.partition(":") for line in lines[1:])}
+    length = int(headers.get("content-length", "0"))
+    while len(rest) < length:
+        chunk = sock.recv(65536)
+        if not chunk:
+            break
+        rest += chunk
+    closed = headers.get("connection", "").lower() == "close" and sock.recv(1) == b""
+    return Answer(status, headers, rest[:length], closed)
+
+
+def ask(rest: Rest, raw: bytes) -> Answer:
+    with rest.connect() as sock:
+        sock.sendall(raw)
+        return _read_answer(sock)
+
+
+def test_errors_of_the_http_parser_are_json_and_never_echo_the_request(rest: Rest) -> None:
+    answer = ask(rest, b"FOO /v1/models/mlp HTTP/1.1\r\nHost: x\r\n\r\n")
+    assert (answer.status, answer.error()) == (501, "the request's HTTP method is not supported")
+    answer = ask(rest, b"GET /" + b"a" * 9000 + b" HTTP/1.1\r\nHost: x\r\n\r\n")
+    assert answer.status == 400
+    assert answer.error() == "the request line or a header field is longer than 8190 bytes"
+    answer = ask(rest, b"GET /healthz HTTP/1.1\r\nHost: x\r\nX: " + b"a" * 9000 + b"\r\n\r\n")
+    assert "longer than 8190 bytes" in answer.error()
+    many = b"".join(b"X%d: a\r\n" % i for i in range(200))
+    answer = ask(rest, b"GET /healthz HTTP/1.1\r\nHost: x\r\n" + many + b"\r\n")
+    assert answer.error() == "malformed HTTP request: Too many headers received"
+    raw = b"POST /v1/models/mlp:predict HTTP/1.0\r\nContent-Length: 5\r\n\r\n" + JUNK
+    answer = ask(rest, raw)
+    assert answer.status == 400
+    assert answer.error().startswith("malformed HTTP request: Data after `Connection: close`")
+    assert b"junk" not in answer.body and len(answer.body) < 200
+    log = rest.gateway.log()
+    assert "junk" not in log and "\\xfe" not in log and "Traceback" not in log
+
+
+def test_methods_a_path_does_not_take_are_405_with_allow(rest: Rest) -> None:
+    for method in ("PUT", "DELETE", "PATCH", "TRACE"):
+        answer = ask(rest, f"{method} /v1/models/mlp HTTP/1.1\r\nHost: x\r\n\r\n".encode())
+        assert (answer.status, answer.headers["allow"]) == (405, "GET"), method
+        assert answer.error() == f"/v1/models/mlp answers GET, not {method}"
+    answer = ask(rest, b"DELETE /v1/models/mlp:predict HTTP/1.1\r\nHost: x\r\n\r\n")
+    assert (answer.status, answer.headers["allow"]) == (405, "POST")
+    answer = ask(rest, b"POST /healthz HTTP/1.1\r\nHost: x\r\nContent-Length: 0\r\n\r\n")
+    assert (answer.status, answer.headers["allow"]) == (405, "GET, HEAD")
+    with rest.connect() as sock:
+        sock.sendall(b"HEAD /healthz HTTP/1.1\r\nHost: x\r\n\r\n")
+        head = sock.recv(65536)
+    assert head.startswith(b"HTTP/1.1 200 OK")
+
+
+def test_connect_is_answered_and_the_connection_closed(rest: Rest) -> None:
+    """CONNECT /healthz answered 200 and then held the connection as a tunnel forever."""
+    answer = ask(rest, b"CONNECT /healthz HTTP/1.1\r\nHost: x\r\n\r\n")
+    assert answer.status == 405
+    assert answer.closed
+
+
+def test_a_slow_request_head_is_cut_off(rest: Rest) -> None:
+    """Slowloris: a connection that never finishes its headers is closed by the server."""
+    with rest.connect() as sock:
+        sock.sendall(b"GET /healthz HTTP/1.1\r\nHost: x\r\n")
+        assert sock.recv(65536) == b""  # closed by the server (the socket waits up to 60 s)
+
+
+def test_a_stalled_body_gets_408_even_with_a_huge_chunk_size(rest: Rest) -> None:
+    raw = (
+        b"POST /v1/models/mlp:predict HTTP/1.1\r\nHost: x\r\nTransfer-Encoding: chunked\r\n\r\n"
+        b"ffffffffffffffff\r\nabc"
+    )
+    answer = ask(rest, raw)
+    assert answer.status == 408
+    assert "was not received within 0.5 s" in answer.error()
+    assert answer.closed
+
+
+def test_connections_past_the_cap_get_503_and_are_closed(rest: Rest) -> None:
+    idle = [rest.connect() for _ in range(MAX_CONNECTIONS)]
+    try:
+        for sock in idle:  # every one of them is open and served (a request also keeps it alive)
+            sock.sendall(b"GET /healthz HTTP/1.1\r\nHost: x\r\n\r\n")
+            assert _read_answer(sock).status == 200
+        with rest.connect() as extra:
+            answer = _read_answer(extra)
+            assert (answer.status, answer.headers["retry-after"]) == (503, "1")
+            assert "too many open connections (the limit is 6)" in answer.error()
+            assert answer.closed
+    finally:
+        for sock in idle:
+            sock.close()
