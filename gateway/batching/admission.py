@@ -1,6 +1,6 @@
 """Admission for one batch queue: refuse at once what cannot be served, never block.
 
-Two rules, both answered with UNAVAILABLE (retryable) at submission time:
+Three rules, all answered with UNAVAILABLE (retryable) at submission time:
 
 - **Queue full:** a request that would need more than ``max_enqueued_batches`` waiting batches is
   refused with TF Serving's text (:data:`QUEUE_FULL`).
@@ -9,6 +9,10 @@ Two rules, both answered with UNAVAILABLE (retryable) at submission time:
   ``threads`` at a time — would keep it past its deadline. At dispatch, :meth:`Admission.finish_by`
   tells which queued requests can no longer finish in time (they are dropped with
   DEADLINE_EXCEEDED instead of being computed for nobody).
+- **Over the latency target** (``max_queue_delay_s`` > 0, ``--max_queue_delay_ms``): a request is
+  refused when the batches ahead of it would delay the start of its own by more than the target,
+  so under overload accepted requests keep a bounded latency instead of waiting until their
+  deadline.
 
 Under overload the excess is thus rejected, not timed out.
 """
@@ -27,11 +31,20 @@ class Admission:
     allowed in flight at once and at most ``max_enqueued_batches`` waiting. ``solo``: unbatched
     mode, where each request is its own batch (the queue-full text then speaks of requests)."""
 
-    def __init__(self, queue: str, *, threads: int, max_enqueued_batches: int, solo: bool) -> None:
+    def __init__(
+        self,
+        queue: str,
+        *,
+        threads: int,
+        max_enqueued_batches: int,
+        solo: bool,
+        max_queue_delay_s: float = 0.0,
+    ) -> None:
         self.queue = queue
         self.threads = max(1, threads)
         self.max_enqueued_batches = max_enqueued_batches
         self.solo = solo
+        self.max_queue_delay_s = max_queue_delay_s
         self.service_s: float | None = None
         """Moving average of a batch's dispatch-to-completion time (seconds); None until timed."""
 
@@ -50,8 +63,19 @@ class Admission:
         self, now: float, deadline: float | None, batches_ahead: int
     ) -> Unavailable | None:
         """The refusal when ``batches_ahead`` (queued or in flight before this request's batch)
-        would keep a request past ``deadline``; None while batches are untimed."""
-        if deadline is None or self.service_s is None:
+        would delay it past the latency target or keep it past ``deadline``; None while batches
+        are untimed."""
+        if self.service_s is None:
+            return None
+        if self.max_queue_delay_s > 0:
+            delay_s = batches_ahead // self.threads * self.service_s
+            if delay_s > self.max_queue_delay_s:
+                return Unavailable(
+                    f"the queue of {self.queue} would delay this request about "
+                    f"{delay_s * 1000:.0f} ms, over the latency target of "
+                    f"{self.max_queue_delay_s * 1000:.0f} ms (--max_queue_delay_ms); retry later"
+                )
+        if deadline is None:
             return None
         wait_s = (batches_ahead // self.threads + 1) * self.service_s
         if now + wait_s <= deadline:

@@ -109,6 +109,7 @@ class BatchScheduler:
             threads=self._threads,
             max_enqueued_batches=options.max_enqueued_batches,
             solo=options.solo,
+            max_queue_delay_s=options.max_queue_delay_s,
         )
         self._runs: set[asyncio.Future[RunResult]] = set()
         self._idle: asyncio.Event | None = None

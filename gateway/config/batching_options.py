@@ -43,6 +43,9 @@ class BatchingOptions:
       max_batch_size): batches run with at most ``max_execution_batch_size`` rows; a larger
       request is cut across batches and its outputs reassembled in order.
     - ``solo``: tensorgate's unbatched mode (each request is its own batch).
+    - ``max_queue_delay_s`` (0 = none): tensorgate's latency target (``--max_queue_delay_ms``): a
+      request whose batch would start later than this, by the measured batch times ahead of it,
+      is refused at once with UNAVAILABLE; worst-case added latency is then about this bound.
     """
 
     max_batch_size: int = 1000
@@ -54,6 +57,7 @@ class BatchingOptions:
     enable_large_batch_splitting: bool = False
     max_execution_batch_size: int = 0
     solo: bool = False
+    max_queue_delay_s: float = 0.0
 
     def __post_init__(self) -> None:
         checks = (

@@ -31,14 +31,17 @@ class BatchingPolicy:
     workers: int
     per_model: bool = False
     base_paths: Mapping[str, str] | None = None
+    max_queue_delay_s: float = 0.0
+    """``--max_queue_delay_ms`` in seconds, given to every queue (per-model files included)."""
 
     @classmethod
     def from_settings(
         cls, settings: Settings, specs: Sequence[ModelSpecConfig], workers: int
     ) -> BatchingPolicy:
         """The policy the flags ask for (ConfigError for a bad parameters file)."""
+        delay_s = settings.max_queue_delay_ms / 1000
         if not settings.enable_batching:
-            return cls(BatchingOptions.unbatched(), workers)
+            return cls(BatchingOptions.unbatched(), workers, max_queue_delay_s=delay_s)
         options = BatchingOptions()
         if settings.batching_parameters_file:
             options = load_options(settings.batching_parameters_file)
@@ -47,6 +50,7 @@ class BatchingPolicy:
             workers,
             per_model=settings.enable_per_model_batching_parameters,
             base_paths={spec.name: spec.base_path for spec in specs},
+            max_queue_delay_s=delay_s,
         )
 
     def check_version(self, model: str, version: int, directory: str) -> None:
@@ -65,10 +69,13 @@ class BatchingPolicy:
                 directory = os.path.join(self.base_paths[servable.model], str(servable.version))
             if directory:
                 options = per_model_options(directory, options)
+        delay_s = self.max_queue_delay_s
         if options.solo and not options.num_batch_threads:
             # Unbatched: let each worker hold a second request in its ring (no idle gap).
-            return replace(options, num_batch_threads=2 * max(1, self.workers))
-        return replace(options, num_batch_threads=options.threads(self.workers))
+            threads = 2 * max(1, self.workers)
+            return replace(options, num_batch_threads=threads, max_queue_delay_s=delay_s)
+        threads = options.threads(self.workers)
+        return replace(options, num_batch_threads=threads, max_queue_delay_s=delay_s)
 
     def warmup_batch_sizes(self, servable: Servable) -> tuple[int, ...]:
         """The batch sizes a servable's warmup runs once each: its ``allowed_batch_sizes`` when

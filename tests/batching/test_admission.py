@@ -47,3 +47,12 @@ def test_service_time_is_a_moving_average() -> None:
     rules.record(2.0)
     assert rules.service_s == pytest.approx(1.0 + SERVICE_TIME_WEIGHT)
     assert rules.finish_by(10.0) == pytest.approx(11.0 + SERVICE_TIME_WEIGHT)
+
+
+def test_latency_target_counts_the_waves_ahead_of_a_request() -> None:
+    rules = Admission("m:1", threads=2, max_enqueued_batches=100, solo=False, max_queue_delay_s=0.1)
+    assert rules.too_late(now=0.0, deadline=None, batches_ahead=100) is None  # untimed yet
+    rules.record(0.1)
+    assert rules.too_late(now=0.0, deadline=None, batches_ahead=3) is None  # starts in 0.1 s
+    refusal = rules.too_late(now=0.0, deadline=None, batches_ahead=4)  # starts in 0.2 s
+    assert refusal is not None and "over the latency target of 100 ms" in refusal.message

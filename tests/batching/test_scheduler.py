@@ -495,3 +495,26 @@ def test_a_request_of_zero_rows_is_answered_with_zero_rows(options: BatchingOpti
             np.testing.assert_array_equal((await waiting)["y"], rows(0, 1) * 2)
 
     run(scenario)
+
+
+def test_latency_target_refuses_what_would_wait_too_long_even_without_a_deadline() -> None:
+    """``--max_queue_delay_ms``: with batches timed at 0.1 s on one thread, a request behind two
+    batches would start 0.2 s late — over a 0.15 s target it is refused at once; behind one
+    (0.1 s) it is accepted. Overload then costs refusals, not latency."""
+
+    async def scenario() -> None:
+        h = Harness(batched(max_batch_size=1, max_enqueued_batches=100, max_queue_delay_s=0.15))
+        await _time_one_batch(h, 0.1)
+        first = h.send(rows(1, 1))  # in flight
+        second = h.send(rows(2, 1))  # queued: one batch ahead of it
+        await settle()
+        with pytest.raises(Unavailable, match=r"about 200 ms, over the latency target of 150 ms"):
+            await h.scheduler.submit({"x": rows(3, 1)}, ("y",), None)
+        assert h.scheduler.stats.rejected_late == 1
+        h.link.complete(1, double)
+        await settle()
+        h.link.complete(2, double)
+        np.testing.assert_array_equal((await first)["y"], rows(1, 1) * 2)
+        np.testing.assert_array_equal((await second)["y"], rows(2, 1) * 2)
+
+    run(scenario)

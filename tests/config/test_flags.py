@@ -100,6 +100,16 @@ TENSORGATE_FLAGS = {
     "grpc_bind_address",
     "rest_api_bind_address",
     "rest_api_enable_tls",
+    "max_concurrent_requests",
+    "max_queue_delay_ms",
+    "rest_api_max_connections",
+    "rest_api_header_timeout_seconds",
+    "rest_api_body_timeout_seconds",
+    "rest_api_idle_timeout_seconds",
+    "grpc_max_connections",
+    "grpc_idle_timeout_seconds",
+    "auth_token_file",
+    "auth_open_paths",
 }
 
 
@@ -248,6 +258,9 @@ def test_malformed_command_lines(argv: list[str], message: str) -> None:
         (["--grpc_bind_address=localhost"], r"grpc_bind_address must be an IP address"),
         (["--rest_api_bind_address=1.2.3"], r"rest_api_bind_address must be an IP address"),
         (["--rest_api_enable_tls"], r"rest_api_enable_tls needs ssl_config_file"),
+        (["--max_concurrent_requests=-1"], r"max_concurrent_requests must be >= 0, got -1"),
+        (["--rest_api_max_connections=0"], r"rest_api_max_connections must be in 1\.\."),
+        (["--rest_api_header_timeout_seconds=0"], r"rest_api_header_timeout_seconds must be > 0"),
         (
             [
                 "--tensorflow_session_parallelism=2",
