@@ -13,6 +13,7 @@ from __future__ import annotations
 import asyncio
 import itertools
 import logging
+import time
 from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any, cast
@@ -20,6 +21,7 @@ from typing import Any, cast
 import numpy as np
 
 from gateway.errors import Internal, ResourceExhausted, ServingError, Unavailable, from_wire
+from gateway.parallel.watchdog import RunTimes
 from workers import messages
 from workers.dtypes import dtype_name
 from workers.messages import (
@@ -57,6 +59,9 @@ class _Pending:
     future: asyncio.Future[Any]
     input_offset: int | None
     is_run: bool
+    key: str = ""
+    rows: int = 0
+    sent_at: float = 0.0
 
 
 class WorkerLink:
@@ -72,6 +77,7 @@ class WorkerLink:
         loop: asyncio.AbstractEventLoop,
         *,
         on_run_done: Callable[[], None] | None = None,
+        run_times: RunTimes | None = None,
     ) -> None:
         self.index = index
         self.channel = channel
@@ -80,6 +86,9 @@ class WorkerLink:
         self.alive = False
         self.runs_in_flight = 0
         self.on_run_done = on_run_done
+        self.run_times = run_times
+        self.last_run_done_at = 0.0
+        """``time.monotonic()`` when this worker last finished a run."""
         self._loop = loop
         self._ids = itertools.count(messages.READY_ID + 1)
         self._pending: dict[int, _Pending] = {}
@@ -192,7 +201,18 @@ class WorkerLink:
         except BaseException:
             self.channel.free_input(offset)
             raise
+        pending = self._pending[request["id"]]
+        pending.key, pending.sent_at = key, time.monotonic()
+        pending.rows = next((shape[0] for _, shape in layout.values() if shape), 0)
         return future
+
+    def oldest_run(self) -> tuple[str, int, float] | None:
+        """The run this worker computes now: its servable key, rows and ``time.monotonic()``
+        since when it computes (None when no run is pending)."""
+        run = next((p for p in self._pending.values() if p.is_run), None)
+        if run is None:
+            return None
+        return run.key, run.rows, max(run.sent_at, self.last_run_done_at)
 
     def _send(self, request: Request, *, input_offset: int | None) -> asyncio.Future[Any]:
         if not self.alive and request["op"] != "load":
@@ -229,6 +249,10 @@ class WorkerLink:
                 self.runs_in_flight -= 1
                 result, error = self._take_run_reply(reply)
                 runs_done += 1
+                self.last_run_done_at = time.monotonic()
+                if self.run_times is not None and reply["ok"]:
+                    compute_s = cast(RunReply, reply)["compute_us"] / 1e6
+                    self.run_times.record(pending.key, pending.rows, compute_s)
             elif reply["ok"] is False:
                 error = from_wire(reply["code"], reply["message"])
             if pending.input_offset is not None:
@@ -297,6 +321,8 @@ class Dispatcher:
             raise ValueError(f"max_in_flight must be >= 1, got {max_in_flight}")
         self.links: list[WorkerLink] = []
         self.max_in_flight = max_in_flight
+        self.run_times = RunTimes()
+        """Compute times per servable, for hung-run detection (each link records into it)."""
         self._listeners: dict[Callable[[], None], None] = {}
 
     def add_link(self, link: WorkerLink) -> None:

@@ -19,14 +19,16 @@ import logging
 import os
 import signal
 import subprocess
+import time
 from collections.abc import Callable
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from typing import Any
 
 from gateway.errors import ServingError, Unavailable
 from gateway.parallel import placement
 from gateway.parallel.dispatcher import Dispatcher, WorkerLink
 from gateway.parallel.warmup import Planner, WarmupReport, warm_up
+from gateway.parallel.watchdog import HangPolicy, hung_run
 from workers.bootstrap import spawn_worker
 from workers.messages import LoadReply
 from workers.shm.channel import Channel
@@ -40,7 +42,9 @@ class PoolOptions:
 
     ``input_bytes`` / ``output_bytes``: size of each worker's input and output areas (bytes).
     ``ping_interval_s``: seconds between liveness pings. ``ping_timeout_s``: seconds a worker may
-    take to answer one before it is killed and replaced. ``start_timeout_s``: seconds a new worker
+    take to answer one before it is killed and replaced. ``hang``: when a run that takes far longer
+    than its servable's runs do gets its worker replaced (:mod:`gateway.parallel.watchdog`).
+    ``start_timeout_s``: seconds a new worker
     may take to report ready. ``stop_timeout_s``: seconds to wait for a clean exit before SIGKILL.
     ``log_format``: the workers' log format (:data:`workers.logs.FORMATS`).
     """
@@ -50,6 +54,7 @@ class PoolOptions:
     output_bytes: int
     ping_interval_s: float = 5.0
     ping_timeout_s: float = 30.0
+    hang: HangPolicy = field(default_factory=HangPolicy)
     start_timeout_s: float = 60.0
     stop_timeout_s: float = 5.0
     log_format: str = "text"
@@ -121,6 +126,7 @@ class WorkerPool:
         """Start every worker and wait until each reports ready."""
         await asyncio.gather(*(self._start_worker(i) for i in range(self.options.workers)))
         self._spawn_task(self._ping_loop())
+        self._spawn_task(self._watch_loop())
 
     async def close(self) -> None:
         """Stop workers: ask politely, wait ``stop_timeout_s``, then SIGKILL; release everything."""
@@ -233,7 +239,13 @@ class WorkerPool:
             input_bytes=self.options.input_bytes,
             output_bytes=self.options.output_bytes,
         )
-        link = WorkerLink(index, channel, loop, on_run_done=self.dispatcher.wake)
+        link = WorkerLink(
+            index,
+            channel,
+            loop,
+            on_run_done=self.dispatcher.wake,
+            run_times=self.dispatcher.run_times,
+        )
         try:
             process = spawn_worker(channel, log_format=self.options.log_format)
         except BaseException:
@@ -325,6 +337,27 @@ class WorkerPool:
             _kill(worker.process)
         except ServingError:
             pass  # it died; _on_exit handles that
+
+    async def _watch_loop(self) -> None:
+        """Kill a worker whose current run is hung (its runs then fail, and it is replaced)."""
+        policy = self.options.hang
+        while True:
+            await asyncio.sleep(policy.check_s)
+            now = time.monotonic()
+            for w in list(self._workers):
+                run = w.link.oldest_run() if w is not None and w.link.alive else None
+                if w is None or run is None:
+                    continue
+                key, rows, since = run
+                limit = hung_run(policy, self.dispatcher.run_times, key, rows, now - since)
+                if limit is not None:
+                    message = (
+                        f"worker {w.link.index} stopped answering: a run of {key} ({rows} rows) "
+                        f"computed for over {limit:.1f} s"
+                    )
+                    log.error("%s (pid %d); killing it", message, w.process.pid)
+                    w.link.close(Unavailable(message))
+                    _kill(w.process)
 
     def _spawn_task(self, coro: Any) -> None:
         task = asyncio.get_running_loop().create_task(coro)

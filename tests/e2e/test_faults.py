@@ -146,3 +146,30 @@ def test_gateway_sigkill_leaves_nothing_and_restarts(model_repo: Path, tmp_path:
             1,
             10,
         )
+
+
+def test_a_hung_worker_is_replaced_within_seconds_not_at_the_ping(
+    model_repo: Path, tmp_path: Path
+) -> None:
+    """With the default 30 s ping timeout, a SIGSTOPped worker was replaced after 34 s; a run that
+    takes far longer than the model's runs do now gives it away (2 s for the tiny MLP)."""
+    args = ["--model_name=mlp", f"--model_base_path={model_repo / 'mlp'}", "--workers=1"]
+    with running_gateway(args, tmp_path) as gateway, grpc.insecure_channel(gateway.target) as ch:
+        stub = prediction_service_pb2_grpc.PredictionServiceStub(ch)
+        x = np.ones((1, 64), np.float32)
+        stub.Predict(predict_request("mlp", {"x": x}), timeout=30)  # the model's runs are timed
+        (worker,) = child_pids(gateway.pid)
+        os.kill(worker, signal.SIGSTOP)
+        with pytest.raises(grpc.RpcError) as info:
+            stub.Predict(predict_request("mlp", {"x": x}), timeout=25)
+        assert info.value.code() == grpc.StatusCode.UNAVAILABLE
+        assert "stopped answering: a run of mlp:2 (1 rows) computed for over 2.0 s" in (
+            info.value.details() or ""
+        )
+        assert wait_gone(worker)
+        health = health_pb2_grpc.HealthStub(ch)
+        stream = health.Watch(health_pb2.HealthCheckRequest(service="mlp"), timeout=120)
+        _watch_until(stream, SERVING)
+        stream.cancel()
+        got = outputs_of(stub.Predict(predict_request("mlp", {"x": x}), timeout=30))
+        assert got["probs"].shape == (1, 10)
