@@ -97,8 +97,9 @@ class OutputRing:
 
     ``allocated`` is the monotonic end of the newest block; the gateway publishes ``released``, the
     monotonic end of the newest block it has finished with (blocks are released in order). Bytes in
-    ``[released, allocated)`` are in use. A block that would cross the end of the area starts at
-    the next wrap instead; the skipped tail counts as used until released.
+    ``[released, allocated)`` are in use. A block goes at the start of the area whenever it fits
+    there (always when nothing is in use), else after the newest one; a block that would cross the
+    end of the area starts at the next wrap. A skipped tail counts as used until released.
     """
 
     def __init__(self, capacity: int) -> None:
@@ -118,7 +119,14 @@ class OutputRing:
         size = align_up(nbytes)
         start = self.allocated
         pos = start % self.capacity
-        if pos + size > self.capacity:
+        oldest = released % self.capacity
+        empty = released == self.allocated
+        fits_at_start = empty or (oldest <= pos and size <= oldest)
+        if pos + size > self.capacity or (pos and fits_at_start):
+            # Wrap now: past the end, or back to the start of the area when the block fits
+            # there. Keeping blocks low keeps the pages in use (resident in both processes)
+            # the same few; walking the whole area touched every page of it, RSS growing
+            # with every request until the area was resident.
             start += self.capacity - pos
         # Free when nothing is in use, or when the block ends before the oldest byte in use comes
         # round again.

@@ -124,7 +124,31 @@ def test_output_ring_when_empty_wraps_without_waiting() -> None:
     assert ring.try_alloc(640, released=640) == 0
     assert ring.allocated == 1024 + 640
     assert ring.try_alloc(64, released=640) is None  # skipped tail still counts until released
-    assert ring.try_alloc(64, released=1024 + 640) == 640
+    assert ring.try_alloc(64, released=1024 + 640) == 0  # empty again: back to the start
+
+
+def test_output_ring_stays_at_the_start_of_the_area() -> None:
+    """Blocks go back to offset 0 whenever they fit there, so a steady stream of small outputs
+    keeps touching the same first pages instead of walking (and making resident) the whole area:
+    the gateway's and the worker's RSS grew with every request."""
+    ring = OutputRing(1 << 20)
+    offsets = set()
+    released = 0
+    previous_end = None
+    for _ in range(10_000):  # two outputs in flight at a time, released in order
+        offset = ring.try_alloc(40, released)
+        assert offset is not None
+        offsets.add(offset)
+        if previous_end is not None:
+            released = previous_end
+        previous_end = ring.allocated
+    assert max(offsets) < 4 * 64
+    # A block that does not fit before the oldest one in use goes after the newest, as before.
+    ring = OutputRing(1024)
+    assert ring.try_alloc(64, released=0) == 0
+    assert ring.try_alloc(64, released=0) == 64
+    assert ring.try_alloc(128, released=64) == 128  # [0, 64) is free, but 128 bytes do not fit
+    assert ring.try_alloc(64, released=64) == 0  # 64 bytes do: back to the start
 
 
 def test_output_ring_rejects_what_can_never_fit() -> None:
