@@ -14,6 +14,13 @@ BATCHING_TIMEOUT_0 = (
 """tensorgate's batching parameters when it batches like Triton does here: up to 32 rows, a batch
 closes as soon as a worker is free (TF Serving's text format)."""
 
+GUARDED_FLAGS = {
+    "mlp": ("--max_concurrent_requests=64", "--max_queue_delay_ms=20"),
+    "resnet50": ("--max_concurrent_requests=64", "--max_queue_delay_ms=200"),
+}
+"""Admission flags of the ``overload`` scenario's systems: at most 64 calls in progress (the
+capacity run's concurrency), and a queue-delay target of about one batch time at capacity."""
+
 
 def _build() -> dict[str, SystemSpec]:
     batch = {"batching": BATCHING_TIMEOUT_0}
@@ -30,6 +37,16 @@ def _build() -> dict[str, SystemSpec]:
         SystemSpec("triton-2w", "triton", {"instances": 2}),
         SystemSpec("kserve-grpc", "kserve"),
         SystemSpec("kserve-rest", "kserve", {"rest": True}),
+        SystemSpec(
+            "tensorgate-guarded",
+            "tensorgate",
+            {"workers": 1, "intra_op": 1, "flags": GUARDED_FLAGS["mlp"]},
+        ),
+        SystemSpec(
+            "tensorgate-2w-guarded",
+            "tensorgate",
+            {"workers": 2, "intra_op": 1, "flags": GUARDED_FLAGS["resnet50"]},
+        ),
         SystemSpec("mlserver", "mlserver", {"parallel_workers": 0}),
         SystemSpec(
             "mlserver-batch",
@@ -58,7 +75,8 @@ CATALOG = _build()
 workers / tensorgate workers / Triton model instances); ``-batch``: batching on (tensorgate:
 :data:`BATCHING_TIMEOUT_0`; MLServer: adaptive batching, 32 rows, 1 ms); ``-rest`` / ``-http``:
 the same server driven over its REST API (tensorgate: TF Serving's JSON ``instances``; KServe: v1
-``instances``; Triton: HTTP v2 with binary tensors); ``kserve-grpc``, ``triton``: gRPC v2."""
+``instances``; Triton: HTTP v2 with binary tensors); ``kserve-grpc``, ``triton``: gRPC v2;
+``-guarded``: with the admission flags of :data:`GUARDED_FLAGS`."""
 
 TINY = (
     "echo",

@@ -22,6 +22,8 @@ SCENARIOS = (
     "tracing",
     "idle-rss",
     "profile",
+    "soak",
+    "chaos",
 )
 
 
@@ -57,6 +59,14 @@ class Plan:
     """Peer systems in the 1-core tiny-model comparison."""
     profile_s: float = 8.0
     """py-spy sampling time per profiled system (``profile`` scenario)."""
+    soak_s: float = 600.0
+    soak_rps: float = 300.0
+    soak_sample_s: float = 5.0
+    """``soak``: open-loop rate, length and RSS/fd sampling period of the steady-load run."""
+    chaos_s: float = 60.0
+    chaos_rps: float = 300.0
+    chaos_kill_every_s: float = 5.0
+    """``chaos``: a worker of ``tensorgate-2w`` is SIGKILLed this often under the open loop."""
     scenarios: tuple[str, ...] = SCENARIOS
 
 
@@ -82,7 +92,23 @@ QUICK = Plan(
     ramp_step_s=0.5,
     ramp_plateau_s=1.5,
     peers=("fastapi-inline", "fastapi-thread", "mlserver"),
-    scenarios=("limits", "tiny", "resnet50", "overload", "ramp", "batching", "tracing", "idle-rss"),
+    soak_s=20.0,
+    soak_rps=100.0,
+    soak_sample_s=1.0,
+    chaos_s=12.0,
+    chaos_rps=100.0,
+    scenarios=(
+        "limits",
+        "tiny",
+        "resnet50",
+        "overload",
+        "ramp",
+        "batching",
+        "tracing",
+        "idle-rss",
+        "soak",
+        "chaos",
+    ),
 )
 
 FULL = Plan(

@@ -78,6 +78,7 @@ def markdown(results: dict[str, Any], plots: list[str]) -> str:
     lines += _goal_table("Goals (issue 12)", results.get("goals", []), goals_mod.ISSUE)
     lines += _goal_table("Goals (issue 10: tracing)", results.get("goals", []), goals_mod.TRACING)
     lines += _goal_table("Earlier goals still open", results.get("goals", []), goals_mod.EARLIER)
+    lines += _goal_table("Reliability (issue 14)", results.get("goals", []), "issue 14")
     peers = run.get("peer_venvs", {})
     if peers:
         lines += ["", "Peers: " + "; ".join(f"{k}: {', '.join(v)}" for k, v in peers.items())]
@@ -208,6 +209,7 @@ def markdown(results: dict[str, Any], plots: list[str]) -> str:
                 )
             total = sum(r["cpu_us_per_request"] for r in v["cpu_us_per_request"])
             lines.append(f"| {system} | **total** | | **{total:.0f}** |")
+    lines += _reliability_sections(sc.get("soak", {}), sc.get("chaos", {}))
     failed = {k: v["error"] for k, v in sc.items() if isinstance(v, dict) and "error" in v}
     if failed:
         lines += ["", "## Scenarios that failed", ""]
@@ -237,6 +239,47 @@ def _goal_table(title: str, goals: list[dict[str, Any]], group: str) -> list[str
             f"{g['note']} |"
         )
     return [*lines, ""]
+
+
+def _reliability_sections(soak: dict[str, Any], chaos: dict[str, Any]) -> list[str]:
+    lines: list[str] = []
+    if "samples" in soak:
+        flat = soak.get("flatness", {})
+        lines += [
+            "",
+            f"## Soak ({soak['duration_s'] / 60:.1f} min, MLP, open loop at {soak['rps']:.0f} "
+            "req/s)",
+            "",
+            f"Statuses: {soak['result'].get('statuses', {})}; p99 "
+            f"{soak['result'].get('p99_ms', 0):.1f} ms. RSS and fds, start after warm-up → end "
+            "(medians of the 2nd and last tenth of the samples):",
+            "",
+            "| series | start | end | growth |",
+            "|---|---|---|---|",
+        ]
+        for name, v in flat.items():
+            if isinstance(v, dict) and "growth" in v:
+                lines.append(
+                    f"| {name} | {v['start']:.1f} | {v['end']:.1f} | {v['growth'] * 100:+.1f} % |"
+                )
+        if "fds" in flat:
+            lines.append(
+                f"| gateway fds | {flat['fds']['start']:.0f} | {flat['fds']['end']:.0f} | |"
+            )
+    if "result" in chaos:
+        result = chaos["result"]
+        lines += [
+            "",
+            f"## Chaos (a worker of two SIGKILLed every {chaos['kill_every_s']:.0f} s, "
+            f"{chaos['duration_s']:.0f} s at {chaos['rps']:.0f} req/s)",
+            "",
+            f"{len(chaos.get('kills', []))} kills; goodput {result.get('goodput', 0):.1f} req/s "
+            f"({chaos['goodput_ratio']:.2f}× offered); statuses {result.get('statuses', {})}; "
+            f"p99 of OK {result.get('p99_ms', 0):.1f} ms.",
+        ]
+        for message, count in list(result.get("error_messages", {}).items())[:5]:
+            lines.append(f"- {count} × `{message[:160]}`")
+    return lines
 
 
 def _sweep_table(sweep: dict[str, dict[str, Any]]) -> list[str]:

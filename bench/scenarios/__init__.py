@@ -13,6 +13,8 @@
   per-second RPS and latency percentiles.
 - ``batching``: batching off vs on; ``tracing``: tracing off vs sample ratio 0 and 1.0.
 - ``idle-rss``: the gateway's resident memory at idle serving the demo model.
+- ``soak`` / ``chaos``: minutes of steady load (failures, RSS and fds over time), and load while a
+  worker is SIGKILLed every few seconds (goodput, failures).
 """
 
 from __future__ import annotations
@@ -23,6 +25,7 @@ import time
 from bench.runner import Bench
 from bench.scenarios.features import batching, idle_rss, profile, tracing
 from bench.scenarios.load import overload, ramp
+from bench.scenarios.reliability import chaos, soak
 from bench.scenarios.throughput import limits, resnet50, tiny, tiny_2core
 
 log = logging.getLogger(__name__)
@@ -38,6 +41,8 @@ SCENARIO_FUNCTIONS = {
     "tracing": tracing,
     "idle-rss": idle_rss,
     "profile": profile,
+    "soak": soak,
+    "chaos": chaos,
 }
 
 

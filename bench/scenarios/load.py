@@ -14,9 +14,9 @@ from bench.runner import Bench
 def overload(bench: Bench) -> None:
     plan = bench.plan
     section: dict[str, Any] = {"timeout_s": plan.overload_timeout_s}
-    cases = (
-        ("mlp", "1-core", "tensorgate", plan.saturation_concurrency),
-        ("resnet50", "2-core", "tensorgate-2w", plan.resnet_concurrency),
+    cases = (  # with admission at the transport and a latency target (catalog.GUARDED_FLAGS)
+        ("mlp", "1-core", "tensorgate-guarded", plan.saturation_concurrency),
+        ("resnet50", "2-core", "tensorgate-2w-guarded", plan.resnet_concurrency),
     )
     for model, layout, name, conc in cases:
         if model not in plan.overload_models:

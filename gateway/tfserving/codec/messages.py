@@ -90,15 +90,15 @@ def predict_inputs(
     signature: Signature,
     *,
     max_elements: int,
-    max_bytes: int,
+    max_bytes: int | None = None,
 ) -> dict[str, np.ndarray]:
     """Decode every input tensor of a PredictRequest meant for ``signature``.
 
     Nothing is expanded before the whole request has been checked against the signature: input
     names, then each tensor's declared dtype, shape and element count (INVALID_ARGUMENT naming the
     bad input), then the bytes all its tensors would take once decoded, which must not exceed
-    ``max_bytes`` (RESOURCE_EXHAUSTED): typed values repeat to fill a shape, so a few bytes on
-    the wire may declare gigabytes.
+    ``max_bytes`` (RESOURCE_EXHAUSTED; None: no bound): typed values repeat to fill a shape, so
+    a few bytes on the wire may declare gigabytes.
     """
     signature.check_input_names(request.inputs)
     total = 0
@@ -109,7 +109,7 @@ def predict_inputs(
             raise InvalidArgument(f"input '{name}': {exc.message}") from None
         signature.check_input(name, dtype, shape)
         total += nbytes
-    if total > max_bytes:
+    if max_bytes is not None and total > max_bytes:
         raise ResourceExhausted(
             f"the request's input tensors would take {total} bytes once decoded, over the limit "
             f"of {max_bytes} bytes (--max_request_bytes)"
