@@ -9,6 +9,7 @@
     python -m bench models                 # build bench/.cache/models/{mlp,resnet50}
     python -m bench venvs triton kserve    # create peers' virtualenvs (default: all)
     python -m bench profile --system tensorgate --out bench/results/2026-01-01-full
+    python -m bench fuzz --minutes 10    # hostile input against a real gateway, by status
 
 Results go to ``bench/results/<date>-<plan>/`` (results.json, README.md, PNGs); logs and models
 to ``bench/.cache/``; the peers' virtualenvs to ``bench/.venvs/``.
@@ -64,6 +65,11 @@ def _parser() -> argparse.ArgumentParser:
     prof.add_argument("--native", action="store_true", help="sample C frames too")
     prof.add_argument("--out", type=Path, default=RESULTS / "profiles")
     _load_args(sub.add_parser("load", help="ghz-style load generator"))
+    fz = sub.add_parser("fuzz", help="randomized hostile input against a real gateway")
+    fz.add_argument("--minutes", type=float, default=1.0)
+    fz.add_argument("--threads", type=int, default=3, help="client threads per surface")
+    fz.add_argument("--seed", type=int, default=0)
+    fz.add_argument("--json", type=Path, help="also write the report here as JSON")
     return parser
 
 
@@ -255,6 +261,15 @@ def main(argv: Sequence[str] | None = None) -> int:
             return 0
         if args.command == "venvs":
             return venvs_command(args.names)
+        if args.command == "fuzz":
+            from bench.fuzz import fuzz, summary_text
+            from bench.runner import CACHE
+
+            report = fuzz(args.minutes, CACHE, threads=args.threads, seed=args.seed)
+            sys.stdout.write(summary_text(report))
+            if args.json:
+                args.json.write_text(json.dumps(report, indent=1) + "\n")
+            return 0 if report["ok"] else 1
         if args.command == "profile":
             from bench.profile import profile
 
