@@ -59,7 +59,7 @@ class Fuzzer:
 
     def tensor(self) -> TensorProto:
         r = self.rng
-        data_type = types_pb2.DT_FLOAT if r.random() < 0.5 else r.choice(DATA_TYPES)
+        data_type: int = types_pb2.DT_FLOAT if r.random() < 0.5 else r.choice(DATA_TYPES)
         if r.random() < 0.05:
             data_type = r.randint(-3, 40)  # unknown or unsupported enum values
         proto = TensorProto(dtype=types_pb2.DataType.ValueType(data_type))
