@@ -222,3 +222,25 @@ def test_undecodable_messages_are_invalid_argument_with_a_quiet_log(
     lines = [line for line in log.splitlines() if "undecodable gRPC requests" in line]
     assert len(lines) <= 2, lines  # a line may have come from an earlier test in this minute
     assert "Traceback" not in log and "junk" not in log
+
+
+@pytest.mark.parametrize(
+    ("spec", "code"),
+    [
+        ({"model": "../mlp"}, StatusCode.NOT_FOUND),
+        ({"model": "mlp/../mlp"}, StatusCode.NOT_FOUND),
+        ({"model": "/etc/passwd"}, StatusCode.NOT_FOUND),
+        ({"model": "mlp", "label": "../../1"}, StatusCode.INVALID_ARGUMENT),
+        ({"model": "mlp", "version": 2**63 - 1}, StatusCode.NOT_FOUND),
+    ],
+)
+def test_names_labels_and_versions_never_become_file_paths(
+    stub: prediction_service_pb2_grpc.PredictionServiceStub,
+    spec: dict[str, object],
+    code: StatusCode,
+) -> None:
+    """A model is found by its configured name only; a path-like name, label or version is just
+    an unknown one (nothing on disk is looked up from a request)."""
+    request = predict_request(str(spec.pop("model")), {"x": X}, **spec)
+    error = call_error(stub, request)
+    assert error.code() == code, error.details()

@@ -7,6 +7,7 @@ from pathlib import Path
 
 import grpc
 import numpy as np
+from grpc_health.v1 import health_pb2, health_pb2_grpc
 
 from gateway._pb.tensorflow_serving.apis import prediction_service_pb2_grpc
 from tests.support.gateway_proc import run_cli, running_gateway
@@ -47,3 +48,27 @@ def test_a_stale_socket_is_replaced_and_the_bind_address_is_logged(
             got = outputs_of(stub.Predict(predict_request("mlp", {"x": x}), timeout=30))
             assert got["probs"].shape == (1, 10)
     assert not path.exists()
+
+
+def test_grpc_connections_past_the_cap_are_closed(model_repo: Path, tmp_path: Path) -> None:
+    """19,500 idle connections were accepted until the fd limit; --grpc_max_connections caps
+    them (grpc.max_allowed_incoming_connections): a connection past the cap is closed at once."""
+    args = [*_mlp(model_repo), "--grpc_max_connections=2"]
+    with running_gateway(args, tmp_path) as gateway:
+        own_connection = [("grpc.use_local_subchannel_pool", 1)]
+        channels = [grpc.insecure_channel(gateway.target, options=own_connection) for _ in range(3)]
+        try:
+            codes = []
+            for channel in channels:
+                health = health_pb2_grpc.HealthStub(channel)
+                try:
+                    health.Check(health_pb2.HealthCheckRequest(service=""), timeout=30)
+                    codes.append(grpc.StatusCode.OK)
+                except grpc.RpcError as error:
+                    codes.append(error.code())
+            assert codes == [grpc.StatusCode.OK, grpc.StatusCode.OK, grpc.StatusCode.UNAVAILABLE]
+            with socket.create_connection(("127.0.0.1", gateway.grpc_port), timeout=30) as raw:
+                assert raw.recv(16) == b""  # closed by the server, not left open
+        finally:
+            for channel in channels:
+                channel.close()
