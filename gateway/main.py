@@ -13,7 +13,7 @@ from collections.abc import Sequence
 import uvloop
 
 from gateway.app import Gateway
-from gateway.config.flags import FlagError, check_built, parse_flags
+from gateway.config.flags import FlagError, parse_flags
 from gateway.config.model_config import (
     ConfigError,
     load_model_server_config,
@@ -30,7 +30,6 @@ def main(argv: Sequence[str] | None = None) -> int:
     args = list(sys.argv[1:] if argv is None else argv)
     try:
         settings = parse_flags(args)
-        check_built(settings)
     except FlagError as exc:
         sys.stderr.write(f"tensorgate: {exc}\n")
         return 2

@@ -8,7 +8,6 @@ with its kind and status:
   on here; any value is accepted and an INFO line says so;
 - *not supported yet*: accepted only with TF Serving's default value; any other value is refused.
 
-:data:`NOT_BUILT_YET` lists implemented-looking flags whose feature is not built yet.
 """
 
 from __future__ import annotations
@@ -189,7 +188,3 @@ FLAGS: dict[str, FlagSpec] = {
         _impl("auth_open_paths", "string"),
     )
 }
-
-NOT_BUILT_YET: dict[str, bool | int | str] = {}
-"""Flags that parse and validate but whose feature the server does not have yet, with the value
-that asks for nothing. Any other value is refused at start, never silently ignored."""

@@ -28,7 +28,7 @@ import sys
 from collections.abc import Sequence
 from typing import Any, TextIO
 
-from gateway.config.flag_table import FLAGS, NOT_BUILT_YET, FlagSpec, Kind
+from gateway.config.flag_table import FLAGS, FlagSpec, Kind
 from gateway.config.platform import available_cpus
 from gateway.config.settings import Settings
 from gateway.config.validation import SettingsError
@@ -207,14 +207,3 @@ def version_text() -> str:
         f"TensorFlow Library: {tensorflow}\n"
         f"ONNX Runtime Library: {onnxruntime}\n"
     )
-
-
-def check_built(settings: Settings) -> None:
-    """Raise FlagError for a flag in :data:`NOT_BUILT_YET` given a value that asks for more."""
-    for name, idle in NOT_BUILT_YET.items():
-        value = getattr(settings, name)
-        if value != idle:
-            raise FlagError(
-                f"--{name}={value} is not supported yet by tensorgate "
-                f"(its feature is not built yet; leave it at {idle!r})"
-            )

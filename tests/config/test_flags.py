@@ -18,7 +18,6 @@ from hypothesis import strategies as st
 from gateway.config.flag_table import FLAGS
 from gateway.config.flags import (
     FlagError,
-    check_built,
     flag_default,
     parse_flags,
     usage,
@@ -510,7 +509,6 @@ def test_lifecycle_flags_are_settings() -> None:
             "--model_workers=resnet=1, *=2",
         ]
     )
-    check_built(settings)
     assert settings.model_config_file_poll_wait_seconds == 5
     assert settings.max_num_load_retries == 2
     assert settings.load_retry_interval_micros == -1  # TF Serving: negative means no wait

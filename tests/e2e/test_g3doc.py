@@ -33,7 +33,7 @@ from google.protobuf import text_format
 from onnx import TensorProto, helper
 
 from gateway.config.batching_options import load_options
-from gateway.config.flags import check_built, parse_flags
+from gateway.config.flags import parse_flags
 from gateway.config.model_config import load_model_server_config, model_specs
 from gateway.observability.page import metrics_path
 from tests.support import onnx_models, rest_models
@@ -398,7 +398,6 @@ def test_serving_config_batching_and_monitoring_files(tmp_path: Path) -> None:
         'prometheus_config {\n  enable: true,\n  path: "/monitoring/prometheus/metrics"\n}\n'
     )
     settings = parse_flags(["--model_base_path=/m", f"--monitoring_config_file={monitoring}"])
-    check_built(settings)  # built: the page is served on the REST port
     assert metrics_path(settings.monitoring_config_file) == "/monitoring/prometheus/metrics"
 
 
