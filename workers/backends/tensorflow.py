@@ -184,7 +184,8 @@ def load(path: str, *, tags: Sequence[str], intra_op: int, inter_op: int) -> TfM
     CPU session with ``intra_op`` / ``inter_op`` threads (each >= 1).
 
     WorkerError NOT_FOUND if there is no SavedModel or no MetaGraphDef with those tags,
-    INVALID_ARGUMENT if it does not load, RESOURCE_EXHAUSTED when memory runs out.
+    INVALID_ARGUMENT if it does not load, RESOURCE_EXHAUSTED when memory runs out,
+    FAILED_PRECONDITION when TensorFlow is not installed.
     """
     if intra_op < 1 or inter_op < 1:
         raise WorkerError(
@@ -239,9 +240,21 @@ def load(path: str, *, tags: Sequence[str], intra_op: int, inter_op: int) -> TfM
 
 
 def _tensorflow() -> Any:
-    """The ``tensorflow`` module, imported on first use with its logging turned down."""
+    """The ``tensorflow`` module, imported on first use with its logging turned down.
+
+    WorkerError FAILED_PRECONDITION, naming the extra to install, when TensorFlow is missing (the
+    base install serves ONNX only).
+    """
     os.environ.setdefault("TF_CPP_MIN_LOG_LEVEL", "2")
-    tf = importlib.import_module("tensorflow")
+    try:
+        tf = importlib.import_module("tensorflow")
+    except ImportError as exc:
+        raise WorkerError(
+            "FAILED_PRECONDITION",
+            f"TensorFlow SavedModels need TensorFlow, which cannot be imported here ({exc}): "
+            "install tensorgate with its [tensorflow] extra (pip install 'tensorgate[tensorflow]', "
+            "or the image's tensorflow target)",
+        ) from None
     tf.get_logger().setLevel(logging.ERROR)
     return tf
 
