@@ -11,7 +11,8 @@ PIP_INSTALL = $(BIN)/pip install --quiet --constraint constraints.txt
 PORT ?= 8500
 REST_PORT ?= 8501
 
-.PHONY: venv venv-base serve test lint format protos demo-model clean system-deps constraints bench-venvs
+.PHONY: venv venv-base serve test lint format protos demo-model clean system-deps constraints \
+	bench-venvs k8s-overlays
 
 $(BASE_STAMP): pyproject.toml constraints.txt
 	$(PY) -m venv $(VENV)
@@ -52,21 +53,28 @@ serve: $(BASE_STAMP)
 	$(BIN)/tensorgate --port=$(PORT) --rest_api_port=$(REST_PORT) --model_name=digits --model_base_path=$(CURDIR)/models/digits
 
 test: $(FULL_STAMP) system-deps bench-venvs
-	$(BIN)/ruff check gateway workers tests bench scripts
-	$(BIN)/ruff format --check gateway workers tests bench scripts
+	$(BIN)/ruff check gateway workers tests bench scripts deploy
+	$(BIN)/ruff format --check gateway workers tests bench scripts deploy
 	$(BIN)/mypy
+	$(BIN)/mypy --strict deploy/k8s/shapes.py
 	$(BIN)/lint-imports --no-cache
 	$(BIN)/python -m pytest -q
 
 lint: $(FULL_STAMP)
-	$(BIN)/ruff check gateway workers tests bench scripts
-	$(BIN)/ruff format --check gateway workers tests bench scripts
+	$(BIN)/ruff check gateway workers tests bench scripts deploy
+	$(BIN)/ruff format --check gateway workers tests bench scripts deploy
 	$(BIN)/mypy
+	$(BIN)/mypy --strict deploy/k8s/shapes.py
 	$(BIN)/lint-imports --no-cache
 
 format: $(FULL_STAMP)
-	$(BIN)/ruff format gateway workers tests bench scripts
-	$(BIN)/ruff check --fix gateway workers tests bench scripts
+	$(BIN)/ruff format gateway workers tests bench scripts deploy
+	$(BIN)/ruff check --fix gateway workers tests bench scripts deploy
+
+# Rewrites deploy/k8s/overlays/ from the node shapes and the rule in deploy/k8s/shapes.py (a test
+# checks the committed overlays are current). `python deploy/k8s/shapes.py --table` shows them.
+k8s-overlays:
+	$(PY) deploy/k8s/shapes.py
 
 protos: $(FULL_STAMP)
 	$(BIN)/python scripts/gen_protos.py

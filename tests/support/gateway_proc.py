@@ -7,6 +7,7 @@ on that pipe (bounded), never sleeps and string-matches logs.
 from __future__ import annotations
 
 import contextlib
+import dataclasses
 import os
 import select
 import signal
@@ -17,6 +18,7 @@ import tempfile
 from collections.abc import Iterator, Mapping, Sequence
 from dataclasses import dataclass
 from pathlib import Path
+from typing import Any
 
 from gateway.app import wait_ready
 
@@ -34,6 +36,8 @@ class GatewayProcess:
     grpc_port: int
     log_path: Path
     rest_port: int = 0
+    ready_info: Mapping[str, Any] = dataclasses.field(default_factory=dict)
+    """What the gateway wrote to ``--ready_fd`` (its own ``pid``, ``grpc_port``, ``rest_port``)."""
 
     @property
     def target(self) -> str:
@@ -77,18 +81,30 @@ def run_cli(*args: str) -> subprocess.CompletedProcess[str]:
 
 
 def start_gateway(
-    args: Sequence[str], log_dir: Path, env: Mapping[str, str] | None = None
+    args: Sequence[str],
+    log_dir: Path,
+    *,
+    command: Sequence[str] | None = None,
+    env: Mapping[str, str] | None = None,
 ) -> GatewayProcess:
-    """Start ``tensorgate <args> --port=0 --ready_fd=N`` (with ``env``, default this process's)
-    and wait until it reports ready."""
+    """Start ``tensorgate <args> --port=0 --ready_fd=N`` and wait until it reports ready.
+
+    ``command`` replaces ``python -m gateway`` (e.g. the container image's entry point script, which
+    must end up running the gateway with the arguments appended); ``env`` replaces the environment.
+    """
     read_fd, write_fd = os.pipe()
     log_path = Path(tempfile.mkstemp(prefix="gateway-", suffix=".log", dir=log_dir)[1])
-    argv = gateway_command([*args, f"--ready_fd={write_fd}"])
+    flags = [*args, f"--ready_fd={write_fd}"]
     if not any(a.startswith("--port") for a in args):
-        argv.append("--port=0")
+        flags.append("--port=0")
+    argv = gateway_command(flags) if command is None else [*command, *flags]
     with open(log_path, "wb") as log_file:
         process = subprocess.Popen(
-            argv, stdout=log_file, stderr=subprocess.STDOUT, pass_fds=(write_fd,), env=env
+            argv,
+            stdout=log_file,
+            stderr=subprocess.STDOUT,
+            pass_fds=(write_fd,),
+            env=None if env is None else dict(env),
         )
     os.close(write_fd)
     try:
@@ -100,7 +116,7 @@ def start_gateway(
             process.kill()
         process.wait()
         raise GatewayFailed(f"gateway did not become ready:\n{log_path.read_text()}")
-    return GatewayProcess(process, int(info["grpc_port"]), log_path, int(info["rest_port"]))
+    return GatewayProcess(process, int(info["grpc_port"]), log_path, int(info["rest_port"]), info)
 
 
 @contextlib.contextmanager
