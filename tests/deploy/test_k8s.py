@@ -123,6 +123,10 @@ def test_rule_never_oversubscribes_and_leaves_memory_for_models() -> None:
     assert [s.workers for s in bigger] == sorted(s.workers for s in bigger)
 
 
+def test_deploy_readme_quotes_the_derived_table() -> None:
+    assert shapes.table() in (REPO_ROOT / "deploy" / "README.md").read_text()
+
+
 def test_renders_and_validates_strictly(rendered: Path) -> None:
     validate = shutil.which("kubernetes-validate") or str(
         Path(sys.executable).parent / "kubernetes-validate"
