@@ -25,7 +25,6 @@ import yaml
 
 from gateway.client import Client
 from gateway.config.batching_options import load_options
-from gateway.config.flag_table import NOT_BUILT_YET
 from gateway.config.flags import parse_flags
 from gateway.config.model_config import (
     load_model_server_config,
@@ -96,12 +95,6 @@ def flag_values(args: list[str]) -> dict[str, str]:
     return dict(arg[2:].partition("=")[::2] for arg in args)
 
 
-def parseable(args: list[str]) -> list[str]:
-    """``args`` less the flags whose feature has not landed yet (refused today when given); once a
-    flag leaves NOT_BUILT_YET this drops nothing, and the whole command line is checked."""
-    return [a for a in args if a[2:].partition("=")[0] not in NOT_BUILT_YET]
-
-
 def test_committed_overlays_are_the_derived_ones(tmp_path: Path) -> None:
     shapes.write_overlays(tmp_path)
     committed = sorted(p.relative_to(K8S / "overlays") for p in (K8S / "overlays").rglob("*"))
@@ -155,7 +148,7 @@ def test_flags_fit_the_shape(rendered: Path) -> None:
     docs = documents(rendered)
     c = container(docs)
     assert c["command"] == ["tensorgate"]
-    settings = parse_flags(parseable(c["args"]))
+    settings = parse_flags(c["args"])
     limits, requests = c["resources"]["limits"], c["resources"]["requests"]
     assert limits == requests, "Guaranteed QoS: requests = limits"
     cpu = str(limits["cpu"])
@@ -175,7 +168,7 @@ def test_drain_fits_the_termination_grace_and_probes_use_grpc_health(rendered: P
     docs = documents(rendered)
     pod = docs["Deployment"]["spec"]["template"]
     c = container(docs)
-    settings = parse_flags(parseable(c["args"]))
+    settings = parse_flags(c["args"])
     pre_stop = c["lifecycle"]["preStop"]["sleep"]["seconds"]
     drain = pre_stop + settings.shutdown_grace_seconds + WORKER_STOP_S
     assert pod["spec"]["terminationGracePeriodSeconds"] > drain
@@ -225,7 +218,7 @@ def pod_command_line(tmp_path: Path) -> Iterator[list[str]]:
         local = text.replace("/models/digits", str(REPO_ROOT / "models" / "digits"))
         (tmp_path / name).write_text(local)
     c = container(docs)
-    args = [a.replace(MOUNT, str(tmp_path)) for a in parseable(c["args"])]
+    args = [a.replace(MOUNT, str(tmp_path)) for a in c["args"]]
     yield [*c["command"], *args]
 
 
