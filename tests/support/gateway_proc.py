@@ -123,7 +123,7 @@ def start_gateway(
 def running_gateway(
     args: Sequence[str], log_dir: Path, env: Mapping[str, str] | None = None
 ) -> Iterator[GatewayProcess]:
-    gateway = start_gateway(args, log_dir, env)
+    gateway = start_gateway(args, log_dir, env=env)
     try:
         yield gateway
     finally:
