@@ -7,8 +7,8 @@
 - ``saved_model_warmup.md``: a warmup file written by TensorFlow's ``TFRecordWriter``;
 - ``signature_defs.md``: its classification, predict and regression SignatureDefs;
 - ``serving_config.md``: its config files (basic list, specific versions, labels and their moves
-  by HandleReloadConfigRequest, labels at start, the batching file; its monitoring file parses,
-  and the flag that serves it is refused until monitoring is built).
+  by HandleReloadConfigRequest, labels at start, the batching file, its monitoring file and the
+  metrics path it sets).
 
 Doc examples that are not valid as printed (a stray ``]``, ``Nan``) are sent verbatim and get
 the same 400 TF Serving gives, then sent corrected.
