@@ -21,18 +21,17 @@ Only unary calls count as in flight: streams (health ``Watch``) may last as long
 
 from __future__ import annotations
 
-import asyncio
 import functools
 import inspect
 import logging
-import time
 from collections.abc import AsyncIterator, Callable, Collection, Mapping
 from dataclasses import dataclass
 from typing import Any
 
 import grpc
 
-from gateway.errors import Code, ServingError, Unavailable, grpc_status
+from gateway.errors import Code, ServingError, grpc_status
+from gateway.tfserving.admission import Admission
 from gateway.tfserving.auth import BearerTokens
 from gateway.tfserving.quiet_log import Throttled
 
@@ -72,7 +71,7 @@ def _guarded(deserializer: Callable[[bytes], Any] | None) -> Callable[[bytes], A
     return decode
 
 
-class Gate:
+class Gate(Admission):
     """The checks above for one gRPC server; counters are for tests and metrics."""
 
     def __init__(
@@ -82,33 +81,11 @@ class Gate:
         max_concurrent: int = 0,
         limited: Collection[str] = (PREDICTION_SERVICE,),
     ) -> None:
+        super().__init__(max_concurrent)
         self.auth = auth
-        self.max_concurrent = max_concurrent
         self.limited = frozenset(limited)
-        self.draining = False
-        self.in_flight = 0
-        self.refused_busy = 0
-        self.last_arrival = 0.0
-        """``time.monotonic()`` when the latest call other than a health check arrived."""
-        self._idle: asyncio.Event | None = None
         self._undecodable = Throttled(log, "undecodable gRPC requests answered INVALID_ARGUMENT")
         self._unauthenticated = Throttled(log, "gRPC calls refused without a valid token")
-
-    # -- lifecycle --------------------------------------------------------------------------------
-    def start_draining(self) -> None:
-        """Refuse every new call but health checks from now on (UNAVAILABLE)."""
-        self.draining = True
-
-    async def wait_idle(self) -> None:
-        """Return once no counted call is running."""
-        while self.in_flight:
-            self._idle = asyncio.Event()
-            await self._idle.wait()
-
-    def _leave(self) -> None:
-        self.in_flight -= 1
-        if not self.in_flight and self._idle is not None:
-            self._idle.set()
 
     # -- registration -----------------------------------------------------------------------------
     def registrar(self, server: grpc.aio.Server) -> _Registrar:
@@ -147,16 +124,7 @@ class Gate:
                 return exc
         if health:
             return None
-        self.last_arrival = time.monotonic()
-        if self.draining:
-            return Unavailable("the server is shutting down; retry on another replica")
-        if limited and self.in_flight >= self.max_concurrent:
-            self.refused_busy += 1
-            return Unavailable(
-                f"the server is busy ({self.in_flight} requests in progress, the limit of "
-                "--max_concurrent_requests); retry later"
-            )
-        return None
+        return self.refusal(bounded=limited)
 
     def undecodable(self, request: Undecodable, path: str) -> ServingError:
         self._undecodable(f"{path} (not a valid {request.message})")
@@ -227,11 +195,11 @@ def _wrap_behaviour(
         request = await admit(request, context)
         if not counted:
             return await behaviour(request, context)
-        gate.in_flight += 1
+        gate.enter()
         try:
             return await behaviour(request, context)
         finally:
-            gate._leave()
+            gate.leave()
 
     return call
 

@@ -14,12 +14,9 @@
 
 from __future__ import annotations
 
-import asyncio
-import time
-
 from aiohttp import web
 
-from gateway.errors import Unavailable
+from gateway.tfserving.admission import Admission
 from gateway.tfserving.auth import BearerTokens
 from gateway.tfserving.rest import paths
 from gateway.tfserving.rest.connections import error_response
@@ -53,18 +50,12 @@ def check_method(method: str, path: str, probe: bool) -> None:
         raise HttpError(405, f"{path} answers {allowed}, not {method}", Allow=allowed)
 
 
-class Front:
+class Front(Admission):
     """Authentication, draining and admission of one REST server's API calls."""
 
     def __init__(self, *, auth: BearerTokens | None = None, max_concurrent: int = 0) -> None:
+        super().__init__(max_concurrent)
         self.auth = auth
-        self.max_concurrent = max_concurrent
-        self.draining = False
-        self.in_flight = 0
-        self.refused_busy = 0
-        self.last_arrival = 0.0
-        """``time.monotonic()`` when the latest API call arrived."""
-        self._idle: asyncio.Event | None = None
 
     def authenticate(self, path: str, authorization: str | None) -> None:
         """UNAUTHENTICATED unless ``path`` is open or ``authorization`` carries a token."""
@@ -73,27 +64,7 @@ class Front:
 
     def enter(self) -> None:
         """Count one API call in, or refuse it (UNAVAILABLE) when draining or at the limit."""
-        self.last_arrival = time.monotonic()
-        if self.draining:
-            raise Unavailable("the server is shutting down; retry on another replica")
-        if self.max_concurrent and self.in_flight >= self.max_concurrent:
-            self.refused_busy += 1
-            raise Unavailable(
-                f"the server is busy ({self.in_flight} requests in progress, the limit of "
-                "--max_concurrent_requests); retry later"
-            )
-        self.in_flight += 1
-
-    def leave(self) -> None:
-        self.in_flight -= 1
-        if not self.in_flight and self._idle is not None:
-            self._idle.set()
-
-    def start_draining(self) -> None:
-        self.draining = True
-
-    async def wait_idle(self) -> None:
-        """Return once no API call is running."""
-        while self.in_flight:
-            self._idle = asyncio.Event()
-            await self._idle.wait()
+        refusal = self.refusal()
+        if refusal is not None:
+            raise refusal
+        super().enter()
