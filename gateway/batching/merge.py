@@ -144,3 +144,11 @@ def slice_rows(inputs: Mapping[str, Array], start: int, stop: int) -> dict[str, 
 
 def _zero(dtype: np.dtype[Any]) -> Any:
     return b"" if dtype.kind == "O" else dtype.type(0)
+
+
+def solo_size(inputs: Mapping[str, Array]) -> int:
+    """Rows of an unbatched request (1 for scalar-only inputs); only used for statistics."""
+    for array in inputs.values():
+        if array.ndim:
+            return int(array.shape[0])
+    return 1

@@ -158,3 +158,17 @@ class BatchQueue:
 def _cancel(timer: Timer | None) -> None:
     if timer is not None:
         timer.cancel()
+
+
+async def gather_chunks(futures: list[asyncio.Future[dict[str, Array]]]) -> dict[str, Array]:
+    """Await a split request's chunks in order; on any failure cancel the rest (they leave)."""
+    results = []
+    try:
+        for future in futures:
+            results.append(await future)
+    except BaseException:
+        for future in futures:
+            if not future.done():
+                future.cancel()
+        raise
+    return merge.concat_outputs(results)

@@ -4,6 +4,9 @@ Contract (see :class:`~gateway.config.batching_options.BatchingOptions` for each
 
 - Requests form batches as :mod:`gateway.batching.queue` says. Ready batches go, oldest first, as
   soon as a worker slot is free and fewer than ``num_batch_threads`` of this queue are in flight.
+  With a zero timeout a new request does not go at once: the send waits for the end of the
+  current loop iteration (``loop.call_soon``), so every request that arrived in the same turn
+  shares one batch, one descriptor and one doorbell (work-conserving: no timer, no idle worker).
 - Refusals are immediate and never block: a request larger than ``max_batch_size`` →
   INVALID_ARGUMENT (unless splitting is on, which cuts it across batches and reassembles its
   outputs); a full queue or a request that would wait past its deadline → UNAVAILABLE
@@ -30,7 +33,7 @@ from gateway.batching import merge
 from gateway.batching.admission import Admission
 from gateway.batching.clock import Clock, LoopClock
 from gateway.batching.merge import Array, CompatKey
-from gateway.batching.queue import Batch, BatchQueue, Task
+from gateway.batching.queue import Batch, BatchQueue, Task, gather_chunks
 from gateway.config.batching_options import BatchingOptions
 from gateway.errors import DeadlineExceeded, Internal, InvalidArgument, ServingError, Unavailable
 from gateway.parallel.dispatcher import Dispatcher, RunResult, WorkerLink
@@ -114,6 +117,8 @@ class BatchScheduler:
         self._runs: set[asyncio.Future[RunResult]] = set()
         self._idle: asyncio.Event | None = None
         self._refusal: ServingError | None = None
+        self._end_of_turn = not options.solo and options.batch_timeout_micros == 0
+        self._pump_scheduled = False
 
     # -- observation ------------------------------------------------------------------------------
     @property
@@ -143,7 +148,7 @@ class BatchScheduler:
         options = self.options
         key: CompatKey = ()
         if options.solo:
-            size = _solo_size(inputs)
+            size = merge.solo_size(inputs)
         else:
             size = merge.request_size(inputs)
             if size > options.max_batch_size:
@@ -166,10 +171,13 @@ class BatchScheduler:
             self._refused("deadline")
             raise late
         tasks = self._enqueue(dict(inputs), tuple(outputs), deadline, key, chunks, into_open, now)
-        self._pump()
+        if self._end_of_turn:
+            self._pump_at_end_of_turn()
+        else:
+            self._pump()
         if len(tasks) == 1:
             return await tasks[0].future
-        return await _gather_chunks([t.future for t in tasks])
+        return await gather_chunks([t.future for t in tasks])
 
     def _enqueue(
         self,
@@ -217,6 +225,16 @@ class BatchScheduler:
         self._check_idle()
 
     # -- dispatch ---------------------------------------------------------------------------------
+    def _pump_at_end_of_turn(self) -> None:
+        """Pump once the requests already runnable in this loop iteration have joined."""
+        if not self._pump_scheduled:
+            self._pump_scheduled = True
+            asyncio.get_running_loop().call_soon(self._scheduled_pump)
+
+    def _scheduled_pump(self) -> None:
+        self._pump_scheduled = False
+        self._pump()
+
     def _pump(self) -> None:
         """Send ready batches while this queue has threads and the workers have slots."""
         while self.in_flight < self._threads:
@@ -373,25 +391,3 @@ class BatchScheduler:
     def _check_idle(self) -> None:
         if self._idle is not None and not self._queue and not self.in_flight:
             self._idle.set()
-
-
-def _solo_size(inputs: Mapping[str, Array]) -> int:
-    """Rows of an unbatched request (1 for scalar-only inputs); only used for statistics."""
-    for array in inputs.values():
-        if array.ndim:
-            return int(array.shape[0])
-    return 1
-
-
-async def _gather_chunks(futures: list[asyncio.Future[dict[str, Array]]]) -> dict[str, Array]:
-    """Await a split request's chunks in order; on any failure cancel the rest (they leave)."""
-    results = []
-    try:
-        for future in futures:
-            results.append(await future)
-    except BaseException:
-        for future in futures:
-            if not future.done():
-                future.cancel()
-        raise
-    return merge.concat_outputs(results)

@@ -112,6 +112,25 @@ def test_work_conserving_dispatch_and_growth_while_busy() -> None:
     run(scenario)
 
 
+def test_requests_of_one_loop_turn_share_one_batch_though_a_worker_is_free() -> None:
+    async def scenario() -> None:
+        h = Harness(batched(max_batch_size=8, num_batch_threads=4), max_in_flight=4)
+        tasks = [h.send(rows(i, 1)) for i in range(3)]  # all three run in the same loop turn
+        await settle()
+        (batch,) = h.link.sent  # one descriptor for the three, though the worker had free slots
+        np.testing.assert_array_equal(batch.inputs["x"], rows(0, 3))
+        later = h.send(rows(3, 1))
+        await settle()
+        assert len(h.link.sent) == 2  # work-conserving: the next turn's request goes at once
+        h.link.complete(0, double)
+        h.link.complete(1, double)
+        for i, task in enumerate([*tasks, later]):
+            np.testing.assert_array_equal((await task)["y"], rows(i, 1) * 2)
+        assert (h.scheduler.stats.batches, h.scheduler.stats.rows) == (2, 4)
+
+    run(scenario)
+
+
 def test_allowed_batch_sizes_pad_with_the_first_row_and_never_return_padding() -> None:
     async def scenario() -> None:
         h = Harness(batched(max_batch_size=8, allowed_batch_sizes=(2, 4, 8)))
