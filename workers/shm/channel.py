@@ -7,11 +7,14 @@ last process that maps it) holds the header, two rings and two data areas
 - Rings (:class:`workers.shm.ring.Ring`) are single-producer/single-consumer arrays of fixed
   slots holding encoded messages (:mod:`workers.messages`). The submit ring carries gateway →
   worker requests, the complete ring the replies; the channel moves their bytes only.
-- ``submit_fd`` and ``complete_fd`` are rung once per message after it is fully written; a
-  consumer takes exactly as many messages as the doorbell counted, so it never reads a slot whose
-  doorbell it has not seen: the two syscalls order the slot's bytes on every CPU architecture. A
-  slot is reused once the consumer's tail, stored after reading it, has moved on (ordered by
-  x86-64's total store order; elsewhere keep fewer requests in flight than slots, as the gateway
+- ``submit_fd`` and ``complete_fd`` are need-wakeup doorbells (as io_uring's): a consumer that
+  finds its ring empty sets its "sleeping" word (``W_SUBMIT_SLEEPING``, ``W_COMPLETE_SLEEPING``),
+  fences, re-checks the ring, and only then sleeps on the eventfd; a producer pushes, fences, and
+  rings only when that word is set, clearing it as it rings. Either the producer sees the word or
+  the consumer sees the message, so no wake-up is lost, and a consumer that is awake or already
+  rung costs its producer no syscall. A wake-up drains every message the ring holds. Slot bytes
+  are ordered before ``head`` by x86-64's total store order, as is the reuse of a slot once the
+  consumer's tail has moved on (elsewhere keep fewer requests in flight than slots, as the gateway
   does).
 - The input area is allocated only by the gateway (:class:`workers.shm.arena.Allocator`); the output
   area only by the worker, as a circular buffer (:class:`workers.shm.arena.OutputRing`) that the
@@ -37,9 +40,11 @@ from typing import Final
 from workers.shm.arena import Allocator, OutputRing
 from workers.shm.ring import ChannelFull
 from workers.shm.segment import (
+    W_COMPLETE_SLEEPING,
     W_OUT_ALLOCATED,
     W_OUT_RELEASED,
     W_OUT_WAITING,
+    W_SUBMIT_SLEEPING,
     Segment,
     create_memfd,
 )
@@ -146,19 +151,29 @@ class Channel:
     # -- gateway side ---------------------------------------------------------------------------
 
     def submit(self, message: bytes) -> None:
-        """Post an encoded request to the worker and ring its doorbell. ChannelFull when every
-        slot is outstanding; ValueError when ``message`` does not fit a slot."""
+        """Post an encoded request to the worker, ringing its doorbell only if it sleeps.
+        ChannelFull when every slot is outstanding; ValueError when ``message`` does not fit."""
         self._segment.submit.push(message)
-        os.eventfd_write(self.submit_fd, 1)
+        self._ring_if_sleeping(W_SUBMIT_SLEEPING, self.submit_fd)
 
     def completions(self) -> list[bytes]:
-        """Encoded replies posted since the last call, in order; [] at once when there are none.
-        Call it when :attr:`complete_fd` is readable (``loop.add_reader``)."""
-        try:
-            count = os.eventfd_read(self.complete_fd)
-        except BlockingIOError:
-            return []
-        return self._segment.complete.pop(count)
+        """Every encoded reply posted since the last call, in order; [] at once when there are
+        none. Call it when :attr:`complete_fd` is readable (``loop.add_reader``): on return the
+        gateway counts as asleep, so the worker rings for its next reply."""
+        with contextlib.suppress(BlockingIOError):
+            os.eventfd_read(self.complete_fd)
+        replies = self._segment.complete.pop_ready()
+        self._words[W_COMPLETE_SLEEPING] = 1
+        _fence()
+        replies += self._segment.complete.pop_ready()  # posted while the word was clear
+        return replies
+
+    def _ring_if_sleeping(self, word: int, fd: int) -> None:
+        """The producer's half of the need-wakeup handshake, after a push."""
+        _fence()
+        if self._words[word]:
+            self._words[word] = 0
+            os.eventfd_write(fd, 1)
 
     def alloc_input(self, nbytes: int) -> int | None:
         """Offset of a 64-byte aligned input block, or None when the input area is full."""
@@ -189,36 +204,54 @@ class Channel:
         if self._words[W_OUT_WAITING]:
             os.eventfd_write(self.release_fd, 1)
 
+    @property
+    def worker_sleeps(self) -> bool:
+        """Whether the worker has announced that it sleeps on ``submit_fd`` (the next
+        :meth:`submit` rings)."""
+        return bool(self._words[W_SUBMIT_SLEEPING])
+
     # -- worker side ----------------------------------------------------------------------------
 
     def wait_submissions(self, timeout: float | None, *, wake_fd: int | None = None) -> list[bytes]:
-        """Block until encoded requests arrive (in order) or ``timeout`` seconds pass ([]); None
-        waits forever. A readable ``wake_fd`` (e.g. a ``signal.set_wakeup_fd`` pipe) is drained and
-        also ends the wait, so signal flags can be checked promptly."""
+        """Every encoded request waiting, in order, sleeping on ``submit_fd`` (after announcing it
+        in the header) until one arrives or ``timeout`` seconds pass ([]); None waits forever. A
+        readable ``wake_fd`` (e.g. a ``signal.set_wakeup_fd`` pipe) is drained and also ends the
+        wait with [], so signal flags can be checked promptly."""
+        ring = self._segment.submit
+        requests = ring.pop_ready()
+        if requests or timeout == 0:
+            return requests
         if wake_fd is not None and wake_fd not in self._wake_fds:
             self._poll.register(wake_fd, select.POLLIN)
             self._wake_fds.add(wake_fd)
-        ms = -1 if timeout is None else max(0, math.ceil(timeout * 1000))
-        ready = False
-        for fd, _ in self._poll.poll(ms):
-            if fd == self.submit_fd:
-                ready = True
-            else:
+        deadline = None if timeout is None else time.monotonic() + timeout
+        while True:
+            self._words[W_SUBMIT_SLEEPING] = 1
+            _fence()
+            requests = ring.pop_ready()  # pushed before the gateway could see the word
+            if requests:
+                self._words[W_SUBMIT_SLEEPING] = 0
+                return requests
+            ms = -1 if deadline is None else math.ceil(max(0.0, deadline - time.monotonic()) * 1e3)
+            woken = False
+            events = self._poll.poll(ms)
+            self._words[W_SUBMIT_SLEEPING] = 0
+            for fd, _ in events:
                 with contextlib.suppress(BlockingIOError):
-                    os.read(fd, 4096)
-        if not ready:
-            return []
-        try:
-            count = os.eventfd_read(self.submit_fd)
-        except BlockingIOError:
-            return []
-        return self._segment.submit.pop(count)
+                    if fd == self.submit_fd:
+                        os.eventfd_read(fd)
+                    else:
+                        os.read(fd, 4096)
+                        woken = True
+            requests = ring.pop_ready()
+            if requests or woken or (deadline is not None and time.monotonic() >= deadline):
+                return requests
 
     def post_completion(self, message: bytes) -> None:
-        """Post an encoded reply to the gateway and ring its doorbell (ChannelFull, ValueError
-        as :meth:`submit`)."""
+        """Post an encoded reply to the gateway, ringing its doorbell only if it sleeps
+        (ChannelFull, ValueError as :meth:`submit`)."""
         self._segment.complete.push(message)
-        os.eventfd_write(self.complete_fd, 1)
+        self._ring_if_sleeping(W_COMPLETE_SLEEPING, self.complete_fd)
 
     def alloc_output(self, nbytes: int, *, timeout: float = OUTPUT_WAIT_S) -> int:
         """Offset of a contiguous 64-byte aligned output block of ``nbytes``, sleeping on

@@ -3,8 +3,9 @@
 The ring's slots live in shared memory; its monotonic ``head`` (written only by the producer) and
 ``tail`` (written only by the consumer) are uint64 words of the channel header. Each slot holds a
 little-endian uint32 length and the message's bytes (their encoding is
-:mod:`workers.messages`'s business). Ordering between processes comes from the doorbell syscalls
-around it (see :mod:`workers.shm.channel`).
+:mod:`workers.messages`'s business). The producer stores ``head`` after the slot's bytes and
+the consumer loads ``head`` before them, so a consumer never sees a half-written slot (x86-64's
+total store order; see :mod:`workers.shm.channel`).
 """
 
 from __future__ import annotations
@@ -51,6 +52,11 @@ class Ring:
         _LENGTH.pack_into(self._slots, start, len(data))
         self._slots[start + LENGTH_BYTES : end] = data
         self._words[self._head] = head + 1
+
+    def pop_ready(self) -> list[bytes]:
+        """Every message posted and not yet consumed, oldest first ([] when none)."""
+        count = self._words[self._head] - self._words[self._tail]
+        return self.pop(count) if count else []
 
     def pop(self, count: int) -> list[bytes]:
         """The next ``count`` messages, oldest first (copied out: each slot is free once read).

@@ -18,7 +18,7 @@ from typing import Final
 from workers.shm.ring import Ring
 
 _MAGIC: Final = 0x31304D4853475400  # b"\0TGSHM01" little-endian
-_VERSION: Final = 2
+_VERSION: Final = 3
 _PAGE: Final = mmap.PAGESIZE
 _HEADER_BYTES: Final = 4096
 _W_MAGIC, _W_VERSION, _W_SLOTS, _W_SLOT_BYTES, _W_INPUT, _W_OUTPUT = range(6)
@@ -33,6 +33,12 @@ W_OUT_ALLOCATED: Final = 48
 """Output bytes allocated so far (monotonic; written by the worker)."""
 W_OUT_WAITING: Final = 56
 """1 while the worker waits for output space (written by the worker)."""
+W_SUBMIT_SLEEPING: Final = 64
+"""1 once the worker is going to sleep on ``submit_fd`` (set by the worker, cleared by the
+gateway when it rings)."""
+W_COMPLETE_SLEEPING: Final = 72
+"""1 once the gateway has drained the complete ring and waits on ``complete_fd`` (set by the
+gateway, at creation too; cleared by the worker when it rings)."""
 
 
 def page_up(nbytes: int) -> int:
@@ -71,6 +77,7 @@ def create_memfd(
             words[_W_SLOT_BYTES] = slot_bytes
             words[_W_INPUT] = input_bytes
             words[_W_OUTPUT] = output_bytes
+            words[W_COMPLETE_SLEEPING] = 1
             words[_W_VERSION] = _VERSION
             words[_W_MAGIC] = _MAGIC
     except BaseException:

@@ -6,6 +6,7 @@ import logging
 import os
 import select
 import threading
+import time
 from collections.abc import Iterator
 from typing import Any
 
@@ -283,3 +284,81 @@ def test_create_validates_its_layout(kwargs: dict[str, int], message: str) -> No
     args: dict[str, Any] = {"index": 0, "input_bytes": 4096, "output_bytes": 4096, **kwargs}
     with pytest.raises(ValueError, match=message):
         Channel.create(**args)
+
+
+class _Doorbells:
+    """Counts eventfd writes per descriptor (the doorbells rung)."""
+
+    def __init__(self, monkeypatch: pytest.MonkeyPatch) -> None:
+        self.rung: dict[int, int] = {}
+        real = os.eventfd_write
+
+        def write(fd: int, value: int) -> None:
+            self.rung[fd] = self.rung.get(fd, 0) + 1
+            real(fd, value)
+
+        monkeypatch.setattr(os, "eventfd_write", write)
+
+
+def test_replies_ring_once_per_gateway_wakeup_and_a_wakeup_drains_them_all(
+    pair: tuple[Channel, Channel], monkeypatch: pytest.MonkeyPatch
+) -> None:
+    gateway, worker = pair
+    bells = _Doorbells(monkeypatch)
+    worker.post_completion(b"a")  # the gateway sleeps from the start: rung
+    worker.post_completion(b"b")  # already rung, not yet drained: silent
+    assert bells.rung == {worker.complete_fd: 1}
+    assert gateway.completions() == [b"a", b"b"]
+    assert not _readable(gateway.complete_fd)
+    worker.post_completion(b"c")  # the gateway sleeps again after draining
+    assert bells.rung == {worker.complete_fd: 2}
+    assert gateway.completions() == [b"c"]
+
+
+def test_requests_ring_only_while_the_worker_sleeps(
+    pair: tuple[Channel, Channel], monkeypatch: pytest.MonkeyPatch
+) -> None:
+    gateway, worker = pair
+    bells = _Doorbells(monkeypatch)
+    for message in (b"1", b"2", b"3"):
+        gateway.submit(message)  # the worker has not said it sleeps: no syscall
+    assert bells.rung == {}
+    assert worker.wait_submissions(0) == [b"1", b"2", b"3"]
+    got: list[bytes] = []
+    sleeper = threading.Thread(target=lambda: got.extend(worker.wait_submissions(WAIT_S)))
+    sleeper.start()
+    deadline = time.monotonic() + WAIT_S
+    while not gateway.worker_sleeps and time.monotonic() < deadline:
+        pass  # the worker thread announces its sleep in the shared header
+    gateway.submit(b"4")
+    gateway.submit(b"5")
+    sleeper.join(WAIT_S)
+    assert bells.rung == {gateway.submit_fd: 1}  # one doorbell for the two
+    assert got + worker.wait_submissions(0) == [b"4", b"5"]
+
+
+def test_no_wakeup_is_lost_when_both_ends_sleep_and_wake_in_turn(
+    pair: tuple[Channel, Channel],
+) -> None:
+    gateway, worker = pair
+    rounds = 2000
+
+    def echo() -> None:
+        seen = 0
+        while seen < rounds:
+            for message in worker.wait_submissions(WAIT_S):
+                worker.post_completion(message)
+                seen += 1
+
+    thread = threading.Thread(target=echo)
+    thread.start()
+    received: list[bytes] = []
+    sent = 0
+    while len(received) < rounds:
+        while sent < rounds and sent - len(received) < gateway.ring_slots:
+            gateway.submit(str(sent).encode())
+            sent += 1
+        assert select.select([gateway.complete_fd], [], [], WAIT_S)[0], "a wake-up was lost"
+        received += gateway.completions()
+    thread.join(WAIT_S)
+    assert received == [str(i).encode() for i in range(rounds)]
