@@ -31,18 +31,20 @@ Requests and their replies::
 A started worker first posts ``{"id": 0, "ok": true, "op": "ready", "pid": 1234}``. Run inputs
 are offsets in the input area, run outputs offsets in the output area.
 
-The wire encoding is JSON, known only to :func:`encode`, :func:`decode_request` and
-:func:`decode_reply` (and the slot framing to :mod:`workers.shm.ring`): a binary layout for
-``run`` and its reply replaces those three functions and nothing else.
+The wire encoding is known only to :func:`encode`, :func:`decode_request` and
+:func:`decode_reply` (and the slot framing to :mod:`workers.shm.ring`): ``run`` and its
+successful reply in the binary layout of :mod:`workers.wire`, every other message as JSON.
 """
 
 from __future__ import annotations
 
 import json
-from collections.abc import Callable, Mapping, Sequence
+import struct
+from collections.abc import Mapping, Sequence
 from typing import Any, Final, Literal, NotRequired, TypedDict, cast
 
-from workers.dtypes import DTYPE_NAMES
+from workers import wire
+from workers.json_fields import REQUEST_FIELDS, is_int, is_str
 from workers.telemetry import SpanRecord, WorkerStats
 
 DEFAULT_SIGNATURE: Final = "serving_default"
@@ -324,71 +326,35 @@ _ENCODER: Final = json.JSONEncoder(separators=(",", ":"), allow_nan=False)
 
 
 def encode(message: Request | Reply) -> bytes:
-    """The bytes of one ring slot's body. ValueError for NaN or infinite numbers."""
+    """The bytes of one ring slot's body. ValueError for NaN or infinite numbers, or a run
+    field out of its binary range."""
+    try:
+        if message.get("op") == "run":
+            return wire.encode_run(message)
+        if message.get("ok") is True and "compute_us" in message:
+            return wire.encode_run_reply(message)
+    except (struct.error, KeyError, OverflowError) as exc:
+        raise ValueError(f"run message out of range: {exc}") from None
     return _ENCODER.encode(message).encode()
-
-
-def _is_int(value: object) -> bool:
-    return isinstance(value, int) and not isinstance(value, bool)
-
-
-def _is_str(value: object) -> bool:
-    return isinstance(value, str)
-
-
-def _is_names(value: object) -> bool:
-    return isinstance(value, list) and all(isinstance(v, str) for v in value)
-
-
-def _is_tensor(value: object) -> bool:
-    return (
-        isinstance(value, dict)
-        and isinstance(value.get("name"), str)
-        and value.get("dtype") in DTYPE_NAMES
-        and isinstance(shape := value.get("shape"), list)
-        and all(_is_int(d) and d >= 0 for d in shape)
-        and all(_is_int(value.get(k)) and value[k] >= 0 for k in ("offset", "nbytes"))
-    )
-
-
-_Check = tuple[Callable[[object], bool], str]
-_REQUEST_FIELDS: Final[dict[str, dict[str, _Check]]] = {
-    "load": {
-        "key": (_is_str, "a string"),
-        "path": (_is_str, "a string"),
-        "platform": (_is_str, "a string"),
-        "intra_op": (_is_int, "an integer"),
-        "inter_op": (_is_int, "an integer"),
-        "tags": (lambda v: _is_names(v) and bool(v), "a non-empty list of strings"),
-    },
-    "unload": {"key": (_is_str, "a string")},
-    "run": {
-        "key": (_is_str, "a string"),
-        "inputs": (
-            lambda v: isinstance(v, list) and all(map(_is_tensor, v)),
-            "a list of tensor descriptors {name, dtype, shape, offset, nbytes}",
-        ),
-        "outputs": (lambda v: v is None or _is_names(v), "a list of strings or null"),
-        "deadline": (lambda v: v is None or _is_int(v) or isinstance(v, float), "a number or null"),
-        "signature": (_is_str, "a string"),
-    },
-    "ping": {},
-    "stop": {},
-}
 
 
 def decode_request(data: bytes) -> Request:
     """The request in one slot body; BadRequest (INVALID_ARGUMENT) naming what is wrong.
     Unknown fields are ignored."""
+    if data[:1] == bytes((wire.RUN_TAG,)):
+        try:
+            return cast(RunRequest, wire.decode_run(data))
+        except wire.Malformed as exc:
+            raise BadRequest(exc.request_id, f"run request: {exc}") from None
     try:
         obj = json.loads(data)
     except ValueError:
         raise BadRequest(-1, "request is not JSON") from None
-    if not isinstance(obj, dict) or not _is_int(obj.get("id")):
+    if not isinstance(obj, dict) or not is_int(obj.get("id")):
         raise BadRequest(-1, "request must be a JSON object with an integer 'id'")
     request_id: int = obj["id"]
     op = obj.get("op")
-    fields = _REQUEST_FIELDS.get(op) if isinstance(op, str) else None
+    fields = REQUEST_FIELDS.get(op) if isinstance(op, str) else None
     if fields is None:
         raise BadRequest(request_id, f"unknown op {op!r}")
     for name, (check, what) in fields.items():
@@ -400,9 +366,11 @@ def decode_request(data: bytes) -> Request:
 def decode_reply(data: bytes) -> Reply:
     """The reply in one slot body. ValueError if it is not a reply at all (the worker is
     trusted beyond that: it built the reply with the constructors above)."""
+    if data[:1] == bytes((wire.RUN_REPLY_TAG,)):
+        return cast(RunReply, wire.decode_run_reply(data))
     obj = json.loads(data)
-    if not (isinstance(obj, dict) and _is_int(obj.get("id")) and isinstance(obj.get("ok"), bool)):
+    if not (isinstance(obj, dict) and is_int(obj.get("id")) and isinstance(obj.get("ok"), bool)):
         raise ValueError(f"malformed reply {bytes(data[:200])!r}")
-    if not obj["ok"] and not (_is_str(obj.get("code")) and _is_str(obj.get("message"))):
+    if not obj["ok"] and not (is_str(obj.get("code")) and is_str(obj.get("message"))):
         raise ValueError(f"malformed error reply {bytes(data[:200])!r}")
     return cast(Reply, obj)
