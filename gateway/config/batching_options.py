@@ -30,8 +30,10 @@ class BatchingOptions:
     - ``max_batch_size`` (1000): the most rows one batch holds; a request (task) larger than this is
       refused with INVALID_ARGUMENT, or cut into several batches when splitting is on.
     - ``batch_timeout_micros`` (0): how long a batch may wait for company after its first request.
-      0 = work-conserving: a batch goes as soon as a worker slot is free, and grows only while all
-      slots are busy. Worst-case added latency is this timeout plus the wait for a slot.
+      0 = work-conserving: a batch goes at the end of the event-loop iteration in which its first
+      request arrived (so requests of the same turn share it) once a worker slot is free, and
+      grows only while all slots are busy. Worst-case added latency is this timeout plus the wait
+      for a slot.
     - ``max_enqueued_batches`` (10): batches (open or waiting) a queue may hold; a request that
       would need one more is refused at once with UNAVAILABLE — never blocks, never grows unbounded.
     - ``num_batch_threads`` (0 = number of workers): batches of this queue in flight at once.
