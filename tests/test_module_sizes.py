@@ -1,0 +1,19 @@
+"""The layout rule: no hand-written module in gateway/ or workers/ over 400 lines."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+ROOT = Path(__file__).resolve().parents[1]
+MAX_LINES = 400
+
+
+def test_no_module_over_400_lines() -> None:
+    sizes = {
+        str(path.relative_to(ROOT)): len(path.read_text().splitlines())
+        for package in ("gateway", "workers")
+        for path in (ROOT / package).rglob("*.py")
+        if "_pb" not in path.parts
+    }
+    assert len(sizes) > 50
+    assert {name: n for name, n in sizes.items() if n > MAX_LINES} == {}
