@@ -63,6 +63,9 @@ def _parser() -> argparse.ArgumentParser:
     prof.add_argument("--model", default="mlp", choices=("mlp", "resnet50"))
     prof.add_argument("--seconds", type=float, default=8.0)
     prof.add_argument("--native", action="store_true", help="sample C frames too")
+    prof.add_argument(
+        "--perf", action="store_true", help="sample with Linux perf (native, no pauses)"
+    )
     prof.add_argument("--out", type=Path, default=RESULTS / "profiles")
     _load_args(sub.add_parser("load", help="ghz-style load generator"))
     fz = sub.add_parser("fuzz", help="randomized hostile input against a real gateway")
@@ -273,7 +276,9 @@ def main(argv: Sequence[str] | None = None) -> int:
         if args.command == "profile":
             from bench.profile import profile
 
-            path, _ = profile(args.system, args.model, args.seconds, args.out, args.native)
+            path, _ = profile(
+                args.system, args.model, args.seconds, args.out, args.native, args.perf
+            )
             sys.stdout.write(f"{path}\n")
             return 0
         return load_command(args)

@@ -3,9 +3,11 @@
 Starts the system (MLP, one pinned server core), drives it with h2load (or the Python generator) at
 the saturation concurrency from the other core, and samples every process of the server with py-spy
 (``bench/.venvs/tools``, non-blocking, Python frames; ``--native`` adds C frames and pauses the
-process to sample) for the same seconds. Writes ``profile-<system>-<model>[-native].md`` with, per
-process, the functions where samples land (self) and the functions on the stack (inclusive), as
-shares of that process's non-idle samples.
+process to sample) or, with ``--perf``, with Linux perf (native, without pausing: see
+:mod:`bench.perf_native`) for the same seconds. Writes ``profile-<system>-<model>[-kind].md``
+with, per process, the functions where samples land (self) and the functions on the stack
+(inclusive), as shares of that process's non-idle samples (perf: self time by shared object and
+by function).
 """
 
 from __future__ import annotations
@@ -18,7 +20,7 @@ import threading
 from pathlib import Path
 from typing import Any
 
-from bench import venvs
+from bench import perf_native, venvs
 from bench.catalog import CATALOG
 from bench.measure import Load, run_point
 from bench.models import ensure_models
@@ -71,16 +73,24 @@ def _summarize(raw: str) -> tuple[int, list[tuple[str, int]], list[tuple[str, in
 
 
 def profile(
-    system: str, model: str, seconds: float, out: Path, native: bool = False
+    system: str, model: str, seconds: float, out: Path, native: bool = False, perf: bool = False
 ) -> tuple[Path, list[dict[str, Any]]]:
     """Profile ``system`` serving ``model``; write ``out/profile-….md``.
 
-    Returns the file and the CPU-per-request table (one row per thread that used CPU).
+    ``perf``: sample with Linux perf (:mod:`bench.perf_native`, shared objects and native
+    functions) instead of py-spy. Returns the file and the CPU-per-request table (one row per
+    thread that used CPU).
     """
-    python, reason = venvs.ensure("tools")
-    if python is None:
-        raise RuntimeError(reason)
-    spy = python.parent / "py-spy"
+    if perf:
+        reason = perf_native.available()
+        if reason is not None:
+            raise RuntimeError(reason)
+        spy = Path()
+    else:
+        python, reason = venvs.ensure("tools")
+        if python is None:
+            raise RuntimeError(reason)
+        spy = python.parent / "py-spy"
     server_cpus, client_cpus = layouts()["1-core"]
     ctx = Context(CACHE / "models", CACHE / "logs" / "profile")
     ensure_models(ctx.models_root, (model,))
@@ -106,6 +116,9 @@ def profile(
                     "-f", "raw", "-o", str(raw_files[pid]), "-p", str(pid)]  # fmt: skip
             if native:  # py-spy cannot unwind C stacks without pausing the process
                 argv[2:3] = ["--native"]
+            if perf:
+                raw_files[pid] = ctx.logs / f"perf-{system}-{pid}.data"
+                argv = perf_native.record(pid, seconds, raw_files[pid])
             if client_cpus:
                 argv = ["taskset", "-c", ",".join(map(str, client_cpus)), *argv]
             samplers.append(
@@ -117,13 +130,18 @@ def profile(
         cpu_after = thread_cpu(pids)
     finally:
         running.stop()
+    method = (
+        f"perf record, {perf_native.HZ} Hz, self time by shared object and function"
+        if perf
+        else f"py-spy 0.4.3, 200 Hz, {'native and Python' if native else 'Python'} frames, "
+        "idle samples excluded"
+    )
     lines = [
         f"# Profile: {system} serving {model} under saturating load",
         "",
         f"h2load, concurrency 64, server pinned to CPUs {list(server_cpus)}: "
         f"{result.get('rps', 0):.0f} req/s, server CPU {result.get('server_cpu_cores', 0):.2f}"
-        f" cores. py-spy 0.4.3, 200 Hz, {'native and Python' if native else 'Python'} frames, "
-        "idle samples excluded.",
+        f" cores. {method}.",
         "",
     ]
     requests = result.get("rps", 0.0) * (load.duration_s + load.warmup_s)
@@ -145,8 +163,12 @@ def profile(
     for pid, path in raw_files.items():
         if not path.exists():
             continue
-        total, top_self, top_incl = _summarize(path.read_text())
         role = "server process" if pid == running.server.pid else "child"
+        if perf:
+            lines += perf_native.summary(path, f"pid {pid}: {role}")
+            path.unlink()
+            continue
+        total, top_self, top_incl = _summarize(path.read_text())
         lines += [
             f"## pid {pid}: {role}, {total} samples",
             "",
@@ -157,6 +179,7 @@ def profile(
         lines += ["", "| inclusive % | function |", "|---|---|"]
         lines += [f"| {100 * n / total:.1f} | `{frame}` |" for frame, n in top_incl]
         lines.append("")
-    path = out / f"profile-{system}-{model}{'-native' if native else ''}.md"
+    kind = "-perf" if perf else "-native" if native else ""
+    path = out / f"profile-{system}-{model}{kind}.md"
     path.write_text("\n".join(lines))
     return path, table
