@@ -73,6 +73,15 @@ def test_light_load_row_is_the_overhead_over_echo_and_the_model() -> None:
     assert row["value"] == "overhead 0.140 ms (0.130–0.160)" and row["met"] is True
 
 
+def test_light_load_row_takes_the_gateways_configuration_that_was_measured() -> None:
+    """The full plan sweeps only tensorgate-batch at c=1; the row must still be computed."""
+    light = {"tensorgate-batch": {"p50_ms": stat(1.35)}, "echo": {"p50_ms": stat(0.46)}}
+    results = {"scenarios": {"tiny": {"light": light}, "limits": {"mlp_model_us": 27.9}}}
+    [row] = rows_for(results, "c=1")
+    assert row["case"] == "1 server core: tensorgate-batch vs echo"
+    assert row["value"].startswith("overhead 0.862 ms") and row["met"] is False
+
+
 def test_mlserver_and_kserve_rows_compare_like_transports() -> None:
     sat = {
         "tensorgate": point(2000),
