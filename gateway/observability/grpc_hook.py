@@ -68,6 +68,7 @@ class ObservingInterceptor(grpc.aio.ServerInterceptor):  # type: ignore[misc]
         recorder = self.recorder
         span_name = f"{service}/{api}"
         latency_api = api if api in TF_COUNTED else None
+        attributes = {"rpc.system": "grpc", "rpc.service": service, "rpc.method": api}
 
         async def behavior(request: Any, context: grpc.aio.ServicerContext) -> Any:
             traceparent = tracestate = None
@@ -77,7 +78,6 @@ class ObservingInterceptor(grpc.aio.ServerInterceptor):  # type: ignore[misc]
                         traceparent = value
                     elif key == "tracestate":
                         tracestate = value
-            attributes = {"rpc.system": "grpc", "rpc.service": service, "rpc.method": api}
             call, token = recorder.begin(
                 api, "GRPC", span_name, traceparent, tracestate, attributes
             )

@@ -18,6 +18,7 @@ from aiohttp import web
 from gateway.errors import ServingError
 from gateway.observability.calls import Recorder
 from gateway.tfserving.rest import paths
+from gateway.tfserving.rest.front import parse_once
 from gateway.tfserving.rest.server import STATUS_KEY, ExtraRoute, Middleware
 
 APIS = {
@@ -39,7 +40,7 @@ def middleware(recorder: Recorder) -> Middleware:
         if not paths.is_api_path(path) or (traceparent is None and recorder.needs_parent):
             return await handler(request)
         try:
-            parsed: paths.RestCall | None = paths.parse(request.method, path)
+            parsed: paths.RestCall | None = parse_once(request, path)
         except ServingError:
             parsed = None
         model = parsed.model if parsed is not None else ""

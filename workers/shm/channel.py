@@ -169,7 +169,8 @@ class Channel:
         return replies
 
     def _ring_if_sleeping(self, word: int, fd: int) -> None:
-        """The producer's half of the need-wakeup handshake, after a push."""
+        """The producer's half of the need-wakeup handshake, after a push (or a release of
+        output space): ring ``fd`` once if the consumer set ``word``, clearing it."""
         _fence()
         if self._words[word]:
             self._words[word] = 0
@@ -200,9 +201,7 @@ class Channel:
         if out_end <= self._words[W_OUT_RELEASED]:
             return
         self._words[W_OUT_RELEASED] = out_end
-        _fence()
-        if self._words[W_OUT_WAITING]:
-            os.eventfd_write(self.release_fd, 1)
+        self._ring_if_sleeping(W_OUT_WAITING, self.release_fd)
 
     @property
     def worker_sleeps(self) -> bool:

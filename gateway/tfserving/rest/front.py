@@ -22,6 +22,17 @@ from gateway.tfserving.rest import paths
 from gateway.tfserving.rest.connections import error_response
 
 PROBE_METHODS = ("GET", "HEAD")
+REST_CALL = web.RequestKey("rest_call", paths.RestCall)
+
+
+def parse_once(request: web.BaseRequest, path: str) -> paths.RestCall:
+    """:func:`paths.parse` of ``request`` (``path``: its raw path without the query), done once
+    per request: the observing middleware and the server share the result. Refusals are not
+    kept."""
+    call = request.get(REST_CALL)
+    if call is None:
+        call = request[REST_CALL] = paths.parse(request.method, path)
+    return call
 
 
 class HttpError(Exception):

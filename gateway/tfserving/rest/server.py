@@ -58,7 +58,7 @@ from gateway.serving.signature import Signature
 from gateway.tfserving.codec import messages
 from gateway.tfserving.rest import json_request, json_response, paths
 from gateway.tfserving.rest.connections import ConnectionLimits, make_server, note_request
-from gateway.tfserving.rest.front import Front, HttpError, check_method
+from gateway.tfserving.rest.front import Front, HttpError, check_method, parse_once
 
 log = logging.getLogger(__name__)
 
@@ -252,7 +252,7 @@ class RestServer:
             )
         if not paths.is_api_path(path):
             raise NotFound(f"Not found: {method} {path}")
-        call = paths.parse(method, path)
+        call = parse_once(request, path)
         ref = ModelRef(call.model, call.version, call.label)
         if call.verb == "status":
             return self._status(call)
