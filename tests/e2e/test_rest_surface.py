@@ -134,15 +134,50 @@ def test_a_slow_request_head_is_cut_off(rest: Rest) -> None:
         assert sock.recv(65536) == b""  # closed by the server (the socket waits up to 60 s)
 
 
-def test_a_stalled_body_gets_408_even_with_a_huge_chunk_size(rest: Rest) -> None:
+def test_a_stalled_chunked_body_gets_408(rest: Rest) -> None:
     raw = (
         b"POST /v1/models/mlp:predict HTTP/1.1\r\nHost: x\r\nTransfer-Encoding: chunked\r\n\r\n"
-        b"ffffffffffffffff\r\nabc"
+        b"5\r\nabc"
     )
     answer = ask(rest, raw)
     assert answer.status == 408
     assert "was not received within 0.5 s" in answer.error()
     assert answer.closed
+
+
+@pytest.mark.parametrize("size", [b"ffffffffffffffff", b"10000000000", b"4000001"])
+def test_a_chunk_declared_over_the_body_limit_is_refused_at_once(rest: Rest, size: bytes) -> None:
+    """The chunk-size line alone is refused (400, not the body deadline's 408)."""
+    raw = (
+        b"POST /v1/models/mlp:predict HTTP/1.1\r\nHost: x\r\nTransfer-Encoding: chunked\r\n\r\n"
+        + size
+        + b"\r\nabc"
+    )
+    answer = ask(rest, raw)
+    assert answer.status == 400
+    assert f"a chunk declares {int(size, 16)} bytes" in answer.error()
+    assert answer.closed
+
+
+def test_chunked_bodies_sent_piecemeal_are_served_on_one_connection(rest: Rest) -> None:
+    """The chunk watch follows framing across reads and requests: nothing valid is refused."""
+    body = json.dumps({"instances": [[0.5] * 64]}).encode()
+    request = (
+        b"POST /v1/models/mlp:predict HTTP/1.1\r\nHost: x\r\nTransfer-Encoding: chunked\r\n\r\n"
+        + b"%x;ext=1\r\n" % 7
+        + body[:7]
+        + b"\r\n%x\r\n" % (len(body) - 7)
+        + body[7:]
+        + b"\r\n0\r\nX-Trailer: y\r\n\r\n"
+    )
+    with rest.connect() as sock:
+        for _ in range(2):
+            for i in range(0, len(request), 5):
+                sock.sendall(request[i : i + 5])
+            answer = _read_answer(sock)
+            assert answer.status == 200, answer
+            assert "predictions" in json.loads(answer.body)
+            assert not answer.closed
 
 
 def test_connections_past_the_cap_get_503_and_are_closed(rest: Rest) -> None:

@@ -12,6 +12,9 @@ the client's bytes (and logged with them). :func:`make_server` builds the ``web.
   either way the connection is closed;
 - a handler dies with its connection (aiohttp's ``handler_cancellation``): a client that leaves
   frees what its request held. The body's own deadline is the server's (``body_timeout_s``);
+- a chunked body whose chunk-size line declares more than ``max_body_bytes`` is answered 400
+  ``{"error": ...}`` and closed as soon as that line arrives (:mod:`.chunks`), instead of holding
+  the connection until the body deadline;
 - a request the HTTP parser refuses (an unknown method, a line or header over 8190 bytes, more
   than 128 headers, a bad ``Content-Length``, data after ``Connection: close``...) is answered
   ``{"error": "<what is wrong>"}`` with its status (501 for a method, else 400) and never echoes
@@ -24,6 +27,7 @@ import asyncio
 import logging
 from collections.abc import Awaitable, Callable
 from dataclasses import dataclass
+from http import HTTPStatus
 from typing import Any
 
 from aiohttp import web
@@ -32,6 +36,7 @@ from aiohttp.http_exceptions import BadHttpMethod, HttpProcessingError, LineTooL
 from gateway.config.settings import Settings
 from gateway.tfserving.quiet_log import Throttled
 from gateway.tfserving.rest import json_response
+from gateway.tfserving.rest.chunks import ChunkWatch
 
 log = logging.getLogger(__name__)
 
@@ -46,6 +51,7 @@ class ConnectionLimits:
     header_timeout_s: float = 10.0
     body_timeout_s: float = 30.0
     idle_timeout_s: float = 75.0
+    max_body_bytes: int = 64 * 1024 * 1024
 
 
 def rest_limits(settings: Settings) -> ConnectionLimits:
@@ -55,6 +61,7 @@ def rest_limits(settings: Settings) -> ConnectionLimits:
         header_timeout_s=settings.rest_api_header_timeout_seconds,
         body_timeout_s=settings.rest_api_body_timeout_seconds,
         idle_timeout_s=settings.rest_api_idle_timeout_seconds,
+        max_body_bytes=settings.rest_api_max_body_bytes,
     )
 
 
@@ -89,6 +96,7 @@ class _Connection(web.RequestHandler):
         self._server = server
         self._limits = server.limits
         self._head_timer: asyncio.TimerHandle | None = None
+        self._chunks = ChunkWatch(self._limits.max_body_bytes)
 
     def connection_made(self, transport: asyncio.BaseTransport) -> None:
         super().connection_made(transport)
@@ -100,18 +108,48 @@ class _Connection(web.RequestHandler):
 
     def _refuse(self, transport: asyncio.BaseTransport) -> None:
         self._server.refused(f"over {self._limits.max_connections} open connections")
-        body = json_response.error_body(
-            f"too many open connections (the limit is {self._limits.max_connections}); retry"
+        self._answer_and_close(
+            503,
+            f"too many open connections (the limit is {self._limits.max_connections}); retry",
+            transport,
+            "Retry-After: 1\r\n",
         )
+
+    def _answer_and_close(
+        self,
+        status: int,
+        message: str,
+        transport: asyncio.BaseTransport | None = None,
+        extra_headers: str = "",
+    ) -> None:
+        """Write ``{"error": message}`` with ``status`` straight to the socket, then close it
+        (for answers given outside any request handler)."""
+        transport = transport or self.transport
+        body = json_response.error_body(message)
         head = (
-            "HTTP/1.1 503 Service Unavailable\r\nContent-Type: application/json\r\n"
-            f"Content-Length: {len(body)}\r\nRetry-After: 1\r\nConnection: close\r\n\r\n"
+            f"HTTP/1.1 {status} {HTTPStatus(status).phrase}\r\nContent-Type: application/json\r\n"
+            f"Content-Length: {len(body)}\r\n{extra_headers}Connection: close\r\n\r\n"
         )
         write = getattr(transport, "write", None)
         if write is not None:
             write(head.encode() + body)
         self.force_close()
-        transport.close()
+        if transport is not None:
+            transport.close()
+
+    def data_received(self, data: bytes) -> None:
+        """Hand ``data`` to aiohttp's parser unless it declares a chunk over the body limit."""
+        if self._chunks.following:
+            declared = self._chunks.feed(data)
+            if declared is not None:
+                self._server.malformed("chunk size over the body limit")
+                self._answer_and_close(
+                    400,
+                    f"Request body of more than {self._limits.max_body_bytes} bytes is over the "
+                    f"limit (a chunk declares {declared} bytes; --rest_api_max_body_bytes)",
+                )
+                return
+        super().data_received(data)
 
     def head_received(self) -> None:
         """A request's line and headers arrived: the header deadline no longer applies."""
