@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import socket
+from collections.abc import Iterator
 from pathlib import Path
 
 import grpc
@@ -72,3 +73,34 @@ def test_grpc_connections_past_the_cap_are_closed(model_repo: Path, tmp_path: Pa
         finally:
             for channel in channels:
                 channel.close()
+
+
+def _frames(sock: socket.socket) -> Iterator[tuple[int, bytes]]:
+    """HTTP/2 frames ``(type, payload)`` read from ``sock`` until it closes."""
+    data = b""
+    while True:
+        while len(data) >= 9 and len(data) >= 9 + int.from_bytes(data[:3], "big"):
+            length = int.from_bytes(data[:3], "big")
+            yield data[3], data[9 : 9 + length]
+            data = data[9 + length :]
+        chunk = sock.recv(65536)
+        if not chunk:
+            return
+        data += chunk
+
+
+def test_an_idle_grpc_connection_gets_goaway(model_repo: Path, tmp_path: Path) -> None:
+    """--grpc_idle_timeout_seconds (grpc.max_connection_idle_ms): a connection with no call in
+    progress for that long is told to go away (GOAWAY); clients then reconnect by themselves."""
+    args = [*_mlp(model_repo), "--grpc_idle_timeout_seconds=0.5"]
+    empty_settings = b"\x00\x00\x00\x04\x00\x00\x00\x00\x00"
+    with (
+        running_gateway(args, tmp_path) as gateway,
+        socket.create_connection(("127.0.0.1", gateway.grpc_port), timeout=60) as raw,
+    ):
+        raw.sendall(b"PRI * HTTP/2.0\r\n\r\nSM\r\n\r\n" + empty_settings)
+        goaway = next(payload for kind, payload in _frames(raw) if kind == GOAWAY)
+        assert goaway[8:] == b"connection idle"  # grpc's debug data for this GOAWAY
+
+
+GOAWAY = 0x7
