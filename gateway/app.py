@@ -67,7 +67,19 @@ def grpc_options(settings: Settings) -> list[tuple[str, Any]]:
         ("grpc.max_allowed_incoming_connections", settings.grpc_max_connections),
         ("grpc.max_connection_idle_ms", int(settings.grpc_idle_timeout_seconds * 1000)),
         ("grpc.server_handshake_timeout_ms", int(settings.rest_api_header_timeout_seconds * 1000)),
+        *_pending_limits(settings.grpc_max_pending_requests),
         *settings.grpc_channel_options,
+    ]
+
+
+def _pending_limits(soft: int) -> list[tuple[str, int]]:
+    """grpc's random early refusal of calls waiting in its core: from ``soft`` waiting calls on,
+    always at twice that (none: grpc's defaults)."""
+    if not soft:
+        return []
+    return [
+        ("grpc.server.max_pending_requests", soft),
+        ("grpc.server.max_pending_requests_hard_limit", 2 * soft),
     ]
 
 

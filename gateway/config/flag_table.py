@@ -184,6 +184,7 @@ FLAGS: dict[str, FlagSpec] = {
         _impl("rest_api_idle_timeout_seconds", "float"),
         _impl("grpc_max_connections", "int32"),
         _impl("grpc_idle_timeout_seconds", "float"),
+        _impl("grpc_max_pending_requests", "int32"),
         _impl("auth_token_file", "string"),
         _impl("auth_open_paths", "string"),
     )

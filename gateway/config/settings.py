@@ -328,6 +328,12 @@ class Settings:
         "tensorgate: seconds an idle gRPC connection stays open before a graceful GOAWAY (> 0; "
         "grpc.max_connection_idle_ms; clients reconnect by themselves). Default 300.",
     )
+    grpc_max_pending_requests: int = _setting(
+        0,
+        "tensorgate: most gRPC calls waiting in grpc's core for the server to take them "
+        "(grpc.server.max_pending_requests; the hard limit is twice it). Past it grpc answers new "
+        "calls at once without running Python (grpcio 1.85: CANCELLED). 0: grpc's 1000 and 3000.",
+    )
     auth_token_file: str = _setting(
         "",
         "tensorgate: file of accepted bearer tokens, one per line (# comments allowed); when set, "

@@ -86,6 +86,7 @@ def validate(s: Settings) -> None:
     _check_range("worker_arena_mb", s.worker_arena_mb, 1)
     _check_range("max_tensor_elements", s.max_tensor_elements, 1)
     _check_range("max_request_bytes", s.max_request_bytes, 1)
+    _check_range("grpc_max_pending_requests", s.grpc_max_pending_requests, 0, INT32_MAX // 2)
     _check_range("max_inflight_bytes", s.max_inflight_bytes, 1)
     _check_range("max_concurrent_requests", s.max_concurrent_requests, 0)
     _check_range("max_queue_delay_ms", s.max_queue_delay_ms, 0, INT32_MAX)

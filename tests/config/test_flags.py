@@ -107,6 +107,7 @@ TENSORGATE_FLAGS = {
     "rest_api_idle_timeout_seconds",
     "grpc_max_connections",
     "grpc_idle_timeout_seconds",
+    "grpc_max_pending_requests",
     "auth_token_file",
     "auth_open_paths",
 }

@@ -1,0 +1,38 @@
+"""The gRPC server's channel options that tensorgate's flags set."""
+
+from __future__ import annotations
+
+import pytest
+
+from gateway.app import grpc_options
+from gateway.config.flags import FlagError, parse_flags
+
+BASE = ["--model_base_path=/models/m"]
+
+
+def test_pending_limits_follow_the_flag_and_user_arguments_still_come_last() -> None:
+    options = grpc_options(
+        parse_flags(
+            [
+                *BASE,
+                "--grpc_max_pending_requests=16",
+                "--grpc_channel_arguments=grpc.server.max_pending_requests_hard_limit=40",
+            ]
+        )
+    )
+    assert ("grpc.server.max_pending_requests", 16) in options
+    hard = [value for key, value in options if key == "grpc.server.max_pending_requests_hard_limit"]
+    assert hard == [32, 40]  # ours, then the user's, which grpc applies last
+
+
+def test_without_the_flag_grpc_keeps_its_own_pending_limits() -> None:
+    keys = {key for key, _ in grpc_options(parse_flags(BASE))}
+    assert not keys & {
+        "grpc.server.max_pending_requests",
+        "grpc.server.max_pending_requests_hard_limit",
+    }
+
+
+def test_a_negative_pending_limit_is_refused() -> None:
+    with pytest.raises(FlagError, match=r"grpc_max_pending_requests must be in 0\.\."):
+        parse_flags([*BASE, "--grpc_max_pending_requests=-1"])
