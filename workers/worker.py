@@ -220,7 +220,7 @@ class Worker:
             request["id"],
             outputs=outputs,
             out_end=self.channel.output_allocated,
-            compute_us=round(compute_us, 1),
+            compute_us=compute_us,
             spans=spans,
         )
 
