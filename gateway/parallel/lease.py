@@ -15,9 +15,9 @@ read-only numpy views on it (``writeable=False``), never copies. The ownership r
   copies the rows (split reassembly, MultiInference tasks, warmup) as soon as it has them.
 - A reference is never held while awaiting another run: the output area is a ring, so a held
   range stops the worker once it comes round to it, and the awaited run could be the one that
-  cannot be written (a deadlock). Encoding right after the await is synchronous. An :class:`Outputs` that can
-  no longer reach its holder (its awaiter was cancelled as it resolved) is released where it is
-  awaited.
+  cannot be written (a deadlock). Encoding right after the await is synchronous.
+- An :class:`Outputs` that can no longer reach its holder (its awaiter was cancelled as it
+  resolved) is released where it is awaited.
 - When the count reaches 0 the range goes back to the channel
   (:meth:`workers.shm.channel.Channel.release_outputs`, in any order); no view may be read after
   that, since the worker writes its next outputs there.

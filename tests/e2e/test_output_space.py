@@ -13,7 +13,6 @@ import re
 import urllib.error
 import urllib.request
 from collections.abc import Iterator
-from pathlib import Path
 
 import grpc
 import numpy as np
