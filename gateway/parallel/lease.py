@@ -71,7 +71,7 @@ class Outputs(dict[str, np.ndarray]):
     __slots__ = ("lease",)
 
     def __init__(self, arrays: dict[str, np.ndarray], lease: OutputLease | None = None) -> None:
-        super().__init__(arrays)
+        dict.__init__(self, arrays)
         self.lease = lease
 
     def release(self) -> None:

@@ -218,13 +218,15 @@ class Channel:
         """Hand output space back to the worker. ``held``: the range :meth:`hold_outputs` kept
         for ``out_end`` (in any order); else every range up to ``out_end`` that is not held.
         The worker gets the contiguous released prefix, woken if it waits for space."""
-        ranges = self._held
-        if held:
-            self._returned.add(out_end)
-        else:
+        ranges, returned = self._held, self._returned
+        if not held:
             self._seen_end = max(self._seen_end, out_end)
-        while ranges and ranges[0][1] in self._returned:
-            self._returned.discard(ranges.popleft()[1])
+        elif ranges and ranges[0][1] == out_end:
+            ranges.popleft()  # the oldest range: the common, in-order case
+        else:
+            returned.add(out_end)
+        while returned and ranges and ranges[0][1] in returned:
+            returned.discard(ranges.popleft()[1])
         released = ranges[0][0] if ranges else self._seen_end
         if released <= self._words[W_OUT_RELEASED]:
             return
