@@ -130,13 +130,6 @@ def split_outputs(
     return result
 
 
-def concat_outputs(chunks: Sequence[Mapping[str, Array]]) -> dict[str, Array]:
-    """Reassemble a split task's outputs (chunks in order)."""
-    if len(chunks) == 1:
-        return dict(chunks[0])
-    return {name: np.concatenate([c[name] for c in chunks]) for name in chunks[0]}
-
-
 def slice_rows(inputs: Mapping[str, Array], start: int, stop: int) -> dict[str, Array]:
     """Rows ``start:stop`` of every input (views)."""
     return {name: array[start:stop] for name, array in inputs.items()}

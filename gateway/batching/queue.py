@@ -18,6 +18,7 @@ from gateway.batching import merge
 from gateway.batching.clock import Clock, Timer
 from gateway.batching.merge import Array, CompatKey
 from gateway.config.batching_options import BatchingOptions
+from gateway.parallel.lease import Outputs
 
 
 @dataclass(eq=False)
@@ -28,7 +29,9 @@ class Task:
     size: int
     outputs: tuple[str, ...]
     deadline: float | None
-    future: asyncio.Future[dict[str, Array]]
+    future: asyncio.Future[Outputs]
+    """Resolves with the request's rows, holding one lease reference
+    (:mod:`gateway.parallel.lease`)."""
     enqueued_at: float
     tag: object = None
     """What the queue's observer noted when the request joined (metrics, traces), or None."""
@@ -158,17 +161,3 @@ class BatchQueue:
 def _cancel(timer: Timer | None) -> None:
     if timer is not None:
         timer.cancel()
-
-
-async def gather_chunks(futures: list[asyncio.Future[dict[str, Array]]]) -> dict[str, Array]:
-    """Await a split request's chunks in order; on any failure cancel the rest (they leave)."""
-    results = []
-    try:
-        for future in futures:
-            results.append(await future)
-    except BaseException:
-        for future in futures:
-            if not future.done():
-                future.cancel()
-        raise
-    return merge.concat_outputs(results)

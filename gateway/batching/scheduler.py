@@ -14,7 +14,9 @@ Contract (see :class:`~gateway.config.batching_options.BatchingOptions` for each
 - An expired request (its deadline timer fires) or a cancelled one leaves its batch before the batch
   runs and never takes a slot; a batch left empty is not run, and a request that can no longer
   finish in time is dropped with DEADLINE_EXCEEDED at dispatch. Every request gets exactly its own
-  rows back, each with its own output selection; padding rows are never returned.
+  rows back, each with its own output selection; padding rows are never returned. The rows are
+  read-only views on the worker's output space holding one lease reference each: the caller
+  returns it with ``Outputs.release()`` once it has encoded them (:mod:`gateway.parallel.lease`).
 - Every failure resolves every waiting future (only ``if not fut.done()``).
 
 Time comes from an injectable :class:`~gateway.batching.clock.Clock` so tests drive timeouts
@@ -33,10 +35,12 @@ from gateway.batching import merge
 from gateway.batching.admission import Admission
 from gateway.batching.clock import Clock, LoopClock
 from gateway.batching.merge import Array, CompatKey
-from gateway.batching.queue import Batch, BatchQueue, Task, gather_chunks
+from gateway.batching.queue import Batch, BatchQueue, Task
+from gateway.batching.results import gather_chunks, hand_out, take
 from gateway.config.batching_options import BatchingOptions
 from gateway.errors import DeadlineExceeded, Internal, InvalidArgument, ServingError, Unavailable
 from gateway.parallel.dispatcher import Dispatcher, RunResult, WorkerLink
+from gateway.parallel.lease import Outputs
 
 
 class BatchRecord(Protocol):
@@ -138,8 +142,9 @@ class BatchScheduler:
     # -- submission -------------------------------------------------------------------------------
     async def submit(
         self, inputs: Mapping[str, Array], outputs: Sequence[str], deadline: float | None
-    ) -> dict[str, Array]:
-        """Queue one validated request; its own rows of ``outputs`` once its batch has run."""
+    ) -> Outputs:
+        """Queue one validated request; its own rows of ``outputs`` once its batch has run
+        (the caller must release them)."""
         if self._refusal is not None:
             raise self._refusal
         now = self._clock.now()
@@ -176,8 +181,8 @@ class BatchScheduler:
         else:
             self._pump()
         if len(tasks) == 1:
-            return await tasks[0].future
-        return await gather_chunks([t.future for t in tasks])
+            return await take(tasks[0].future)
+        return await gather_chunks([t.future for t in tasks], chunks)
 
     def _enqueue(
         self,
@@ -317,20 +322,13 @@ class BatchScheduler:
             error = future.exception()
             if error is not None:
                 raise error
-            outputs = future.result().outputs
+            run = future.result()
             self._admission.record(self._clock.now() - sent_at)
-            if self.options.solo:
-                per_task = [outputs]
-            else:
-                per_task = merge.split_outputs(outputs, [t.size for t in tasks], padded)
+            hand_out(tasks, run, padded, solo=self.options.solo)
         except ServingError as exc:
             self._fail(tasks, exc)
         except Exception as exc:
             self._fail(tasks, Internal(f"{type(exc).__name__}: {exc}"))
-        else:
-            for task, outs in zip(tasks, per_task, strict=True):
-                if not task.future.done():
-                    task.future.set_result({name: outs[name] for name in task.outputs})
         self._check_idle()
         self._pump()
 

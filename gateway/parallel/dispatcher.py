@@ -2,9 +2,10 @@
 
 A :class:`WorkerLink` owns one worker's :class:`~workers.shm.channel.Channel` and speaks the
 typed messages of :mod:`workers.messages` over it. Requests get an id and a future; the
-completion doorbell (watched with ``loop.add_reader``) drains replies in order,
-copies run outputs out of shared memory, releases the worker's output space, frees the input space
-and resolves the future — only ``if not fut.done()``. Every failure path resolves every future:
+completion doorbell (watched with ``loop.add_reader``) drains replies in order, wraps run outputs
+as read-only views on shared memory under an :class:`~gateway.parallel.lease.OutputLease` (the
+ownership rule is in :mod:`gateway.parallel.lease`), frees the input space and resolves the
+future — only ``if not fut.done()``. Every failure path resolves every future:
 :meth:`WorkerLink.fail_all` is called when the worker dies or is retired.
 """
 
@@ -21,6 +22,7 @@ from typing import Any, cast
 import numpy as np
 
 from gateway.errors import Internal, ResourceExhausted, ServingError, Unavailable, from_wire
+from gateway.parallel.lease import OutputLease
 from gateway.parallel.watchdog import RunTimes
 from workers import messages
 from workers.dtypes import dtype_name
@@ -46,12 +48,20 @@ ALIGN = 64
 
 @dataclass
 class RunResult:
-    """Outputs of one run, owned by the gateway (already copied out of shared memory)."""
+    """Outputs of one run: read-only views on the worker's output area, readable while
+    ``lease`` (the run's reference; None for owned arrays) is held."""
 
     outputs: dict[str, np.ndarray]
     compute_us: float
     spans: list[SpanRecord] | None = None
     """The worker's spans, when the run was traced."""
+    lease: OutputLease | None = None
+
+    def release(self) -> None:
+        """Return the run's reference (once; later calls do nothing)."""
+        lease, self.lease = self.lease, None
+        if lease is not None:
+            lease.release()
 
 
 @dataclass
@@ -258,6 +268,8 @@ class WorkerLink:
             if pending.input_offset is not None:
                 self.channel.free_input(pending.input_offset)
             if pending.future.done():
+                if isinstance(result, RunResult):
+                    result.release()
                 continue
             if error is not None:
                 pending.future.set_exception(error)
@@ -268,8 +280,8 @@ class WorkerLink:
             self.on_run_done()
 
     def _take_run_reply(self, reply: Reply) -> tuple[RunResult | None, ServingError | None]:
-        """Copy a run's outputs out of shared memory, then release the worker's output space
-        up to the reply's ``out_end`` (replies arrive, and are released, in order)."""
+        """Wrap a run's outputs as read-only views on the worker's output area, held by a lease
+        on the range the reply's ``out_end`` closes (released at once on failure)."""
         if reply["ok"] is False:
             if "out_end" in reply:
                 self.channel.release_outputs(reply["out_end"])
@@ -278,13 +290,13 @@ class WorkerLink:
         try:
             outputs: dict[str, np.ndarray] = {}
             for t in run["outputs"]:
-                view = self.channel.output_view(t["offset"], t["nbytes"])
-                outputs[t["name"]] = read_tensor(view, t["dtype"], t["shape"]).copy()
+                view = self.channel.output_reader(t["offset"], t["nbytes"])
+                outputs[t["name"]] = read_tensor(view, t["dtype"], t["shape"])
         except (KeyError, TypeError, ValueError) as exc:
-            return None, Internal(f"worker {self.index} sent unreadable outputs: {exc}")
-        finally:
             self.channel.release_outputs(run["out_end"])
-        return RunResult(outputs, run["compute_us"], run.get("spans")), None
+            return None, Internal(f"worker {self.index} sent unreadable outputs: {exc}")
+        lease = OutputLease(self.channel, run["out_end"])
+        return RunResult(outputs, run["compute_us"], run.get("spans"), lease), None
 
     def fail_all(self, error: ServingError) -> None:
         """Resolve every pending future with ``error`` (worker died or is being retired)."""

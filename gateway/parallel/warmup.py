@@ -19,7 +19,8 @@ from typing import Any
 import numpy as np
 
 from gateway.errors import ResourceExhausted, ServingError
-from gateway.parallel.dispatcher import Dispatcher, RunResult, WorkerLink
+from gateway.parallel.dispatcher import Dispatcher, WorkerLink
+from gateway.parallel.lease import release_result
 
 log = logging.getLogger(__name__)
 
@@ -77,9 +78,10 @@ async def warm_up(
 
 async def _run_with_room(
     link: WorkerLink, key: str, run: WarmupRun, dispatcher: Dispatcher
-) -> RunResult:
+) -> None:
     """Submit ``run``; while the worker's input area or ring is full of other servables' runs,
-    wait for one of them to finish and try again. Full with nothing in flight: it cannot fit."""
+    wait for one of them to finish and try again. Full with nothing in flight: it cannot fit.
+    The outputs are not read: their lease goes back as soon as the run is done."""
     layout = {name: (array.dtype, array.shape) for name, array in run.inputs.items()}
 
     def fill(name: str, dest: np.ndarray) -> None:
@@ -96,7 +98,12 @@ async def _run_with_room(
                 ) from None
             await _capacity(dispatcher)
             continue
-        return await future
+        try:
+            (await future).release()
+        except asyncio.CancelledError:
+            release_result(future)
+            raise
+        return
 
 
 async def _capacity(dispatcher: Dispatcher) -> None:

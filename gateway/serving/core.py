@@ -13,6 +13,7 @@ from dataclasses import dataclass
 import numpy as np
 
 from gateway.config.model_config import ModelSpecConfig
+from gateway.parallel.lease import Outputs
 from gateway.serving.budget import MemoryBudget, inputs_nbytes
 from gateway.serving.models import ModelManager, Servable, VersionStatus
 from gateway.serving.queues import BatchQueues
@@ -38,12 +39,18 @@ InvalidArgument."""
 
 @dataclass(frozen=True)
 class PredictResult:
-    """Outputs of one Predict, with the servable that produced them."""
+    """Outputs of one Predict, with the servable that produced them. ``outputs`` are read-only
+    views on a worker's output space: call :meth:`release` once they are encoded, in a
+    ``finally`` (:mod:`gateway.parallel.lease`)."""
 
     model: str
     version: int
     signature_name: str
-    outputs: dict[str, np.ndarray]
+    outputs: Outputs
+
+    def release(self) -> None:
+        """Return the outputs' lease reference (idempotent)."""
+        self.outputs.release()
 
 
 class ServingCore:
@@ -83,6 +90,8 @@ class ServingCore:
         whatever dtype it declares, as in TF Serving).
 
         The decoded inputs count against the in-flight budget until the call returns.
+
+        The caller owns the result's lease reference (:meth:`PredictResult.release`).
 
         Raises ServingError subclasses: NotFound, FailedPrecondition (unknown signature),
         InvalidArgument (inputs or output_filter), ResourceExhausted (the in-flight budget),

@@ -101,7 +101,10 @@ class PredictionService(prediction_service_pb2_grpc.PredictionServiceServicer):
             list(request.output_filter),
             deadline_of(context),
         )
-        return messages.predict_response(result, as_tensor_content=self._as_tensor_content)
+        try:
+            return messages.predict_response(result, as_tensor_content=self._as_tensor_content)
+        finally:
+            result.release()  # the response holds copies now; the worker may reuse the space
 
     @_rpc
     async def GetModelMetadata(
@@ -124,7 +127,10 @@ class PredictionService(prediction_service_pb2_grpc.PredictionServiceServicer):
         examples = messages.examples(request.input)
         signature_name = request.model_spec.signature_name
         result = await self._inference.classify(ref, signature_name, examples, deadline_of(context))
-        return messages.classification_response(result)
+        try:
+            return messages.classification_response(result)
+        finally:
+            result.release()
 
     @_rpc
     async def Regress(
@@ -134,7 +140,10 @@ class PredictionService(prediction_service_pb2_grpc.PredictionServiceServicer):
         examples = messages.examples(request.input)
         signature_name = request.model_spec.signature_name
         result = await self._inference.regress(ref, signature_name, examples, deadline_of(context))
-        return messages.regression_response(result)
+        try:
+            return messages.regression_response(result)
+        finally:
+            result.release()
 
     @_rpc
     async def MultiInference(
@@ -145,7 +154,11 @@ class PredictionService(prediction_service_pb2_grpc.PredictionServiceServicer):
         tasks = messages.tasks(request)
         examples = messages.examples(request.input)
         results = await self._inference.multi_inference(tasks, examples, deadline_of(context))
-        return messages.multi_inference_response(results)
+        try:
+            return messages.multi_inference_response(results)
+        finally:
+            for result in results:
+                result.release()
 
 
 class ModelService(model_service_pb2_grpc.ModelServiceServicer):

@@ -28,13 +28,14 @@ from __future__ import annotations
 
 import asyncio
 from collections.abc import Sequence
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from typing import Final
 
 import numpy as np
 import numpy.typing as npt
 
 from gateway.errors import InvalidArgument, Unimplemented
+from gateway.parallel.lease import Outputs
 from gateway.serving.core import ModelRef, ServingCore
 from gateway.serving.models import Servable
 from gateway.serving.signature import DEFAULT_SIGNATURE, Signature, TensorSpec
@@ -77,12 +78,20 @@ class Regressions:
 @dataclass(frozen=True)
 class InferenceResult:
     """What one Classify / Regress / MultiInference task produced, and by which servable.
-    ``signature_name`` is as requested, ``serving_default`` when the request left it empty."""
+    ``signature_name`` is as requested, ``serving_default`` when the request left it empty.
+    ``result`` may view a worker's output space: call :meth:`release` once it is encoded."""
 
     model: str
     version: int
     signature_name: str
     result: Classifications | Regressions
+    outputs: Outputs | None = field(default=None, compare=False)
+    """The lease reference ``result`` reads through (:mod:`gateway.parallel.lease`)."""
+
+    def release(self) -> None:
+        """Return the lease reference (idempotent)."""
+        if self.outputs is not None:
+            self.outputs.release()
 
 
 @dataclass(frozen=True)
@@ -148,19 +157,20 @@ class InferenceService:
         examples: ExampleBatch,
         deadline: float | None = None,
     ) -> list[InferenceResult]:
-        """Run every task on the same examples; results in task order."""
+        """Run every task on the same examples; results in task order (owned copies: a task's
+        rows are not held while another task's run is awaited)."""
         if not tasks:
             raise InvalidArgument("MultiInferenceRequest has no tasks")
         servable = self._core.servable(tasks[0].ref)
         plans = multi_inference_plans(servable, tasks, method_name_check=self._method_name_check)
         if examples.count == 0:
             raise InvalidArgument("Input is empty.")
-        results = await asyncio.gather(
-            *(self._run(servable, plan, examples, deadline) for plan in plans)
+        runs = await asyncio.gather(
+            *(self._run(servable, plan, examples, deadline, own=True) for plan in plans)
         )
         return [
-            InferenceResult(servable.model, servable.version, plan.signature.name, result)
-            for plan, result in zip(plans, results, strict=True)
+            InferenceResult(servable.model, servable.version, plan.signature.name, *run)
+            for plan, run in zip(plans, runs, strict=True)
         ]
 
     async def _single(
@@ -177,8 +187,10 @@ class InferenceService:
         )
         if examples.count == 0:
             raise InvalidArgument("Input is empty.")
-        result = await self._run(servable, plan, examples, deadline)
-        return InferenceResult(servable.model, servable.version, plan.signature.name, result)
+        result, outputs = await self._run(servable, plan, examples, deadline)
+        return InferenceResult(
+            servable.model, servable.version, plan.signature.name, result, outputs
+        )
 
     async def _run(
         self,
@@ -186,7 +198,11 @@ class InferenceService:
         plan: TaskPlan,
         examples: ExampleBatch,
         deadline: float | None,
-    ) -> Classifications | Regressions:
+        *,
+        own: bool = False,
+    ) -> tuple[Classifications | Regressions, Outputs]:
+        """The task's checked results and the outputs (with their lease) they view; ``own``:
+        copies, the lease returned at once."""
         inputs = plan.feed(examples)
         ref = ModelRef(servable.model, version=servable.version)
         result = await self._core.predict(
@@ -197,10 +213,17 @@ class InferenceService:
             deadline,
             check_dtypes=plan.input_spec is None,
         )
-        n = examples.count
-        if plan.method_name == CLASSIFY_METHOD:
-            return classifications(n, result.outputs.get(CLASSES), result.outputs.get(SCORES))
-        return regressions(n, result.outputs[OUTPUTS])
+        n, outputs = examples.count, result.outputs
+        if own:
+            outputs = Outputs({name: array.copy() for name, array in outputs.items()})
+            result.release()
+        try:
+            if plan.method_name == CLASSIFY_METHOD:
+                return classifications(n, outputs.get(CLASSES), outputs.get(SCORES)), outputs
+            return regressions(n, outputs[OUTPUTS]), outputs
+        except BaseException:
+            outputs.release()
+            raise
 
 
 def plan_task(

@@ -63,8 +63,3 @@ def test_split_outputs_checks_the_batch_dimension() -> None:
     np.testing.assert_array_equal(second["y"], [[2, 3], [4, 5]])
     with pytest.raises(Internal, match="batch dimension"):
         merge.split_outputs({"y": np.arange(3)}, [1, 2], 4)
-
-
-def test_concat_outputs_reassembles_in_order() -> None:
-    chunks = [{"y": np.array([1])}, {"y": np.array([2, 3])}]
-    np.testing.assert_array_equal(merge.concat_outputs(chunks)["y"], [1, 2, 3])

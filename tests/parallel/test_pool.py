@@ -46,6 +46,15 @@ def _run(link: WorkerLink, x: np.ndarray) -> asyncio.Future[RunResult]:
     return link.submit(KEY, {"x": (x.dtype, x.shape)}, fill, None, None)
 
 
+async def _outputs(run: asyncio.Future[RunResult]) -> dict[str, np.ndarray]:
+    """A run's outputs, copied; its output space goes back to the worker."""
+    result = await asyncio.wait_for(run, WAIT_S)
+    try:
+        return {name: array.copy() for name, array in result.outputs.items()}
+    finally:
+        result.release()
+
+
 def _link(pool: WorkerPool) -> WorkerLink:
     link = pool.dispatcher.pick(KEY)
     assert link is not None
@@ -91,8 +100,8 @@ def test_killed_worker_fails_its_runs_and_comes_back_with_its_models(model: str)
         (new_pid,) = pool.pids()
         assert new_pid != old_pid and pool.restarts == 1
         assert pool.hosts(KEY)  # the model was loaded again before the worker counted as alive
-        result = await asyncio.wait_for(_run(_link(pool), np.full((2, 2), 2.0, np.float32)), WAIT_S)
-        np.testing.assert_array_equal(result.outputs["y"], np.full((2, 2), 6.0, np.float32))
+        result = await _outputs(_run(_link(pool), np.full((2, 2), 2.0, np.float32)))
+        np.testing.assert_array_equal(result["y"], np.full((2, 2), 6.0, np.float32))
 
     _with_pool(_options(ping_interval_s=3600), scenario)
 
@@ -109,8 +118,8 @@ def test_hung_worker_is_killed_after_an_unanswered_ping_and_replaced(model: str)
         assert pool.pids() != [stuck_pid]
         with pytest.raises(ProcessLookupError):
             os.kill(stuck_pid, 0)  # killed and reaped
-        result = await asyncio.wait_for(_run(_link(pool), np.ones((1, 2), np.float32)), WAIT_S)
-        np.testing.assert_array_equal(result.outputs["y"], [[3.0, 3.0]])
+        result = await _outputs(_run(_link(pool), np.ones((1, 2), np.float32)))
+        np.testing.assert_array_equal(result["y"], [[3.0, 3.0]])
 
     _with_pool(_options(ping_interval_s=0.1, ping_timeout_s=1.0), scenario)
 
@@ -157,7 +166,7 @@ def test_a_servable_placed_on_one_worker_is_warmed_there_and_comes_back_there(
         assert other.warmup[0].runs == 0
         for _ in range(4):  # requests go only where the servable is
             assert _link(pool).index == slot
-            await asyncio.wait_for(_run(_link(pool), np.ones((1, 2), np.float32)), WAIT_S)
+            await _outputs(_run(_link(pool), np.ones((1, 2), np.float32)))
         pid = pool.pids()[slot]
         os.kill(pid, signal.SIGKILL)
         await _until(changed, lambda: pool.restarts == 1 and pool.all_alive())

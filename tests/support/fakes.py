@@ -13,6 +13,7 @@ import numpy as np
 
 from gateway.errors import ServingError
 from gateway.parallel.dispatcher import Dispatcher, RunResult
+from gateway.parallel.lease import OutputLease
 from gateway.parallel.pool import Loaded
 from gateway.parallel.warmup import WarmupReport
 
@@ -91,11 +92,15 @@ class FakeLink:
         return future
 
     def complete(
-        self, i: int, compute: Callable[[dict[str, np.ndarray]], dict[str, np.ndarray]]
+        self,
+        i: int,
+        compute: Callable[[dict[str, np.ndarray]], dict[str, np.ndarray]],
+        lease: OutputLease | None = None,
     ) -> None:
+        """Resolve batch ``i`` with ``compute``'s outputs (held by ``lease``, if given)."""
         batch = self.sent[i]
         self._done()
-        batch.future.set_result(RunResult(compute(batch.inputs), 1.0))
+        batch.future.set_result(RunResult(compute(batch.inputs), 1.0, lease=lease))
 
     def fail(self, i: int, error: ServingError) -> None:
         self._done()

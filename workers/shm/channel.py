@@ -17,10 +17,15 @@ last process that maps it) holds the header, two rings and two data areas
   consumer's tail has moved on (elsewhere keep fewer requests in flight than slots, as the gateway
   does).
 - The input area is allocated only by the gateway (:class:`workers.shm.arena.Allocator`); the output
-  area only by the worker, as a circular buffer (:class:`workers.shm.arena.OutputRing`) that the
-  gateway releases in completion order (:meth:`Channel.release_outputs`). A worker that finds no
-  room sets a "waiting" word, re-checks, then sleeps on ``release_fd``; the gateway rings that
-  doorbell only while the word is set, so releasing costs no syscall while the worker has room.
+  area only by the worker, as a circular buffer (:class:`workers.shm.arena.OutputRing`). Replies
+  arrive in completion order; each run reply's ``out_end`` closes its range ``[previous out_end,
+  out_end)``. The gateway may :meth:`Channel.hold_outputs` a range (while responses are encoded
+  from it) and release held ranges in any order (:meth:`Channel.release_outputs`): the header's
+  released position advances over the contiguous prefix of released ranges only, so a held
+  range is never handed back to the worker early. A range never held is released by naming its
+  end (or a later one). A worker that finds no room sets a "waiting" word, re-checks, then sleeps on
+  ``release_fd``; the gateway rings that doorbell only while the word is set, so releasing costs
+  no syscall while the worker has room. Output views are read-only on the gateway side.
 
 One channel serves one worker process: when the worker exits, close the channel and give its
 replacement a fresh one.
@@ -35,6 +40,7 @@ import os
 import select
 import threading
 import time
+from collections import deque
 from typing import Final
 
 from workers.shm.arena import Allocator, OutputRing
@@ -101,6 +107,9 @@ class Channel:
         self._inputs = Allocator(self.input_capacity)
         self._outputs = OutputRing(self.output_capacity)
         self._outputs.allocated = self._words[W_OUT_ALLOCATED]
+        self._held: deque[tuple[int, int]] = deque()  # (start, end) held, in completion order
+        self._returned: set[int] = set()  # ends of held ranges released out of order
+        self._seen_end = self._words[W_OUT_RELEASED]  # newest end held or released
         self._poll = select.poll()
         self._poll.register(submit_fd, select.POLLIN)
         self._wake_fds: set[int] = set()
@@ -195,13 +204,39 @@ class Channel:
         in_use = self._words[W_OUT_ALLOCATED] - self._words[W_OUT_RELEASED]
         return max(0, min(in_use, self.output_capacity))
 
-    def release_outputs(self, out_end: int) -> None:
-        """Hand the output space up to a run reply's ``out_end`` back to the worker (after its
-        outputs have been copied out), waking the worker if it waits for space."""
-        if out_end <= self._words[W_OUT_RELEASED]:
+    def hold_outputs(self, out_end: int) -> bool:
+        """Keep the range a run reply closes (``[previous end, out_end)``) from the worker until
+        ``release_outputs(out_end, held=True)``. Call in completion order. False (nothing held)
+        when the range is empty."""
+        if out_end <= self._seen_end:
+            return False
+        self._held.append((self._seen_end, out_end))
+        self._seen_end = out_end
+        return True
+
+    def release_outputs(self, out_end: int, *, held: bool = False) -> None:
+        """Hand output space back to the worker. ``held``: the range :meth:`hold_outputs` kept
+        for ``out_end`` (in any order); else every range up to ``out_end`` that is not held.
+        The worker gets the contiguous released prefix, woken if it waits for space."""
+        ranges, returned = self._held, self._returned
+        if not held:
+            self._seen_end = max(self._seen_end, out_end)
+        elif ranges and ranges[0][1] == out_end:
+            ranges.popleft()  # the oldest range: the common, in-order case
+        else:
+            returned.add(out_end)
+        while returned and ranges and ranges[0][1] in returned:
+            returned.discard(ranges.popleft()[1])
+        released = ranges[0][0] if ranges else self._seen_end
+        if released <= self._words[W_OUT_RELEASED]:
             return
-        self._words[W_OUT_RELEASED] = out_end
+        self._words[W_OUT_RELEASED] = released
         self._ring_if_sleeping(W_OUT_WAITING, self.release_fd)
+
+    @property
+    def outputs_held(self) -> int:
+        """Output ranges held (by :meth:`hold_outputs`) and not yet released."""
+        return len(self._held) - len(self._returned)
 
     @property
     def worker_sleeps(self) -> bool:
@@ -304,8 +339,14 @@ class Channel:
         return self._slice(self._segment.input, offset, nbytes)
 
     def output_view(self, offset: int, nbytes: int) -> memoryview:
-        """Writable view of ``nbytes`` of the output area at ``offset``; ValueError if outside."""
+        """Writable view of ``nbytes`` of the output area at ``offset`` (the worker writes
+        outputs there); ValueError if outside."""
         return self._slice(self._segment.output, offset, nbytes)
+
+    def output_reader(self, offset: int, nbytes: int) -> memoryview:
+        """Read-only view of ``nbytes`` of the output area at ``offset`` (the gateway reads
+        outputs through it: nothing may write into the worker's space); ValueError if outside."""
+        return self._slice(self._segment.output, offset, nbytes).toreadonly()
 
     def _slice(self, area: memoryview, offset: int, nbytes: int) -> memoryview:
         if self._closed:

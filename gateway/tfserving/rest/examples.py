@@ -25,7 +25,7 @@ from gateway.errors import NotFound
 from gateway.serving.core import ModelRef, ServingCore
 from gateway.tfserving.codec import example as example_codec
 from gateway.tfserving.codec.example import ExampleBatch
-from gateway.tfserving.inference import Classifications, InferenceService, Regressions
+from gateway.tfserving.inference import Classifications, InferenceService
 from gateway.tfserving.rest import json_request
 
 RESULTS_KEY: Final = "results"
@@ -49,13 +49,14 @@ class ClassifyRegressHandler:
         examples = ExampleBatch(example_codec.input_from_json(body))
         if method == "classify":
             result = await self._inference.classify(ref, name, examples, deadline)
-            if not isinstance(result.result, Classifications):
-                raise TypeError("classify gave no Classifications")
-            return {RESULTS_KEY: classifications_json(result.result)}
-        result = await self._inference.regress(ref, name, examples, deadline)
-        if not isinstance(result.result, Regressions):
-            raise TypeError("regress gave no Regressions")
-        return {RESULTS_KEY: _floats(result.result.values)}
+        else:
+            result = await self._inference.regress(ref, name, examples, deadline)
+        try:  # the JSON-able lists are copies: the lease goes back once they are built
+            if isinstance(result.result, Classifications):
+                return {RESULTS_KEY: classifications_json(result.result)}
+            return {RESULTS_KEY: _floats(result.result.values)}
+        finally:
+            result.release()
 
 
 def classifications_json(result: Classifications) -> list[list[list[Any]]]:

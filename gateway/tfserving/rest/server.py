@@ -281,7 +281,10 @@ class RestServer:
             return inputs
 
         result = await self._until(deadline, self._core.predict(ref, name, decode, (), deadline))
-        return _json(json_response.predict_response(result.outputs, formats[0]))
+        try:
+            return _json(json_response.predict_response(result.outputs, formats[0]))
+        finally:
+            result.release()  # the JSON holds copies now; the worker may reuse the space
 
     async def _classify_or_regress(
         self, method: str, ref: ModelRef, body: bytes, deadline: float

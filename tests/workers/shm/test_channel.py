@@ -181,6 +181,58 @@ def test_release_rings_no_doorbell_while_nobody_waits(pair: tuple[Channel, Chann
     assert worker.alloc_output(64, timeout=0) == 0
 
 
+def test_held_ranges_released_out_of_order_come_back_as_a_contiguous_prefix(
+    pair: tuple[Channel, Channel],
+) -> None:
+    gateway, worker = pair
+    quarter = worker.output_capacity // 4
+    ends = []
+    for _ in range(3):  # three runs, each closing its range [previous end, end)
+        worker.alloc_output(quarter)
+        ends.append(worker.output_allocated)
+        assert gateway.hold_outputs(ends[-1])
+    assert not gateway.hold_outputs(ends[-1])  # a run that allocated nothing holds nothing
+    assert gateway.outputs_held == 3
+    gateway.release_outputs(ends[2], held=True)  # the newest first: the older two still hold
+    gateway.release_outputs(ends[1], held=True)
+    assert gateway.outputs_held == 1 and gateway.output_used == 3 * quarter
+    worker.alloc_output(quarter)  # the last free quarter
+    with pytest.raises(OutputArenaExhausted):
+        worker.alloc_output(64, timeout=0)  # released ranges behind a held one stay taken
+    gateway.release_outputs(worker.output_allocated)  # an unheld newer range: still behind
+    assert gateway.output_used == 4 * quarter
+    gateway.release_outputs(ends[0], held=True)  # the prefix is released: all of it returns
+    assert gateway.outputs_held == 0 and gateway.output_used == 0
+    assert worker.alloc_output(64, timeout=0) == 0
+
+
+def test_a_held_range_is_not_released_by_an_unheld_release_of_the_same_end(
+    pair: tuple[Channel, Channel],
+) -> None:
+    gateway, worker = pair
+    worker.alloc_output(worker.output_capacity)
+    end = worker.output_allocated
+    assert gateway.hold_outputs(end)
+    gateway.release_outputs(end)  # a later reply that allocated nothing names the same end
+    assert gateway.output_used == worker.output_capacity and gateway.outputs_held == 1
+    with pytest.raises(OutputArenaExhausted):
+        worker.alloc_output(64, timeout=0)
+    gateway.release_outputs(end, held=True)
+    assert worker.alloc_output(64, timeout=0) == 0
+
+
+def test_output_readers_are_read_only(pair: tuple[Channel, Channel]) -> None:
+    gateway, worker = pair
+    offset = worker.alloc_output(64)
+    write_tensor(worker.output_view(offset, 64), np.arange(4, dtype=np.float32))
+    array = read_tensor(gateway.output_reader(offset, 64), "float32", [4])
+    assert not array.flags.writeable
+    with pytest.raises(ValueError, match="read-only"):
+        array[0] = 1.0
+    np.testing.assert_array_equal(array, [0, 1, 2, 3])
+    del array
+
+
 class _Waiting(logging.Handler):
     """Sets :attr:`event` when the channel logs that the worker is about to sleep for space."""
 

@@ -1,0 +1,91 @@
+"""Who may read a run's outputs in shared memory, and when the worker gets the space back.
+
+Responses are encoded straight from the worker's output area: the arrays a run hands out are
+read-only numpy views on it (``writeable=False``), never copies. The ownership rule:
+
+- Each run's output range is covered by one :class:`OutputLease`, a reference count. The run's
+  result (:class:`~gateway.parallel.dispatcher.RunResult`) holds the first reference.
+- Whoever hands views to a request part takes one reference for it (:meth:`OutputLease.acquire`)
+  and passes it on with the views as :class:`Outputs`; the batcher does this for each request
+  that receives rows, then returns the run's own reference. Rows nobody receives (padding, a
+  request that left: cancelled, expired, failed) hold nothing.
+- The holder of an :class:`Outputs` returns its reference exactly once
+  (:meth:`Outputs.release`): a protocol handler in the ``finally`` that follows encoding (the
+  outermost point of the call, so errors, cancellation and deadlines return it too); code that
+  copies the rows (split reassembly, MultiInference tasks, warmup) as soon as it has them.
+- A reference is never held while awaiting another run: the output area is a ring, so a held
+  range stops the worker once it comes round to it, and the awaited run could be the one that
+  cannot be written (a deadlock). Encoding right after the await is synchronous.
+- An :class:`Outputs` that can no longer reach its holder (its awaiter was cancelled as it
+  resolved) is released where it is awaited.
+- When the count reaches 0 the range goes back to the channel
+  (:meth:`workers.shm.channel.Channel.release_outputs`, in any order); no view may be read after
+  that, since the worker writes its next outputs there.
+"""
+
+from __future__ import annotations
+
+import asyncio
+from typing import Any
+
+import numpy as np
+
+from workers.shm.channel import Channel
+
+
+class OutputLease:
+    """References to one run's output range in ``channel`` (the range a reply's ``out_end``
+    closes, in completion order); the range is held from creation."""
+
+    __slots__ = ("_channel", "_out_end", "refs")
+
+    def __init__(self, channel: Channel, out_end: int) -> None:
+        self._channel = channel
+        self._out_end = out_end if channel.hold_outputs(out_end) else None
+        self.refs = 1
+        """References not yet returned (0: the range is back with the worker)."""
+
+    def acquire(self) -> OutputLease:
+        """One more reference (for a request part that receives views); returns ``self``."""
+        if self.refs <= 0:
+            raise RuntimeError("output lease already released")
+        self.refs += 1
+        return self
+
+    def release(self) -> None:
+        """Return one reference; the last one hands the range back to the worker. A channel
+        already closed (worker gone) has nothing to hand back."""
+        if self.refs <= 0:
+            raise RuntimeError("output lease released more often than acquired")
+        self.refs -= 1
+        if self.refs == 0 and self._out_end is not None and not self._channel.closed:
+            self._channel.release_outputs(self._out_end, held=True)
+
+
+class Outputs(dict[str, np.ndarray]):
+    """One request part's output arrays (name → array) with the lease reference they hold.
+
+    ``lease`` is None when the arrays are owned (copies, or a fake worker's arrays).
+    """
+
+    __slots__ = ("lease",)
+
+    def __init__(self, arrays: dict[str, np.ndarray], lease: OutputLease | None = None) -> None:
+        dict.__init__(self, arrays)
+        self.lease = lease
+
+    def release(self) -> None:
+        """Return this part's reference (idempotent: the second call does nothing)."""
+        lease, self.lease = self.lease, None
+        if lease is not None:
+            lease.release()
+
+
+def release_result(future: asyncio.Future[Any]) -> None:
+    """Return the reference a resolved ``future`` holds, for an awaiter that cannot take its
+    result (cancelled as it resolved); nothing when it failed, was cancelled or holds none."""
+    if future.done() and not future.cancelled() and future.exception() is None:
+        result = future.result()
+        release = getattr(result, "release", None)
+        if release is not None:
+            release()
