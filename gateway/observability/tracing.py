@@ -46,6 +46,7 @@ from opentelemetry.trace.propagation.tracecontext import TraceContextTextMapProp
 from opentelemetry.trace.status import Status, StatusCode
 
 from gateway.config.model_config import ConfigError
+from gateway.observability.otlp_wire import WIRE_ENCODED
 from workers.telemetry import SpanRecord
 
 SAMPLED = TraceFlags(TraceFlags.SAMPLED)
@@ -276,7 +277,8 @@ def default_resource() -> Resource:
 
 
 def _exporter(name: str, env: Mapping[str, str]) -> SpanExporter:
-    """The exporter ``OTEL_TRACES_EXPORTER`` names (``otlp`` resolved by protocol)."""
+    """The exporter ``OTEL_TRACES_EXPORTER`` names (``otlp`` resolved by protocol; the SDK's OTLP
+    exporters with :mod:`~gateway.observability.otlp_wire`'s encoding)."""
     entry = name
     if name == "otlp":
         protocol = (
@@ -294,7 +296,8 @@ def _exporter(name: str, env: Mapping[str, str]) -> SpanExporter:
     points = importlib.metadata.entry_points(group="opentelemetry_traces_exporter", name=entry)
     if not points:
         raise ConfigError(f"OTEL_TRACES_EXPORTER={name!r}: no such span exporter is installed")
-    exporter: SpanExporter = next(iter(points)).load()()
+    factory = next(iter(points)).load()
+    exporter: SpanExporter = WIRE_ENCODED.get(factory, factory)()
     return exporter
 
 
