@@ -37,11 +37,15 @@ Behavior = Callable[[Any, grpc.aio.ServicerContext], Awaitable[Any]]
 
 
 class ObservingInterceptor(grpc.aio.ServerInterceptor):  # type: ignore[misc]
-    """Wraps each unary method of :data:`SERVICES` once (the wrapped handler is cached)."""
+    """Wraps each unary method of :data:`SERVICES` once (the wrapped handler is cached). When
+    only a sampled parent makes a call worth recording (``Recorder.needs_parent``: tracing at
+    ratio 0 without metrics), a call without a ``traceparent`` gets the unwrapped handler."""
 
     def __init__(self, recorder: Recorder) -> None:
         self.recorder = recorder
         self._handlers: dict[str, grpc.RpcMethodHandler] = {}
+        self._passed: dict[str, grpc.RpcMethodHandler] = {}
+        """Unwrapped handlers, for calls the recorder has no use for (see ``needs_parent``)."""
 
     async def intercept_service(
         self,
@@ -49,6 +53,11 @@ class ObservingInterceptor(grpc.aio.ServerInterceptor):  # type: ignore[misc]
         details: grpc.HandlerCallDetails,
     ) -> grpc.RpcMethodHandler:
         method: str = details.method
+        if self.recorder.needs_parent and not _has_traceparent(details.invocation_metadata):
+            raw = self._passed.get(method)
+            if raw is None:
+                raw = self._passed[method] = await continuation(details)
+            return raw
         wrapped = self._handlers.get(method)
         if wrapped is not None:
             return wrapped
@@ -110,6 +119,10 @@ class ObservingInterceptor(grpc.aio.ServerInterceptor):  # type: ignore[misc]
                     recorder.tfs.request_example_count_total.inc((model,), count)
 
         return behavior
+
+
+def _has_traceparent(metadata: Any) -> bool:
+    return any(key == "traceparent" for key, _ in metadata or ())
 
 
 def _code(name: str) -> int:
