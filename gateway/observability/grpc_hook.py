@@ -111,7 +111,7 @@ class ObservingInterceptor(grpc.aio.ServerInterceptor):  # type: ignore[misc]
                     error=status if status in SERVER_ERRORS else None,
                     attributes=None
                     if call.span is None
-                    else {"rpc.grpc.status_code": _code(status)},
+                    else {"rpc.grpc.status_code": CODES[status]},
                 )
                 if api == "MultiInference" and status == "OK" and recorder.tfs is not None:
                     count = example_count(request)
@@ -125,5 +125,5 @@ def _has_traceparent(metadata: Any) -> bool:
     return any(key == "traceparent" for key, _ in metadata or ())
 
 
-def _code(name: str) -> int:
-    return int(grpc.StatusCode[name].value[0])
+CODES = {code.name: int(code.value[0]) for code in grpc.StatusCode}
+"""Canonical code name → its number (``rpc.grpc.status_code``)."""

@@ -112,36 +112,53 @@ def _count(tag: int, count: int) -> bytes:
 
 
 _KINDS = {kind: bytes((0x30, kind.value + 1)) for kind in SpanKind}
-_NAMES: dict[str, bytes] = {}
+_NAMES: dict[tuple[str, SpanKind], bytes] = {}
 _LOCAL_FLAGS = b"\x85\x01" + _FIXED32(_HAS_IS_REMOTE)
 _REMOTE_FLAGS = b"\x85\x01" + _FIXED32(_HAS_IS_REMOTE | _IS_REMOTE)
+_IDS = struct.Struct(">HQQHQ").pack
+"""trace_id (field 1, 16 bytes as two big-endian halves) and span_id (field 2)."""
+_PARENT_IDS = struct.Struct(">HQQHQHQ").pack
+"""The same, then parent_span_id (field 4)."""
+_TIMES = struct.Struct("<BQBQ").pack
+"""start_time_unix_nano (field 7) and end_time_unix_nano (field 8), fixed64."""
+_LOW64 = (1 << 64) - 1
 
 
 def _span(span: ReadableSpan) -> bytes:
     context = span.context
     parent = span.parent
-    name = _NAMES.get(span.name)
-    if name is None:
-        name = _string(0x2A, span.name)
+    trace_id, state = context.trace_id, context.trace_state
+    if parent is not None and not state:
+        ids = _PARENT_IDS(
+            0x0A10, trace_id >> 64, trace_id & _LOW64, 0x1208, context.span_id, 0x2208,
+            parent.span_id,
+        )  # fmt: skip
+    else:
+        ids = _IDS(0x0A10, trace_id >> 64, trace_id & _LOW64, 0x1208, context.span_id)
+        if state:
+            ids += _string(0x1A, ",".join(f"{k}={v}" for k, v in state.items()))
+        if parent is not None:
+            ids += b"\x22\x08" + parent.span_id.to_bytes(8, "big")
+    key = (span.name, span.kind)
+    named = _NAMES.get(key)
+    if named is None:
+        named = _string(0x2A, span.name) + _KINDS[span.kind]
         if len(_NAMES) < _PAIRS_MAX:
-            _NAMES[span.name] = name
+            _NAMES[key] = named
+    start, end = span.start_time, span.end_time
+    if start and end:
+        times = _TIMES(0x39, start, 0x41, end)
+    else:
+        times = (b"\x39" + _FIXED64(start) if start else b"") + (
+            b"\x41" + _FIXED64(end) if end else b""
+        )
     parts = [
-        b"\x0a\x10" + context.trace_id.to_bytes(16, "big"),
-        b"\x12\x08" + context.span_id.to_bytes(8, "big"),
-    ]
-    state = context.trace_state
-    if state:
-        parts.append(_string(0x1A, ",".join(f"{k}={v}" for k, v in state.items())))
-    if parent is not None:
-        parts.append(b"\x22\x08" + parent.span_id.to_bytes(8, "big"))
-    parts += (
-        name,
-        _KINDS[span.kind],
-        b"\x39" + _FIXED64(start) if (start := span.start_time) else b"",
-        b"\x41" + _FIXED64(end) if (end := span.end_time) else b"",
+        ids,
+        named,
+        times,
         _attributes(0x4A, span.attributes),
         _count(0x50, span.dropped_attributes),
-    )
+    ]
     for event in span.events:
         body = b"\x09" + _FIXED64(event.timestamp) + _string(0x12, event.name)
         body += _attributes(0x1A, event.attributes) + _count(0x20, event.dropped_attributes)
@@ -149,8 +166,7 @@ def _span(span: ReadableSpan) -> bytes:
     parts.append(_count(0x60, span.dropped_events))
     for link in span.links:
         linked = link.context
-        body = b"\x0a\x10" + linked.trace_id.to_bytes(16, "big")
-        body += b"\x12\x08" + linked.span_id.to_bytes(8, "big")
+        body = _IDS(0x0A10, linked.trace_id >> 64, linked.trace_id & _LOW64, 0x1208, linked.span_id)
         body += _attributes(0x22, link.attributes) + _count(0x28, link.dropped_attributes)
         flags = _HAS_IS_REMOTE | (_IS_REMOTE if linked.is_remote else 0)
         parts.append(_field(0x6A, body + b"\x35" + _FIXED32(flags)))
