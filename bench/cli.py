@@ -66,6 +66,9 @@ def _parser() -> argparse.ArgumentParser:
     prof.add_argument(
         "--perf", action="store_true", help="sample with Linux perf (native, no pauses)"
     )
+    prof.add_argument(
+        "--tracing", metavar="RATIO", help="trace at this sample ratio, spans to an OTLP sink"
+    )
     prof.add_argument("--out", type=Path, default=RESULTS / "profiles")
     _load_args(sub.add_parser("load", help="ghz-style load generator"))
     fz = sub.add_parser("fuzz", help="randomized hostile input against a real gateway")
@@ -277,7 +280,13 @@ def main(argv: Sequence[str] | None = None) -> int:
             from bench.profile import profile
 
             path, _ = profile(
-                args.system, args.model, args.seconds, args.out, args.native, args.perf
+                args.system,
+                args.model,
+                args.seconds,
+                args.out,
+                args.native,
+                args.perf,
+                args.tracing,
             )
             sys.stdout.write(f"{path}\n")
             return 0

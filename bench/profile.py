@@ -7,7 +7,8 @@ process to sample) or, with ``--perf``, with Linux perf (native, without pausing
 :mod:`bench.perf_native`) for the same seconds. Writes ``profile-<system>-<model>[-kind].md``
 with, per process, the functions where samples land (self) and the functions on the stack
 (inclusive), as shares of that process's non-idle samples (perf: self time by shared object and
-by function).
+by function). ``--tracing RATIO`` runs tensorgate with the tracing scenario's ``OTEL_*``
+variables at that sample ratio, exporting to an OTLP/HTTP sink on the client's core.
 """
 
 from __future__ import annotations
@@ -16,6 +17,7 @@ import collections
 import logging
 import os
 import subprocess
+import sys
 import threading
 from pathlib import Path
 from typing import Any
@@ -25,10 +27,10 @@ from bench.catalog import CATALOG
 from bench.measure import Load, run_point
 from bench.models import ensure_models
 from bench.plan import layouts
-from bench.procs import CLK_TCK, StartFailed, descendants
+from bench.procs import CLK_TCK, Server, StartFailed, descendants, start_with_ready_fd
 from bench.runner import CACHE
 from bench.systems import start
-from bench.targets import Context
+from bench.targets import Context, SystemSpec
 
 log = logging.getLogger(__name__)
 TOP = 25
@@ -73,12 +75,19 @@ def _summarize(raw: str) -> tuple[int, list[tuple[str, int]], list[tuple[str, in
 
 
 def profile(
-    system: str, model: str, seconds: float, out: Path, native: bool = False, perf: bool = False
+    system: str,
+    model: str,
+    seconds: float,
+    out: Path,
+    native: bool = False,
+    perf: bool = False,
+    tracing: str | None = None,
 ) -> tuple[Path, list[dict[str, Any]]]:
     """Profile ``system`` serving ``model``; write ``out/profile-….md``.
 
     ``perf``: sample with Linux perf (:mod:`bench.perf_native`, shared objects and native
-    functions) instead of py-spy. Returns the file and the CPU-per-request table (one row per
+    functions) instead of py-spy. ``tracing``: a sample ratio (``0``, ``1.0``) to trace at, spans
+    exported to an OTLP/HTTP sink. Returns the file and the CPU-per-request table (one row per
     thread that used CPU).
     """
     if perf:
@@ -94,9 +103,20 @@ def profile(
     server_cpus, client_cpus = layouts()["1-core"]
     ctx = Context(CACHE / "models", CACHE / "logs" / "profile")
     ensure_models(ctx.models_root, (model,))
+    spec, sink = CATALOG[system], None
+    if tracing is not None:
+        from bench.scenarios.features import _tracing_env
+
+        argv = [sys.executable, "-m", "bench.peers.otlp_sink"]
+        sink, info = start_with_ready_fd(
+            "otlp-sink", argv, ctx.logs / "otlp-sink.log", cpus=client_cpus
+        )
+        env = _tracing_env(f"http://127.0.0.1:{info['port']}", tracing)
+        spec = SystemSpec(f"{system} tracing {tracing}", spec.kind, {**spec.params, "env": env})
     try:
-        running = start(ctx, CATALOG[system], model, server_cpus)
+        running = start(ctx, spec, model, server_cpus)
     except StartFailed as exc:
+        _stop(sink)
         raise RuntimeError(f"{system} did not start: {exc}\n{exc.log}") from None
     out.mkdir(parents=True, exist_ok=True)
     raw_files: dict[int, Path] = {}
@@ -130,6 +150,7 @@ def profile(
         cpu_after = thread_cpu(pids)
     finally:
         running.stop()
+        _stop(sink)
     method = (
         f"perf record, {perf_native.HZ} Hz, self time by shared object and function"
         if perf
@@ -180,6 +201,13 @@ def profile(
         lines += [f"| {100 * n / total:.1f} | `{frame}` |" for frame, n in top_incl]
         lines.append("")
     kind = "-perf" if perf else "-native" if native else ""
+    if tracing is not None:
+        kind += f"-tracing-{tracing}"
     path = out / f"profile-{system}-{model}{kind}.md"
     path.write_text("\n".join(lines))
     return path, table
+
+
+def _stop(sink: Server | None) -> None:
+    if sink is not None:
+        sink.stop()

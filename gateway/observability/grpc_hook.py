@@ -37,11 +37,15 @@ Behavior = Callable[[Any, grpc.aio.ServicerContext], Awaitable[Any]]
 
 
 class ObservingInterceptor(grpc.aio.ServerInterceptor):  # type: ignore[misc]
-    """Wraps each unary method of :data:`SERVICES` once (the wrapped handler is cached)."""
+    """Wraps each unary method of :data:`SERVICES` once (the wrapped handler is cached). When
+    only a sampled parent makes a call worth recording (``Recorder.needs_parent``: tracing at
+    ratio 0 without metrics), a call without a ``traceparent`` gets the unwrapped handler."""
 
     def __init__(self, recorder: Recorder) -> None:
         self.recorder = recorder
         self._handlers: dict[str, grpc.RpcMethodHandler] = {}
+        self._passed: dict[str, grpc.RpcMethodHandler] = {}
+        """Unwrapped handlers, for calls the recorder has no use for (see ``needs_parent``)."""
 
     async def intercept_service(
         self,
@@ -49,6 +53,11 @@ class ObservingInterceptor(grpc.aio.ServerInterceptor):  # type: ignore[misc]
         details: grpc.HandlerCallDetails,
     ) -> grpc.RpcMethodHandler:
         method: str = details.method
+        if self.recorder.needs_parent and not _has_traceparent(details.invocation_metadata):
+            raw = self._passed.get(method)
+            if raw is None:
+                raw = self._passed[method] = await continuation(details)
+            return raw
         wrapped = self._handlers.get(method)
         if wrapped is not None:
             return wrapped
@@ -102,7 +111,7 @@ class ObservingInterceptor(grpc.aio.ServerInterceptor):  # type: ignore[misc]
                     error=status if status in SERVER_ERRORS else None,
                     attributes=None
                     if call.span is None
-                    else {"rpc.grpc.status_code": _code(status)},
+                    else {"rpc.grpc.status_code": CODES[status]},
                 )
                 if api == "MultiInference" and status == "OK" and recorder.tfs is not None:
                     count = example_count(request)
@@ -112,5 +121,9 @@ class ObservingInterceptor(grpc.aio.ServerInterceptor):  # type: ignore[misc]
         return behavior
 
 
-def _code(name: str) -> int:
-    return int(grpc.StatusCode[name].value[0])
+def _has_traceparent(metadata: Any) -> bool:
+    return any(key == "traceparent" for key, _ in metadata or ())
+
+
+CODES = {code.name: int(code.value[0]) for code in grpc.StatusCode}
+"""Canonical code name → its number (``rpc.grpc.status_code``)."""

@@ -41,15 +41,25 @@ from opentelemetry.sdk.trace.sampling import (
     TraceIdRatioBased,
 )
 from opentelemetry.sdk.util.instrumentation import InstrumentationScope
-from opentelemetry.trace import Link, SpanContext, SpanKind, TraceFlags, get_current_span
+from opentelemetry.trace import (
+    Link,
+    SpanContext,
+    SpanKind,
+    TraceFlags,
+    TraceState,
+    get_current_span,
+)
 from opentelemetry.trace.propagation.tracecontext import TraceContextTextMapPropagator
 from opentelemetry.trace.status import Status, StatusCode
 
 from gateway.config.model_config import ConfigError
+from gateway.observability.otlp_wire import WIRE_ENCODED
 from workers.telemetry import SpanRecord
 
 SAMPLED = TraceFlags(TraceFlags.SAMPLED)
 SCOPE = InstrumentationScope("tensorgate")
+UNSET = Status(StatusCode.UNSET)
+NO_STATE = TraceState()
 Attributes = dict[str, Any]
 
 
@@ -98,6 +108,8 @@ class Tracing:
         self.resource = resource
         self.roots = roots
         self._ids = RandomIdGenerator()
+        self._span_id = self._ids.generate_span_id
+        self._on_end = processor.on_end
         self._propagator = TraceContextTextMapPropagator()
         self._worker_resources: dict[int, Resource] = {}
 
@@ -157,7 +169,7 @@ class Tracing:
         """Export the server span (status ERROR with ``error``, if given) and its children:
         ``decode`` (until the first queueing), ``queue wait`` per batch joined, ``encode``
         (from the last batch's end)."""
-        status = Status(StatusCode.ERROR, error) if error else Status(StatusCode.UNSET)
+        status = Status(StatusCode.ERROR, error) if error else UNSET
         self._emit(
             span.name,
             span.context,
@@ -232,8 +244,9 @@ class Tracing:
 
     # -- helpers --------------------------------------------------------------------------------
     def _child(self, span: ServerSpan, name: str, start_ns: int, end_ns: int) -> None:
-        context = SpanContext(span.context.trace_id, self._ids.generate_span_id(), False, SAMPLED)
-        self._emit(name, context, span.context, start_ns, max(start_ns, end_ns), {})
+        parent = span.context
+        context = SpanContext(parent.trace_id, self._span_id(), False, SAMPLED, NO_STATE)
+        self._emit(name, context, parent, start_ns, max(start_ns, end_ns), {})
 
     def _emit(
         self,
@@ -245,23 +258,25 @@ class Tracing:
         attributes: Attributes,
         *,
         kind: SpanKind = SpanKind.INTERNAL,
-        status: Status | None = None,
+        status: Status = UNSET,
         links: Sequence[Link] = (),
         resource: Resource | None = None,
     ) -> None:
-        self.processor.on_end(
+        self._on_end(
             ReadableSpan(
-                name=name,
-                context=context,
-                parent=parent,
-                resource=resource or self.resource,
-                attributes=attributes,
-                links=links,
-                kind=kind,
-                status=status or Status(StatusCode.UNSET),
-                start_time=start_ns,
-                end_time=end_ns,
-                instrumentation_scope=SCOPE,
+                name,
+                context,
+                parent,
+                resource or self.resource,
+                attributes,
+                (),
+                links,
+                kind,
+                None,
+                status,
+                start_ns,
+                end_ns,
+                SCOPE,
             )
         )
 
@@ -276,7 +291,8 @@ def default_resource() -> Resource:
 
 
 def _exporter(name: str, env: Mapping[str, str]) -> SpanExporter:
-    """The exporter ``OTEL_TRACES_EXPORTER`` names (``otlp`` resolved by protocol)."""
+    """The exporter ``OTEL_TRACES_EXPORTER`` names (``otlp`` resolved by protocol; the SDK's OTLP
+    exporters with :mod:`~gateway.observability.otlp_wire`'s encoding)."""
     entry = name
     if name == "otlp":
         protocol = (
@@ -294,7 +310,8 @@ def _exporter(name: str, env: Mapping[str, str]) -> SpanExporter:
     points = importlib.metadata.entry_points(group="opentelemetry_traces_exporter", name=entry)
     if not points:
         raise ConfigError(f"OTEL_TRACES_EXPORTER={name!r}: no such span exporter is installed")
-    exporter: SpanExporter = next(iter(points)).load()()
+    factory = next(iter(points)).load()
+    exporter: SpanExporter = WIRE_ENCODED.get(factory, factory)()
     return exporter
 
 

@@ -3,14 +3,23 @@ the MonitoringConfig file."""
 
 from __future__ import annotations
 
+import asyncio
 from pathlib import Path
+from typing import NamedTuple
 
+import grpc
 import pytest
+from opentelemetry.sdk.trace.export import SimpleSpanProcessor
+from opentelemetry.sdk.trace.export.in_memory_span_exporter import InMemorySpanExporter
+from opentelemetry.sdk.trace.sampling import ParentBased, TraceIdRatioBased
 
 from gateway.config.model_config import ConfigError
 from gateway.config.settings import Settings
+from gateway.observability.calls import Recorder
+from gateway.observability.grpc_hook import ObservingInterceptor
 from gateway.observability.hooks import Observability
 from gateway.observability.page import DEFAULT_PATH, metrics_path
+from gateway.observability.tracing import Tracing, default_resource
 from gateway.serving.models import Servable
 
 
@@ -61,3 +70,32 @@ def test_metrics_on_installs_the_hooks(tmp_path: Path) -> None:
     servable = Servable("m", 1, "m:1", "tensorflow", {})
     observer = on.queue_observer(servable, "serving_default")
     assert observer is not None
+
+
+class _Details(NamedTuple):
+    method: str
+    invocation_metadata: tuple[tuple[str, str], ...]
+
+
+def test_at_ratio_0_a_grpc_call_without_a_traceparent_gets_the_unwrapped_handler() -> None:
+    exporter = InMemorySpanExporter()
+    sampler = ParentBased(TraceIdRatioBased(0.0))
+    tracing = Tracing(SimpleSpanProcessor(exporter), sampler, default_resource(), roots=False)
+    interceptor = ObservingInterceptor(Recorder(None, None, tracing))
+    method = "/tensorflow.serving.PredictionService/Predict"
+
+    async def behavior(request: object, context: object) -> object:
+        return request
+
+    handler = grpc.unary_unary_rpc_method_handler(behavior)
+
+    async def continuation(details: object) -> grpc.RpcMethodHandler:
+        return handler
+
+    async def intercept(metadata: tuple[tuple[str, str], ...]) -> grpc.RpcMethodHandler:
+        return await interceptor.intercept_service(continuation, _Details(method, metadata))
+
+    plain = asyncio.run(intercept((("user-agent", "x"),)))
+    parented = asyncio.run(intercept((("traceparent", f"00-{'1' * 32}-{'2' * 16}-01"),)))
+    assert plain is handler
+    assert parented is not handler and parented.unary_unary is not behavior
