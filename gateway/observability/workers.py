@@ -17,7 +17,8 @@ long batch) is shown with its previous answer if the process is the same.
   version took in that worker;
 - read from the pool at scrape: ``tensorgate_worker_restarts_total`` (workers replaced after dying
   or hanging), ``tensorgate_shm_bytes_in_use`` and ``tensorgate_shm_capacity_bytes`` gauges
-  {worker, area}: shared memory held by batches in flight, per ``input`` / ``output`` area.
+  {worker, area}: shared memory held by batches in flight and, in ``output``, by responses
+  being encoded from it.
 """
 
 from __future__ import annotations
@@ -107,7 +108,7 @@ class WorkerFigures:
         yield restarts
         in_use = GaugeMetricFamily(
             "tensorgate_shm_bytes_in_use",
-            "Shared-memory bytes held by batches in flight.",
+            "Shared-memory bytes held by batches in flight and responses being encoded.",
             labels=["worker", "area"],
         )
         capacity = GaugeMetricFamily(
