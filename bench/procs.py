@@ -10,6 +10,7 @@ workers and pool children go with it.
 from __future__ import annotations
 
 import contextlib
+import http.client
 import os
 import shutil
 import signal
@@ -180,8 +181,8 @@ def start_polled(
             with urllib.request.urlopen(ready_url, timeout=1.0) as resp:
                 if resp.status == 200:
                     return server
-        except (urllib.error.URLError, ConnectionError, TimeoutError):
-            pass
+        except (OSError, http.client.HTTPException):
+            pass  # not listening yet, or something else answers on the port: not ready
         time.sleep(0.1)  # polling a peer that has no readiness hook; bounded by the deadline
     server.stop()
     raise StartFailed(f"{name} did not become ready", server.log_tail(), process.returncode)
