@@ -176,6 +176,15 @@ class _Reader:
             )
         return tensors
 
+    def header(self, layout: struct.Struct, tag: int, what: str) -> tuple[Any, ...]:
+        """The fixed header (``layout``: tag, id, then the rest); Malformed unless its tag is
+        ``tag``. Later errors name the id."""
+        fields = self.unpack(layout)
+        if fields[0] != tag:
+            raise Malformed(-1, f"not a {what} (tag {fields[0]})")
+        self.request_id = fields[1]
+        return fields[2:]
+
     def end(self) -> None:
         if self.at != len(self.data):
             raise Malformed(self.request_id, "trailing bytes after a binary message")
@@ -184,11 +193,8 @@ class _Reader:
 def decode_run(data: bytes) -> dict[str, Any]:
     """The ``run`` request :func:`encode_run` wrote; Malformed if ``data`` is not one."""
     reader = _Reader(data)
-    tag, request_id, flags, deadline, n_inputs, n_outputs = reader.unpack(_RUN)
-    if tag != RUN_TAG:
-        raise Malformed(-1, f"not a run request (tag {tag})")
-    reader.request_id = request_id
-    request: dict[str, Any] = {"op": "run", "id": request_id, "key": reader.text()}
+    flags, deadline, n_inputs, n_outputs = reader.header(_RUN, RUN_TAG, "run request")
+    request: dict[str, Any] = {"op": "run", "id": reader.request_id, "key": reader.text()}
     request["signature"] = reader.text()
     if flags & _HAS_TRACEPARENT:
         request["traceparent"] = reader.text()
@@ -203,10 +209,8 @@ def decode_run(data: bytes) -> dict[str, Any]:
 def decode_run_reply(data: bytes) -> dict[str, Any]:
     """The reply :func:`encode_run_reply` wrote; Malformed if ``data`` is not one."""
     reader = _Reader(data)
-    tag, request_id, flags, out_end, compute_us, n_outputs = reader.unpack(_REPLY)
-    if tag != RUN_REPLY_TAG:
-        raise Malformed(-1, f"not a run reply (tag {tag})")
-    reader.request_id = request_id
+    flags, out_end, compute_us, n_outputs = reader.header(_REPLY, RUN_REPLY_TAG, "run reply")
+    request_id = reader.request_id
     reply: dict[str, Any] = {"id": request_id, "ok": True}
     reply["outputs"] = reader.tensors(n_outputs)
     reply["out_end"] = out_end

@@ -1,10 +1,10 @@
-"""Awaiting a request's rows without losing the lease reference they hold.
+"""Handing a run's rows to its requests, and reassembling split requests, without losing the
+lease references the rows hold.
 
 A task's future resolves with :class:`~gateway.parallel.lease.Outputs` holding one reference on
-its run's output space. An awaiter cancelled just as the future resolved never sees the result,
-so the reference is returned here. A reference is never held while waiting for another run:
-a split request's chunks are copied into the request's own arrays as each arrives (see
-:mod:`gateway.parallel.lease`).
+its run's output space (awaited with :func:`~gateway.parallel.lease.take`). A reference is never
+held while waiting for another run: a split request's chunks are copied into the request's own
+arrays as each arrives (see :mod:`gateway.parallel.lease`).
 """
 
 from __future__ import annotations
@@ -34,15 +34,6 @@ def hand_out(tasks: Sequence[Task], run: RunResult, padded: int, *, solo: bool) 
                 task.future.set_result(Outputs(rows, None if lease is None else lease.acquire()))
     finally:
         run.release()
-
-
-async def take(future: asyncio.Future[Outputs]) -> Outputs:
-    """The rows ``future`` resolves with; its reference is returned if the awaiter is cancelled."""
-    try:
-        return await future
-    except asyncio.CancelledError:
-        release_result(future)
-        raise
 
 
 async def gather_chunks(futures: list[asyncio.Future[Outputs]], sizes: list[int]) -> Outputs:

@@ -36,11 +36,11 @@ from gateway.batching.admission import Admission
 from gateway.batching.clock import Clock, LoopClock
 from gateway.batching.merge import Array, CompatKey
 from gateway.batching.queue import Batch, BatchQueue, Task
-from gateway.batching.results import gather_chunks, hand_out, take
+from gateway.batching.results import gather_chunks, hand_out
 from gateway.config.batching_options import BatchingOptions
 from gateway.errors import DeadlineExceeded, Internal, InvalidArgument, ServingError, Unavailable
 from gateway.parallel.dispatcher import Dispatcher, RunResult, WorkerLink
-from gateway.parallel.lease import Outputs
+from gateway.parallel.lease import Outputs, take
 
 
 class BatchRecord(Protocol):

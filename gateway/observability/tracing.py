@@ -264,19 +264,17 @@ class Tracing:
     ) -> None:
         self._on_end(
             ReadableSpan(
-                name,
-                context,
-                parent,
-                resource or self.resource,
-                attributes,
-                (),
-                links,
-                kind,
-                None,
-                status,
-                start_ns,
-                end_ns,
-                SCOPE,
+                name=name,
+                context=context,
+                parent=parent,
+                resource=resource or self.resource,
+                attributes=attributes,
+                links=links,
+                kind=kind,
+                status=status,
+                start_time=start_ns,
+                end_time=end_ns,
+                instrumentation_scope=SCOPE,
             )
         )
 

@@ -26,7 +26,7 @@ read-only numpy views on it (``writeable=False``), never copies. The ownership r
 from __future__ import annotations
 
 import asyncio
-from typing import Any
+from typing import Any, Protocol, TypeVar
 
 import numpy as np
 
@@ -79,6 +79,23 @@ class Outputs(dict[str, np.ndarray]):
         lease, self.lease = self.lease, None
         if lease is not None:
             lease.release()
+
+
+class _Held(Protocol):
+    def release(self) -> None: ...
+
+
+H = TypeVar("H", bound=_Held)
+
+
+async def take(future: asyncio.Future[H]) -> H:
+    """What ``future`` resolves with (its holder now owns the reference); if the awaiter is
+    cancelled instead, the reference a resolved result holds is returned here."""
+    try:
+        return await future
+    except asyncio.CancelledError:
+        release_result(future)
+        raise
 
 
 def release_result(future: asyncio.Future[Any]) -> None:

@@ -20,7 +20,7 @@ import numpy as np
 
 from gateway.errors import ResourceExhausted, ServingError
 from gateway.parallel.dispatcher import Dispatcher, WorkerLink
-from gateway.parallel.lease import release_result
+from gateway.parallel.lease import take
 
 log = logging.getLogger(__name__)
 
@@ -98,11 +98,7 @@ async def _run_with_room(
                 ) from None
             await _capacity(dispatcher)
             continue
-        try:
-            (await future).release()
-        except asyncio.CancelledError:
-            release_result(future)
-            raise
+        (await take(future)).release()
         return
 
 
