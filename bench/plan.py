@@ -57,6 +57,9 @@ class Plan:
     ramp_plateau_s: float
     peers: tuple[str, ...]
     """Peer systems in the 1-core tiny-model comparison."""
+    tracing_repeats: int = 10
+    """Interleaved rounds of the ``tracing`` scenario: its cost is the median of per-round
+    pairs, and this machine's speed drifts on a scale of seconds, so it needs many."""
     profile_s: float = 8.0
     """py-spy sampling time per profiled system (``profile`` scenario)."""
     soak_s: float = 600.0
@@ -73,6 +76,7 @@ class Plan:
 QUICK = Plan(
     name="quick",
     repeats=2,
+    tracing_repeats=2,
     point_s=1.0,
     warmup_s=0.5,
     saturation_concurrency=64,

@@ -34,13 +34,23 @@ import tempfile
 import time
 from collections.abc import Iterator
 from contextvars import ContextVar
-from typing import Final
+from typing import Final, Protocol
 
 FORMATS: Final = ("text", "json")
 """The values of ``--log_format``."""
 
-TRACE_IDS: ContextVar[tuple[str, str] | None] = ContextVar("tensorgate_trace_ids", default=None)
-"""``(trace id, span id)`` of the traced request or run being handled, else None."""
+
+class Traced(Protocol):
+    """A traced request or run: its ids, formatted only when a record is written."""
+
+    @property
+    def ids(self) -> tuple[str, str]:
+        """``(trace id, span id)`` in lowercase hex."""
+        ...
+
+
+TRACE_IDS: ContextVar[Traced | None] = ContextVar("tensorgate_trace_ids", default=None)
+"""The traced request or run being handled, else None."""
 
 NOISY_LOGGERS: Final = ("tensorflow", "absl")
 QUIET_TF_CPP_LEVEL: Final = "2"
@@ -79,9 +89,9 @@ class JsonFormatter(logging.Formatter):
             "logger": record.name,
             "message": record.getMessage(),
         }
-        ids = TRACE_IDS.get()
-        if ids is not None:
-            entry["trace_id"], entry["span_id"] = ids
+        traced = TRACE_IDS.get()
+        if traced is not None:
+            entry["trace_id"], entry["span_id"] = traced.ids
         if record.exc_info:
             entry["exception"] = self.formatException(record.exc_info)
         elif record.exc_text:

@@ -20,7 +20,7 @@ Requests and their replies::
      "deadline": <time.monotonic() seconds> | null, "signature": "serving_default" | "",
      "traceparent": "00-<trace id>-<span id>-01"}          (traceparent: only when traced)
     -> {"id": 3, "ok": true, "outputs": [TensorDesc...], "out_end": 12345, "compute_us": 81.2,
-        "spans": [SpanRecord...]}                        (spans: only when traced)
+        "spans": WorkerSpans}                            (spans: only when traced)
     {"op": "ping", "id": 4} -> {"id": 4, "ok": true, "pid": 1234, "stats": WorkerStats}
     {"op": "ping", "id": 5, "key": "mnist:3"} -> {..., "runs": 6}
        ("runs": runs of that key in this worker since it was loaded; warmup counts them)
@@ -45,7 +45,8 @@ from typing import Any, Final, Literal, NotRequired, TypedDict, cast
 
 from workers import wire
 from workers.json_fields import REQUEST_FIELDS, is_int, is_str
-from workers.telemetry import SpanRecord, WorkerStats
+from workers.telemetry import WorkerStats
+from workers.wire import WorkerSpans
 
 DEFAULT_SIGNATURE: Final = "serving_default"
 """The signature a request without a signature name gets (TF Serving's default)."""
@@ -219,7 +220,7 @@ class RunReply(TypedDict):
     outputs: list[TensorDesc]
     out_end: int
     compute_us: float
-    spans: NotRequired[list[SpanRecord]]
+    spans: NotRequired[WorkerSpans]
     """The worker's spans of a traced run."""
 
 
@@ -262,7 +263,7 @@ def run_reply(
     outputs: list[TensorDesc],
     out_end: int,
     compute_us: float,
-    spans: list[SpanRecord] | None = None,
+    spans: WorkerSpans | None = None,
 ) -> RunReply:
     """``spans`` None: an untraced run (the field is then absent)."""
     reply: RunReply = {

@@ -23,13 +23,13 @@ from workers.logs import TRACE_IDS
 
 
 class SpanRecord(TypedDict):
-    """A span the worker recorded: ids are lowercase hex (16 digits), times Unix epoch
-    nanoseconds; the trace is the run's ``traceparent``'s; ``pid`` is the worker's."""
+    """A span the worker recorded: ids are integers, times Unix epoch nanoseconds; the trace is
+    the run's ``traceparent``'s; ``pid`` is the worker's."""
 
     pid: int
     name: str
-    span_id: str
-    parent_id: str
+    span_id: int
+    parent_id: int
     start_ns: int
     end_ns: int
     attributes: dict[str, str | int | float | bool]
@@ -49,46 +49,61 @@ class WorkerStats(TypedDict):
     load_seconds: dict[str, float]
 
 
-_TRACEPARENT = re.compile(r"([0-9a-f]{2})-([0-9a-f]{32})-([0-9a-f]{16})-([0-9a-f]{2})")
+_TRACEPARENT = re.compile(
+    r"[ \t]*([0-9a-f]{2})-([0-9a-f]{32})-([0-9a-f]{16})-([0-9a-f]{2})(-.*)?[ \t]*"
+)
 _ZERO_TRACE = "0" * 32
 _ZERO_SPAN = "0" * 16
 _PAGE_BYTES = os.sysconf("SC_PAGE_SIZE")
 
 
-def parse_traceparent(value: object) -> tuple[str, str] | None:
-    """``(trace id, parent span id)`` of a W3C ``traceparent`` (version ``00`` layout; later
-    versions may append fields), or None when it is not one (W3C: then there is no parent)."""
+def parse_w3c(value: object) -> tuple[str, str, int] | None:
+    """``(trace id, parent span id, trace flags)`` of a W3C ``traceparent`` (ids in hex), or
+    None when it is not one (then there is no parent): a later version may append fields after
+    a ``-``, version ``00`` may not, ``ff`` is invalid, zero ids are invalid."""
     if not isinstance(value, str):
         return None
-    match = _TRACEPARENT.match(value)
-    if match is None or match[1] == "ff" or (match[1] == "00" and len(value) != 55):
+    match = _TRACEPARENT.fullmatch(value)
+    if match is None or match[1] == "ff" or (match[1] == "00" and match[5]):
         return None
     if match[2] == _ZERO_TRACE or match[3] == _ZERO_SPAN:
         return None
-    return match[2], match[3]
+    return match[2], match[3], int(match[4], 16)
 
 
-def new_span_id() -> str:
-    """A random non-zero 64-bit span id, as 16 lowercase hex digits."""
-    return f"{random.getrandbits(64) or 1:016x}"
+def parse_traceparent(value: object) -> tuple[str, str] | None:
+    """``(trace id, parent span id)`` of a W3C ``traceparent`` (see :func:`parse_w3c`)."""
+    parsed = parse_w3c(value)
+    return None if parsed is None else parsed[:2]
+
+
+def new_span_id() -> int:
+    """A random non-zero 64-bit span id."""
+    return random.getrandbits(64) or 1
 
 
 class RunTrace:
     """The spans of one traced run; made by :meth:`Telemetry.trace` when the run carries a
     traceparent. While it is open, log records carry its trace and span ids."""
 
-    def __init__(self, trace_id: str, parent_id: str) -> None:
+    def __init__(self, trace_id: str, parent_id: str, pid: int) -> None:
+        self.pid = pid
         self.trace_id = trace_id
-        self.parent_id = parent_id
+        self.parent_id = int(parent_id, 16)
         self.span_id = new_span_id()
         self.start_ns = time.time_ns()
-        self._token = TRACE_IDS.set((trace_id, self.span_id))
+        self._token = TRACE_IDS.set(self)
+
+    @property
+    def ids(self) -> tuple[str, str]:
+        """(trace id, this run's span id) in hex, as the log format writes them."""
+        return self.trace_id, f"{self.span_id:016x}"
 
     def finish(self, name: str, **attributes: str | int | float | bool) -> list[SpanRecord]:
         """End the run's span (``name``, from creation until now) and return the records."""
         TRACE_IDS.reset(self._token)
         span: SpanRecord = {
-            "pid": os.getpid(),
+            "pid": self.pid,
             "name": name,
             "span_id": self.span_id,
             "parent_id": self.parent_id,
@@ -107,6 +122,7 @@ class Telemetry:
     """This worker process's figures (see the module doc) and the start of each run's trace."""
 
     def __init__(self) -> None:
+        self.pid = os.getpid()
         self.start_time = time.time()
         self.runs = 0
         self.run_errors = 0
@@ -115,7 +131,7 @@ class Telemetry:
     def trace(self, traceparent: object) -> RunTrace | None:
         """A :class:`RunTrace` under ``traceparent`` (a run request's field), or None."""
         parsed = parse_traceparent(traceparent)
-        return None if parsed is None else RunTrace(*parsed)
+        return None if parsed is None else RunTrace(*parsed, self.pid)
 
     def count_run(self, ok: bool) -> None:
         self.runs += 1

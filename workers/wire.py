@@ -13,7 +13,10 @@ Run request (tag ``0x01``)::
 Run reply (tag ``0x02``)::
 
     B tag, q id, B flags (1: spans), Q out_end, d compute_us, H outputs;
-    outputs × tensor; [I length + JSON list of spans]
+    outputs × tensor; [H spans, I bytes, spans × span]
+
+Span: ``Q start_ns, Q end_ns, Q span_id, Q parent_id, I pid, H attributes; str name;
+attributes × (str key, B type (s, i, f, b), value: str, q, d or B)``.
 
 Tensor: ``B dtype index (in :data:`DTYPE_ORDER`), B rank, Q offset, Q nbytes, rank × Q dims, str
 name``. Decoding raises :class:`Malformed` (with the id once it is known) for anything that does
@@ -23,10 +26,10 @@ not parse; the caller maps it to its own error.
 from __future__ import annotations
 
 import functools
-import json
 import math
 import struct
 from collections.abc import Mapping, Sequence
+from dataclasses import dataclass
 from typing import Any, Final
 
 from workers.dtypes import DTYPE_NAMES
@@ -41,7 +44,11 @@ _RUN: Final = struct.Struct("<BqBdHH")
 _REPLY: Final = struct.Struct("<BqBQdH")
 _TENSOR: Final = struct.Struct("<BBQQ")
 _LEN: Final = struct.Struct("<H")
-_SPANS_LEN: Final = struct.Struct("<I")
+_SPAN: Final = struct.Struct("<QQQQIH")
+_SPANS: Final = struct.Struct("<HI")
+_INT: Final = struct.Struct("<q")
+_BYTE: Final = struct.Struct("<B")
+_FLOAT: Final = struct.Struct("<d")
 _HAS_DEADLINE, _HAS_OUTPUTS, _HAS_TRACEPARENT = 1, 2, 4
 _HAS_SPANS = 1
 
@@ -110,8 +117,8 @@ def encode_run(request: Mapping[str, Any]) -> bytes:
 
 
 def encode_run_reply(reply: Mapping[str, Any]) -> bytes:
-    """A successful ``run`` reply (as :func:`workers.messages.run_reply` builds it); its spans,
-    when present, travel as JSON (traced runs only)."""
+    """A successful ``run`` reply (as :func:`workers.messages.run_reply` builds it), with its
+    spans when present (traced runs only)."""
     spans = reply.get("spans")
     outputs = reply["outputs"]
     flags = _HAS_SPANS if spans is not None else 0
@@ -122,10 +129,56 @@ def encode_run_reply(reply: Mapping[str, Any]) -> bytes:
     ]
     _tensors(out, outputs)
     if spans is not None:
-        data = json.dumps(spans, separators=(",", ":"), allow_nan=False).encode()
-        out.append(_SPANS_LEN.pack(len(data)))
-        out.append(data)
+        out.append(_SPANS.pack(spans.count, len(spans.data)))
+        out.append(spans.data)
     return b"".join(out)
+
+
+@dataclass(frozen=True, slots=True)
+class WorkerSpans:
+    """The spans of a traced run as they travel: ``count`` spans in ``data``. The gateway keeps
+    them encoded and :meth:`records` decodes them on the export thread, off the request path."""
+
+    count: int
+    data: bytes
+
+    @classmethod
+    def of(cls, records: Sequence[Mapping[str, Any]]) -> WorkerSpans:
+        """``records`` (:class:`workers.telemetry.SpanRecord` values), encoded. ValueError for
+        an attribute value that is not a string, integer, finite float or bool."""
+        out: list[bytes] = []
+        for record in records:
+            _span(out, record)
+        return cls(len(records), b"".join(out))
+
+    def records(self) -> list[dict[str, Any]]:
+        """The spans, as :class:`workers.telemetry.SpanRecord` values; Malformed if ``data``
+        does not hold ``count`` of them."""
+        reader = _Reader(self.data)
+        spans = [reader.span() for _ in range(self.count)]
+        reader.end()
+        return spans
+
+
+def _span(out: list[bytes], span: Mapping[str, Any]) -> None:
+    attributes = span["attributes"]
+    times = span["start_ns"], span["end_ns"]
+    ids = span["span_id"], span["parent_id"]
+    out.append(_SPAN.pack(*times, *ids, span["pid"], len(attributes)))
+    _str(out, span["name"])
+    for key, value in attributes.items():
+        _str(out, key)
+        if isinstance(value, str):
+            out.append(b"s")
+            _str(out, value)
+        elif isinstance(value, bool):
+            out.append(b"b\x01" if value else b"b\x00")
+        elif isinstance(value, int):
+            out.append(b"i" + _INT.pack(value))
+        elif isinstance(value, float) and math.isfinite(value):
+            out.append(b"f" + _FLOAT.pack(value))
+        else:
+            raise ValueError(f"span attribute {key!r} has a value of type {type(value)}")
 
 
 # -- decoding ---------------------------------------------------------------------------------
@@ -145,17 +198,20 @@ class _Reader:
         self.at += layout.size
         return values
 
-    def text(self) -> str:
-        (length,) = self.unpack(_LEN)
+    def take(self, length: int) -> bytes:
         end = self.at + length
         if end > len(self.data):
             raise Malformed(self.request_id, "truncated binary message")
+        data = self.data[self.at : end]
+        self.at = end
+        return data
+
+    def text(self) -> str:
+        (length,) = self.unpack(_LEN)
         try:
-            text = self.data[self.at : end].decode()
+            return self.take(length).decode()
         except UnicodeDecodeError:
             raise Malformed(self.request_id, "a string is not UTF-8") from None
-        self.at = end
-        return text
 
     def tensors(self, count: int) -> list[dict[str, Any]]:
         tensors = []
@@ -184,6 +240,34 @@ class _Reader:
             raise Malformed(-1, f"not a {what} (tag {fields[0]})")
         self.request_id = fields[1]
         return fields[2:]
+
+    def span(self) -> dict[str, Any]:
+        """One span of a run reply, as :class:`workers.telemetry.SpanRecord`."""
+        start_ns, end_ns, span_id, parent_id, pid, n_attributes = self.unpack(_SPAN)
+        name = self.text()
+        attributes: dict[str, Any] = {}
+        for _ in range(n_attributes):
+            key = self.text()
+            (kind,) = self.unpack(_BYTE)
+            if kind == ord("s"):
+                attributes[key] = self.text()
+            elif kind == ord("i"):
+                (attributes[key],) = self.unpack(_INT)
+            elif kind == ord("f"):
+                (attributes[key],) = self.unpack(_FLOAT)
+            elif kind == ord("b"):
+                attributes[key] = self.unpack(_BYTE)[0] == 1
+            else:
+                raise Malformed(self.request_id, f"span attribute {key!r} has no type {kind}")
+        return {
+            "pid": pid,
+            "name": name,
+            "span_id": span_id,
+            "parent_id": parent_id,
+            "start_ns": start_ns,
+            "end_ns": end_ns,
+            "attributes": attributes,
+        }
 
     def end(self) -> None:
         if self.at != len(self.data):
@@ -216,11 +300,7 @@ def decode_run_reply(data: bytes) -> dict[str, Any]:
     reply["out_end"] = out_end
     reply["compute_us"] = compute_us
     if flags & _HAS_SPANS:
-        (length,) = reader.unpack(_SPANS_LEN)
-        try:
-            reply["spans"] = json.loads(data[reader.at : reader.at + length])
-        except ValueError:
-            raise Malformed(request_id, "the spans of a run reply are not JSON") from None
-        reader.at += length
+        count, length = reader.unpack(_SPANS)
+        reply["spans"] = WorkerSpans(count, reader.take(length))
     reader.end()
     return reply

@@ -34,6 +34,7 @@ from workers.shm.arena import align_up
 from workers.shm.channel import Channel, ChannelFull, OutputArenaExhausted
 from workers.shm.payload import read_tensor, tensor_nbytes, write_tensor
 from workers.telemetry import Telemetry
+from workers.wire import WorkerSpans
 
 log = logging.getLogger(__name__)
 
@@ -213,7 +214,9 @@ class Worker:
                 trace.abandon()
             raise
         compute_us = (time.perf_counter_ns() - started) / 1000
-        spans = None if trace is None else trace.finish("compute", **{"tensorgate.model": key})
+        spans = None
+        if trace is not None:
+            spans = WorkerSpans.of(trace.finish("compute", **{"tensorgate.model": key}))
         del feeds
         outputs = self._write_outputs(results)
         return messages.run_reply(

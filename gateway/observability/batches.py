@@ -11,8 +11,9 @@ from the request's enqueueing to its batch's end; ``runtime`` is ``TF1`` for Ten
 
 Traces: a batch with sampled members gets a ``batch`` span, child of its first sampled member's
 server span and linked to the others; its W3C context travels to the worker in the run
-descriptor, and the worker's spans come back as its children. Each sampled member records its
-queue phase (enqueued, dispatched, done) for its own ``queue wait`` and ``encode`` spans.
+descriptor, and the worker's spans come back as its children. Each sampled member records when
+it was queued and the batch it joined, from which its ``queue wait`` and ``encode`` spans are
+made.
 """
 
 from __future__ import annotations
@@ -23,8 +24,9 @@ from dataclasses import dataclass
 
 from gateway.observability.calls import CURRENT, RUNTIME_APIS, Call
 from gateway.observability.metrics import GatewayMetrics
+from gateway.observability.span_records import BatchSpan
 from gateway.observability.tfs_metrics import TfServingMetrics
-from gateway.observability.tracing import BatchSpan, Tracing
+from gateway.observability.tracing import Tracing
 from gateway.parallel.dispatcher import RunResult
 
 RUNTIMES = {"tensorflow": "TF1", "onnx": "ONNX"}
@@ -92,7 +94,7 @@ class QueueObserver:
             batch = self.tracing.start_batch(members, now_ns)
             for tag, wait in zip(tags, queue_waits_s, strict=True):
                 if isinstance(tag, Call) and tag.span is not None:
-                    tag.span.phases.append([now_ns - int(wait * 1e9), now_ns, 0])
+                    tag.span.phases.append((now_ns - int(wait * 1e9), batch))
         if batch is None and tfs is None and self.metrics is None:
             return None
         return BatchNote(self, tags, queue_waits_s, rows, padded, batch)
@@ -135,12 +137,6 @@ class BatchNote:
                     queue.tfs.runtime_latency.observe(series, int((wait + run_s) * 1e6))
         if self.span is None or queue.tracing is None:
             return
-        end_ns = time.time_ns()
-        for tag in self.tags:
-            if isinstance(tag, Call) and tag.span is not None:
-                for phase in tag.span.phases:
-                    if phase[1] == self.span.start_ns and not phase[2]:
-                        phase[2] = end_ns
         attributes = {
             "tensorgate.model": labels.model,
             "tensorgate.model.version": labels.version,
@@ -150,4 +146,5 @@ class BatchNote:
         }
         if result is None:
             attributes["error.type"] = "run failed"
-        queue.tracing.end_batch(self.span, end_ns, attributes, (result and result.spans) or [])
+        worker = None if result is None else result.spans
+        queue.tracing.end_batch(self.span, time.time_ns(), attributes, worker)

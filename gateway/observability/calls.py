@@ -17,9 +17,10 @@ from dataclasses import dataclass
 from opentelemetry.trace import SpanKind
 
 from gateway.observability.metrics import GatewayMetrics
+from gateway.observability.span_records import Attributes, ServerSpan
 from gateway.observability.tfs_metrics import TfServingMetrics
-from gateway.observability.tracing import Attributes, ServerSpan, Tracing
-from workers.logs import TRACE_IDS
+from gateway.observability.tracing import Tracing
+from workers.logs import TRACE_IDS, Traced
 
 RUNTIME_APIS = frozenset({"Predict", "Classify", "Regress"})
 """The APIs TF Serving records ``runtime_latency`` for (its predict/classifier/regressor)."""
@@ -35,7 +36,7 @@ class Call:
     entrypoint: str
     start: float
     span: ServerSpan | None = None
-    ids_token: Token[tuple[str, str] | None] | None = None
+    ids_token: Token[Traced | None] | None = None
 
 
 CURRENT: ContextVar[Call | None] = ContextVar("tensorgate_call", default=None)
@@ -78,7 +79,7 @@ class Recorder:
                 dict(attributes),
             )
             if call.span is not None:
-                call.ids_token = TRACE_IDS.set(call.span.ids)
+                call.ids_token = TRACE_IDS.set(call.span)
         if self.metrics is not None:
             self.metrics.in_flight[entrypoint] += 1
         return call, CURRENT.set(call)

@@ -1,32 +1,24 @@
-"""OTLP span export with a direct protobuf wire encoder.
+"""A direct protobuf wire encoder for OTLP's ``ExportTraceServiceRequest``.
 
 The SDK's OTLP exporters encode a batch by building one protobuf object per span, per attribute
 and per value (``encode_spans``), and hash each span's resource by JSON-dumping its attributes:
-about 50 µs per span on the bench machine, on the gateway's one core — most of what tracing at
-ratio 1.0 cost. :func:`encode_request` writes the same ``ExportTraceServiceRequest`` bytes
-directly (about a tenth of that; the tests check it against ``encode_spans`` field for field),
-with each resource and scope encoded once. :class:`HttpSpanExporter` and
-:class:`GrpcSpanExporter` are the SDK's OTLP exporters (same ``OTEL_EXPORTER_OTLP_*``
-configuration, transport, retries and metrics) with only the encoding replaced.
+about 50 µs per span on the bench machine, on the gateway's one core. :func:`encode_request`
+writes the same bytes directly from ``ReadableSpan`` values (about a tenth of that; the tests
+check it against ``encode_spans`` field for field), with each resource and scope encoded once;
+:func:`encode_records` writes them from the request path's records
+(:mod:`~gateway.observability.span_records`) without making span objects at all.
 """
 
 from __future__ import annotations
 
 import struct
-from collections.abc import Mapping, Sequence
+from collections.abc import Iterable, Mapping, Sequence
 from typing import Any
 
-from opentelemetry.exporter.otlp.proto.grpc.trace_exporter import (
-    OTLPSpanExporter as SdkGrpcExporter,
-)
-from opentelemetry.exporter.otlp.proto.http.trace_exporter import (
-    OTLPSpanExporter as SdkHttpExporter,
-)
-from opentelemetry.proto.collector.trace.v1.trace_service_pb2 import ExportTraceServiceRequest
 from opentelemetry.sdk.trace import ReadableSpan
-from opentelemetry.sdk.trace.export import SpanExportResult
-from opentelemetry.semconv.attributes.http_attributes import HTTP_RESPONSE_STATUS_CODE
 from opentelemetry.trace import SpanKind
+
+from gateway.observability.span_records import SCOPE, Record, ServerSpan, SpanForms
 
 _DOUBLE = struct.Struct("<d").pack
 _FIXED64 = struct.Struct("<Q").pack
@@ -122,63 +114,157 @@ _PARENT_IDS = struct.Struct(">HQQHQHQ").pack
 _TIMES = struct.Struct("<BQBQ").pack
 """start_time_unix_nano (field 7) and end_time_unix_nano (field 8), fixed64."""
 _LOW64 = (1 << 64) - 1
+_INTERNAL = SpanKind.INTERNAL
 
 
-def _span(span: ReadableSpan) -> bytes:
-    context = span.context
-    parent = span.parent
-    trace_id, state = context.trace_id, context.trace_state
-    if parent is not None and not state:
+def _message(
+    trace_id: int,
+    span_id: int,
+    parent_id: int,
+    remote_parent: bool,
+    state: str,
+    name: str,
+    kind: SpanKind,
+    start: int,
+    end: int,
+    attributes: Mapping[str, Any] | None,
+    middle: bytes = b"",
+    error: str | None = None,
+    code: int = 0,
+) -> bytes:
+    """One ``Span`` field, fields in number order. ``parent_id`` 0: no parent; ``state``: the
+    trace state as text ("" for none); ``middle``: fields 10 to 14 (dropped attributes, events,
+    links), already encoded; ``code``/``error``: the status (0/None: unset)."""
+    if parent_id and not state:
         ids = _PARENT_IDS(
-            0x0A10, trace_id >> 64, trace_id & _LOW64, 0x1208, context.span_id, 0x2208,
-            parent.span_id,
-        )  # fmt: skip
+            0x0A10, trace_id >> 64, trace_id & _LOW64, 0x1208, span_id, 0x2208, parent_id
+        )
     else:
-        ids = _IDS(0x0A10, trace_id >> 64, trace_id & _LOW64, 0x1208, context.span_id)
+        ids = _IDS(0x0A10, trace_id >> 64, trace_id & _LOW64, 0x1208, span_id)
         if state:
-            ids += _string(0x1A, ",".join(f"{k}={v}" for k, v in state.items()))
-        if parent is not None:
-            ids += b"\x22\x08" + parent.span_id.to_bytes(8, "big")
-    key = (span.name, span.kind)
+            ids += _string(0x1A, state)
+        if parent_id:
+            ids += b"\x22\x08" + parent_id.to_bytes(8, "big")
+    key = (name, kind)
     named = _NAMES.get(key)
     if named is None:
-        named = _string(0x2A, span.name) + _KINDS[span.kind]
+        named = _string(0x2A, name) + _KINDS[kind]
         if len(_NAMES) < _PAIRS_MAX:
             _NAMES[key] = named
-    start, end = span.start_time, span.end_time
     if start and end:
         times = _TIMES(0x39, start, 0x41, end)
     else:
         times = (b"\x39" + _FIXED64(start) if start else b"") + (
             b"\x41" + _FIXED64(end) if end else b""
         )
-    parts = [
-        ids,
-        named,
-        times,
-        _attributes(0x4A, span.attributes),
-        _count(0x50, span.dropped_attributes),
-    ]
+    status = _EMPTY_STATUS
+    if code or error:
+        status = _field(0x7A, _string(0x12, error) + _count(0x18, code))
+    flags = _REMOTE_FLAGS if parent_id and remote_parent else _LOCAL_FLAGS
+    body = b"".join((ids, named, times, _attributes(0x4A, attributes), middle, status, flags))
+    return _field(0x12, body)
+
+
+def _link(trace_id: int, span_id: int, remote: bool, middle: bytes = b"") -> bytes:
+    """One ``Link`` field (``middle``: its attributes and dropped count, encoded)."""
+    body = _IDS(0x0A10, trace_id >> 64, trace_id & _LOW64, 0x1208, span_id) + middle
+    flags = _HAS_IS_REMOTE | (_IS_REMOTE if remote else 0)
+    return _field(0x6A, body + b"\x35" + _FIXED32(flags))
+
+
+def _span(span: ReadableSpan) -> bytes:
+    context = span.context
+    parent = span.parent
+    state = context.trace_state
+    middle = [_count(0x50, span.dropped_attributes)]
     for event in span.events:
         body = b"\x09" + _FIXED64(event.timestamp) + _string(0x12, event.name)
         body += _attributes(0x1A, event.attributes) + _count(0x20, event.dropped_attributes)
-        parts.append(_field(0x5A, body))
-    parts.append(_count(0x60, span.dropped_events))
+        middle.append(_field(0x5A, body))
+    middle.append(_count(0x60, span.dropped_events))
     for link in span.links:
         linked = link.context
-        body = _IDS(0x0A10, linked.trace_id >> 64, linked.trace_id & _LOW64, 0x1208, linked.span_id)
-        body += _attributes(0x22, link.attributes) + _count(0x28, link.dropped_attributes)
-        flags = _HAS_IS_REMOTE | (_IS_REMOTE if linked.is_remote else 0)
-        parts.append(_field(0x6A, body + b"\x35" + _FIXED32(flags)))
-    parts.append(_count(0x70, span.dropped_links))
+        attributes = _attributes(0x22, link.attributes) + _count(0x28, link.dropped_attributes)
+        middle.append(_link(linked.trace_id, linked.span_id, linked.is_remote, attributes))
+    middle.append(_count(0x70, span.dropped_links))
     status = span.status
-    code = status.status_code.value
-    if code or status.description:
-        parts.append(_field(0x7A, _string(0x12, status.description) + _count(0x18, code)))
-    else:
-        parts.append(_EMPTY_STATUS)
-    parts.append(_REMOTE_FLAGS if parent is not None and parent.is_remote else _LOCAL_FLAGS)
-    return _field(0x12, b"".join(parts))
+    return _message(
+        context.trace_id,
+        context.span_id,
+        parent.span_id if parent is not None else 0,
+        parent is not None and parent.is_remote,
+        ",".join(f"{k}={v}" for k, v in state.items()) if state else "",
+        span.name,
+        span.kind,
+        span.start_time or 0,
+        span.end_time or 0,
+        span.attributes,
+        b"".join(middle),
+        status.description,
+        status.status_code.value,
+    )
+
+
+def _record(
+    record: Record, forms: SpanForms, gateway: list[bytes], workers: dict[int, list[bytes]]
+) -> None:
+    """Append the spans of ``record``: the gateway's to ``gateway``, the worker's to ``workers``
+    (by process id)."""
+    if isinstance(record, ServerSpan):
+        trace_id, span_id = record.trace_id, record.span_id
+        gateway.append(
+            _message(
+                trace_id,
+                span_id,
+                record.parent_id,
+                True,
+                forms.state_text(record.trace_state),
+                record.name,
+                record.kind,
+                record.start_ns,
+                record.end_ns,
+                record.attributes,
+                error=record.error,
+                code=2 if record.error else 0,
+            )
+        )
+        for name, child_id, start, end in record.children():
+            gateway.append(
+                _message(trace_id, child_id, span_id, False, "", name, _INTERNAL, start, end, None)
+            )
+        return
+    trace_id = record.trace_id
+    links = b"".join(_link(t, s, False) for t, s in record.links)
+    gateway.append(
+        _message(
+            trace_id,
+            record.span_id,
+            record.parent_id,
+            False,
+            "",
+            "batch",
+            _INTERNAL,
+            record.start_ns,
+            record.end_ns,
+            record.attributes,
+            links,
+        )
+    )
+    for span in record.worker_records():
+        workers.setdefault(span["pid"], []).append(
+            _message(
+                trace_id,
+                span["span_id"],
+                span["parent_id"],
+                False,
+                "",
+                span["name"],
+                _INTERNAL,
+                span["start_ns"],
+                span["end_ns"],
+                span["attributes"],
+            )
+        )
 
 
 class _Heads:
@@ -222,49 +308,30 @@ def encode_request(spans: Sequence[ReadableSpan]) -> bytes:
         resource, scope = span.resource, span.instrumentation_scope or None
         scopes = groups.setdefault(id(resource), (resource, {}))[1]
         scopes.setdefault(id(scope), (scope, []))[1].append(_span(span))
+    return _assemble((resource, scopes.values()) for resource, scopes in groups.values())
+
+
+def encode_records(records: Sequence[Record], forms: SpanForms) -> bytes:
+    """The serialized ``ExportTraceServiceRequest`` of the spans ``records`` stand for: the same
+    bytes as :func:`encode_request` of ``forms.spans`` of each, without making those spans."""
+    gateway: list[bytes] = []
+    workers: dict[int, list[bytes]] = {}
+    for record in records:
+        _record(record, forms, gateway, workers)
+    groups = [(forms.resource, gateway)] if gateway else []
+    groups += [(forms.worker_resource(pid), spans) for pid, spans in workers.items()]
+    return _assemble((resource, ((SCOPE, spans),)) for resource, spans in groups)
+
+
+def _assemble(groups: Iterable[tuple[Any, Iterable[tuple[Any, list[bytes]]]]]) -> bytes:
+    """``ResourceSpans`` fields of (resource, [(scope, encoded spans)]) groups, joined."""
     out = []
-    for resource, scopes in groups.values():
+    for resource, scopes in groups:
         head, schema = _HEADS.resource(resource)
         body = [head]
-        for scope, encoded in scopes.values():
+        for scope, encoded in scopes:
             scope_head, scope_schema = _HEADS.scope(scope)
             body.append(_field(0x12, scope_head + b"".join(encoded) + scope_schema))
         body.append(schema)
         out.append(_field(0x0A, b"".join(body)))
     return b"".join(out)
-
-
-class HttpSpanExporter(SdkHttpExporter):
-    """The SDK's OTLP/HTTP span exporter, encoding with :func:`encode_request`."""
-
-    def export(self, spans: Sequence[ReadableSpan]) -> SpanExportResult:
-        try:
-            data = encode_request(spans)
-        except (TypeError, ValueError, AttributeError):
-            data = b""
-        if self._shutdown or not data or 0 < self._max_request_size < len(data):
-            return super().export(spans)  # the SDK's answer: a warning, or its own error
-        with self._metrics.export_operation(len(spans)) as result:
-            sent = self._client.export(data)
-            if not sent.success:
-                result.error = sent.error
-                if sent.status_code is not None:
-                    result.error_attrs = {HTTP_RESPONSE_STATUS_CODE: sent.status_code}
-                return SpanExportResult.FAILURE
-        return SpanExportResult.SUCCESS
-
-
-class GrpcSpanExporter(SdkGrpcExporter):
-    """The SDK's OTLP/gRPC span exporter, encoding with :func:`encode_request` (parsed back
-    into the request message in C, which the gRPC stub then serializes)."""
-
-    def _translate_data(self, data: Sequence[ReadableSpan]) -> ExportTraceServiceRequest:
-        return ExportTraceServiceRequest.FromString(encode_request(data))
-
-
-WIRE_ENCODED: dict[type, type] = {
-    SdkHttpExporter: HttpSpanExporter,
-    SdkGrpcExporter: GrpcSpanExporter,
-}
-"""The SDK's OTLP exporter classes (as the ``opentelemetry_traces_exporter`` entry points load
-them) → their wire-encoding subclasses."""

@@ -12,106 +12,88 @@ altogether. ``OTEL_SERVICE_NAME`` / ``OTEL_RESOURCE_ATTRIBUTES`` make the resour
 ``tensorgate`` unless set, and the process attributes of OTel's process detector); spans leave
 through a ``BatchSpanProcessor`` (``OTEL_BSP_*``).
 
-Spans are built here from timestamps taken on the request path and handed, finished, to the span
-processor as ``ReadableSpan`` values, rather than through the SDK's ``Tracer`` (whose span objects
-cost several times more per span): a sampled request costs a few dictionaries and clock reads, an
-unsampled one a header lookup (and, with a parent or a root ratio above 0, one sampler call), and
-with tracing off nothing at all. The worker's spans arrive as plain records in the run reply and
-are exported with the worker's ``process.pid``.
+The request path does not make span objects: a sampled request leaves a record
+(:mod:`~gateway.observability.span_records`) per server span and per batch, handed once ended to
+the span processor, whose export thread makes the spans (or, for OTLP, their bytes) in bulk.
+The standard samplers are decided here by their rule (:class:`Sampling`), without the SDK's
+sampler and context objects. A sampled request costs a few attribute stores, random draws and
+clock reads; an unsampled one a header lookup; with tracing off nothing at all. The worker's
+spans arrive as plain records in the run reply and are exported with the worker's
+``process.pid``.
 """
 
 from __future__ import annotations
 
 import importlib.metadata
 import os
-from collections.abc import Mapping, Sequence
+import random
+from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, field
-from typing import Any
 
 from opentelemetry.sdk.resources import ProcessResourceDetector, Resource
-from opentelemetry.sdk.trace import ReadableSpan, SpanProcessor
+from opentelemetry.sdk.trace import SpanProcessor
 from opentelemetry.sdk.trace.export import BatchSpanProcessor, SpanExporter
-from opentelemetry.sdk.trace.id_generator import RandomIdGenerator
 from opentelemetry.sdk.trace.sampling import (
     ALWAYS_OFF,
     ALWAYS_ON,
-    Decision,
     ParentBased,
     Sampler,
     TraceIdRatioBased,
 )
-from opentelemetry.sdk.util.instrumentation import InstrumentationScope
-from opentelemetry.trace import (
-    Link,
-    SpanContext,
-    SpanKind,
-    TraceFlags,
-    TraceState,
-    get_current_span,
-)
-from opentelemetry.trace.propagation.tracecontext import TraceContextTextMapPropagator
-from opentelemetry.trace.status import Status, StatusCode
+from opentelemetry.trace import SpanKind
 
 from gateway.config.model_config import ConfigError
-from gateway.observability.otlp_wire import WIRE_ENCODED
-from workers.telemetry import SpanRecord
-
-SAMPLED = TraceFlags(TraceFlags.SAMPLED)
-SCOPE = InstrumentationScope("tensorgate")
-UNSET = Status(StatusCode.UNSET)
-NO_STATE = TraceState()
-Attributes = dict[str, Any]
+from gateway.observability.span_export import WIRE_ENCODED, RecordExporter
+from gateway.observability.span_records import LOW64, Attributes, BatchSpan, Record, ServerSpan
+from workers.telemetry import parse_w3c
+from workers.wire import WorkerSpans
 
 
-@dataclass(slots=True, eq=False)
-class ServerSpan:
-    """A sampled request's server span, open while the request is served; ``phases`` holds one
-    ``[enqueued, dispatched, done]`` (Unix ns) per batch the request joined."""
+@dataclass(frozen=True)
+class Sampling:
+    """One of the standard samplers, decided here rather than through the SDK's ``Sampler``
+    objects (the same rule; the tests check it against :meth:`sdk`). ``parent_based``: a request
+    with a valid parent is sampled when the parent was; otherwise a trace is sampled when the low
+    64 bits of its id fall below :attr:`bound` (``TraceIdRatioBased``'s rule; ``ratio`` 1.0 is
+    always, 0 never)."""
 
-    name: str
-    kind: SpanKind
-    context: SpanContext
-    parent: SpanContext | None
-    start_ns: int
-    attributes: Attributes
-    phases: list[list[int]] = field(default_factory=list)
+    parent_based: bool
+    ratio: float
+    bound: int = field(init=False)
 
-    @property
-    def ids(self) -> tuple[str, str]:
-        """(trace id, span id) in hex, as the log format writes them."""
-        return f"{self.context.trace_id:032x}", f"{self.context.span_id:016x}"
+    def __post_init__(self) -> None:
+        object.__setattr__(self, "bound", TraceIdRatioBased.get_bound_for_rate(self.ratio))
 
+    def sampled(self, trace_id: int, parent_flags: int | None) -> bool:
+        """Whether to sample ``trace_id`` (``parent_flags``: the parent's W3C trace flags, None
+        without a parent)."""
+        if parent_flags is not None and self.parent_based:
+            return bool(parent_flags & 1)
+        return trace_id & LOW64 < self.bound
 
-@dataclass(slots=True, eq=False)
-class BatchSpan:
-    """A batch's span: child of its first sampled member, linked to the others."""
-
-    context: SpanContext
-    parent: SpanContext
-    links: tuple[Link, ...]
-    start_ns: int
-
-    @property
-    def traceparent(self) -> str:
-        return f"00-{self.context.trace_id:032x}-{self.context.span_id:016x}-01"
+    def sdk(self) -> Sampler:
+        """The SDK sampler with this rule."""
+        root: Sampler = TraceIdRatioBased(self.ratio)
+        if self.ratio in (0.0, 1.0):
+            root = ALWAYS_ON if self.ratio else ALWAYS_OFF
+        return ParentBased(root) if self.parent_based else root
 
 
 class Tracing:
-    """Makes and exports spans (see the module doc). ``roots``: False when the sampler can never
-    sample a request without a parent (then such a request costs one header lookup)."""
+    """Makes span records (see the module doc) and hands each, once ended, to ``processor``
+    (which takes records: an SDK span processor over a
+    :class:`~gateway.observability.span_export.RecordExporter`)."""
 
-    def __init__(
-        self, processor: SpanProcessor, sampler: Sampler, resource: Resource, *, roots: bool = True
-    ) -> None:
+    def __init__(self, processor: SpanProcessor, sampling: Sampling, resource: Resource) -> None:
         self.processor = processor
-        self.sampler = sampler
+        self.sampling = sampling
         self.resource = resource
-        self.roots = roots
-        self._ids = RandomIdGenerator()
-        self._span_id = self._ids.generate_span_id
-        self._on_end = processor.on_end
-        self._propagator = TraceContextTextMapPropagator()
-        self._worker_resources: dict[int, Resource] = {}
+        self.roots = sampling.bound > 0
+        """False when no request without a parent can be sampled (then such a request costs
+        one header lookup)."""
+        self._bits = random.getrandbits
+        self._on_end: Callable[[Record], None] = processor.on_end  # type: ignore[assignment]
+        """The processor's ``on_end``, typed for ``ReadableSpan``: it reads only ``context``."""
 
     @classmethod
     def from_environment(cls, env: Mapping[str, str] = os.environ) -> Tracing | None:
@@ -121,18 +103,20 @@ class Tracing:
             return None
         names = [n.strip() for n in env.get("OTEL_TRACES_EXPORTER", "").split(",")]
         exporters = [_exporter(n, env) for n in names if n and n != "none"]
-        sampler, roots = _sampler(env)
-        if not exporters or sampler is None:
+        sampling = _sampling(env)
+        if not exporters or sampling is None:
             return None
-        processor: SpanProcessor = BatchSpanProcessor(exporters[0])
-        if len(exporters) > 1:
+        resource = default_resource()
+        processors = [BatchSpanProcessor(RecordExporter(e, resource, env)) for e in exporters]
+        processor: SpanProcessor = processors[0]
+        if len(processors) > 1:
             from opentelemetry.sdk.trace import SynchronousMultiSpanProcessor
 
             multi = SynchronousMultiSpanProcessor()  # type: ignore[no-untyped-call]
-            for exporter in exporters:
-                multi.add_span_processor(BatchSpanProcessor(exporter))
+            for each in processors:
+                multi.add_span_processor(each)
             processor = multi
-        return cls(processor, sampler, default_resource(), roots=roots)
+        return cls(processor, sampling, resource)
 
     # -- requests -------------------------------------------------------------------------------
     def start(
@@ -145,138 +129,51 @@ class Tracing:
         attributes: Attributes,
     ) -> ServerSpan | None:
         """The server span of a request, continuing ``traceparent``; None when not sampled."""
-        parent_context = parent = None
+        parent_id, flags, trace_id = 0, None, 0
         if traceparent:
-            carrier = {"traceparent": traceparent, "tracestate": tracestate or ""}
-            parent_context = self._propagator.extract(carrier)
-            parent = get_current_span(parent_context).get_span_context()
-            if not parent.is_valid:
-                parent_context = parent = None
-        if parent is None and not self.roots:
+            parsed = parse_w3c(traceparent)
+            if parsed is not None:
+                trace_id, parent_id, flags = int(parsed[0], 16), int(parsed[1], 16), parsed[2]
+        if not parent_id:
+            if not self.roots:
+                return None
+            trace_id = self._bits(128) or 1
+            tracestate = None
+        if not self.sampling.sampled(trace_id, flags):
             return None
-        trace_id = parent.trace_id if parent is not None else self._ids.generate_trace_id()
-        decision = self.sampler.should_sample(parent_context, trace_id, name, kind, attributes)
-        if decision.decision != Decision.RECORD_AND_SAMPLE:
-            return None
-        if decision.attributes:
-            attributes.update(decision.attributes)
-        context = SpanContext(
-            trace_id, self._ids.generate_span_id(), False, SAMPLED, decision.trace_state
+        span_id = self._bits(64) or 1
+        return ServerSpan(
+            name, kind, trace_id, span_id, parent_id, tracestate or None, start_ns, attributes
         )
-        return ServerSpan(name, kind, context, parent, start_ns, attributes)
 
     def end(self, span: ServerSpan, end_ns: int, error: str | None = None) -> None:
-        """Export the server span (status ERROR with ``error``, if given) and its children:
-        ``decode`` (until the first queueing), ``queue wait`` per batch joined, ``encode``
-        (from the last batch's end)."""
-        status = Status(StatusCode.ERROR, error) if error else UNSET
-        self._emit(
-            span.name,
-            span.context,
-            span.parent,
-            span.start_ns,
-            end_ns,
-            span.attributes,
-            kind=span.kind,
-            status=status,
-        )
-        if not span.phases:
-            return
-        self._child(span, "decode", span.start_ns, span.phases[0][0])
-        for enqueued, dispatched, _ in span.phases:
-            self._child(span, "queue wait", enqueued, dispatched)
-        done = max(phase[2] for phase in span.phases)
-        if done:
-            self._child(span, "encode", done, end_ns)
+        """End the server span (status ERROR with ``error``, if given) and hand it on."""
+        span.end_ns = end_ns
+        span.error = error
+        if span.phases:
+            span.done_ns = max(batch.end_ns for _, batch in span.phases)
+            span.child_ids = self._bits(64 * (len(span.phases) + 2))
+        self._on_end(span)
 
     # -- batches --------------------------------------------------------------------------------
     def start_batch(self, members: Sequence[ServerSpan], start_ns: int) -> BatchSpan:
         """The span of a batch whose sampled members are ``members`` (at least one)."""
-        first = members[0].context
-        context = SpanContext(first.trace_id, self._ids.generate_span_id(), False, SAMPLED)
-        links = tuple(Link(m.context) for m in members[1:])
-        return BatchSpan(context, first, links, start_ns)
+        first = members[0]
+        links = tuple((m.trace_id, m.span_id) for m in members[1:])
+        return BatchSpan(first.trace_id, self._bits(64) or 1, first.span_id, links, start_ns)
 
     def end_batch(
-        self, batch: BatchSpan, end_ns: int, attributes: Attributes, worker: list[SpanRecord]
+        self, batch: BatchSpan, end_ns: int, attributes: Attributes, worker: WorkerSpans | None
     ) -> None:
-        """Export a batch's span and the worker's spans under it."""
-        self._emit(
-            "batch",
-            batch.context,
-            batch.parent,
-            batch.start_ns,
-            end_ns,
-            attributes,
-            links=batch.links,
-        )
-        for record in worker:
-            context = SpanContext(
-                batch.context.trace_id, int(record["span_id"], 16), False, SAMPLED
-            )
-            parent = SpanContext(
-                batch.context.trace_id, int(record["parent_id"], 16), False, SAMPLED
-            )
-            self._emit(
-                record["name"],
-                context,
-                parent,
-                record["start_ns"],
-                record["end_ns"],
-                dict(record["attributes"]),
-                resource=self.worker_resource(record["pid"]),
-            )
-
-    def worker_resource(self, pid: int) -> Resource:
-        """The gateway's resource with the worker's process attributes."""
-        resource = self._worker_resources.get(pid)
-        if resource is None:
-            kept = {
-                k: v for k, v in self.resource.attributes.items() if not k.startswith("process.")
-            }
-            kept.update({"process.pid": pid, "process.parent_pid": os.getpid()})
-            resource = self._worker_resources[pid] = Resource(kept, self.resource.schema_url)
-        return resource
+        """End a batch's span, with the worker's spans under it, and hand it on."""
+        batch.end_ns = end_ns
+        batch.attributes = attributes
+        batch.worker = worker
+        self._on_end(batch)
 
     def shutdown(self) -> None:
         """Export what is queued and stop (blocks up to the exporters' timeouts)."""
         self.processor.shutdown()
-
-    # -- helpers --------------------------------------------------------------------------------
-    def _child(self, span: ServerSpan, name: str, start_ns: int, end_ns: int) -> None:
-        parent = span.context
-        context = SpanContext(parent.trace_id, self._span_id(), False, SAMPLED, NO_STATE)
-        self._emit(name, context, parent, start_ns, max(start_ns, end_ns), {})
-
-    def _emit(
-        self,
-        name: str,
-        context: SpanContext,
-        parent: SpanContext | None,
-        start_ns: int,
-        end_ns: int,
-        attributes: Attributes,
-        *,
-        kind: SpanKind = SpanKind.INTERNAL,
-        status: Status = UNSET,
-        links: Sequence[Link] = (),
-        resource: Resource | None = None,
-    ) -> None:
-        self._on_end(
-            ReadableSpan(
-                name=name,
-                context=context,
-                parent=parent,
-                resource=resource or self.resource,
-                attributes=attributes,
-                links=links,
-                kind=kind,
-                status=status,
-                start_time=start_ns,
-                end_time=end_ns,
-                instrumentation_scope=SCOPE,
-            )
-        )
 
 
 def default_resource() -> Resource:
@@ -290,7 +187,8 @@ def default_resource() -> Resource:
 
 def _exporter(name: str, env: Mapping[str, str]) -> SpanExporter:
     """The exporter ``OTEL_TRACES_EXPORTER`` names (``otlp`` resolved by protocol; the SDK's OTLP
-    exporters with :mod:`~gateway.observability.otlp_wire`'s encoding)."""
+    exporters with :mod:`~gateway.observability.otlp_wire`'s encoding, see
+    :mod:`~gateway.observability.span_export`)."""
     entry = name
     if name == "otlp":
         protocol = (
@@ -313,8 +211,8 @@ def _exporter(name: str, env: Mapping[str, str]) -> SpanExporter:
     return exporter
 
 
-def _sampler(env: Mapping[str, str]) -> tuple[Sampler | None, bool]:
-    """``(sampler, whether a request without a parent can be sampled)``; None: never samples."""
+def _sampling(env: Mapping[str, str]) -> Sampling | None:
+    """The rule ``OTEL_TRACES_SAMPLER`` / ``_ARG`` name; None: nothing can ever be sampled."""
     name = env.get("OTEL_TRACES_SAMPLER", "parentbased_always_on").strip().lower()
     raw = env.get("OTEL_TRACES_SAMPLER_ARG", "").strip()
     ratio = 1.0
@@ -325,13 +223,13 @@ def _sampler(env: Mapping[str, str]) -> tuple[Sampler | None, bool]:
             ratio = -1.0
         if not 0.0 <= ratio <= 1.0:
             raise ConfigError(f"OTEL_TRACES_SAMPLER_ARG must be a ratio in 0..1, got {raw!r}")
-    samplers: dict[str, tuple[Sampler | None, bool]] = {
-        "always_on": (ALWAYS_ON, True),
-        "always_off": (None, False),
-        "traceidratio": (TraceIdRatioBased(ratio) if ratio > 0 else None, ratio > 0),
-        "parentbased_always_on": (ParentBased(ALWAYS_ON), True),
-        "parentbased_always_off": (ParentBased(ALWAYS_OFF), False),
-        "parentbased_traceidratio": (ParentBased(TraceIdRatioBased(ratio)), ratio > 0),
+    samplers: dict[str, Sampling | None] = {
+        "always_on": Sampling(False, 1.0),
+        "always_off": None,
+        "traceidratio": Sampling(False, ratio) if ratio > 0 else None,
+        "parentbased_always_on": Sampling(True, 1.0),
+        "parentbased_always_off": Sampling(True, 0.0),
+        "parentbased_traceidratio": Sampling(True, ratio),
     }
     if name not in samplers:
         raise ConfigError(f"OTEL_TRACES_SAMPLER={name!r} is not one of {', '.join(samplers)}")

@@ -38,7 +38,7 @@ from workers.messages import (
 )
 from workers.shm.channel import Channel, ChannelFull
 from workers.shm.payload import read_tensor, tensor_nbytes, write_tensor
-from workers.telemetry import SpanRecord
+from workers.wire import WorkerSpans
 
 log = logging.getLogger(__name__)
 
@@ -53,8 +53,8 @@ class RunResult:
 
     outputs: dict[str, np.ndarray]
     compute_us: float
-    spans: list[SpanRecord] | None = None
-    """The worker's spans, when the run was traced."""
+    spans: WorkerSpans | None = None
+    """The worker's spans, when the run was traced (still encoded)."""
     lease: OutputLease | None = None
 
     def release(self) -> None:

@@ -147,3 +147,29 @@ def test_report_shows_the_goal_table_with_target_ratio_range_and_verdict() -> No
     text = markdown(results, [])
     line = next(x for x in text.splitlines() if "1 server core: tensorgate vs triton" in x)
     assert "| ≥ 1.0× | 0.71× (0.66–0.78) | **no** |" in line
+
+
+def test_tracing_rows_judge_the_median_of_the_paired_rounds() -> None:
+    from bench.scenarios.features import _paired_cost
+
+    rounds = {
+        "off": [{"rps": 1000.0}, {"rps": 600.0}, {"rps": 900.0}],
+        "ratio 0": [{"rps": 995.0}, {"rps": 597.0}, {"rps": 890.0}],
+        "ratio 1.0": [{"rps": 880.0}, {"rps": 560.0}, {"error": "x"}],
+    }
+    paired = _paired_cost(rounds)
+    assert paired["ratio 1.0"]["n"] == 2
+    assert abs(paired["ratio 1.0"]["median"] - (0.12 + 0.04 / 0.6) / 2) < 1e-9
+    section: dict[str, Any] = {
+        "available": True,
+        # The medians alone (off from a fast round, ratio 0 from a slow one) would say 40 %.
+        "mlp": {"off": point(900), "ratio 0": point(540), "ratio 1.0": point(720)},
+        "paired_cost": paired,
+    }
+    zero, one = rows_for({"scenarios": {"tracing": section}}, "tracing cost")
+    assert zero["met"] is True and zero["value"].startswith("0.5% (0.5%–1.1%)")
+    assert one["met"] is True and one["value"].startswith("9.3% (6.7%–12.0%)")
+    assert "median of 2 paired rounds" in one["note"]
+    del section["paired_cost"]
+    zero, _ = rows_for({"scenarios": {"tracing": section}}, "tracing cost")
+    assert zero["met"] is False and zero["value"].startswith("40.0%")

@@ -11,7 +11,6 @@ import grpc
 import pytest
 from opentelemetry.sdk.trace.export import SimpleSpanProcessor
 from opentelemetry.sdk.trace.export.in_memory_span_exporter import InMemorySpanExporter
-from opentelemetry.sdk.trace.sampling import ParentBased, TraceIdRatioBased
 
 from gateway.config.model_config import ConfigError
 from gateway.config.settings import Settings
@@ -19,7 +18,8 @@ from gateway.observability.calls import Recorder
 from gateway.observability.grpc_hook import ObservingInterceptor
 from gateway.observability.hooks import Observability
 from gateway.observability.page import DEFAULT_PATH, metrics_path
-from gateway.observability.tracing import Tracing, default_resource
+from gateway.observability.span_export import RecordExporter
+from gateway.observability.tracing import Sampling, Tracing, default_resource
 from gateway.serving.models import Servable
 
 
@@ -78,9 +78,9 @@ class _Details(NamedTuple):
 
 
 def test_at_ratio_0_a_grpc_call_without_a_traceparent_gets_the_unwrapped_handler() -> None:
-    exporter = InMemorySpanExporter()
-    sampler = ParentBased(TraceIdRatioBased(0.0))
-    tracing = Tracing(SimpleSpanProcessor(exporter), sampler, default_resource(), roots=False)
+    resource = default_resource()
+    processor = SimpleSpanProcessor(RecordExporter(InMemorySpanExporter(), resource))
+    tracing = Tracing(processor, Sampling(True, 0.0), resource)
     interceptor = ObservingInterceptor(Recorder(None, None, tracing))
     method = "/tensorflow.serving.PredictionService/Predict"
 

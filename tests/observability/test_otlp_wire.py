@@ -18,7 +18,8 @@ from opentelemetry.trace.status import Status, StatusCode
 from opentelemetry.util.types import Attributes
 
 from gateway.observability import otlp_wire
-from gateway.observability.otlp_wire import GrpcSpanExporter, HttpSpanExporter, encode_request
+from gateway.observability.otlp_wire import encode_request
+from gateway.observability.span_export import GrpcSpanExporter, HttpSpanExporter, RecordExporter
 from gateway.observability.tracing import Tracing
 
 SAMPLED = TraceFlags(TraceFlags.SAMPLED)
@@ -125,7 +126,8 @@ def test_otlp_exporters_encode_with_the_wire_encoder(
     assert tracing is not None
     made.append(tracing)
     assert isinstance(tracing.processor, BatchSpanProcessor)
-    assert type(tracing.processor.span_exporter) is exporter
+    assert isinstance(tracing.processor.span_exporter, RecordExporter)
+    assert type(tracing.processor.span_exporter.exporter) is exporter
 
 
 def test_the_grpc_exporter_hands_the_stub_the_sdk_s_request(made: list[Tracing]) -> None:

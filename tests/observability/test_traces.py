@@ -19,7 +19,6 @@ import pytest
 from opentelemetry.sdk.trace import ReadableSpan
 from opentelemetry.sdk.trace.export import SimpleSpanProcessor
 from opentelemetry.sdk.trace.export.in_memory_span_exporter import InMemorySpanExporter
-from opentelemetry.sdk.trace.sampling import ALWAYS_ON, ParentBased, TraceIdRatioBased
 from opentelemetry.trace import SpanKind
 
 from gateway._pb.tensorflow_serving.apis import prediction_service_pb2_grpc
@@ -27,7 +26,8 @@ from gateway.app import Gateway
 from gateway.config.model_config import model_server_config_from_flags, model_specs
 from gateway.config.settings import Settings
 from gateway.observability.hooks import Observability
-from gateway.observability.tracing import Tracing, default_resource
+from gateway.observability.span_export import RecordExporter
+from gateway.observability.tracing import Sampling, Tracing, default_resource
 from tests.support import onnx_models
 from tests.support.gateway_proc import free_port
 from tests.support.grpc_calls import predict_request
@@ -71,8 +71,9 @@ async def start(model: Path, tmp_path: Path, roots: bool = True, **flags: object
         **flags,  # type: ignore[arg-type]
     )
     exporter = InMemorySpanExporter()
-    sampler = ParentBased(ALWAYS_ON if roots else TraceIdRatioBased(0))
-    tracing = Tracing(SimpleSpanProcessor(exporter), sampler, default_resource(), roots=roots)
+    resource = default_resource()
+    processor = SimpleSpanProcessor(RecordExporter(exporter, resource))
+    tracing = Tracing(processor, Sampling(True, 1.0 if roots else 0.0), resource)
     observability = Observability(page_path=None, tracing=tracing)
     specs = model_specs(model_server_config_from_flags(settings))
     gateway = Gateway(settings, specs, observability)

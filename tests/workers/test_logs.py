@@ -26,13 +26,17 @@ def test_text_is_one_line_with_time_level_pid_role_logger() -> None:
     assert f" {os.getpid()} " in line
 
 
+class _Traced:
+    ids = ("a" * 32, "b" * 16)
+
+
 def test_json_has_the_fields_and_trace_ids_only_inside_a_traced_call() -> None:
     formatter = logs.JsonFormatter("gateway")
     plain = json.loads(formatter.format(_record()))
     assert set(plain) == {"time", "level", "pid", "process", "logger", "message"}
     assert plain["message"] == "hello 42" and plain["process"] == "gateway"
     assert re.fullmatch(r"\d{4}-\d\d-\d\dT\d\d:\d\d:\d\d\.\d{3}Z", plain["time"])
-    token = logs.TRACE_IDS.set(("a" * 32, "b" * 16))
+    token = logs.TRACE_IDS.set(_Traced())
     try:
         traced = json.loads(formatter.format(_record()))
     finally:

@@ -9,6 +9,7 @@ import pytest
 
 from workers import messages
 from workers.messages import BadRequest, Reply, Request, TensorDesc, WorkerError
+from workers.wire import WorkerSpans
 
 X: TensorDesc = {"name": "x", "dtype": "float32", "shape": [8, 64], "offset": 4096, "nbytes": 2048}
 
@@ -55,17 +56,19 @@ REPLIES: list[Reply] = [
         outputs=[X],
         out_end=8192,
         compute_us=8.5,
-        spans=[
-            {
-                "pid": 1234,
-                "name": "compute",
-                "span_id": "c" * 16,
-                "parent_id": "b" * 16,
-                "start_ns": 1_700_000_000_000_000_000,
-                "end_ns": 1_700_000_000_000_008_500,
-                "attributes": {"tensorgate.model": "m:3"},
-            }
-        ],
+        spans=WorkerSpans.of(
+            [
+                {
+                    "pid": 1234,
+                    "name": "compute",
+                    "span_id": 0xCCCC_CCCC_CCCC_CCCC,
+                    "parent_id": 0xBBBB_BBBB_BBBB_BBBB,
+                    "start_ns": 1_700_000_000_000_000_000,
+                    "end_ns": 1_700_000_000_000_008_500,
+                    "attributes": {"tensorgate.model": "m:3"},
+                }
+            ]
+        ),
     ),
     messages.error_reply(8, "NOT_FOUND", "no such model"),
     messages.error_reply(9, "DEADLINE_EXCEEDED", "late", out_end=8192),

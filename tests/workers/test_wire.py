@@ -75,3 +75,46 @@ def test_values_the_layout_cannot_carry_are_refused_when_encoding() -> None:
         messages.encode(messages.run_request(1, key="k", inputs=[tensor("x", "float32", [-1])]))
     with pytest.raises(ValueError):
         messages.encode(messages.run_request(1, key="k", inputs=[], deadline=float("inf")))
+
+
+SPAN = {
+    "pid": 77,
+    "name": "compute",
+    "span_id": 2**64 - 1,
+    "parent_id": 1,
+    "start_ns": 1_700_000_000_000_000_000,
+    "end_ns": 1_700_000_000_000_000_500,
+    "attributes": {"s": "mlp:1", "i": -(2**63), "f": 0.25, "t": True, "n": False},
+}
+
+
+def test_worker_spans_travel_encoded_and_decode_on_demand() -> None:
+    spans = wire.WorkerSpans.of([SPAN, {**SPAN, "name": "ünïcode", "attributes": {}}])
+    reply = messages.run_reply(3, outputs=[], out_end=64, compute_us=1.5, spans=spans)
+    decoded = messages.decode_reply(messages.encode(reply))
+    assert decoded["spans"] == spans
+    assert spans.records() == [SPAN, {**SPAN, "name": "ünïcode", "attributes": {}}]
+
+
+@pytest.mark.parametrize("value", [float("nan"), float("inf"), None, [1]])
+def test_span_attributes_that_cannot_travel_are_refused(value: object) -> None:
+    with pytest.raises(ValueError, match="span attribute"):
+        wire.WorkerSpans.of([{**SPAN, "attributes": {"bad": value}}])
+
+
+@pytest.mark.parametrize(
+    ("count", "cut", "message"),
+    [(1, 10, "truncated"), (2, None, "truncated"), (0, None, "trailing"), (1, -1, "truncated")],
+)
+def test_spans_that_do_not_decode_are_malformed(count: int, cut: int | None, message: str) -> None:
+    data = wire.WorkerSpans.of([SPAN]).data[:cut]
+    with pytest.raises(wire.Malformed, match=message):
+        wire.WorkerSpans(count, data).records()
+
+
+def test_a_span_attribute_of_unknown_type_is_malformed() -> None:
+    data = wire.WorkerSpans.of([{**SPAN, "attributes": {"k": "v"}}]).data
+    bad = data.replace(b"\x01\x00ks", b"\x01\x00kz")
+    assert bad != data
+    with pytest.raises(wire.Malformed, match="no type"):
+        wire.WorkerSpans(1, bad).records()

@@ -1,0 +1,216 @@
+"""Span records: the spans each stands for, their OTLP bytes written straight from the records
+(the same bytes as from the ``ReadableSpan`` values), and how the record exporter hands them on."""
+
+from __future__ import annotations
+
+import logging
+from collections.abc import Sequence
+
+import pytest
+from hypothesis import given
+from hypothesis import strategies as st
+from opentelemetry.exporter.http.transport._requests import RequestsHTTPTransport
+from opentelemetry.exporter.http.transport._urllib3 import Urllib3HTTPTransport
+from opentelemetry.sdk.resources import Resource
+from opentelemetry.sdk.trace import ReadableSpan
+from opentelemetry.sdk.trace.export import SpanExportResult
+from opentelemetry.sdk.trace.export.in_memory_span_exporter import InMemorySpanExporter
+from opentelemetry.trace import SpanKind
+from opentelemetry.trace.status import StatusCode
+
+from gateway.observability.otlp_wire import encode_records, encode_request
+from gateway.observability.span_export import HttpSpanExporter, RecordExporter
+from gateway.observability.span_records import (
+    BatchSpan,
+    Record,
+    ServerSpan,
+    SpanForms,
+    span_count,
+)
+from gateway.observability.tracing import Sampling, Tracing
+from workers.wire import WorkerSpans
+
+TRACE = 0x4BF92F3577B34DA6A3CE929D0E0E4736
+GATEWAY = Resource({"service.name": "tensorgate", "process.pid": 10, "process.parent_pid": 1})
+T0 = 1_700_000_000_000_000_000
+
+
+def _worker(pid: int, parent: int, **attributes: object) -> dict[str, object]:
+    return {
+        "pid": pid,
+        "name": "compute",
+        "span_id": 0x0C00 + pid,
+        "parent_id": parent,
+        "start_ns": T0 + 300,
+        "end_ns": T0 + 700,
+        "attributes": attributes,
+    }
+
+
+def _batch(span_id: int, *pids: int, links: tuple[tuple[int, int], ...] = ()) -> BatchSpan:
+    worker = WorkerSpans.of([_worker(pid, span_id, **{"tensorgate.model": "m:1"}) for pid in pids])
+    attributes = {"tensorgate.model": "m", "tensorgate.batch.rows": 2, "x.ratio": 0.5}
+    return BatchSpan(TRACE, span_id, 0x51, links, T0 + 200, T0 + 800, attributes, worker)
+
+
+def _server(span_id: int, **fields: object) -> ServerSpan:
+    values: dict[str, object] = {
+        "name": "tensorflow.serving.PredictionService/Predict",
+        "kind": SpanKind.SERVER,
+        "trace_id": TRACE,
+        "span_id": span_id,
+        "parent_id": 0,
+        "trace_state": None,
+        "start_ns": T0,
+        "attributes": {"rpc.system": "grpc", "rpc.grpc.status_code": 0, "ok": True},
+        "end_ns": T0 + 1000,
+    }
+    values.update(fields)
+    return ServerSpan(**values)  # type: ignore[arg-type]
+
+
+def _records() -> list[Record]:
+    first, second = _batch(0xB1, 101), _batch(0xB2, 101, 102, links=((TRACE, 0x52),))
+    unfinished = BatchSpan(TRACE, 0xB3, 0x53, (), T0 + 400)
+    return [
+        _server(0x51),
+        _server(0x52, parent_id=0xCA11E4, trace_state="vendor=x,other=y", error="INTERNAL"),
+        first,
+        _server(0x53, phases=[(T0 + 100, first)], done_ns=first.end_ns, child_ids=2**190 - 7),
+        second,
+        _server(
+            0x54,
+            phases=[(T0 + 50, first), (T0 + 150, unfinished)],
+            done_ns=first.end_ns,
+            child_ids=(4 << 192) | (3 << 128) | (2 << 64) | 1,
+        ),
+        _server(0x55, phases=[(T0 + 60, unfinished)], child_ids=5),
+        BatchSpan(TRACE, 0xB4, 0x55, (), T0, T0 + 1),
+    ]
+
+
+def test_records_encode_to_the_bytes_of_their_spans() -> None:
+    forms = SpanForms(GATEWAY)
+    records = _records()
+    spans = [span for record in records for span in forms.spans(record)]
+    assert encode_records(records, forms) == encode_request(spans)
+    assert sum(span_count(r) for r in records) == len(spans)
+
+
+def test_a_server_record_stands_for_its_span_and_the_children_its_phases_give() -> None:
+    forms = SpanForms(GATEWAY)
+    records = _records()
+    by_name = [[s.name for s in forms.spans(r)] for r in records]
+    predict = "tensorflow.serving.PredictionService/Predict"
+    assert by_name[0] == [predict]
+    assert by_name[3] == [predict, "decode", "queue wait", "encode"]
+    assert by_name[5] == [predict, "decode", "queue wait", "queue wait", "encode"]
+    assert by_name[6] == [predict, "decode", "queue wait"]  # its batch never ended: no encode
+    assert by_name[4] == ["batch", "compute", "compute"]
+    _, *children = forms.spans(records[5])
+    assert [c.parent.span_id for c in children if c.parent] == [0x54] * 4
+    assert [c.context.span_id for c in children if c.context] == [1, 2, 3, 4]
+    assert [(c.start_time, c.end_time) for c in children] == [
+        (T0, T0 + 50),
+        (T0 + 50, T0 + 200),
+        (T0 + 150, T0 + 400),
+        (T0 + 800, T0 + 1000),
+    ]
+    errored = forms.spans(records[1])[0]
+    assert errored.status.status_code == StatusCode.ERROR
+    assert errored.status.description == "INTERNAL"
+    assert errored.parent is not None and errored.parent.is_remote
+    assert errored.context is not None and dict(errored.context.trace_state) == {
+        "vendor": "x",
+        "other": "y",
+    }
+
+
+def test_ending_a_server_span_draws_an_id_for_each_child() -> None:
+    ended: list[Record] = []
+    tracing = Tracing(_Collect(ended), Sampling(True, 1.0), GATEWAY)  # type: ignore[arg-type]
+    span = tracing.start("rpc", SpanKind.SERVER, T0, None, None, {})
+    assert span is not None
+    batch = tracing.start_batch([span], T0 + 10)
+    span.phases += [(T0 + 5, batch), (T0 + 6, batch)]
+    tracing.end_batch(batch, T0 + 20, {}, None)
+    tracing.end(span, T0 + 30)
+    assert ended == [batch, span] and span.done_ns == T0 + 20
+    ids = [child_id for _, child_id, _, _ in span.children()]
+    assert len(ids) == 4 and len(set(ids)) == 4 and span.span_id not in ids
+
+
+class _Collect:
+    def __init__(self, into: list[Record]) -> None:
+        self.on_end = into.append
+
+
+def test_worker_spans_carry_their_worker_s_process_id() -> None:
+    forms = SpanForms(GATEWAY)
+    batch, first, second = forms.spans(_records()[4])
+    assert [link.context.span_id for link in batch.links] == [0x52]
+    assert first.resource.attributes["process.pid"] == 101
+    assert second.resource.attributes["process.pid"] == 102
+    assert first.resource.attributes["process.parent_pid"] != 1
+    assert first.resource.attributes["service.name"] == "tensorgate"
+    assert first.parent is not None and first.parent.span_id == 0xB2
+
+
+def test_undecodable_worker_spans_are_dropped_with_a_warning(
+    caplog: pytest.LogCaptureFixture,
+) -> None:
+    broken = BatchSpan(TRACE, 0xB9, 0x51, (), T0, T0 + 5, {}, WorkerSpans(1, b"\x00\x01"))
+    forms = SpanForms(GATEWAY)
+    with caplog.at_level(logging.WARNING):
+        assert [s.name for s in forms.spans(broken)] == ["batch"]
+        request = encode_records([broken], forms)
+    assert request == encode_request(forms.spans(broken))
+    assert "Dropped the worker's spans" in caplog.text
+
+
+class _Recording(InMemorySpanExporter):
+    def __init__(self) -> None:
+        super().__init__()
+        self.calls: list[int] = []
+
+    def export(self, spans: Sequence[ReadableSpan]) -> SpanExportResult:
+        self.calls.append(len(spans))
+        return super().export(spans)
+
+
+@given(st.lists(st.integers(0, 3), max_size=40), st.integers(1, 12))
+def test_the_record_exporter_sends_at_most_the_batch_size_in_spans_per_call(
+    phases: list[int], limit: int
+) -> None:
+    batch = _batch(0xB1, 101)
+    records: list[Record] = [
+        _server(0x100 + i, phases=[(T0, batch)] * n, done_ns=batch.end_ns, child_ids=i + 1)
+        for i, n in enumerate(phases)
+    ]
+    inner = _Recording()
+    exporter = RecordExporter(inner, GATEWAY, {"OTEL_BSP_MAX_EXPORT_BATCH_SIZE": str(limit)})
+    assert exporter.export(records) is SpanExportResult.SUCCESS  # type: ignore[arg-type]
+    counts = iter([span_count(r) for r in records])
+    for call in inner.calls:  # each call: a run of whole records, one alone if over the limit
+        run = [next(counts)]
+        while sum(run) < call:
+            run.append(next(counts))
+        assert sum(run) == call and (call <= limit or len(run) == 1)
+    assert next(counts, None) is None
+    names = [s.name for s in inner.get_finished_spans()]
+    assert names == [s.name for r in records for s in exporter.forms.spans(r)]
+
+
+def test_the_http_exporter_posts_through_urllib3_unless_given_a_session() -> None:
+    import requests
+
+    plain = HttpSpanExporter(endpoint="http://127.0.0.1:9/v1/traces")
+    given_session = HttpSpanExporter(
+        endpoint="http://127.0.0.1:9/v1/traces", session=requests.Session()
+    )
+    try:
+        assert isinstance(plain._client._transport, Urllib3HTTPTransport)
+        assert isinstance(given_session._client._transport, RequestsHTTPTransport)
+    finally:
+        plain.shutdown()
+        given_session.shutdown()
