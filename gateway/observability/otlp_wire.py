@@ -104,7 +104,7 @@ def _count(tag: int, count: int) -> bytes:
 
 
 _KINDS = {kind: bytes((0x30, kind.value + 1)) for kind in SpanKind}
-_NAMES: dict[tuple[str, SpanKind], bytes] = {}
+_NAMES: dict[tuple[str, int], bytes] = {}
 _LOCAL_FLAGS = b"\x85\x01" + _FIXED32(_HAS_IS_REMOTE)
 _REMOTE_FLAGS = b"\x85\x01" + _FIXED32(_HAS_IS_REMOTE | _IS_REMOTE)
 _IDS = struct.Struct(">HQQHQ").pack
@@ -145,12 +145,7 @@ def _message(
             ids += _string(0x1A, state)
         if parent_id:
             ids += b"\x22\x08" + parent_id.to_bytes(8, "big")
-    key = (name, kind)
-    named = _NAMES.get(key)
-    if named is None:
-        named = _string(0x2A, name) + _KINDS[kind]
-        if len(_NAMES) < _PAIRS_MAX:
-            _NAMES[key] = named
+    named = _named(name, kind)
     if start and end:
         times = _TIMES(0x39, start, 0x41, end)
     else:
@@ -163,6 +158,37 @@ def _message(
     flags = _REMOTE_FLAGS if parent_id and remote_parent else _LOCAL_FLAGS
     body = b"".join((ids, named, times, _attributes(0x4A, attributes), middle, status, flags))
     return _field(0x12, body)
+
+
+def _named(name: str, kind: SpanKind) -> bytes:
+    """The ``name`` and ``kind`` fields (cached; keyed by the kind's identity, since hashing an
+    enum member runs Python code)."""
+    key = (name, id(kind))
+    named = _NAMES.get(key)
+    if named is None:
+        named = _string(0x2A, name) + _KINDS[kind]
+        if len(_NAMES) < _PAIRS_MAX:
+            _NAMES[key] = named
+    return named
+
+
+_CHILD_TAIL = _EMPTY_STATUS + _LOCAL_FLAGS
+
+
+def _child(trace_id: int, span_id: int, parent_id: int, name: str, start: int, end: int) -> bytes:
+    """What :func:`_message` writes for an INTERNAL span with a local parent, no trace state,
+    attributes, links or status (a server span's derived children), in fewer steps."""
+    body = b"".join(
+        (
+            _PARENT_IDS(
+                0x0A10, trace_id >> 64, trace_id & _LOW64, 0x1208, span_id, 0x2208, parent_id
+            ),
+            _named(name, _INTERNAL),
+            _TIMES(0x39, start, 0x41, end),
+            _CHILD_TAIL,
+        )
+    )
+    return bytes((0x12, len(body))) + body if len(body) < 0x80 else _field(0x12, body)
 
 
 def _link(trace_id: int, span_id: int, remote: bool, middle: bytes = b"") -> bytes:
@@ -229,9 +255,7 @@ def _record(
             )
         )
         for name, child_id, start, end in record.children():
-            gateway.append(
-                _message(trace_id, child_id, span_id, False, "", name, _INTERNAL, start, end, None)
-            )
+            gateway.append(_child(trace_id, child_id, span_id, name, start, end))
         return
     trace_id = record.trace_id
     links = b"".join(_link(t, s, False) for t, s in record.links)
