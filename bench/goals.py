@@ -143,8 +143,16 @@ def _tracing_rows(section: dict[str, Any]) -> list[dict[str, Any]]:
             rows.append(_row(goal, case, target, group=TRACING))
             continue
         note = f"{sat[label]['rps']['median']:.0f} vs {sat['off']['rps']['median']:.0f} req/s"
+        side = section.get("side_by_side", {}).get("cost", {}).get(label)
         paired = section.get("paired_cost", {}).get(label)
-        if paired and paired.get("n"):
+        if side and side.get("n"):
+            cost = side["median"]
+            value = f"{cost:.1%} ({side['min']:.1%}–{side['max']:.1%})"
+            note = f"CPU per request served side by side, median of {side['n']} rounds"
+            if paired and paired.get("n"):
+                note += f"; in turn: {paired['median']:.1%} ({paired['min']:.1%}–"
+                note += f"{paired['max']:.1%}) of throughput"
+        elif paired and paired.get("n"):
             cost = paired["median"]
             value = f"{cost:.1%} ({paired['min']:.1%}–{paired['max']:.1%})"
             note += f"; median of {paired['n']} paired rounds (range over rounds)"

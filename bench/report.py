@@ -178,6 +178,16 @@ def markdown(results: dict[str, Any], plots: list[str]) -> str:
         if tracing.get("available") and sub in tracing:
             lines += ["", f"## Tracing on/off (MLP, 1 core, {title})", ""]
             lines += _table(tracing[sub])
+    side = tracing.get("side_by_side")
+    if tracing.get("available") and side:
+        lines += ["", "## Tracing side by side (MLP, 1 core, all three served at once)", ""]
+        lines += ["| system | CPU µs / request | cost against off |", "|---|---|---|"]
+        for key, cpu in side["cpu_us_per_request"].items():
+            cost = side["cost"].get(key)
+            spread = f"{cost['median']:.1%} ({cost['min']:.1%}–{cost['max']:.1%})" if cost else ""
+            lines.append(
+                f"| {key} | {cpu['median']:.0f} ({cpu['min']:.0f}–{cpu['max']:.0f}) | {spread} |"
+            )
     rss = sc.get("idle-rss", {})
     if "idle_mb" in rss:
         lines += [

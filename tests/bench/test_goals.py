@@ -173,3 +173,23 @@ def test_tracing_rows_judge_the_median_of_the_paired_rounds() -> None:
     del section["paired_cost"]
     zero, _ = rows_for({"scenarios": {"tracing": section}}, "tracing cost")
     assert zero["met"] is False and zero["value"].startswith("40.0%")
+
+
+def test_the_side_by_side_cost_is_the_goal_s_figure_when_measured() -> None:
+    section: dict[str, Any] = {
+        "available": True,
+        "mlp": {"off": point(900), "ratio 0": point(540), "ratio 1.0": point(720)},
+        "paired_cost": {"ratio 0": stat(0.09, 0.0, 0.2), "ratio 1.0": stat(0.2, 0.1, 0.3)},
+        "side_by_side": {
+            "cpu_us_per_request": {
+                "off": stat(2000),
+                "ratio 0": stat(2010),
+                "ratio 1.0": stat(2300),
+            },
+            "cost": {"ratio 0": stat(0.005, -0.002, 0.01), "ratio 1.0": stat(0.13, 0.12, 0.15)},
+        },
+    }
+    zero, one = rows_for({"scenarios": {"tracing": section}}, "tracing cost")
+    assert zero["met"] is True and zero["value"].startswith("0.5% (-0.2%–1.0%)")
+    assert one["met"] is False and one["value"].startswith("13.0% (12.0%–15.0%)")
+    assert "side by side" in one["note"] and "in turn: 20.0% (10.0%–30.0%)" in one["note"]
