@@ -154,10 +154,51 @@ class WorkerSpans:
     def records(self) -> list[dict[str, Any]]:
         """The spans, as :class:`workers.telemetry.SpanRecord` values; Malformed if ``data``
         does not hold ``count`` of them."""
+        if self.count == 1:  # a run's one span: its name and attributes repeat run after run
+            parsed = _PARSED.get(self.data[_SPAN.size :])
+            if parsed is not None and len(self.data) > _SPAN.size:
+                start_ns, end_ns, span_id, parent_id, pid, _ = _SPAN.unpack_from(self.data)
+                name, attributes = parsed
+                return [_record(pid, name, span_id, parent_id, start_ns, end_ns, attributes)]
         reader = _Reader(self.data)
         spans = [reader.span() for _ in range(self.count)]
         reader.end()
+        if self.count == 1:
+            _remember(_PARSED, self.data[_SPAN.size :], (spans[0]["name"], spans[0]["attributes"]))
         return spans
+
+
+_NAMED: dict[tuple[Any, ...], bytes] = {}
+"""A span's encoded name and attributes, by (name, attribute items, their value types)."""
+_PARSED: dict[bytes, tuple[str, dict[str, Any]]] = {}
+"""The other way: encoded name and attributes → (name, attributes)."""
+_CACHE_MAX = 1024
+
+
+def _remember(cache: dict[Any, Any], key: Any, value: Any) -> None:
+    if len(cache) >= _CACHE_MAX:
+        cache.clear()
+    cache[key] = value
+
+
+def _record(
+    pid: int,
+    name: str,
+    span_id: int,
+    parent_id: int,
+    start_ns: int,
+    end_ns: int,
+    attributes: Mapping[str, Any],
+) -> dict[str, Any]:
+    return {
+        "pid": pid,
+        "name": name,
+        "span_id": span_id,
+        "parent_id": parent_id,
+        "start_ns": start_ns,
+        "end_ns": end_ns,
+        "attributes": dict(attributes),
+    }
 
 
 def _span(out: list[bytes], span: Mapping[str, Any]) -> None:
@@ -165,7 +206,21 @@ def _span(out: list[bytes], span: Mapping[str, Any]) -> None:
     times = span["start_ns"], span["end_ns"]
     ids = span["span_id"], span["parent_id"]
     out.append(_SPAN.pack(*times, *ids, span["pid"], len(attributes)))
-    _str(out, span["name"])
+    values = tuple(attributes.values())
+    key = (span["name"], tuple(attributes), values, tuple(map(type, values)))
+    try:
+        named = _NAMED.get(key)
+    except TypeError:  # an unhashable value: refused below, never cached
+        named = _name_and_attributes(span["name"], attributes)
+    if named is None:
+        named = _name_and_attributes(span["name"], attributes)
+        _remember(_NAMED, key, named)
+    out.append(named)
+
+
+def _name_and_attributes(name: str, attributes: Mapping[str, Any]) -> bytes:
+    out: list[bytes] = []
+    _str(out, name)
     for key, value in attributes.items():
         _str(out, key)
         if isinstance(value, str):
@@ -179,6 +234,7 @@ def _span(out: list[bytes], span: Mapping[str, Any]) -> None:
             out.append(b"f" + _FLOAT.pack(value))
         else:
             raise ValueError(f"span attribute {key!r} has a value of type {type(value)}")
+    return b"".join(out)
 
 
 # -- decoding ---------------------------------------------------------------------------------
@@ -259,15 +315,7 @@ class _Reader:
                 attributes[key] = self.unpack(_BYTE)[0] == 1
             else:
                 raise Malformed(self.request_id, f"span attribute {key!r} has no type {kind}")
-        return {
-            "pid": pid,
-            "name": name,
-            "span_id": span_id,
-            "parent_id": parent_id,
-            "start_ns": start_ns,
-            "end_ns": end_ns,
-            "attributes": attributes,
-        }
+        return _record(pid, name, span_id, parent_id, start_ns, end_ns, attributes)
 
     def end(self) -> None:
         if self.at != len(self.data):

@@ -118,3 +118,17 @@ def test_a_span_attribute_of_unknown_type_is_malformed() -> None:
     assert bad != data
     with pytest.raises(wire.Malformed, match="no type"):
         wire.WorkerSpans(1, bad).records()
+
+
+def test_repeated_spans_decode_the_same_from_the_cache_and_stay_apart_by_type() -> None:
+    spans = [{**SPAN, "attributes": {"v": value}} for value in (1, True, 1.0, "1")]
+    for span in spans * 2:  # the second time from the caches
+        decoded = wire.WorkerSpans.of([span]).records()
+        assert decoded == [span] and type(decoded[0]["attributes"]["v"]) is type(
+            span["attributes"]["v"]
+        )
+    first = wire.WorkerSpans.of([spans[0]]).records()
+    first[0]["attributes"]["v"] = 99  # a caller's change does not reach the cache
+    assert wire.WorkerSpans.of([spans[0]]).records() == [spans[0]]
+    other = {**spans[0], "span_id": 5, "start_ns": 7, "end_ns": 8, "pid": 9}
+    assert wire.WorkerSpans.of([other]).records() == [other]
