@@ -3,9 +3,9 @@
 A sampled request leaves two kinds of record, each handed whole to the span processor once it
 ends: a :class:`ServerSpan` (its server span, and the ``decode``, ``queue wait`` and ``encode``
 children derived from its timestamps) and, per batch, a :class:`BatchSpan` (the batch's span and
-the worker's spans under it). Making a record costs a few attribute stores; the span objects,
-ids of the derived children and encoding are left to the export thread
-(:class:`~gateway.observability.record_export.RecordExporter`), which turns records into
+the worker's spans under it). Making a record costs a few attribute stores and random draws;
+the span objects and their encoding are left to the export thread
+(:class:`~gateway.observability.span_export.RecordExporter`), which turns records into
 ``ReadableSpan`` values (:class:`SpanForms`) or, for the OTLP exporters, straight into bytes
 (:mod:`~gateway.observability.otlp_wire`). Times are Unix epoch nanoseconds, ids integers.
 """
