@@ -39,6 +39,11 @@ def _fmt(r: tuple[float, float, float]) -> str:
     return f"{r[0]:.2f}× ({r[1]:.2f}–{r[2]:.2f})"
 
 
+def percent_spread(s: dict[str, float]) -> str:
+    """A median / min / max of fractions, as ``median (min–max)`` in percent."""
+    return f"{s['median']:.1%} ({s['min']:.1%}–{s['max']:.1%})"
+
+
 def _row(
     goal: str,
     case: str,
@@ -146,15 +151,12 @@ def _tracing_rows(section: dict[str, Any]) -> list[dict[str, Any]]:
         side = section.get("side_by_side", {}).get("cost", {}).get(label)
         paired = section.get("paired_cost", {}).get(label)
         if side and side.get("n"):
-            cost = side["median"]
-            value = f"{cost:.1%} ({side['min']:.1%}–{side['max']:.1%})"
+            cost, value = side["median"], percent_spread(side)
             note = f"CPU per request served side by side, median of {side['n']} rounds"
             if paired and paired.get("n"):
-                note += f"; in turn: {paired['median']:.1%} ({paired['min']:.1%}–"
-                note += f"{paired['max']:.1%}) of throughput"
+                note += f"; in turn: {percent_spread(paired)} of throughput"
         elif paired and paired.get("n"):
-            cost = paired["median"]
-            value = f"{cost:.1%} ({paired['min']:.1%}–{paired['max']:.1%})"
+            cost, value = paired["median"], percent_spread(paired)
             note += f"; median of {paired['n']} paired rounds (range over rounds)"
         else:  # reports from before paired rounds
             r = _ratio(sat[label], sat["off"])

@@ -58,8 +58,8 @@ class Plan:
     peers: tuple[str, ...]
     """Peer systems in the 1-core tiny-model comparison."""
     tracing_repeats: int = 10
-    """Interleaved rounds of the ``tracing`` scenario: its cost is the median of per-round
-    pairs, and this machine's speed drifts on a scale of seconds, so it needs many."""
+    """Rounds of the ``tracing`` scenario, in turn and side by side: its costs are medians over
+    rounds, and this machine's speed drifts on a scale of seconds, so it needs many."""
     profile_s: float = 8.0
     """py-spy sampling time per profiled system (``profile`` scenario)."""
     soak_s: float = 600.0

@@ -184,7 +184,7 @@ def markdown(results: dict[str, Any], plots: list[str]) -> str:
         lines += ["| system | CPU µs / request | cost against off |", "|---|---|---|"]
         for key, cpu in side["cpu_us_per_request"].items():
             cost = side["cost"].get(key)
-            spread = f"{cost['median']:.1%} ({cost['min']:.1%}–{cost['max']:.1%})" if cost else ""
+            spread = goals_mod.percent_spread(cost) if cost else ""
             lines.append(
                 f"| {key} | {cpu['median']:.0f} ({cpu['min']:.0f}–{cpu['max']:.0f}) | {spread} |"
             )

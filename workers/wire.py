@@ -154,17 +154,18 @@ class WorkerSpans:
     def records(self) -> list[dict[str, Any]]:
         """The spans, as :class:`workers.telemetry.SpanRecord` values; Malformed if ``data``
         does not hold ``count`` of them."""
-        if self.count == 1:  # a run's one span: its name and attributes repeat run after run
-            parsed = _PARSED.get(self.data[_SPAN.size :])
-            if parsed is not None and len(self.data) > _SPAN.size:
-                start_ns, end_ns, span_id, parent_id, pid, _ = _SPAN.unpack_from(self.data)
-                name, attributes = parsed
-                return [_record(pid, name, span_id, parent_id, start_ns, end_ns, attributes)]
+        # A run's one span: its name and attributes repeat run after run.
+        named = self.data[_SPAN.size :] if self.count == 1 else b""
+        parsed = _PARSED.get(named) if named else None
+        if parsed is not None:
+            start_ns, end_ns, span_id, parent_id, pid, _ = _SPAN.unpack_from(self.data)
+            name, attributes = parsed
+            return [_record(pid, name, span_id, parent_id, start_ns, end_ns, dict(attributes))]
         reader = _Reader(self.data)
         spans = [reader.span() for _ in range(self.count)]
         reader.end()
-        if self.count == 1:
-            _remember(_PARSED, self.data[_SPAN.size :], (spans[0]["name"], spans[0]["attributes"]))
+        if named:
+            _remember(_PARSED, named, (spans[0]["name"], dict(spans[0]["attributes"])))
         return spans
 
 
@@ -173,6 +174,7 @@ _NAMED: dict[tuple[Any, ...], bytes] = {}
 _PARSED: dict[bytes, tuple[str, dict[str, Any]]] = {}
 """The other way: encoded name and attributes → (name, attributes)."""
 _CACHE_MAX = 1024
+_ATTRIBUTE_TYPES: Final = frozenset((str, int, float, bool))
 
 
 def _remember(cache: dict[Any, Any], key: Any, value: Any) -> None:
@@ -188,7 +190,7 @@ def _record(
     parent_id: int,
     start_ns: int,
     end_ns: int,
-    attributes: Mapping[str, Any],
+    attributes: dict[str, Any],
 ) -> dict[str, Any]:
     return {
         "pid": pid,
@@ -197,7 +199,7 @@ def _record(
         "parent_id": parent_id,
         "start_ns": start_ns,
         "end_ns": end_ns,
-        "attributes": dict(attributes),
+        "attributes": attributes,
     }
 
 
@@ -207,14 +209,14 @@ def _span(out: list[bytes], span: Mapping[str, Any]) -> None:
     ids = span["span_id"], span["parent_id"]
     out.append(_SPAN.pack(*times, *ids, span["pid"], len(attributes)))
     values = tuple(attributes.values())
-    key = (span["name"], tuple(attributes), values, tuple(map(type, values)))
-    try:
-        named = _NAMED.get(key)
-    except TypeError:  # an unhashable value: refused below, never cached
-        named = _name_and_attributes(span["name"], attributes)
+    kinds = tuple(map(type, values))
+    key = (span["name"], tuple(attributes), values, kinds)
+    plain = _ATTRIBUTE_TYPES.issuperset(kinds)  # other values may not hash: never cached
+    named = _NAMED.get(key) if plain else None
     if named is None:
-        named = _name_and_attributes(span["name"], attributes)
-        _remember(_NAMED, key, named)
+        named = _name_and_attributes(span["name"], attributes)  # ValueError for other values
+        if plain:
+            _remember(_NAMED, key, named)
     out.append(named)
 
 

@@ -18,7 +18,13 @@ from typing import Any
 from opentelemetry.sdk.trace import ReadableSpan
 from opentelemetry.trace import SpanKind
 
-from gateway.observability.span_records import SCOPE, Record, ServerSpan, SpanForms
+from gateway.observability.span_records import (
+    SCOPE,
+    Record,
+    ServerSpan,
+    SpanForms,
+    trace_state_text,
+)
 
 _DOUBLE = struct.Struct("<d").pack
 _FIXED64 = struct.Struct("<Q").pack
@@ -201,7 +207,6 @@ def _link(trace_id: int, span_id: int, remote: bool, middle: bytes = b"") -> byt
 def _span(span: ReadableSpan) -> bytes:
     context = span.context
     parent = span.parent
-    state = context.trace_state
     middle = [_count(0x50, span.dropped_attributes)]
     for event in span.events:
         body = b"\x09" + _FIXED64(event.timestamp) + _string(0x12, event.name)
@@ -219,7 +224,7 @@ def _span(span: ReadableSpan) -> bytes:
         context.span_id,
         parent.span_id if parent is not None else 0,
         parent is not None and parent.is_remote,
-        ",".join(f"{k}={v}" for k, v in state.items()) if state else "",
+        trace_state_text(context.trace_state),
         span.name,
         span.kind,
         span.start_time or 0,

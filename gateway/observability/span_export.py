@@ -51,11 +51,12 @@ class Encoded:
     count: int
 
 
-def _encoded(records: Sequence[Record], forms: SpanForms) -> Encoded | None:
-    """:func:`encode_records` of ``records``, or None when a value cannot be encoded (then the
-    exporter hands the spans to the SDK's encoder, which logs and drops what it cannot)."""
+def _encoded(records: Sequence[Record], forms: SpanForms, count: int) -> Encoded | None:
+    """:func:`encode_records` of ``records`` (``count`` spans), or None when a value cannot be
+    encoded (then the exporter hands the spans to the SDK's encoder, which logs and drops what
+    it cannot)."""
     try:
-        return Encoded(encode_records(records, forms), sum(map(span_count, records)))
+        return Encoded(encode_records(records, forms), count)
     except (TypeError, ValueError, AttributeError, KeyError):
         return None
 
@@ -86,8 +87,11 @@ class HttpSpanExporter(SdkHttpExporter):
             return super().export(spans)  # the SDK's answer: its own error
         return self._post(encoded) or super().export(spans)
 
-    def export_records(self, records: Sequence[Record], forms: SpanForms) -> SpanExportResult:
-        encoded = _encoded(records, forms)
+    def export_records(
+        self, records: Sequence[Record], forms: SpanForms, count: int
+    ) -> SpanExportResult:
+        """Export the ``count`` spans of ``records``."""
+        encoded = _encoded(records, forms, count)
         result = None if encoded is None else self._post(encoded)
         return result or self.export(_spans(records, forms))
 
@@ -112,8 +116,11 @@ class GrpcSpanExporter(SdkGrpcExporter):
     :func:`encode_records` (parsed back into the request message in C, which the gRPC stub
     then serializes)."""
 
-    def export_records(self, records: Sequence[Record], forms: SpanForms) -> SpanExportResult:
-        encoded = _encoded(records, forms)
+    def export_records(
+        self, records: Sequence[Record], forms: SpanForms, count: int
+    ) -> SpanExportResult:
+        """Export the ``count`` spans of ``records``."""
+        encoded = _encoded(records, forms, count)
         if encoded is None:
             return self.export(_spans(records, forms))
         return self._export(encoded)  # type: ignore[arg-type]
@@ -155,30 +162,29 @@ class RecordExporter(SpanExporter):
         """Export ``spans`` (records, as the span processor queued them)."""
         records: Sequence[Record] = spans  # type: ignore[assignment]
         result = SpanExportResult.SUCCESS
-        for chunk in self._chunks(records):
+        for chunk, count in self._chunks(records):
             if self._takes_records:
-                outcome = self.exporter.export_records(chunk, self.forms)  # type: ignore[attr-defined]
+                exporter: HttpSpanExporter | GrpcSpanExporter = self.exporter  # type: ignore[assignment]
+                outcome = exporter.export_records(chunk, self.forms, count)
             else:
-                outcome = self.exporter.export(
-                    [span for record in chunk for span in self.forms.spans(record)]
-                )
+                outcome = self.exporter.export(_spans(chunk, self.forms))
             if outcome is not SpanExportResult.SUCCESS:
                 result = outcome
         return result
 
-    def _chunks(self, records: Sequence[Record]) -> list[Sequence[Record]]:
+    def _chunks(self, records: Sequence[Record]) -> list[tuple[Sequence[Record], int]]:
         """``records`` cut so that no piece holds more than :attr:`max_spans` spans (a record
-        is never cut: one of more spans goes alone)."""
-        chunks: list[Sequence[Record]] = []
+        is never cut: one of more spans goes alone), each with its span count."""
+        chunks: list[tuple[Sequence[Record], int]] = []
         first = spans = 0
         for index, record in enumerate(records):
             count = span_count(record)
             if spans and spans + count > self.max_spans:
-                chunks.append(records[first:index])
+                chunks.append((records[first:index], spans))
                 first, spans = index, 0
             spans += count
         if first < len(records):
-            chunks.append(records[first:])
+            chunks.append((records[first:], spans))
         return chunks
 
     def shutdown(self) -> None:

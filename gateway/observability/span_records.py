@@ -116,6 +116,12 @@ class ServerSpan:
 Record = ServerSpan | BatchSpan
 
 
+def trace_state_text(state: TraceState | None) -> str:
+    """A trace state as OTLP's ``trace_state`` field holds it (the SDK's encoding; "" for
+    none)."""
+    return ",".join(f"{k}={v}" for k, v in state.items()) if state else ""
+
+
 def span_count(record: Record) -> int:
     """How many spans ``record`` stands for."""
     if isinstance(record, ServerSpan):
@@ -163,8 +169,7 @@ class SpanForms:
             if len(self._states) >= 1024:  # callers repeat a few states; bound the rest
                 self._states.clear()
             state = TraceState.from_header([header])
-            text = ",".join(f"{k}={v}" for k, v in state.items())
-            hit = self._states[header] = (state, text)
+            hit = self._states[header] = (state, trace_state_text(state))
         return hit
 
     def _server(self, span: ServerSpan) -> list[ReadableSpan]:

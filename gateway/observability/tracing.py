@@ -45,7 +45,7 @@ from opentelemetry.trace import SpanKind
 from gateway.config.model_config import ConfigError
 from gateway.observability.span_export import WIRE_ENCODED, RecordExporter
 from gateway.observability.span_records import LOW64, Attributes, BatchSpan, Record, ServerSpan
-from workers.telemetry import parse_w3c
+from workers.telemetry import new_span_id, parse_w3c
 from workers.wire import WorkerSpans
 
 
@@ -141,9 +141,8 @@ class Tracing:
             tracestate = None
         if not self.sampling.sampled(trace_id, flags):
             return None
-        span_id = self._bits(64) or 1
         return ServerSpan(
-            name, kind, trace_id, span_id, parent_id, tracestate or None, start_ns, attributes
+            name, kind, trace_id, new_span_id(), parent_id, tracestate or None, start_ns, attributes
         )
 
     def end(self, span: ServerSpan, end_ns: int, error: str | None = None) -> None:
@@ -160,7 +159,7 @@ class Tracing:
         """The span of a batch whose sampled members are ``members`` (at least one)."""
         first = members[0]
         links = tuple((m.trace_id, m.span_id) for m in members[1:])
-        return BatchSpan(first.trace_id, self._bits(64) or 1, first.span_id, links, start_ns)
+        return BatchSpan(first.trace_id, new_span_id(), first.span_id, links, start_ns)
 
     def end_batch(
         self, batch: BatchSpan, end_ns: int, attributes: Attributes, worker: WorkerSpans | None

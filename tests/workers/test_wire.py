@@ -127,8 +127,10 @@ def test_repeated_spans_decode_the_same_from_the_cache_and_stay_apart_by_type() 
         assert decoded == [span] and type(decoded[0]["attributes"]["v"]) is type(
             span["attributes"]["v"]
         )
-    first = wire.WorkerSpans.of([spans[0]]).records()
-    first[0]["attributes"]["v"] = 99  # a caller's change does not reach the cache
-    assert wire.WorkerSpans.of([spans[0]]).records() == [spans[0]]
+    fresh = {**SPAN, "attributes": {"v": "decoded once"}}
+    for _ in range(2):  # the first decode fills the cache, the second reads it
+        first = wire.WorkerSpans.of([fresh]).records()
+        first[0]["attributes"]["v"] = 99  # a caller's change does not reach the cache
+        assert wire.WorkerSpans.of([fresh]).records() == [fresh]
     other = {**spans[0], "span_id": 5, "start_ns": 7, "end_ns": 8, "pid": 9}
     assert wire.WorkerSpans.of([other]).records() == [other]
