@@ -18,7 +18,7 @@ Requests and their replies::
     {"op": "unload", "id": 2, "key": "mnist:3"} -> {"id": 2, "ok": true}
     {"op": "run", "id": 3, "key": "mnist:3", "inputs": [TensorDesc...], "outputs": ["probs"] | null,
      "deadline": <time.monotonic() seconds> | null, "signature": "serving_default" | "",
-     "traceparent": "00-<trace id>-<span id>-01"}          (traceparent: only when traced)
+     "trace": (<trace id>, <span id>)}                    (trace: only when traced)
     -> {"id": 3, "ok": true, "outputs": [TensorDesc...], "out_end": 12345, "compute_us": 81.2,
         "spans": WorkerSpans}                            (spans: only when traced)
     {"op": "ping", "id": 4} -> {"id": 4, "ok": true, "pid": 1234, "stats": WorkerStats}
@@ -109,8 +109,9 @@ class RunRequest(TypedDict):
     outputs: list[str] | None
     deadline: float | None
     signature: str
-    traceparent: NotRequired[str]
-    """W3C context of the batch span (parent of the worker's spans; an invalid one is ignored)."""
+    trace: NotRequired[tuple[int, int]]
+    """The batch span's (trace id, span id): the worker's spans are its children (a zero id:
+    untraced)."""
 
 
 class PingRequest(TypedDict):
@@ -161,10 +162,10 @@ def run_request(
     outputs: Sequence[str] | None = None,
     deadline: float | None = None,
     signature: str = "",
-    traceparent: str | None = None,
+    trace: tuple[int, int] | None = None,
 ) -> RunRequest:
-    """``outputs`` None: every output; ``signature`` "": the model's default; ``traceparent``
-    None: untraced (the field is then absent)."""
+    """``outputs`` None: every output; ``signature`` "": the model's default; ``trace`` None:
+    untraced (the field is then absent)."""
     request: RunRequest = {
         "op": "run",
         "id": request_id,
@@ -174,8 +175,8 @@ def run_request(
         "deadline": deadline,
         "signature": signature,
     }
-    if traceparent is not None:
-        request["traceparent"] = traceparent
+    if trace is not None:
+        request["trace"] = trace
     return request
 
 

@@ -1,9 +1,10 @@
 """The worker's side of tracing and metrics, as plain data (no OpenTelemetry, grpc or protobuf).
 
-Tracing: a ``run`` request may carry the W3C ``traceparent`` of the gateway's batch span. The
-worker then times its own work, records it as :class:`SpanRecord` values (span ids made here,
-parented on that context) and returns them in the run reply; the gateway exports them with this
-process's ``process.pid``. A run without a (valid) traceparent records nothing and costs nothing.
+Tracing: a ``run`` request may carry the context of the gateway's batch span (its trace id and
+span id). The worker then times its own work and returns it in the run reply as spans made here
+(span ids drawn here, parented on that context, encoded by :class:`workers.wire.SpanForm`); the
+gateway decodes them as :class:`SpanRecord` values and exports them with this process's
+``process.pid``. A run without a context (or with a zero id) records nothing and costs nothing.
 
 Metrics: :class:`Telemetry` keeps this process's own figures since it started (runs, failed runs,
 each servable's load time) and reports them with process CPU time and resident memory as
@@ -20,11 +21,12 @@ import time
 from typing import TypedDict
 
 from workers.logs import TRACE_IDS
+from workers.wire import SpanForm, WorkerSpans
 
 
 class SpanRecord(TypedDict):
     """A span the worker recorded: ids are integers, times Unix epoch nanoseconds; the trace is
-    the run's ``traceparent``'s; ``pid`` is the worker's."""
+    the run's trace context's; ``pid`` is the worker's."""
 
     pid: int
     name: str
@@ -71,25 +73,21 @@ def parse_w3c(value: object) -> tuple[str, str, int] | None:
     return match[2], match[3], int(match[4], 16)
 
 
-def parse_traceparent(value: object) -> tuple[str, str] | None:
-    """``(trace id, parent span id)`` of a W3C ``traceparent`` (see :func:`parse_w3c`)."""
-    parsed = parse_w3c(value)
-    return None if parsed is None else parsed[:2]
-
-
 def new_span_id() -> int:
     """A random non-zero 64-bit span id."""
     return random.getrandbits(64) or 1
 
 
 class RunTrace:
-    """The spans of one traced run; made by :meth:`Telemetry.trace` when the run carries a
-    traceparent. While it is open, log records carry its trace and span ids."""
+    """The span of one traced run; made by :meth:`Telemetry.trace` when the run carries a trace
+    context. While it is open, log records carry its trace and span ids."""
 
-    def __init__(self, trace_id: str, parent_id: str, pid: int) -> None:
+    __slots__ = ("_token", "parent_id", "pid", "span_id", "start_ns", "trace_id")
+
+    def __init__(self, trace_id: int, parent_id: int, pid: int) -> None:
         self.pid = pid
         self.trace_id = trace_id
-        self.parent_id = int(parent_id, 16)
+        self.parent_id = parent_id
         self.span_id = new_span_id()
         self.start_ns = time.time_ns()
         self._token = TRACE_IDS.set(self)
@@ -97,21 +95,12 @@ class RunTrace:
     @property
     def ids(self) -> tuple[str, str]:
         """(trace id, this run's span id) in hex, as the log format writes them."""
-        return self.trace_id, f"{self.span_id:016x}"
+        return f"{self.trace_id:032x}", f"{self.span_id:016x}"
 
-    def finish(self, name: str, **attributes: str | int | float | bool) -> list[SpanRecord]:
-        """End the run's span (``name``, from creation until now) and return the records."""
+    def finish(self, form: SpanForm) -> WorkerSpans:
+        """End the run's span (of ``form``, from creation until now), encoded for the reply."""
         TRACE_IDS.reset(self._token)
-        span: SpanRecord = {
-            "pid": self.pid,
-            "name": name,
-            "span_id": self.span_id,
-            "parent_id": self.parent_id,
-            "start_ns": self.start_ns,
-            "end_ns": time.time_ns(),
-            "attributes": attributes,
-        }
-        return [span]
+        return form.spans(self.start_ns, time.time_ns(), self.span_id, self.parent_id, self.pid)
 
     def abandon(self) -> None:
         """The run failed before :meth:`finish`: stop tagging log records (no span is sent)."""
@@ -128,10 +117,12 @@ class Telemetry:
         self.run_errors = 0
         self.load_seconds: dict[str, float] = {}
 
-    def trace(self, traceparent: object) -> RunTrace | None:
-        """A :class:`RunTrace` under ``traceparent`` (a run request's field), or None."""
-        parsed = parse_traceparent(traceparent)
-        return None if parsed is None else RunTrace(*parsed, self.pid)
+    def trace(self, context: tuple[int, int] | None) -> RunTrace | None:
+        """A :class:`RunTrace` under ``context`` (a run request's ``trace``: the batch span's
+        trace id and span id), or None without one."""
+        if context is None or not (context[0] and context[1]):
+            return None
+        return RunTrace(context[0], context[1], self.pid)
 
     def count_run(self, ok: bool) -> None:
         self.runs += 1

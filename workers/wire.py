@@ -6,8 +6,8 @@ the tag bytes below. All integers little-endian; strings UTF-8 with a uint16 len
 
 Run request (tag ``0x01``)::
 
-    B tag, q id, B flags (1: deadline, 2: outputs listed, 4: traceparent), d deadline,
-    H inputs, H outputs; str key, str signature, [str traceparent];
+    B tag, q id, B flags (1: deadline, 2: outputs listed, 4: traced), d deadline,
+    H inputs, H outputs; str key, str signature, [Q trace id high, Q trace id low, Q span id];
     inputs × tensor; outputs × str
 
 Run reply (tag ``0x02``)::
@@ -49,7 +49,9 @@ _SPANS: Final = struct.Struct("<HI")
 _INT: Final = struct.Struct("<q")
 _BYTE: Final = struct.Struct("<B")
 _FLOAT: Final = struct.Struct("<d")
-_HAS_DEADLINE, _HAS_OUTPUTS, _HAS_TRACEPARENT = 1, 2, 4
+_TRACE: Final = struct.Struct("<QQQ")
+_LOW64: Final = (1 << 64) - 1
+_HAS_DEADLINE, _HAS_OUTPUTS, _HAS_TRACE = 1, 2, 4
 _HAS_SPANS = 1
 
 
@@ -87,13 +89,13 @@ def encode_run(request: Mapping[str, Any]) -> bytes:
     """A ``run`` request (as :func:`workers.messages.run_request` builds it). ValueError for a
     non-finite deadline; struct.error / KeyError for fields out of range."""
     deadline, outputs = request["deadline"], request["outputs"]
-    traceparent = request.get("traceparent")
+    trace = request.get("trace")
     if deadline is not None and not math.isfinite(deadline):
         raise ValueError(f"deadline must be finite, got {deadline}")
     flags = (
         (_HAS_DEADLINE if deadline is not None else 0)
         | (_HAS_OUTPUTS if outputs is not None else 0)
-        | (_HAS_TRACEPARENT if traceparent is not None else 0)
+        | (_HAS_TRACE if trace is not None else 0)
     )
     inputs = request["inputs"]
     out = [
@@ -108,8 +110,9 @@ def encode_run(request: Mapping[str, Any]) -> bytes:
     ]
     _str(out, request["key"])
     _str(out, request["signature"])
-    if traceparent is not None:
-        _str(out, traceparent)
+    if trace is not None:
+        trace_id, span_id = trace
+        out.append(_TRACE.pack(trace_id >> 64, trace_id & _LOW64, span_id))
     _tensors(out, inputs)
     for name in outputs or ():
         _str(out, name)
@@ -146,10 +149,13 @@ class WorkerSpans:
     def of(cls, records: Sequence[Mapping[str, Any]]) -> WorkerSpans:
         """``records`` (:class:`workers.telemetry.SpanRecord` values), encoded. ValueError for
         an attribute value that is not a string, integer, finite float or bool."""
-        out: list[bytes] = []
-        for record in records:
-            _span(out, record)
-        return cls(len(records), b"".join(out))
+        data = b"".join(
+            SpanForm.of(r["name"], r["attributes"])
+            .spans(r["start_ns"], r["end_ns"], r["span_id"], r["parent_id"], r["pid"])
+            .data
+            for r in records
+        )
+        return cls(len(records), data)
 
     def records(self) -> list[dict[str, Any]]:
         """The spans, as :class:`workers.telemetry.SpanRecord` values; Malformed if ``data``
@@ -169,12 +175,31 @@ class WorkerSpans:
         return spans
 
 
-_NAMED: dict[tuple[Any, ...], bytes] = {}
-"""A span's encoded name and attributes, by (name, attribute items, their value types)."""
+@dataclass(frozen=True, slots=True)
+class SpanForm:
+    """A span's name and attributes, encoded once: a worker makes spans of the same few forms
+    run after run, so a traced run packs only its ids and times (:meth:`spans`)."""
+
+    attributes: int
+    named: bytes
+
+    @classmethod
+    def of(cls, name: str, attributes: Mapping[str, Any]) -> SpanForm:
+        """ValueError for an attribute value that is not a string, integer, finite float or
+        bool."""
+        return cls(len(attributes), _name_and_attributes(name, attributes))
+
+    def spans(
+        self, start_ns: int, end_ns: int, span_id: int, parent_id: int, pid: int
+    ) -> WorkerSpans:
+        """One span of this form (times in Unix epoch nanoseconds), as it travels."""
+        head = _SPAN.pack(start_ns, end_ns, span_id, parent_id, pid, self.attributes)
+        return WorkerSpans(1, head + self.named)
+
+
 _PARSED: dict[bytes, tuple[str, dict[str, Any]]] = {}
-"""The other way: encoded name and attributes → (name, attributes)."""
+"""Encoded name and attributes → (name, attributes), for decoding a run's one span."""
 _CACHE_MAX = 1024
-_ATTRIBUTE_TYPES: Final = frozenset((str, int, float, bool))
 
 
 def _remember(cache: dict[Any, Any], key: Any, value: Any) -> None:
@@ -201,23 +226,6 @@ def _record(
         "end_ns": end_ns,
         "attributes": attributes,
     }
-
-
-def _span(out: list[bytes], span: Mapping[str, Any]) -> None:
-    attributes = span["attributes"]
-    times = span["start_ns"], span["end_ns"]
-    ids = span["span_id"], span["parent_id"]
-    out.append(_SPAN.pack(*times, *ids, span["pid"], len(attributes)))
-    values = tuple(attributes.values())
-    kinds = tuple(map(type, values))
-    key = (span["name"], tuple(attributes), values, kinds)
-    plain = _ATTRIBUTE_TYPES.issuperset(kinds)  # other values may not hash: never cached
-    named = _NAMED.get(key) if plain else None
-    if named is None:
-        named = _name_and_attributes(span["name"], attributes)  # ValueError for other values
-        if plain:
-            _remember(_NAMED, key, named)
-    out.append(named)
 
 
 def _name_and_attributes(name: str, attributes: Mapping[str, Any]) -> bytes:
@@ -330,8 +338,9 @@ def decode_run(data: bytes) -> dict[str, Any]:
     flags, deadline, n_inputs, n_outputs = reader.header(_RUN, RUN_TAG, "run request")
     request: dict[str, Any] = {"op": "run", "id": reader.request_id, "key": reader.text()}
     request["signature"] = reader.text()
-    if flags & _HAS_TRACEPARENT:
-        request["traceparent"] = reader.text()
+    if flags & _HAS_TRACE:
+        high, low, span_id = reader.unpack(_TRACE)
+        request["trace"] = (high << 64 | low, span_id)
     request["inputs"] = reader.tensors(n_inputs)
     names = [reader.text() for _ in range(n_outputs)]
     request["outputs"] = names if flags & _HAS_OUTPUTS else None

@@ -34,7 +34,7 @@ from workers.shm.arena import align_up
 from workers.shm.channel import Channel, ChannelFull, OutputArenaExhausted
 from workers.shm.payload import read_tensor, tensor_nbytes, write_tensor
 from workers.telemetry import Telemetry
-from workers.wire import WorkerSpans
+from workers.wire import SpanForm
 
 log = logging.getLogger(__name__)
 
@@ -132,6 +132,8 @@ class Worker:
         self.models: dict[str, Model] = {}
         self.runs: dict[str, int] = {}
         """Runs per loaded key since its load (``ping`` with a key reports them)."""
+        self.compute_spans: dict[str, SpanForm] = {}
+        """The form of a traced run's ``compute`` span, per loaded key."""
         self.telemetry = Telemetry()
 
     def handle(self, request: Request) -> Reply:
@@ -183,6 +185,7 @@ class Worker:
             loaded.close()
         self.models[key] = model
         self.runs[key] = 0
+        self.compute_spans[key] = SpanForm.of("compute", {"tensorgate.model": key})
         self.telemetry.loaded(key, seconds)
         log.info("loaded %s from %s in %.3f s", key, path, seconds)
         return model.signature
@@ -190,6 +193,7 @@ class Worker:
     def _unload(self, key: str) -> None:
         model = self.models.pop(key, None)
         self.runs.pop(key, None)
+        self.compute_spans.pop(key, None)
         self.telemetry.unloaded(key)
         if model is not None:
             model.close()
@@ -204,7 +208,7 @@ class Worker:
         if model is None:
             raise WorkerError("NOT_FOUND", f"model {key!r} is not loaded in this worker")
         feeds = dict(self._input(t, model.text_strings) for t in request["inputs"])
-        trace = self.telemetry.trace(request.get("traceparent"))
+        trace = self.telemetry.trace(request.get("trace"))
         started = time.perf_counter_ns()
         self.runs[key] += 1
         try:
@@ -216,7 +220,7 @@ class Worker:
         compute_us = (time.perf_counter_ns() - started) / 1000
         spans = None
         if trace is not None:
-            spans = WorkerSpans.of(trace.finish("compute", **{"tensorgate.model": key}))
+            spans = trace.finish(self.compute_spans[key])
         del feeds
         outputs = self._write_outputs(results)
         return messages.run_reply(

@@ -44,10 +44,11 @@ from gateway.parallel.lease import Outputs, take
 
 
 class BatchRecord(Protocol):
-    """What an observer keeps of one batch: the W3C ``traceparent`` its run carries to the
-    worker (None: untraced), and :meth:`done` once the run has finished or failed."""
+    """What an observer keeps of one batch: the trace context its run carries to the worker
+    (the batch span's trace id and span id; None: untraced), and :meth:`done` once the run has
+    finished or failed."""
 
-    traceparent: str | None
+    trace: tuple[int, int] | None
 
     def done(self, result: RunResult | None) -> None: ...
 
@@ -287,7 +288,7 @@ class BatchScheduler:
                 outputs,
                 deadline,
                 self.signature,
-                traceparent=None if record is None else record.traceparent,
+                trace=None if record is None else record.trace,
             )
         except ServingError as exc:
             if record is not None:

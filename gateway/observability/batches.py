@@ -123,7 +123,7 @@ class BatchNote:
         self.padded = padded
         self.span = span
         self.sent = time.perf_counter()
-        self.traceparent = None if span is None else span.traceparent
+        self.trace = None if span is None else (span.trace_id, span.span_id)
 
     def done(self, result: RunResult | None) -> None:
         queue, labels = self.queue, self.queue.labels

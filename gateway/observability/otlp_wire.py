@@ -79,26 +79,47 @@ def _any_value(value: Any) -> bytes:
     raise TypeError(f"Invalid type {type(value)} of value {value}")
 
 
-_SCALARS = (str, bool, int, float)
+_CACHED = frozenset((str, bool, int))
+"""Value types whose encoding is cached: equal values of one of these types encode alike (not
+so for floats: ``0.0 == -0.0``)."""
 _PAIRS: dict[tuple[int, str, type, Any], bytes] = {}
-"""Encoded ``KeyValue`` fields of scalar attributes, by (tag, key, type, value): most repeat
-from span to span (model, method, status code). Cleared when it reaches :data:`_PAIRS_MAX`."""
-_PAIRS_MAX = 4096
+"""Encoded ``KeyValue`` fields of scalar attributes, by (tag, key, type, value). Cleared when it
+reaches :data:`_CACHE_MAX`."""
+_BLOCKS: dict[tuple[int, tuple[tuple[str, Any], ...], tuple[type, ...]], bytes] = {}
+"""Whole encoded attribute sets, by (tag, items, value types): a span's attributes repeat as a
+set (method, model, status code), so most spans cost one lookup. Cleared when it reaches
+:data:`_CACHE_MAX`."""
+_CACHE_MAX = 4096
 
 
 def _attributes(tag: int, attributes: Mapping[str, Any] | None) -> bytes:
     """Repeated ``KeyValue`` fields under ``tag``."""
     if not attributes:
         return b""
+    kinds = tuple(map(type, attributes.values()))
+    if not _CACHED.issuperset(kinds):
+        return _pairs(tag, attributes)
+    key = (tag, tuple(attributes.items()), kinds)
+    block = _BLOCKS.get(key)
+    if block is None:
+        block = _pairs(tag, attributes)
+        if len(_BLOCKS) >= _CACHE_MAX:
+            _BLOCKS.clear()
+        _BLOCKS[key] = block
+    return block
+
+
+def _pairs(tag: int, attributes: Mapping[str, Any]) -> bytes:
+    """:func:`_attributes` pair by pair."""
     out = []
     for key, value in attributes.items():
         kind = type(value)
-        pair = (tag, key, kind, value) if kind in _SCALARS else None
+        pair = (tag, key, kind, value) if kind in _CACHED else None
         encoded = _PAIRS.get(pair) if pair is not None else None
         if encoded is None:
             encoded = _field(tag, _field(0x0A, key.encode()) + _field(0x12, _any_value(value)))
             if pair is not None:
-                if len(_PAIRS) >= _PAIRS_MAX:
+                if len(_PAIRS) >= _CACHE_MAX:
                     _PAIRS.clear()
                 _PAIRS[pair] = encoded
         out.append(encoded)
@@ -173,7 +194,7 @@ def _named(name: str, kind: SpanKind) -> bytes:
     named = _NAMES.get(key)
     if named is None:
         named = _string(0x2A, name) + _KINDS[kind]
-        if len(_NAMES) < _PAIRS_MAX:
+        if len(_NAMES) < _CACHE_MAX:
             _NAMES[key] = named
     return named
 
@@ -261,6 +282,8 @@ def _record(
         )
         for name, child_id, start, end in record.children():
             gateway.append(_child(trace_id, child_id, span_id, name, start, end))
+        for batch in record.carried:
+            _record(batch, forms, gateway, workers)
         return
     trace_id = record.trace_id
     links = b"".join(_link(t, s, False) for t, s in record.links)

@@ -1,11 +1,12 @@
 """Sampled spans as the request path records them, and their OpenTelemetry form.
 
-A sampled request leaves two kinds of record, each handed whole to the span processor once it
-ends: a :class:`ServerSpan` (its server span, and the ``decode``, ``queue wait`` and ``encode``
-children derived from its timestamps) and, per batch, a :class:`BatchSpan` (the batch's span and
-the worker's spans under it). Making a record costs a few attribute stores and random draws;
-the span objects and their encoding are left to the export thread
-(:class:`~gateway.observability.span_export.RecordExporter`), which turns records into
+A sampled request leaves a :class:`ServerSpan` record (its server span, and the ``decode``,
+``queue wait`` and ``encode`` children derived from its timestamps), and each batch a
+:class:`BatchSpan` (the batch's span and the worker's spans under it). A record is handed whole to
+the span processor once it ends; a batch that ends before its parent request (the usual case)
+travels inside that request's record, so a request costs one hand-off. Making a record costs a
+few attribute stores and random draws; the span objects and their encoding are left to the export
+thread (:class:`~gateway.observability.span_export.RecordExporter`), which turns records into
 ``ReadableSpan`` values (:class:`SpanForms`) or, for the OTLP exporters, straight into bytes
 (:mod:`~gateway.observability.otlp_wire`). Times are Unix epoch nanoseconds, ids integers.
 """
@@ -43,7 +44,8 @@ every record is of a sampled request."""
 class BatchSpan:
     """A batch's span: child of its first sampled member (``parent_id``), linked to the others
     (``links``: their (trace id, span id)). ``worker``: the worker's spans, as they came (None:
-    the run failed or was not traced)."""
+    the run failed or was not traced). ``owner``: that first member while it runs (it carries
+    the batch if the batch ends first), then None."""
 
     trace_id: int
     span_id: int
@@ -53,6 +55,7 @@ class BatchSpan:
     end_ns: int = 0
     attributes: Attributes = field(default_factory=dict)
     worker: WorkerSpans | None = None
+    owner: ServerSpan | None = None
     context: ClassVar[SpanContext] = QUEUED
 
     def worker_records(self) -> list[SpanRecord]:
@@ -65,11 +68,6 @@ class BatchSpan:
             log.warning("Dropped the worker's spans of a batch: %s", exc)
             return []
 
-    @property
-    def traceparent(self) -> str:
-        """The W3C context a run carries to the worker, for the spans made there."""
-        return f"00-{self.trace_id:032x}-{self.span_id:016x}-01"
-
 
 @dataclass(slots=True, eq=False)
 class ServerSpan:
@@ -77,7 +75,8 @@ class ServerSpan:
     ``trace_state``: the caller's ``tracestate`` header; ``phases``: (enqueued, batch) per batch
     the request joined; ``done_ns``: when the last of those batches ended (0: none did);
     ``child_ids``: 64 random bits per derived child span; ``error``: the status description
-    (None: not an error)."""
+    (None: not an error); ``carried``: the batches it owns that ended before it did (their
+    spans travel in this record)."""
 
     name: str
     kind: SpanKind
@@ -92,6 +91,7 @@ class ServerSpan:
     done_ns: int = 0
     child_ids: int = 0
     error: str | None = None
+    carried: tuple[BatchSpan, ...] = ()
     context: ClassVar[SpanContext] = QUEUED
 
     @property
@@ -126,7 +126,8 @@ def span_count(record: Record) -> int:
     """How many spans ``record`` stands for."""
     if isinstance(record, ServerSpan):
         phases = len(record.phases)
-        return 1 + (phases + 1 + (record.done_ns > 0) if phases else 0)
+        carried = sum(map(span_count, record.carried)) if record.carried else 0
+        return 1 + (phases + 1 + (record.done_ns > 0) if phases else 0) + carried
     return 1 + (record.worker.count if record.worker is not None else 0)
 
 
@@ -195,6 +196,8 @@ class SpanForms:
         for name, child_id, start, end in span.children():
             child = SpanContext(span.trace_id, child_id, False, SAMPLED)
             out.append(self._readable(name, child, context, start, end, {}))
+        for batch in span.carried:
+            out += self._batch(batch)
         return out
 
     def _batch(self, batch: BatchSpan) -> list[ReadableSpan]:

@@ -146,12 +146,23 @@ class Tracing:
         )
 
     def end(self, span: ServerSpan, end_ns: int, error: str | None = None) -> None:
-        """End the server span (status ERROR with ``error``, if given) and hand it on."""
+        """End the server span (status ERROR with ``error``, if given) and hand it on, with the
+        batches it owns that have ended (one it owns that is still running is handed on by
+        :meth:`end_batch`)."""
         span.end_ns = end_ns
         span.error = error
-        if span.phases:
-            span.done_ns = max(batch.end_ns for _, batch in span.phases)
-            span.child_ids = self._bits(64 * (len(span.phases) + 2))
+        phases = span.phases
+        if phases:
+            carried = []
+            for _, batch in phases:
+                if batch.end_ns > span.done_ns:
+                    span.done_ns = batch.end_ns
+                if batch.owner is span:
+                    batch.owner = None
+                    if batch.end_ns:
+                        carried.append(batch)
+            span.carried = tuple(carried)
+            span.child_ids = self._bits(64 * (len(phases) + 2))
         self._on_end(span)
 
     # -- batches --------------------------------------------------------------------------------
@@ -159,16 +170,18 @@ class Tracing:
         """The span of a batch whose sampled members are ``members`` (at least one)."""
         first = members[0]
         links = tuple((m.trace_id, m.span_id) for m in members[1:])
-        return BatchSpan(first.trace_id, new_span_id(), first.span_id, links, start_ns)
+        return BatchSpan(first.trace_id, new_span_id(), first.span_id, links, start_ns, owner=first)
 
     def end_batch(
         self, batch: BatchSpan, end_ns: int, attributes: Attributes, worker: WorkerSpans | None
     ) -> None:
-        """End a batch's span, with the worker's spans under it, and hand it on."""
+        """End a batch's span, with the worker's spans under it; hand it on unless its owner is
+        still running (which then carries it: see :meth:`end`)."""
         batch.end_ns = end_ns
         batch.attributes = attributes
         batch.worker = worker
-        self._on_end(batch)
+        if batch.owner is None:
+            self._on_end(batch)
 
     def shutdown(self) -> None:
         """Export what is queued and stop (blocks up to the exporters' timeouts)."""

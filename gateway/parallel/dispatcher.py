@@ -151,7 +151,7 @@ class WorkerLink:
         outputs: Sequence[str] | None,
         deadline: float | None,
         signature: str = "",
-        traceparent: str | None = None,
+        trace: tuple[int, int] | None = None,
     ) -> asyncio.Future[RunResult]:
         """Lay out a batch in this worker's input area, let ``fill`` write it, post the run.
 
@@ -161,7 +161,7 @@ class WorkerLink:
         directly: no intermediate concatenation), a temporary object array for strings.
         Raises ResourceExhausted when the input area cannot hold the batch right now. The
         future fails with Unavailable when the worker dies, or with the worker's error.
-        ``traceparent``: the batch span's W3C context, for the worker's spans (None: untraced).
+        ``trace``: the batch span's (trace id, span id), for the worker's spans (None: untraced).
         """
         strings: dict[str, np.ndarray] = {}
         sizes: dict[str, int] = {}
@@ -205,7 +205,7 @@ class WorkerLink:
                 outputs=outputs,
                 deadline=deadline,
                 signature=signature,
-                traceparent=traceparent,
+                trace=trace,
             )
             future: asyncio.Future[RunResult] = self._send(request, input_offset=offset)
         except BaseException:

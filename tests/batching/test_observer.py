@@ -19,7 +19,7 @@ from tests.support.fakes import FakeClock, fake_dispatcher, settle
 
 @dataclass
 class Record:
-    traceparent: str | None
+    trace: tuple[int, int] | None
     tags: list[object]
     waits: list[float]
     sizes: list[int]
@@ -32,7 +32,7 @@ class Record:
 
 @dataclass
 class Observer:
-    """Tags each request with a number and gives each batch a traceparent."""
+    """Tags each request with a number and gives each batch a trace context."""
 
     numbers: itertools.count[int] = field(default_factory=itertools.count)
     batches: list[Record] = field(default_factory=list)
@@ -49,7 +49,7 @@ class Observer:
         padded: int,
     ) -> Record:
         record = Record(
-            f"tp-{len(self.batches)}", list(tags), list(queue_waits_s), list(sizes), padded
+            (7, len(self.batches) + 1), list(tags), list(queue_waits_s), list(sizes), padded
         )
         self.batches.append(record)
         return record
@@ -74,7 +74,7 @@ def _scheduler(
     return scheduler, clock, link
 
 
-def test_observer_sees_members_waits_sizes_padding_and_the_run_and_sends_its_traceparent() -> None:
+def test_observer_sees_members_waits_sizes_padding_and_the_run_and_sends_its_trace() -> None:
     async def scenario() -> None:
         observer = Observer()
         options = BatchingOptions(
@@ -98,7 +98,7 @@ def test_observer_sees_members_waits_sizes_padding_and_the_run_and_sends_its_tra
         assert record.tags == [0, 1] and record.sizes == [1, 2] and record.padded == 4
         assert record.waits == pytest.approx([0.0011, 0.0007])
         (sent,) = link.sent  # type: ignore[attr-defined]
-        assert sent.traceparent == "tp-0"
+        assert sent.trace == (7, 1)
         assert record.results == []
         link.complete(0, lambda inputs: inputs)  # type: ignore[attr-defined]
         await asyncio.gather(first, second)

@@ -135,9 +135,32 @@ def test_ending_a_server_span_draws_an_id_for_each_child() -> None:
     span.phases += [(T0 + 5, batch), (T0 + 6, batch)]
     tracing.end_batch(batch, T0 + 20, {}, None)
     tracing.end(span, T0 + 30)
-    assert ended == [batch, span] and span.done_ns == T0 + 20
+    assert ended == [span] and span.done_ns == T0 + 20
     ids = [child_id for _, child_id, _, _ in span.children()]
     assert len(ids) == 4 and len(set(ids)) == 4 and span.span_id not in ids
+
+
+def test_a_batch_travels_in_its_owner_s_record_only_if_it_ended_first() -> None:
+    ended: list[Record] = []
+    tracing = Tracing(_Collect(ended), Sampling(True, 1.0), GATEWAY)  # type: ignore[arg-type]
+    owner, other = (tracing.start("rpc", SpanKind.SERVER, T0, None, None, {}) for _ in "ab")
+    assert owner is not None and other is not None
+    early, late = (tracing.start_batch([owner, other], T0 + 10) for _ in "ab")
+    for span in (owner, other):
+        span.phases += [(T0 + 5, early), (T0 + 6, late)]
+    tracing.end_batch(early, T0 + 20, {}, None)
+    tracing.end(other, T0 + 25)  # a linked member carries nothing
+    tracing.end(owner, T0 + 30)
+    assert ended == [other, owner] and other.carried == () and owner.carried == (early,)
+    tracing.end_batch(late, T0 + 40, {}, None)  # ends after its owner: handed on alone
+    assert ended == [other, owner, late] and early.owner is None and late.owner is None
+    forms = SpanForms(GATEWAY)
+    names = [s.name for s in forms.spans(owner)]
+    assert names == ["rpc", "decode", "queue wait", "queue wait", "encode", "batch"]
+    assert span_count(owner) == len(names) and span_count(late) == 1
+    assert encode_records([owner, late], forms) == encode_request(
+        forms.spans(owner) + forms.spans(late)
+    )
 
 
 class _Collect:

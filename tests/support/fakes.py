@@ -58,7 +58,7 @@ class SentBatch:
     outputs: list[str]
     deadline: float | None
     future: asyncio.Future[RunResult]
-    traceparent: str | None = None
+    trace: tuple[int, int] | None = None
 
 
 @dataclass
@@ -80,14 +80,14 @@ class FakeLink:
         outputs: Sequence[str] | None,
         deadline: float | None,
         signature: str = "",
-        traceparent: str | None = None,
+        trace: tuple[int, int] | None = None,
     ) -> asyncio.Future[RunResult]:
         inputs = {}
         for name, (dtype, shape) in layout.items():
             inputs[name] = np.empty(shape, dtype=dtype)
             fill(name, inputs[name])
         future: asyncio.Future[RunResult] = asyncio.get_running_loop().create_future()
-        self.sent.append(SentBatch(inputs, list(outputs or []), deadline, future, traceparent))
+        self.sent.append(SentBatch(inputs, list(outputs or []), deadline, future, trace))
         self.runs_in_flight += 1
         return future
 

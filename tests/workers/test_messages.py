@@ -28,7 +28,7 @@ REQUESTS: list[Request] = [
     messages.ping_request(6),
     messages.ping_request(8, key="m:3"),
     messages.stop_request(7),
-    messages.run_request(8, key="m:3", inputs=[X], traceparent=f"00-{'a' * 32}-{'b' * 16}-01"),
+    messages.run_request(8, key="m:3", inputs=[X], trace=(2**100 + 3, 2**63)),
 ]
 
 REPLIES: list[Reply] = [
@@ -99,7 +99,7 @@ def test_the_wire_is_compact_json_as_documented() -> None:
         "tags": ["serve"],
     }
     assert messages.run_request(1, key="k", inputs=[])["outputs"] is None  # every output
-    assert "traceparent" not in messages.run_request(1, key="k", inputs=[])  # untraced
+    assert "trace" not in messages.run_request(1, key="k", inputs=[])  # untraced
     assert "spans" not in messages.run_reply(1, outputs=[], out_end=0, compute_us=1.0)
     assert "out_end" not in messages.error_reply(1, "INTERNAL", "x")
 

@@ -1,5 +1,5 @@
 """The worker's telemetry: spans of traced runs (in a real worker), its figures in ping replies,
-and the traceparent parser."""
+and the W3C traceparent parser."""
 
 from __future__ import annotations
 
@@ -12,11 +12,13 @@ import pytest
 from tests.support import onnx_models
 from tests.support.worker_harness import Harness
 from workers.logs import TRACE_IDS
-from workers.telemetry import Telemetry, parse_traceparent
+from workers.telemetry import Telemetry, parse_w3c
+from workers.wire import SpanForm
 
 TRACE_ID = "4bf92f3577b34da6a3ce929d0e0e4736"
 BATCH_SPAN = "00f067aa0ba902b7"
 TRACEPARENT = f"00-{TRACE_ID}-{BATCH_SPAN}-01"
+TRACE = (int(TRACE_ID, 16), int(BATCH_SPAN, 16))
 
 
 @pytest.fixture(scope="module")
@@ -35,7 +37,7 @@ def test_traced_run_returns_its_compute_span_under_the_batch_span(
 ) -> None:
     harness, _ = worker
     before = time.time_ns()
-    reply, _ = harness.run("mlp:1", {"x": np.ones((2, 64), np.float32)}, traceparent=TRACEPARENT)
+    reply, _ = harness.run("mlp:1", {"x": np.ones((2, 64), np.float32)}, trace=TRACE)
     after = time.time_ns()
     assert reply["ok"]
     (span,) = reply["spans"].records()
@@ -50,7 +52,7 @@ def test_traced_run_returns_its_compute_span_under_the_batch_span(
 def test_untraced_or_badly_traced_runs_carry_no_spans(worker: tuple[Harness, str]) -> None:
     harness, _ = worker
     x = {"x": np.ones((1, 64), np.float32)}
-    for fields in ({}, {"traceparent": "00-nonsense"}):
+    for fields in ({}, {"trace": (0, TRACE[1])}, {"trace": (TRACE[0], 0)}):
         reply, _ = harness.run("mlp:1", x, **fields)
         assert reply["ok"] and "spans" not in reply
 
@@ -76,8 +78,8 @@ def test_ping_reports_the_workers_own_figures(worker: tuple[Harness, str]) -> No
 @pytest.mark.parametrize(
     ("value", "parsed"),
     [
-        (TRACEPARENT, (TRACE_ID, BATCH_SPAN)),
-        (f"01-{TRACE_ID}-{BATCH_SPAN}-01-future", (TRACE_ID, BATCH_SPAN)),
+        (TRACEPARENT, (TRACE_ID, BATCH_SPAN, 1)),
+        (f"01-{TRACE_ID}-{BATCH_SPAN}-00-future", (TRACE_ID, BATCH_SPAN, 0)),
         (f"00-{TRACE_ID}-{BATCH_SPAN}-01-extra", None),
         (f"ff-{TRACE_ID}-{BATCH_SPAN}-01", None),
         (f"00-{'0' * 32}-{BATCH_SPAN}-01", None),
@@ -88,15 +90,17 @@ def test_ping_reports_the_workers_own_figures(worker: tuple[Harness, str]) -> No
         (42, None),
     ],
 )
-def test_traceparent_parsing_follows_w3c(value: object, parsed: tuple[str, str] | None) -> None:
-    assert parse_traceparent(value) == parsed
+def test_traceparent_parsing_follows_w3c(
+    value: object, parsed: tuple[str, str, int] | None
+) -> None:
+    assert parse_w3c(value) == parsed
 
 
 def test_log_records_carry_the_run_trace_ids_while_it_is_open() -> None:
-    trace = Telemetry().trace(TRACEPARENT)
+    trace = Telemetry().trace(TRACE)
     assert trace is not None
     assert TRACE_IDS.get() is trace and trace.ids == (TRACE_ID, f"{trace.span_id:016x}")
-    (span,) = trace.finish("compute")
+    (span,) = trace.finish(SpanForm.of("compute", {})).records()
     assert TRACE_IDS.get() is None
     assert span["span_id"] == trace.span_id and span["parent_id"] == int(BATCH_SPAN, 16)
     assert Telemetry().trace(None) is None

@@ -10,7 +10,7 @@ from workers import messages, wire
 from workers.dtypes import DTYPE_NAMES
 from workers.messages import BadRequest, TensorDesc
 
-TRACEPARENT = f"00-{'a' * 32}-{'b' * 16}-01"
+TRACE = (2**128 - 1, 2**64 - 1)  # every bit of both ids
 
 
 def tensor(name: str, dtype: str, shape: list[int], offset: int = 64) -> TensorDesc:
@@ -40,7 +40,7 @@ def test_every_dtype_rank_and_field_survives() -> None:
         outputs=("a", "b"),
         deadline=123456.789012,
         signature="sig",
-        traceparent=TRACEPARENT,
+        trace=TRACE,
     )
     assert messages.decode_request(messages.encode(request)) == request
     empty = messages.run_request(3, key="k", inputs=[], outputs=())
