@@ -24,6 +24,9 @@ _EMPTY = trace_service_pb2.ExportTraceServiceResponse().SerializeToString()
 
 
 class _Handler(BaseHTTPRequestHandler):
+    protocol_version = "HTTP/1.1"
+    """Connections stay open between exports, as an OpenTelemetry Collector keeps them."""
+
     def do_POST(self) -> None:
         body = self.rfile.read(int(self.headers.get("Content-Length", "0")))
         request = trace_service_pb2.ExportTraceServiceRequest()
