@@ -171,7 +171,9 @@ class WorkerSpans:
         spans = [reader.span() for _ in range(self.count)]
         reader.end()
         if named:
-            _remember(_PARSED, named, (spans[0]["name"], dict(spans[0]["attributes"])))
+            if len(_PARSED) >= _CACHE_MAX:
+                _PARSED.clear()
+            _PARSED[named] = (spans[0]["name"], dict(spans[0]["attributes"]))
         return spans
 
 
@@ -200,12 +202,6 @@ class SpanForm:
 _PARSED: dict[bytes, tuple[str, dict[str, Any]]] = {}
 """Encoded name and attributes → (name, attributes), for decoding a run's one span."""
 _CACHE_MAX = 1024
-
-
-def _remember(cache: dict[Any, Any], key: Any, value: Any) -> None:
-    if len(cache) >= _CACHE_MAX:
-        cache.clear()
-    cache[key] = value
 
 
 def _record(

@@ -10,7 +10,7 @@ from the request's enqueueing to its batch's end; ``runtime`` is ``TF1`` for Ten
 (upstream's session runtime) and ``ONNX`` for ONNX ones.
 
 Traces: a batch with sampled members gets a ``batch`` span, child of its first sampled member's
-server span and linked to the others; its W3C context travels to the worker in the run
+server span and linked to the others; its trace id and span id travel to the worker in the run
 descriptor, and the worker's spans come back as its children. Each sampled member records when
 it was queued and the batch it joined, from which its ``queue wait`` and ``encode`` spans are
 made.

@@ -83,12 +83,8 @@ _CACHED = frozenset((str, bool, int))
 """Value types whose encoding is cached: equal values of one of these types encode alike (not
 so for floats: ``0.0 == -0.0``)."""
 _PAIRS: dict[tuple[int, str, type, Any], bytes] = {}
-"""Encoded ``KeyValue`` fields of scalar attributes, by (tag, key, type, value). Cleared when it
-reaches :data:`_CACHE_MAX`."""
-_BLOCKS: dict[tuple[int, tuple[tuple[str, Any], ...], tuple[type, ...]], bytes] = {}
-"""Whole encoded attribute sets, by (tag, items, value types): a span's attributes repeat as a
-set (method, model, status code), so most spans cost one lookup. Cleared when it reaches
-:data:`_CACHE_MAX`."""
+"""Encoded ``KeyValue`` fields of scalar attributes, by (tag, key, type, value): most repeat
+from span to span (model, method, status code). Cleared when it reaches :data:`_CACHE_MAX`."""
 _CACHE_MAX = 4096
 
 
@@ -96,21 +92,6 @@ def _attributes(tag: int, attributes: Mapping[str, Any] | None) -> bytes:
     """Repeated ``KeyValue`` fields under ``tag``."""
     if not attributes:
         return b""
-    kinds = tuple(map(type, attributes.values()))
-    if not _CACHED.issuperset(kinds):
-        return _pairs(tag, attributes)
-    key = (tag, tuple(attributes.items()), kinds)
-    block = _BLOCKS.get(key)
-    if block is None:
-        block = _pairs(tag, attributes)
-        if len(_BLOCKS) >= _CACHE_MAX:
-            _BLOCKS.clear()
-        _BLOCKS[key] = block
-    return block
-
-
-def _pairs(tag: int, attributes: Mapping[str, Any]) -> bytes:
-    """:func:`_attributes` pair by pair."""
     out = []
     for key, value in attributes.items():
         kind = type(value)

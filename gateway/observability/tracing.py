@@ -13,8 +13,8 @@ altogether. ``OTEL_SERVICE_NAME`` / ``OTEL_RESOURCE_ATTRIBUTES`` make the resour
 through a ``BatchSpanProcessor`` (``OTEL_BSP_*``).
 
 The request path does not make span objects: a sampled request leaves a record
-(:mod:`~gateway.observability.span_records`) per server span and per batch, handed once ended to
-the span processor, whose export thread makes the spans (or, for OTLP, their bytes) in bulk.
+(:mod:`~gateway.observability.span_records`), carrying the batches it parents, handed once ended
+to the span processor, whose export thread makes the spans (or, for OTLP, their bytes) in bulk.
 The standard samplers are decided here by their rule (:class:`Sampling`), without the SDK's
 sampler and context objects. A sampled request costs a few attribute stores, random draws and
 clock reads; an unsampled one a header lookup; with tracing off nothing at all. The worker's

@@ -102,6 +102,12 @@ def test_the_attribute_cache_keeps_equal_values_of_different_types_apart() -> No
     assert [v.WhichOneof("value") for v in values] == ["int_value", "bool_value", "double_value"]
 
 
+def test_equal_floats_of_opposite_sign_keep_their_sign() -> None:
+    otlp_wire._PAIRS.clear()
+    spans = [_span(i, attributes={"v": v}) for i, v in enumerate([0.0, -0.0])]
+    assert encode_request(spans) == encode_spans(spans).SerializeToString()
+
+
 def test_values_the_sdk_cannot_encode_are_refused() -> None:
     with pytest.raises(TypeError):
         encode_request([_span(1, attributes={"bad": object()})])
