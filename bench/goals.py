@@ -127,6 +127,9 @@ def compute(results: dict[str, Any]) -> list[dict[str, Any]]:
 
 TRACING = "issue 10"
 TRACING_GOALS = {"ratio 0": 0.01, "ratio 1.0": 0.10}
+TRACING_CONTROL = "off (control)"
+"""A second untraced system in the tracing scenario's side-by-side rounds: its cost against
+``off`` is the measurement's own spread, against which the samplers' figures can be read."""
 """Most throughput tracing may cost at each sample ratio (tiny MLP, one server core)."""
 
 
@@ -153,6 +156,9 @@ def _tracing_rows(section: dict[str, Any]) -> list[dict[str, Any]]:
         if side and side.get("n"):
             cost, value = side["median"], percent_spread(side)
             note = f"CPU per request served side by side, median of {side['n']} rounds"
+            control = section["side_by_side"]["cost"].get(TRACING_CONTROL)
+            if control and control.get("n"):
+                note += f" (a second off against off: {percent_spread(control)})"
             if paired and paired.get("n"):
                 note += f"; in turn: {percent_spread(paired)} of throughput"
         elif paired and paired.get("n"):

@@ -180,7 +180,8 @@ def markdown(results: dict[str, Any], plots: list[str]) -> str:
             lines += _table(tracing[sub])
     side = tracing.get("side_by_side")
     if tracing.get("available") and side:
-        lines += ["", "## Tracing side by side (MLP, 1 core, all three served at once)", ""]
+        title = "Tracing side by side (MLP, 1 core, all served at once, fresh processes each round)"
+        lines += ["", f"## {title}", ""]
         lines += ["| system | CPU µs / request | cost against off |", "|---|---|---|"]
         for key, cpu in side["cpu_us_per_request"].items():
             cost = side["cost"].get(key)

@@ -157,6 +157,15 @@ class WorkerSpans:
         )
         return cls(len(records), data)
 
+    def single(self) -> tuple[int, int, int, int, int, bytes] | None:
+        """A run's one span, undecoded: (start, end, span id, parent id, pid, its encoded name
+        and attributes, as :meth:`SpanForm.of` wrote them); None unless ``count`` is 1 (it is
+        not checked: :meth:`records` decodes and checks)."""
+        if self.count != 1 or len(self.data) < _SPAN.size:
+            return None
+        start_ns, end_ns, span_id, parent_id, pid, _ = _SPAN.unpack_from(self.data)
+        return start_ns, end_ns, span_id, parent_id, pid, self.data[_SPAN.size :]
+
     def records(self) -> list[dict[str, Any]]:
         """The spans, as :class:`workers.telemetry.SpanRecord` values; Malformed if ``data``
         does not hold ``count`` of them."""

@@ -9,6 +9,7 @@ import sys
 import threading
 import time
 import urllib.request
+from collections.abc import Callable, Sequence
 from typing import Any
 
 import numpy as np
@@ -16,6 +17,7 @@ import numpy as np
 from bench import progress
 from bench.calls import PREDICT_METHOD, predict_payload
 from bench.catalog import BATCHING_TIMEOUT_0, CATALOG
+from bench.goals import TRACING_CONTROL
 from bench.loadgen import LoadOptions, run_load
 from bench.measure import Load, interleaved, run_point, stats, summarize
 from bench.plan import layouts
@@ -118,30 +120,46 @@ def _paired_cost(runs: dict[str, list[dict[str, Any]]]) -> dict[str, dict[str, f
 
 
 def _side_by_side(
-    running: dict[str, Running], load: Load, client_cpus: tuple[int, ...], rounds: int
+    start_all: Callable[[], dict[str, Running]],
+    load: Load,
+    client_cpus: tuple[int, ...],
+    rounds: int,
 ) -> dict[str, Any]:
-    """All systems served at once on the one server core, each by its own closed loop, for
-    ``rounds`` rounds: each one's CPU µs per request, and per sampler the cost against off within
-    each round, ``1 - cpu(off) / cpu(traced)`` (on a saturated core, throughput is the inverse of
-    CPU per request), as median / min / max over the rounds."""
-    cpu: dict[str, list[float]] = {key: [] for key in running}
+    """``rounds`` rounds of all the systems ``start_all`` starts, served at once on the one
+    server core, each by its own closed loop, from fresh processes every round (a process
+    keeps a speed of its own, a few percent either way, for as long as it lives): each one's CPU
+    µs per request, and for every system but ``off`` its cost against off within each round,
+    ``1 - cpu(off) / cpu(system)`` (on a saturated core, throughput is the inverse of CPU per
+    request), as median / min / max over the rounds."""
+    cpu: dict[str, list[float]] = {}
     for round_no in range(rounds):
         progress.step(f"tracing side by side · round {round_no + 1}/{rounds}")
+        try:
+            running = start_all()
+        except StartFailed as exc:  # one lost round; the others stand
+            log.warning("tracing side by side: a system did not start: %s", exc)
+            continue
         out: dict[str, dict[str, Any]] = {}
-        threads = [
-            threading.Thread(target=_into, args=(out, key, r, load, client_cpus))
-            for key, r in running.items()
-        ]
-        for thread in threads:
-            thread.start()
-        for thread in threads:
-            thread.join()
+        try:
+            threads = [
+                threading.Thread(target=_into, args=(out, key, r, load, client_cpus))
+                for key, r in running.items()
+            ]
+            for thread in threads:
+                thread.start()
+            for thread in threads:
+                thread.join()
+        finally:
+            for r in running.values():
+                r.stop()
         if all(out.get(key, {}).get("server_cpu_us_per_request") for key in running):
             for key in running:
-                cpu[key].append(float(out[key]["server_cpu_us_per_request"]))
+                cpu.setdefault(key, []).append(float(out[key]["server_cpu_us_per_request"]))
+    off = cpu.get("off", [])
     cost = {
-        label: stats([1 - o / t for o, t in zip(cpu["off"], cpu[label], strict=True)])
-        for label in TRACING_SAMPLERS
+        key: stats([1 - o / t for o, t in zip(off, values, strict=True)])
+        for key, values in cpu.items()
+        if key != "off"
     }
     return {"cpu_us_per_request": {k: stats(v) for k, v in cpu.items()}, "cost": cost}
 
@@ -161,10 +179,11 @@ def tracing(bench: Bench) -> None:
 
     Taken two ways, over ``tracing_repeats`` rounds each. In turn (interleaved), saturating and
     at concurrency 1: ``cost`` is each ratio's throughput loss against off from the medians,
-    ``paired_cost`` the median of the per-round losses. Side by side (``side_by_side``): the
-    three served at once, so that every one meets the same machine speed, which on this machine
-    swings by up to 2× within seconds; its CPU-per-request cost is the goal's figure (≤ 1 % at
-    ratio 0, ≤ 10 % at 1.0)."""
+    ``paired_cost`` the median of the per-round losses. Side by side (``side_by_side``): off,
+    a second off (:data:`~bench.goals.TRACING_CONTROL`) and both ratios served at once, so that
+    every one meets the same machine speed, which on this machine swings by up to 2× within
+    seconds, from fresh processes every round; its CPU-per-request cost is the goal's figure
+    (≤ 1 % at ratio 0, ≤ 10 % at 1.0), the control's the spread of the measurement itself."""
     plan, ctx = bench.plan, bench.ctx
     server_cpus, client_cpus = layouts()["1-core"]
     base = CATALOG["tensorgate"]
@@ -175,40 +194,54 @@ def tracing(bench: Bench) -> None:
         "otlp-sink", argv, ctx.logs / "otlp-sink.log", cpus=client_cpus
     )
     endpoint = f"http://127.0.0.1:{info['port']}"
-    running: dict[str, Running] = {}
+    control = SystemSpec("tracing off (control)", "tensorgate", base.params)
+    specs = {"off": base, TRACING_CONTROL: control}
+    for label, ratio in TRACING_SAMPLERS.items():
+        params = {**base.params, "env": _tracing_env(endpoint, ratio)}
+        specs[label] = SystemSpec(f"tracing {label}", "tensorgate", params)
+
+    def start_all(names: Sequence[str]) -> dict[str, Running]:
+        running: dict[str, Running] = {}
+        try:
+            for name in names:
+                running[name] = start(ctx, specs[name], "mlp", server_cpus)
+        except BaseException:
+            for r in running.values():
+                r.stop()
+            raise
+        return running
+
+    saturating = Load(
+        plan.saturation_concurrency, plan.point_s, plan.warmup_s, driver=closed_loop_driver()
+    )
+    points = {"mlp": saturating, "mlp@1": Load(1, plan.point_s, plan.warmup_s)}
     try:
-        running["off"] = start(ctx, base, "mlp", server_cpus)
-        for label, ratio in TRACING_SAMPLERS.items():
-            params = {**base.params, "env": _tracing_env(endpoint, ratio)}
-            spec = SystemSpec(f"tracing {label}", "tensorgate", params)
-            try:
-                running[label] = start(ctx, spec, "mlp", server_cpus)
-            except StartFailed as exc:
-                section.update(available=False, reason=_not_available(exc))
-                return
-        points = {
-            "mlp": Load(
-                plan.saturation_concurrency,
-                plan.point_s,
-                plan.warmup_s,
-                driver=closed_loop_driver(),
-            ),
-            "mlp@1": Load(1, plan.point_s, plan.warmup_s),
-        }
-        for key, load in points.items():
-            jobs = [
-                (k, functools.partial(run_point, r, load, client_cpus)) for k, r in running.items()
-            ]
-            runs = interleaved(jobs, plan.tracing_repeats, f"tracing {key} {{key}}")
-            section[key] = {k: summarize(v) for k, v in runs.items()}
-            if key == "mlp":
-                section["paired_cost"] = _paired_cost(runs)
-                section["side_by_side"] = _side_by_side(
-                    running, load, client_cpus, plan.tracing_repeats
-                )
+        try:
+            running = start_all(["off", *TRACING_SAMPLERS])
+        except StartFailed as exc:
+            section.update(available=False, reason=_not_available(exc))
+            return
+        try:
+            for key, load in points.items():
+                jobs = [
+                    (k, functools.partial(run_point, r, load, client_cpus))
+                    for k, r in running.items()
+                ]
+                runs = interleaved(jobs, plan.tracing_repeats, f"tracing {key} {{key}}")
+                section[key] = {k: summarize(v) for k, v in runs.items()}
+                if key == "mlp":
+                    section["paired_cost"] = _paired_cost(runs)
+        finally:
+            for r in running.values():
+                r.stop()
+        side_names = ["off", TRACING_CONTROL, *TRACING_SAMPLERS]
+        section["side_by_side"] = _side_by_side(
+            functools.partial(start_all, side_names),
+            saturating,
+            client_cpus,
+            plan.tracing_repeats,
+        )
     finally:
-        for r in running.values():
-            r.stop()
         try:
             section["spans_exported"] = _sink_spans(endpoint)
         finally:

@@ -24,7 +24,7 @@ from dataclasses import dataclass
 
 from gateway.observability.calls import CURRENT, RUNTIME_APIS, Call
 from gateway.observability.metrics import GatewayMetrics
-from gateway.observability.span_records import BatchSpan
+from gateway.observability.span_records import BatchSpan, ServerSpan
 from gateway.observability.tfs_metrics import TfServingMetrics
 from gateway.observability.tracing import Tracing
 from gateway.parallel.dispatcher import RunResult
@@ -87,17 +87,32 @@ class QueueObserver:
             tfs.processed_batch_size.observe((), padded)
             tfs.wrapped_run_count.inc(())
         batch = None
-        traced = [t for t in tags if isinstance(t, Call) and t.span is not None]
-        if traced and self.tracing is not None:
-            now_ns = time.time_ns()
-            members = list({id(t.span): t.span for t in traced if t.span}.values())
-            batch = self.tracing.start_batch(members, now_ns)
-            for tag, wait in zip(tags, queue_waits_s, strict=True):
-                if isinstance(tag, Call) and tag.span is not None:
-                    tag.span.phases.append((now_ns - int(wait * 1e9), batch))
+        if self.tracing is not None:
+            spans = [t.span for t in tags if isinstance(t, Call) and t.span is not None]
+            if spans:
+                batch = self._batch_span(spans, tags, queue_waits_s)
         if batch is None and tfs is None and self.metrics is None:
             return None
         return BatchNote(self, tags, queue_waits_s, rows, padded, batch)
+
+    def _batch_span(
+        self, spans: list[ServerSpan], tags: Sequence[object], queue_waits_s: Sequence[float]
+    ) -> BatchSpan:
+        """The span of a batch whose sampled tags' server spans are ``spans`` (in order; a request
+        split over several of the batch's tasks appears once per task); each member notes when
+        it was queued and the batch it joined."""
+        assert self.tracing is not None
+        now_ns = time.time_ns()
+        if len(tags) == 1:  # the usual batch: one request
+            batch = self.tracing.start_batch(spans, now_ns)
+            spans[0].phases.append((now_ns - int(queue_waits_s[0] * 1e9), batch))
+            return batch
+        members = list({id(span): span for span in spans}.values())
+        batch = self.tracing.start_batch(members, now_ns)
+        for tag, wait in zip(tags, queue_waits_s, strict=True):
+            if isinstance(tag, Call) and tag.span is not None:
+                tag.span.phases.append((now_ns - int(wait * 1e9), batch))
+        return batch
 
     def on_refused(self, reason: str) -> None:
         if self.metrics is not None:

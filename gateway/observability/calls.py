@@ -67,7 +67,8 @@ class Recorder:
         attributes: Attributes,
     ) -> tuple[Call, Token[Call | None]]:
         """Open a call and make it :data:`CURRENT`; pass the token to :meth:`end`.
-        ``attributes``: the server span's first attributes (copied)."""
+        ``attributes``: the server span's first attributes (kept, not copied: leave them
+        unchanged)."""
         call = Call(api, entrypoint, time.perf_counter())
         if self.tracing is not None and (traceparent or self.tracing.roots):
             call.span = self.tracing.start(
@@ -76,7 +77,7 @@ class Recorder:
                 time.time_ns(),
                 traceparent,
                 tracestate,
-                dict(attributes),
+                attributes,
             )
             if call.span is not None:
                 call.ids_token = TRACE_IDS.set(call.span)
@@ -115,8 +116,8 @@ class Recorder:
             self.metrics.in_flight[call.entrypoint] -= 1
             labels = (model, call.api, call.entrypoint)
             self.metrics.request_duration.observe(labels, elapsed_s)
-        if call.span is not None and self.tracing is not None:
-            call.span.attributes["tensorgate.model"] = model
-            if attributes:
-                call.span.attributes.update(attributes)
-            self.tracing.end(call.span, time.time_ns(), error)
+        span = call.span
+        if span is not None and self.tracing is not None:
+            first = span.attributes
+            span.attributes = {**first, "tensorgate.model": model, **(attributes or {})}
+            self.tracing.end(span, time.time_ns(), error)

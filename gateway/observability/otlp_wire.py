@@ -283,7 +283,21 @@ def _record(
             links,
         )
     )
+    worker = record.worker
+    single = worker.single() if worker is not None else None
+    if single is not None:
+        start, end, span_id, parent_id, pid, named = single
+        form = _WORKER_FORMS.get(named)
+        if form is not None and parent_id:
+            high, low = trace_id >> 64, trace_id & _LOW64
+            ids = _PARENT_IDS(0x0A10, high, low, 0x1208, span_id, 0x2208, parent_id)
+            body = b"".join((ids, form[0], _TIMES(0x39, start, 0x41, end), form[1]))
+            workers.setdefault(pid, []).append(_field(0x12, body))
+            return
     for span in record.worker_records():
+        if single is not None and len(_WORKER_FORMS) < _CACHE_MAX:
+            tail = _attributes(0x4A, span["attributes"]) + _CHILD_TAIL
+            _WORKER_FORMS[single[5]] = (_named(span["name"], _INTERNAL), tail)
         workers.setdefault(span["pid"], []).append(
             _message(
                 trace_id,
@@ -298,6 +312,13 @@ def _record(
                 span["attributes"],
             )
         )
+
+
+_WORKER_FORMS: dict[bytes, tuple[bytes, bytes]] = {}
+"""A run's one worker span, by its name and attributes as the worker encoded them
+(:meth:`~workers.wire.WorkerSpans.single`) → its ``name`` and ``kind`` fields, and its attribute,
+status and flags fields: the worker makes spans of a few forms, run after run. Filled once a form
+has decoded (so holds valid forms only)."""
 
 
 class _Heads:

@@ -15,6 +15,7 @@ from __future__ import annotations
 
 import logging
 import os
+import random
 from collections.abc import Iterator
 from dataclasses import dataclass, field
 from typing import Any, ClassVar
@@ -74,9 +75,9 @@ class ServerSpan:
     """A sampled request's server span. ``parent_id``: the caller's span (0: a root);
     ``trace_state``: the caller's ``tracestate`` header; ``phases``: (enqueued, batch) per batch
     the request joined; ``done_ns``: when the last of those batches ended (0: none did);
-    ``child_ids``: 64 random bits per derived child span; ``error``: the status description
-    (None: not an error); ``carried``: the batches it owns that ended before it did (their
-    spans travel in this record)."""
+    ``child_ids``: 64 random bits per derived child span (0: not drawn yet, see
+    :meth:`children`); ``error``: the status description (None: not an error); ``carried``:
+    the batches it owns that ended before it did (their spans travel in this record)."""
 
     name: str
     kind: SpanKind
@@ -101,10 +102,13 @@ class ServerSpan:
 
     def children(self) -> Iterator[tuple[str, int, int, int]]:
         """The derived child spans, as (name, span id, start, end): ``decode`` (until the first
-        queueing), ``queue wait`` per batch joined, ``encode`` (from the last batch's end)."""
+        queueing), ``queue wait`` per batch joined, ``encode`` (from the last batch's end). Their
+        ids are drawn on the first call (on the export thread) and kept."""
         if not self.phases:
             return
         bits = self.child_ids
+        if not bits:  # drawn here, off the request path, on first use
+            bits = self.child_ids = random.getrandbits(64 * (len(self.phases) + 2))
         spans = [("decode", self.start_ns, self.phases[0][0])]
         spans += [("queue wait", enqueued, batch.start_ns) for enqueued, batch in self.phases]
         if self.done_ns:

@@ -45,7 +45,7 @@ from opentelemetry.trace import SpanKind
 from gateway.config.model_config import ConfigError
 from gateway.observability.span_export import WIRE_ENCODED, RecordExporter
 from gateway.observability.span_records import LOW64, Attributes, BatchSpan, Record, ServerSpan
-from workers.telemetry import new_span_id, parse_w3c
+from workers.telemetry import parse_w3c
 from workers.wire import WorkerSpans
 
 
@@ -129,21 +129,24 @@ class Tracing:
         attributes: Attributes,
     ) -> ServerSpan | None:
         """The server span of a request, continuing ``traceparent``; None when not sampled."""
-        parent_id, flags, trace_id = 0, None, 0
         if traceparent:
             parsed = parse_w3c(traceparent)
             if parsed is not None:
-                trace_id, parent_id, flags = int(parsed[0], 16), int(parsed[1], 16), parsed[2]
-        if not parent_id:
-            if not self.roots:
-                return None
-            trace_id = self._bits(128) or 1
-            tracestate = None
-        if not self.sampling.sampled(trace_id, flags):
+                trace_id, parent_id = int(parsed[0], 16), int(parsed[1], 16)
+                if not self.sampling.sampled(trace_id, parsed[2]):
+                    return None
+                span_id = self._bits(64) or 1
+                state = tracestate or None
+                return ServerSpan(
+                    name, kind, trace_id, span_id, parent_id, state, start_ns, attributes
+                )
+        if not self.roots:
             return None
-        return ServerSpan(
-            name, kind, trace_id, new_span_id(), parent_id, tracestate or None, start_ns, attributes
-        )
+        bits = self._bits(192)  # a root: its trace id and span id in one draw
+        trace_id, span_id = bits >> 64 or 1, bits & LOW64 or 1
+        if trace_id & LOW64 >= self.sampling.bound:
+            return None
+        return ServerSpan(name, kind, trace_id, span_id, 0, None, start_ns, attributes)
 
     def end(self, span: ServerSpan, end_ns: int, error: str | None = None) -> None:
         """End the server span (status ERROR with ``error``, if given) and hand it on, with the
@@ -152,7 +155,14 @@ class Tracing:
         span.end_ns = end_ns
         span.error = error
         phases = span.phases
-        if phases:
+        if len(phases) == 1:  # the usual request: one batch
+            batch = phases[0][1]
+            span.done_ns = batch.end_ns
+            if batch.owner is span:
+                batch.owner = None
+                if batch.end_ns:
+                    span.carried = (batch,)
+        elif phases:
             carried = []
             for _, batch in phases:
                 if batch.end_ns > span.done_ns:
@@ -162,15 +172,15 @@ class Tracing:
                     if batch.end_ns:
                         carried.append(batch)
             span.carried = tuple(carried)
-            span.child_ids = self._bits(64 * (len(phases) + 2))
         self._on_end(span)
 
     # -- batches --------------------------------------------------------------------------------
     def start_batch(self, members: Sequence[ServerSpan], start_ns: int) -> BatchSpan:
         """The span of a batch whose sampled members are ``members`` (at least one)."""
         first = members[0]
-        links = tuple((m.trace_id, m.span_id) for m in members[1:])
-        return BatchSpan(first.trace_id, new_span_id(), first.span_id, links, start_ns, owner=first)
+        links = tuple([(m.trace_id, m.span_id) for m in members[1:]]) if len(members) > 1 else ()
+        span_id = self._bits(64) or 1
+        return BatchSpan(first.trace_id, span_id, first.span_id, links, start_ns, owner=first)
 
     def end_batch(
         self, batch: BatchSpan, end_ns: int, attributes: Attributes, worker: WorkerSpans | None

@@ -193,3 +193,7 @@ def test_the_side_by_side_cost_is_the_goal_s_figure_when_measured() -> None:
     assert zero["met"] is True and zero["value"].startswith("0.5% (-0.2%–1.0%)")
     assert one["met"] is False and one["value"].startswith("13.0% (12.0%–15.0%)")
     assert "side by side" in one["note"] and "in turn: 20.0% (10.0%–30.0%)" in one["note"]
+    assert "against off" not in one["note"]
+    section["side_by_side"]["cost"][goals.TRACING_CONTROL] = stat(0.004, -0.01, 0.02)
+    zero, _ = rows_for({"scenarios": {"tracing": section}}, "tracing cost")
+    assert "(a second off against off: 0.4% (-1.0%–2.0%))" in zero["note"]

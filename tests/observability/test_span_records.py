@@ -126,7 +126,7 @@ def test_a_server_record_stands_for_its_span_and_the_children_its_phases_give() 
     }
 
 
-def test_ending_a_server_span_draws_an_id_for_each_child() -> None:
+def test_each_child_of_a_server_span_gets_its_own_id() -> None:
     ended: list[Record] = []
     tracing = Tracing(_Collect(ended), Sampling(True, 1.0), GATEWAY)  # type: ignore[arg-type]
     span = tracing.start("rpc", SpanKind.SERVER, T0, None, None, {})
@@ -189,6 +189,29 @@ def test_undecodable_worker_spans_are_dropped_with_a_warning(
         request = encode_records([broken], forms)
     assert request == encode_request(forms.spans(broken))
     assert "Dropped the worker's spans" in caplog.text
+
+
+def test_a_run_s_span_encodes_alike_once_its_form_is_known() -> None:
+    forms = SpanForms(GATEWAY)
+    worker = WorkerSpans.of([_worker(103, 0xBA, **{"tensorgate.model": "form:1", "n": 7})])
+    runs = [BatchSpan(TRACE, 0xBA, 0x51, (), T0, T0 + 9, {}, worker) for _ in "ab"]
+    first, second = (encode_records([run], forms) for run in runs)  # the second from the form
+    assert first == second == encode_request(forms.spans(runs[0]))
+    other = WorkerSpans.of([_worker(104, 0xBB, **{"tensorgate.model": "form:1", "n": 7})])
+    assert encode_records([BatchSpan(TRACE, 0xBB, 0x51, (), T0, T0 + 9, {}, other)], forms) != first
+
+
+def test_a_run_s_span_that_does_not_decode_is_dropped_every_time(
+    caplog: pytest.LogCaptureFixture,
+) -> None:
+    good = WorkerSpans.of([_worker(105, 0xBC)])
+    broken = WorkerSpans(1, good.data + b"\x00")  # a byte past its one span
+    batch = BatchSpan(TRACE, 0xBC, 0x51, (), T0, T0 + 5, {}, broken)
+    forms = SpanForms(GATEWAY)
+    with caplog.at_level(logging.WARNING):
+        for _ in "ab":
+            assert encode_records([batch], forms) == encode_request(forms.spans(batch))
+    assert caplog.text.count("Dropped the worker's spans") == 4  # each encoding, both times
 
 
 class _Recording(InMemorySpanExporter):
