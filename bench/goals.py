@@ -39,8 +39,12 @@ def _fmt(r: tuple[float, float, float]) -> str:
     return f"{r[0]:.2f}× ({r[1]:.2f}–{r[2]:.2f})"
 
 
-def percent_spread(s: dict[str, float]) -> str:
-    """A median / min / max of fractions, as ``median (min–max)`` in percent."""
+def percent_spread(s: dict[str, Any]) -> str:
+    """A median / min / max of fractions, as ``median (min–max)`` in percent; with the median's
+    95 % interval when ``s`` has one (``ci``), ``median (95 % CI lo–hi; min–max)``."""
+    ci = s.get("ci")
+    if ci:
+        return f"{s['median']:.1%} (95% CI {ci[0]:.1%}–{ci[1]:.1%}; {s['min']:.1%}–{s['max']:.1%})"
     return f"{s['median']:.1%} ({s['min']:.1%}–{s['max']:.1%})"
 
 
@@ -154,7 +158,8 @@ def _tracing_rows(section: dict[str, Any]) -> list[dict[str, Any]]:
         side = section.get("side_by_side", {}).get("cost", {}).get(label)
         paired = section.get("paired_cost", {}).get(label)
         if side and side.get("n"):
-            cost, value = side["median"], percent_spread(side)
+            # Met when the median's 95 % interval lies within the goal (the median, without one).
+            cost, value = (side.get("ci") or (0, side["median"]))[1], percent_spread(side)
             note = f"CPU per request served side by side, median of {side['n']} rounds"
             control = section["side_by_side"]["cost"].get(TRACING_CONTROL)
             if control and control.get("n"):

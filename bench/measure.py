@@ -9,6 +9,7 @@ records the server's CPU (whole process tree) and the client's own CPU.
 from __future__ import annotations
 
 import logging
+import math
 import statistics
 import time
 from collections.abc import Callable, Sequence
@@ -189,6 +190,18 @@ def stats(values: Sequence[float]) -> dict[str, float]:
         "max": float(max(values)),
         "n": len(values),
     }
+
+
+def median_ci(values: Sequence[float]) -> tuple[float, float] | None:
+    """A distribution-free 95 % confidence interval of the median of ``values`` (the order
+    statistics the binomial rule gives: the ``k``-th from each end, ``k = ⌊(n − 1.96√n) / 2⌋``);
+    None for fewer than 6 values, which cannot bound it."""
+    n = len(values)
+    k = math.floor((n - 1.96 * math.sqrt(n)) / 2)
+    if k < 0 or n < 6:
+        return None
+    ordered = sorted(values)
+    return float(ordered[k]), float(ordered[n - 1 - k])
 
 
 def summarize(runs: Sequence[dict[str, Any]]) -> dict[str, Any]:

@@ -57,9 +57,13 @@ class Plan:
     ramp_plateau_s: float
     peers: tuple[str, ...]
     """Peer systems in the 1-core tiny-model comparison."""
-    tracing_repeats: int = 10
-    """Rounds of the ``tracing`` scenario, in turn and side by side: its costs are medians over
-    rounds, and this machine's speed drifts on a scale of seconds, so it needs many."""
+    tracing_repeats: int = 6
+    """Rounds of the ``tracing`` scenario in turn (throughput, which drifts with this machine's
+    speed on a scale of seconds)."""
+    tracing_side_rounds: int = 30
+    """Rounds of the ``tracing`` scenario side by side, the goal's figure: a median over rounds
+    from fresh processes, each carrying a speed of its own of a few percent, so it needs many
+    to bound a 1 % cost."""
     profile_s: float = 8.0
     """py-spy sampling time per profiled system (``profile`` scenario)."""
     soak_s: float = 600.0
@@ -77,6 +81,7 @@ QUICK = Plan(
     name="quick",
     repeats=2,
     tracing_repeats=2,
+    tracing_side_rounds=2,
     point_s=1.0,
     warmup_s=0.5,
     saturation_concurrency=64,

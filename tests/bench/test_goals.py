@@ -5,6 +5,7 @@ from __future__ import annotations
 from typing import Any
 
 from bench import goals
+from bench.measure import median_ci
 from bench.report import markdown
 
 ISSUE_GOALS = (
@@ -197,3 +198,25 @@ def test_the_side_by_side_cost_is_the_goal_s_figure_when_measured() -> None:
     section["side_by_side"]["cost"][goals.TRACING_CONTROL] = stat(0.004, -0.01, 0.02)
     zero, _ = rows_for({"scenarios": {"tracing": section}}, "tracing cost")
     assert "(a second off against off: 0.4% (-1.0%–2.0%))" in zero["note"]
+
+
+def test_with_an_interval_the_goal_is_met_only_when_all_of_it_is_within() -> None:
+    costs = {
+        "ratio 0": {**stat(0.005, -0.03, 0.04), "ci": [-0.004, 0.012]},
+        "ratio 1.0": {**stat(0.08, 0.02, 0.14), "ci": [0.07, 0.095]},
+    }
+    section: dict[str, Any] = {
+        "available": True,
+        "mlp": {"off": point(900), "ratio 0": point(900), "ratio 1.0": point(850)},
+        "side_by_side": {"cpu_us_per_request": {}, "cost": costs},
+    }
+    zero, one = rows_for({"scenarios": {"tracing": section}}, "tracing cost")
+    assert zero["met"] is False and zero["value"] == "0.5% (95% CI -0.4%–1.2%; -3.0%–4.0%)"
+    assert one["met"] is True and one["value"] == "8.0% (95% CI 7.0%–9.5%; 2.0%–14.0%)"
+
+
+def test_the_median_s_interval_is_bounded_by_order_statistics() -> None:
+    assert median_ci([1.0] * 5) is None  # too few to bound the median
+    assert median_ci([float(v) for v in range(10)]) == (1.0, 8.0)
+    thirty = [float(v) for v in reversed(range(30))]
+    assert median_ci(thirty) == (9.0, 20.0)
