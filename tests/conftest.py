@@ -14,6 +14,7 @@ any database) go to a temporary directory removed at exit, so no run leaves ``.h
 
 from __future__ import annotations
 
+import atexit
 import os
 import shutil
 import tempfile
@@ -42,11 +43,8 @@ _HYPOTHESIS_HOME: str | None = None
 if "HYPOTHESIS_STORAGE_DIRECTORY" not in os.environ:
     _HYPOTHESIS_HOME = tempfile.mkdtemp(prefix="tensorgate-hypothesis-")
     os.environ["HYPOTHESIS_STORAGE_DIRECTORY"] = _HYPOTHESIS_HOME
-
-
-def pytest_unconfigure(config: pytest.Config) -> None:
-    if _HYPOTHESIS_HOME is not None:
-        shutil.rmtree(_HYPOTHESIS_HOME, ignore_errors=True)
+    # At exit, not in pytest_unconfigure: a run that stops on a usage error never configures.
+    atexit.register(shutil.rmtree, _HYPOTHESIS_HOME, ignore_errors=True)
 
 
 @pytest.fixture(scope="session", autouse=True)
