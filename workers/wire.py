@@ -170,10 +170,11 @@ class WorkerSpans:
         """The spans, as :class:`workers.telemetry.SpanRecord` values; Malformed if ``data``
         does not hold ``count`` of them."""
         # A run's one span: its name and attributes repeat run after run.
-        named = self.data[_SPAN.size :] if self.count == 1 else b""
+        single = self.single()
+        named = single[5] if single is not None else b""
         parsed = _PARSED.get(named) if named else None
-        if parsed is not None:
-            start_ns, end_ns, span_id, parent_id, pid, _ = _SPAN.unpack_from(self.data)
+        if single is not None and parsed is not None:
+            start_ns, end_ns, span_id, parent_id, pid, _ = single
             name, attributes = parsed
             return [_record(pid, name, span_id, parent_id, start_ns, end_ns, dict(attributes))]
         reader = _Reader(self.data)

@@ -103,11 +103,7 @@ class QueueObserver:
         it was queued and the batch it joined."""
         assert self.tracing is not None
         now_ns = time.time_ns()
-        if len(tags) == 1:  # the usual batch: one request
-            batch = self.tracing.start_batch(spans, now_ns)
-            spans[0].phases.append((now_ns - int(queue_waits_s[0] * 1e9), batch))
-            return batch
-        members = list({id(span): span for span in spans}.values())
+        members = spans if len(spans) == 1 else list(dict.fromkeys(spans))  # by identity
         batch = self.tracing.start_batch(members, now_ns)
         for tag, wait in zip(tags, queue_waits_s, strict=True):
             if isinstance(tag, Call) and tag.span is not None:

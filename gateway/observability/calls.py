@@ -118,6 +118,5 @@ class Recorder:
             self.metrics.request_duration.observe(labels, elapsed_s)
         span = call.span
         if span is not None and self.tracing is not None:
-            first = span.attributes
-            span.attributes = {**first, "tensorgate.model": model, **(attributes or {})}
+            span.attributes = {**span.attributes, "tensorgate.model": model, **(attributes or {})}
             self.tracing.end(span, time.time_ns(), error)

@@ -183,19 +183,21 @@ def _named(name: str, kind: SpanKind) -> bytes:
 _CHILD_TAIL = _EMPTY_STATUS + _LOCAL_FLAGS
 
 
-def _child(trace_id: int, span_id: int, parent_id: int, name: str, start: int, end: int) -> bytes:
+def _child(
+    trace_id: int,
+    span_id: int,
+    parent_id: int,
+    named: bytes,
+    start: int,
+    end: int,
+    tail: bytes = _CHILD_TAIL,
+) -> bytes:
     """What :func:`_message` writes for an INTERNAL span with a local parent, no trace state,
-    attributes, links or status (a server span's derived children), in fewer steps."""
-    body = b"".join(
-        (
-            _PARENT_IDS(
-                0x0A10, trace_id >> 64, trace_id & _LOW64, 0x1208, span_id, 0x2208, parent_id
-            ),
-            _named(name, _INTERNAL),
-            _TIMES(0x39, start, 0x41, end),
-            _CHILD_TAIL,
-        )
-    )
+    links or status, in fewer steps: ``named``, its :func:`_named` fields; ``tail``, its
+    attribute fields then :data:`_CHILD_TAIL` (a server span's derived children have none)."""
+    high, low = trace_id >> 64, trace_id & _LOW64
+    ids = _PARENT_IDS(0x0A10, high, low, 0x1208, span_id, 0x2208, parent_id)
+    body = b"".join((ids, named, _TIMES(0x39, start, 0x41, end), tail))
     return bytes((0x12, len(body))) + body if len(body) < 0x80 else _field(0x12, body)
 
 
@@ -262,7 +264,7 @@ def _record(
             )
         )
         for name, child_id, start, end in record.children():
-            gateway.append(_child(trace_id, child_id, span_id, name, start, end))
+            gateway.append(_child(trace_id, child_id, span_id, _named(name, _INTERNAL), start, end))
         for batch in record.carried:
             _record(batch, forms, gateway, workers)
         return
@@ -289,10 +291,8 @@ def _record(
         start, end, span_id, parent_id, pid, named = single
         form = _WORKER_FORMS.get(named)
         if form is not None and parent_id:
-            high, low = trace_id >> 64, trace_id & _LOW64
-            ids = _PARENT_IDS(0x0A10, high, low, 0x1208, span_id, 0x2208, parent_id)
-            body = b"".join((ids, form[0], _TIMES(0x39, start, 0x41, end), form[1]))
-            workers.setdefault(pid, []).append(_field(0x12, body))
+            encoded = _child(trace_id, span_id, parent_id, form[0], start, end, form[1])
+            workers.setdefault(pid, []).append(encoded)
             return
     for span in record.worker_records():
         if single is not None and len(_WORKER_FORMS) < _CACHE_MAX:

@@ -144,7 +144,7 @@ class Tracing:
             return None
         bits = self._bits(192)  # a root: its trace id and span id in one draw
         trace_id, span_id = bits >> 64 or 1, bits & LOW64 or 1
-        if trace_id & LOW64 >= self.sampling.bound:
+        if not self.sampling.sampled(trace_id, None):
             return None
         return ServerSpan(name, kind, trace_id, span_id, 0, None, start_ns, attributes)
 
@@ -154,24 +154,13 @@ class Tracing:
         :meth:`end_batch`)."""
         span.end_ns = end_ns
         span.error = error
-        phases = span.phases
-        if len(phases) == 1:  # the usual request: one batch
-            batch = phases[0][1]
-            span.done_ns = batch.end_ns
+        for _, batch in span.phases:
+            if batch.end_ns > span.done_ns:
+                span.done_ns = batch.end_ns
             if batch.owner is span:
                 batch.owner = None
                 if batch.end_ns:
-                    span.carried = (batch,)
-        elif phases:
-            carried = []
-            for _, batch in phases:
-                if batch.end_ns > span.done_ns:
-                    span.done_ns = batch.end_ns
-                if batch.owner is span:
-                    batch.owner = None
-                    if batch.end_ns:
-                        carried.append(batch)
-            span.carried = tuple(carried)
+                    span.carried += (batch,)
         self._on_end(span)
 
     # -- batches --------------------------------------------------------------------------------
