@@ -131,10 +131,10 @@ def compute(results: dict[str, Any]) -> list[dict[str, Any]]:
 
 TRACING = "issue 10"
 TRACING_GOALS = {"ratio 0": 0.01, "ratio 1.0": 0.10}
+"""Most throughput tracing may cost at each sample ratio (tiny MLP, one server core)."""
 TRACING_CONTROL = "off (control)"
 """A second untraced system in the tracing scenario's side-by-side rounds: its cost against
 ``off`` is the measurement's own spread, against which the samplers' figures can be read."""
-"""Most throughput tracing may cost at each sample ratio (tiny MLP, one server core)."""
 
 
 def _tracing_rows(section: dict[str, Any]) -> list[dict[str, Any]]:
@@ -159,7 +159,8 @@ def _tracing_rows(section: dict[str, Any]) -> list[dict[str, Any]]:
         paired = section.get("paired_cost", {}).get(label)
         if side and side.get("n"):
             # Met when the median's 95 % interval lies within the goal (the median, without one).
-            cost, value = (side.get("ci") or (0, side["median"]))[1], percent_spread(side)
+            ci = side.get("ci")
+            cost, value = ci[1] if ci else side["median"], percent_spread(side)
             note = f"CPU per request served side by side, median of {side['n']} rounds"
             control = section["side_by_side"]["cost"].get(TRACING_CONTROL)
             if control and control.get("n"):

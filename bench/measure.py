@@ -197,9 +197,9 @@ def median_ci(values: Sequence[float]) -> tuple[float, float] | None:
     statistics the binomial rule gives: the ``k``-th from each end, ``k = ⌊(n − 1.96√n) / 2⌋``);
     None for fewer than 6 values, which cannot bound it."""
     n = len(values)
-    k = math.floor((n - 1.96 * math.sqrt(n)) / 2)
-    if k < 0 or n < 6:
+    if n < 6:
         return None
+    k = math.floor((n - 1.96 * math.sqrt(n)) / 2)
     ordered = sorted(values)
     return float(ordered[k]), float(ordered[n - 1 - k])
 
