@@ -163,11 +163,9 @@ class Gateway:
         await self.models.apply(self.specs)  # TF Serving's checks (labels) apply at start too
         await self._update_health()
         log.info("%s", self.observability.describe())
-        server = grpc.aio.server(
-            options=grpc_options(settings), interceptors=self.observability.interceptors()
-        )
+        server = grpc.aio.server(options=grpc_options(settings))
         self.server = server
-        registrar = self.gate.registrar(server)
+        registrar = self.gate.registrar(self.observability.grpc_registry(server))
         add_services(
             registrar,
             PredictionService(

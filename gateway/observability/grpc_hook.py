@@ -1,4 +1,6 @@
-"""The gRPC side: one grpc.aio server interceptor around PredictionService and ModelService.
+"""The gRPC side: observed method handlers for PredictionService and ModelService, put in place
+where the servicers are registered (:class:`ObservingRegistry`), in one place, as an interceptor
+would be.
 
 Each call gets a server span (continuing a W3C ``traceparent`` from its metadata; attributes from
 OpenTelemetry's RPC conventions: ``rpc.system``, ``rpc.service``, ``rpc.method``,
@@ -7,12 +9,18 @@ OpenTelemetry's RPC conventions: ``rpc.system``, ``rpc.service``, ``rpc.method``
 entrypoint="GRPC"} for Predict, Classify and Regress only (upstream records nothing for
 GetModelMetadata or MultiInference at this level; a successful MultiInference records its example
 count, as its ``multi_inference.cc``). Health and reflection calls pass untouched.
+
+Why not a ``grpc.aio.ServerInterceptor``: grpc.aio runs every call through its interceptors'
+coroutine chain (two coroutine frames and a ``functools.partial`` per interceptor) before the
+handler lookup, even a call the interceptor passes through untouched. Registered here, a call
+costs its wrapper's one frame, and at ratio 0 (:attr:`Recorder.needs_parent`) a call without a
+``traceparent`` costs one plain function call that looks for one.
 """
 
 from __future__ import annotations
 
 import asyncio
-from collections.abc import Awaitable, Callable
+from collections.abc import Awaitable, Callable, Mapping
 from typing import Any
 
 import grpc
@@ -20,6 +28,7 @@ import grpc
 from gateway._pb.tensorflow_serving.apis import model_service_pb2, prediction_service_pb2
 from gateway.observability.calls import Recorder
 from gateway.tfserving.codec.messages import example_count, model_name
+from gateway.tfserving.gate import Handler, Registry
 
 SERVICES = frozenset(
     {
@@ -36,42 +45,39 @@ SERVER_ERRORS = frozenset(
 Behavior = Callable[[Any, grpc.aio.ServicerContext], Awaitable[Any]]
 
 
-class ObservingInterceptor(grpc.aio.ServerInterceptor):  # type: ignore[misc]
-    """Wraps each unary method of :data:`SERVICES` once (the wrapped handler is cached). When
-    only a sampled parent makes a call worth recording (``Recorder.needs_parent``: tracing at
-    ratio 0 without metrics), a call without a ``traceparent`` gets the unwrapped handler."""
+class ObservingRegistry:
+    """Stands in for ``server`` where the generated ``add_*_to_server`` functions (or a registry
+    wrapping them) register services, and registers observed handlers in their place: each unary
+    method of :data:`SERVICES` wrapped once, the other services as given.
 
-    def __init__(self, recorder: Recorder) -> None:
+    Generated code registers each service twice, as a generic handler and by name (grpcio >=
+    1.62); the generic copy is ignored and both are made from the named one. When only a sampled
+    parent makes a call worth recording (``Recorder.needs_parent``), an observed service is
+    registered only through :class:`ParentDispatch` (registered handlers would be found first),
+    so a call without a ``traceparent`` gets the unwrapped handler."""
+
+    def __init__(self, recorder: Recorder, server: Registry) -> None:
         self.recorder = recorder
-        self._handlers: dict[str, grpc.RpcMethodHandler] = {}
-        self._passed: dict[str, grpc.RpcMethodHandler] = {}
-        """Unwrapped handlers, for calls the recorder has no use for (see ``needs_parent``)."""
+        self._server = server
 
-    async def intercept_service(
-        self,
-        continuation: Callable[[grpc.HandlerCallDetails], Awaitable[grpc.RpcMethodHandler]],
-        details: grpc.HandlerCallDetails,
-    ) -> grpc.RpcMethodHandler:
-        method: str = details.method
-        if self.recorder.needs_parent and not _has_traceparent(details.invocation_metadata):
-            raw = self._passed.get(method)
-            if raw is None:
-                raw = self._passed[method] = await continuation(details)
-            return raw
-        wrapped = self._handlers.get(method)
-        if wrapped is not None:
-            return wrapped
-        handler = await continuation(details)
-        service, _, name = method.lstrip("/").rpartition("/")
-        if handler is None or handler.unary_unary is None or service not in SERVICES:
+    def add_generic_rpc_handlers(self, handlers: Any) -> None:
+        """Ignored: the same handlers arrive through :meth:`add_registered_method_handlers`."""
+
+    def add_registered_method_handlers(self, service: str, handlers: Mapping[str, Handler]) -> None:
+        server = self._server
+        if service in SERVICES:
+            observed = {name: self._wrap(service, name, h) for name, h in handlers.items()}
+            if self.recorder.needs_parent:
+                server.add_generic_rpc_handlers((ParentDispatch(service, handlers, observed),))
+                return
+            handlers = observed
+        server.add_generic_rpc_handlers((grpc.method_handlers_generic_handler(service, handlers),))
+        server.add_registered_method_handlers(service, handlers)
+
+    def _wrap(self, service: str, name: str, handler: Handler) -> Handler:
+        if handler.unary_unary is None:
             return handler
-        wrapped = grpc.unary_unary_rpc_method_handler(
-            self._observe(service, name, handler.unary_unary),
-            request_deserializer=handler.request_deserializer,
-            response_serializer=handler.response_serializer,
-        )
-        self._handlers[method] = wrapped
-        return wrapped
+        return handler._replace(unary_unary=self._observe(service, name, handler.unary_unary))
 
     def _observe(self, service: str, api: str, inner: Behavior) -> Behavior:
         recorder = self.recorder
@@ -121,8 +127,22 @@ class ObservingInterceptor(grpc.aio.ServerInterceptor):  # type: ignore[misc]
         return behavior
 
 
-def _has_traceparent(metadata: Any) -> bool:
-    return any(key == "traceparent" for key, _ in metadata or ())
+class ParentDispatch(grpc.GenericRpcHandler):  # type: ignore[misc]
+    """One service's handlers, chosen per call by its metadata: the observed handler when the
+    call carries a ``traceparent``, else the plain one. ``plain``, ``observed``: method name →
+    handler."""
+
+    def __init__(
+        self, service: str, plain: Mapping[str, Handler], observed: Mapping[str, Handler]
+    ) -> None:
+        self._plain = {f"/{service}/{name}": h for name, h in plain.items()}
+        self._observed = {f"/{service}/{name}": h for name, h in observed.items()}
+
+    def service(self, details: grpc.HandlerCallDetails) -> Handler | None:
+        for key, _ in details.invocation_metadata or ():
+            if key == "traceparent":
+                return self._observed.get(details.method)
+        return self._plain.get(details.method)
 
 
 CODES = {code.name: int(code.value[0]) for code in grpc.StatusCode}

@@ -1,7 +1,7 @@
 """What the gateway wires in: metrics and tracing built from the settings and ``OTEL_*``, and the
-hooks that carry them — a gRPC interceptor, a REST middleware, the metrics page route and an
-observer per batch queue. With neither metrics nor tracing on, every hook is absent and nothing
-is recorded.
+hooks that carry them — observed gRPC method handlers, a REST middleware, the metrics page route
+and an observer per batch queue. With neither metrics nor tracing on, every hook is absent and
+nothing is recorded.
 """
 
 from __future__ import annotations
@@ -10,8 +10,6 @@ import asyncio
 import logging
 import os
 from collections.abc import Mapping
-
-import grpc
 
 from gateway.batching.scheduler import BatchObserver
 from gateway.config.batching_options import thread_pool_name
@@ -27,6 +25,7 @@ from gateway.observability.tracing import Tracing
 from gateway.observability.workers import WorkerFigures
 from gateway.parallel.pool import WorkerPool
 from gateway.serving.models import ModelManager, Servable, State
+from gateway.tfserving.gate import Registry
 from gateway.tfserving.rest.server import ExtraRoute, Middleware
 
 log = logging.getLogger(__name__)
@@ -72,8 +71,12 @@ class Observability:
             thread_pool=pool,
         )
 
-    def interceptors(self) -> list[grpc.aio.ServerInterceptor]:
-        return [] if self.recorder is None else [grpc_hook.ObservingInterceptor(self.recorder)]
+    def grpc_registry(self, server: Registry) -> Registry:
+        """Where to register the gRPC services: ``server`` itself when nothing is recorded, else
+        an :class:`~gateway.observability.grpc_hook.ObservingRegistry` in front of it."""
+        if self.recorder is None:
+            return server
+        return grpc_hook.ObservingRegistry(self.recorder, server)
 
     def rest_middleware(self) -> Middleware | None:
         return None if self.recorder is None else rest_hook.middleware(self.recorder)

@@ -26,7 +26,7 @@ import inspect
 import logging
 from collections.abc import AsyncIterator, Callable, Collection, Mapping
 from dataclasses import dataclass
-from typing import Any
+from typing import Any, Protocol
 
 import grpc
 
@@ -43,6 +43,16 @@ AUTHORIZATION = "authorization"
 
 Handler = Any
 """A ``grpc.RpcMethodHandler`` (a named tuple; grpc ships no type for it)."""
+
+
+class Registry(Protocol):
+    """Where services are registered: a ``grpc.aio.Server``, or what stands in for one."""
+
+    def add_generic_rpc_handlers(self, handlers: Any) -> None: ...
+
+    def add_registered_method_handlers(
+        self, service: str, handlers: Mapping[str, Handler]
+    ) -> None: ...
 
 
 @dataclass(frozen=True)
@@ -88,7 +98,7 @@ class Gate(Admission):
         self._unauthenticated = Throttled(log, "gRPC calls refused without a valid token")
 
     # -- registration -----------------------------------------------------------------------------
-    def registrar(self, server: grpc.aio.Server) -> _Registrar:
+    def registrar(self, server: Registry) -> _Registrar:
         """What to pass to ``add_*_to_server`` instead of ``server``."""
         return _Registrar(self, server)
 
@@ -139,7 +149,7 @@ class _Registrar:
     Generated code registers each service's handlers twice: as a generic handler and by service
     name (grpcio >= 1.62); the wrapped copies are registered both ways, once."""
 
-    def __init__(self, gate: Gate, server: grpc.aio.Server) -> None:
+    def __init__(self, gate: Gate, server: Registry) -> None:
         self._gate = gate
         self._server = server
 

@@ -3,7 +3,6 @@ the MonitoringConfig file."""
 
 from __future__ import annotations
 
-import asyncio
 from pathlib import Path
 from typing import NamedTuple
 
@@ -15,7 +14,7 @@ from opentelemetry.sdk.trace.export.in_memory_span_exporter import InMemorySpanE
 from gateway.config.model_config import ConfigError
 from gateway.config.settings import Settings
 from gateway.observability.calls import Recorder
-from gateway.observability.grpc_hook import ObservingInterceptor
+from gateway.observability.grpc_hook import ObservingRegistry, ParentDispatch
 from gateway.observability.hooks import Observability
 from gateway.observability.page import DEFAULT_PATH, metrics_path
 from gateway.observability.span_export import RecordExporter
@@ -26,7 +25,8 @@ from gateway.serving.models import Servable
 def test_with_metrics_and_tracing_off_no_hook_is_installed() -> None:
     off = Observability.from_settings(Settings(model_base_path="/m"), env={})
     assert off.recorder is None and off.tracing is None and off.tfs is None
-    assert off.interceptors() == []
+    server = _Server()
+    assert off.grpc_registry(server) is server
     assert off.rest_middleware() is None
     assert off.routes(pool=None) == {}  # type: ignore[arg-type]
     servable = Servable("m", 1, "m:1", "onnx", {})
@@ -66,7 +66,8 @@ def test_metrics_on_installs_the_hooks(tmp_path: Path) -> None:
     )
     on = Observability.from_settings(settings, env={})
     assert on.tfs is not None and on.tracing is None
-    assert len(on.interceptors()) == 1 and on.rest_middleware() is not None
+    assert isinstance(on.grpc_registry(_Server()), ObservingRegistry)
+    assert on.rest_middleware() is not None
     servable = Servable("m", 1, "m:1", "tensorflow", {})
     observer = on.queue_observer(servable, "serving_default")
     assert observer is not None
@@ -77,25 +78,77 @@ class _Details(NamedTuple):
     invocation_metadata: tuple[tuple[str, str], ...]
 
 
-def test_at_ratio_0_a_grpc_call_without_a_traceparent_gets_the_unwrapped_handler() -> None:
+class _Server:
+    """Records what is registered on it, as a grpc.aio server would keep it."""
+
+    def __init__(self) -> None:
+        self.generic: list[grpc.GenericRpcHandler] = []
+        self.registered: dict[str, dict[str, grpc.RpcMethodHandler]] = {}
+
+    def add_generic_rpc_handlers(self, handlers: tuple[grpc.GenericRpcHandler, ...]) -> None:
+        self.generic.extend(handlers)
+
+    def add_registered_method_handlers(
+        self, service: str, handlers: dict[str, grpc.RpcMethodHandler]
+    ) -> None:
+        self.registered[service] = dict(handlers)
+
+    def find(self, method: str, metadata: tuple[tuple[str, str], ...] = ()) -> object:
+        """The handler grpc.aio would run: a registered one first, then the generic ones."""
+        service, _, name = method.lstrip("/").rpartition("/")
+        found = self.registered.get(service, {}).get(name)
+        if found is not None:
+            return found
+        for generic in self.generic:
+            found = generic.service(_Details(method, metadata))
+            if found is not None:
+                return found
+        return None
+
+
+async def _echo(request: object, context: object) -> object:
+    return request
+
+
+PREDICT = "tensorflow.serving.PredictionService"
+HEALTH = "grpc.health.v1.Health"
+
+
+def _register(sampling: Sampling) -> tuple[_Server, grpc.RpcMethodHandler]:
+    """A registry over a recording server, with Predict and a health Check registered on it as
+    generated code registers them (generic, then by name)."""
     resource = default_resource()
     processor = SimpleSpanProcessor(RecordExporter(InMemorySpanExporter(), resource))
-    tracing = Tracing(processor, Sampling(True, 0.0), resource)
-    interceptor = ObservingInterceptor(Recorder(None, None, tracing))
-    method = "/tensorflow.serving.PredictionService/Predict"
+    tracing = Tracing(processor, sampling, resource)
+    server = _Server()
+    registry = ObservingRegistry(Recorder(None, None, tracing), server)
+    handler = grpc.unary_unary_rpc_method_handler(_echo)
+    for service, name in ((PREDICT, "Predict"), (HEALTH, "Check")):
+        handlers = {name: handler}
+        generic = grpc.method_handlers_generic_handler(service, handlers)
+        registry.add_generic_rpc_handlers((generic,))
+        registry.add_registered_method_handlers(service, handlers)
+    return server, handler
 
-    async def behavior(request: object, context: object) -> object:
-        return request
 
-    handler = grpc.unary_unary_rpc_method_handler(behavior)
+def test_at_ratio_0_a_grpc_call_without_a_traceparent_gets_the_unwrapped_handler() -> None:
+    server, handler = _register(Sampling(True, 0.0))
+    method = f"/{PREDICT}/Predict"
+    assert PREDICT not in server.registered  # found by name, it would bypass the dispatch
+    assert [type(g) for g in server.generic][:1] == [ParentDispatch]
+    assert server.find(method, (("user-agent", "x"),)) is handler
+    parented = server.find(method, (("traceparent", f"00-{'1' * 32}-{'2' * 16}-01"),))
+    assert parented is not None and parented is not handler
+    assert parented.unary_unary is not _echo  # type: ignore[attr-defined]
+    assert server.find(f"/{PREDICT}/Nope") is None
+    assert server.find(f"/{HEALTH}/Check") is handler
 
-    async def continuation(details: object) -> grpc.RpcMethodHandler:
-        return handler
 
-    async def intercept(metadata: tuple[tuple[str, str], ...]) -> grpc.RpcMethodHandler:
-        return await interceptor.intercept_service(continuation, _Details(method, metadata))
-
-    plain = asyncio.run(intercept((("user-agent", "x"),)))
-    parented = asyncio.run(intercept((("traceparent", f"00-{'1' * 32}-{'2' * 16}-01"),)))
-    assert plain is handler
-    assert parented is not handler and parented.unary_unary is not behavior
+def test_when_roots_are_sampled_every_call_of_an_observed_service_is_wrapped() -> None:
+    server, handler = _register(Sampling(True, 1.0))
+    wrapped = server.registered[PREDICT]["Predict"]
+    assert wrapped is not handler and wrapped.unary_unary is not _echo
+    assert wrapped.request_deserializer is handler.request_deserializer
+    assert server.find(f"/{PREDICT}/Predict") is wrapped
+    assert server.generic[0].service(_Details(f"/{PREDICT}/Predict", ())) is wrapped
+    assert server.registered[HEALTH]["Check"] is handler
