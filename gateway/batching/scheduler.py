@@ -61,7 +61,11 @@ class BatchObserver(Protocol):
     with the members' tags, queue waits (seconds) and rows, and the batch's padded rows.
     ``on_refused`` names why a request left without running: ``queue_full``, ``deadline``
     (refused: it would wait past its deadline) or ``expired`` (dropped in the queue).
+    ``sees_untagged``: False when ``on_batch`` has no use for a batch whose members' tags are
+    all None (it is then not called for one: tracing that records only sampled requests).
     """
+
+    sees_untagged: bool
 
     def on_enqueue(self) -> object: ...
 
@@ -276,10 +280,13 @@ class BatchScheduler:
         deadline = None if None in deadlines else max(d for d in deadlines if d is not None)
         now = self._clock.now()
         record = None
-        if self._observer is not None:
-            waits = [now - t.enqueued_at for t in tasks]
-            sizes = [t.size for t in tasks]
-            record = self._observer.on_batch([t.tag for t in tasks], waits, sizes, padded)
+        observer = self._observer
+        if observer is not None:
+            tags = [t.tag for t in tasks]
+            if observer.sees_untagged or tags.count(None) < len(tags):
+                waits = [now - t.enqueued_at for t in tasks]
+                sizes = [t.size for t in tasks]
+                record = observer.on_batch(tags, waits, sizes, padded)
         try:
             future = link.submit(
                 self.servable_key,

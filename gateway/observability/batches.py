@@ -59,6 +59,9 @@ class QueueObserver:
         self.tfs = tfs
         self.metrics = metrics
         self.tracing = tracing
+        self.sees_untagged = tfs is not None or metrics is not None
+        """Without metrics, a batch none of whose members' calls were opened (every tag None:
+        tracing at ratio 0, no sampled parent) has nothing to record."""
 
     def on_enqueue(self) -> object:
         return CURRENT.get()

@@ -37,9 +37,13 @@ class Observer:
     numbers: itertools.count[int] = field(default_factory=itertools.count)
     batches: list[Record] = field(default_factory=list)
     refused: list[str] = field(default_factory=list)
+    sees_untagged: bool = True
+    untagged: frozenset[int] = frozenset()
+    """The requests (by number) tagged None."""
 
     def on_enqueue(self) -> object:
-        return next(self.numbers)
+        number = next(self.numbers)
+        return None if number in self.untagged else number
 
     def on_batch(
         self,
@@ -104,6 +108,31 @@ def test_observer_sees_members_waits_sizes_padding_and_the_run_and_sends_its_tra
         await asyncio.gather(first, second)
         (result,) = record.results
         assert result is not None and result.compute_us == 1.0
+
+    asyncio.run(scenario())
+
+
+@pytest.mark.parametrize("sees_untagged", [True, False])
+def test_an_observer_that_does_not_see_untagged_batches_is_not_called_for_them(
+    sees_untagged: bool,
+) -> None:
+    async def scenario() -> None:
+        observer = Observer(sees_untagged=sees_untagged, untagged=frozenset({0, 2}))
+        scheduler, _, link = _scheduler(BatchingOptions.unbatched(), observer)
+        x = np.ones((1, 3), np.float32)
+        for i in range(3):
+            task = asyncio.create_task(scheduler.submit({"x": x}, ("x",), None))
+            await settle()
+            link.complete(i, lambda inputs: inputs)  # type: ignore[attr-defined]
+            await task
+        traces = [sent.trace for sent in link.sent]  # type: ignore[attr-defined]
+        if sees_untagged:
+            assert [r.tags for r in observer.batches] == [[None], [1], [None]]
+            assert traces == [(7, 1), (7, 2), (7, 3)]
+        else:
+            assert [r.tags for r in observer.batches] == [[1]]
+            assert traces == [None, (7, 1), None]
+        assert [len(r.results) for r in observer.batches] == [1] * len(observer.batches)
 
     asyncio.run(scenario())
 

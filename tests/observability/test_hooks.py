@@ -70,7 +70,17 @@ def test_metrics_on_installs_the_hooks(tmp_path: Path) -> None:
     assert on.rest_middleware() is not None
     servable = Servable("m", 1, "m:1", "tensorflow", {})
     observer = on.queue_observer(servable, "serving_default")
-    assert observer is not None
+    assert observer is not None and observer.sees_untagged
+
+
+def test_with_tracing_alone_batches_of_unopened_calls_are_not_observed() -> None:
+    resource = default_resource()
+    processor = SimpleSpanProcessor(RecordExporter(InMemorySpanExporter(), resource))
+    tracing = Tracing(processor, Sampling(True, 0.0), resource)
+    observer = Observability(page_path=None, tracing=tracing).queue_observer(
+        Servable("m", 1, "m:1", "onnx", {}), "serving_default"
+    )
+    assert observer is not None and not observer.sees_untagged
 
 
 class _Details(NamedTuple):
