@@ -28,7 +28,7 @@ import grpc
 from gateway._pb.tensorflow_serving.apis import model_service_pb2, prediction_service_pb2
 from gateway.observability.calls import Recorder
 from gateway.tfserving.codec.messages import example_count, model_name
-from gateway.tfserving.gate import Handler, Registry
+from gateway.tfserving.gate import Handler, Registrar, Registry
 
 SERVICES = frozenset(
     {
@@ -45,34 +45,26 @@ SERVER_ERRORS = frozenset(
 Behavior = Callable[[Any, grpc.aio.ServicerContext], Awaitable[Any]]
 
 
-class ObservingRegistry:
-    """Stands in for ``server`` where the generated ``add_*_to_server`` functions (or a registry
-    wrapping them) register services, and registers observed handlers in their place: each unary
-    method of :data:`SERVICES` wrapped once, the other services as given.
-
-    Generated code registers each service twice, as a generic handler and by name (grpcio >=
-    1.62); the generic copy is ignored and both are made from the named one. When only a sampled
-    parent makes a call worth recording (``Recorder.needs_parent``), an observed service is
-    registered only through :class:`ParentDispatch` (registered handlers would be found first),
-    so a call without a ``traceparent`` gets the unwrapped handler."""
+class ObservingRegistry(Registrar):
+    """Registers, in place of the handlers it is given, observed ones: each unary method of
+    :data:`SERVICES` wrapped once, the other services as given. When only a sampled parent makes
+    a call worth recording (``Recorder.needs_parent``), an observed service is registered only
+    through :class:`ParentDispatch` (handlers registered by name would be found first), so a
+    call without a ``traceparent`` gets the unwrapped handler."""
 
     def __init__(self, recorder: Recorder, server: Registry) -> None:
+        super().__init__(server)
         self.recorder = recorder
-        self._server = server
-
-    def add_generic_rpc_handlers(self, handlers: Any) -> None:
-        """Ignored: the same handlers arrive through :meth:`add_registered_method_handlers`."""
 
     def add_registered_method_handlers(self, service: str, handlers: Mapping[str, Handler]) -> None:
-        server = self._server
         if service in SERVICES:
             observed = {name: self._wrap(service, name, h) for name, h in handlers.items()}
             if self.recorder.needs_parent:
-                server.add_generic_rpc_handlers((ParentDispatch(service, handlers, observed),))
+                dispatch = ParentDispatch(service, handlers, observed)
+                self._server.add_generic_rpc_handlers((dispatch,))
                 return
             handlers = observed
-        server.add_generic_rpc_handlers((grpc.method_handlers_generic_handler(service, handlers),))
-        server.add_registered_method_handlers(service, handlers)
+        self.register(service, handlers)
 
     def _wrap(self, service: str, name: str, handler: Handler) -> Handler:
         if handler.unary_unary is None:

@@ -143,24 +143,42 @@ class Gate(Admission):
         )
 
 
-class _Registrar:
-    """Takes the handlers ``add_*_to_server`` registers, wraps them, hands them to the server.
+class Registrar:
+    """Stands in for ``server`` where the generated ``add_*_to_server`` functions (or another
+    registrar) register services; a subclass's :meth:`add_registered_method_handlers` hands what
+    it makes of each service's handlers to :meth:`register`.
 
     Generated code registers each service's handlers twice: as a generic handler and by service
-    name (grpcio >= 1.62); the wrapped copies are registered both ways, once."""
+    name (grpcio >= 1.62). The generic copy is ignored; :meth:`register` registers both ways,
+    once."""
 
-    def __init__(self, gate: Gate, server: Registry) -> None:
-        self._gate = gate
+    def __init__(self, server: Registry) -> None:
         self._server = server
 
     def add_generic_rpc_handlers(self, handlers: Any) -> None:
         """Ignored: the same handlers arrive through :meth:`add_registered_method_handlers`."""
 
     def add_registered_method_handlers(self, service: str, handlers: Mapping[str, Handler]) -> None:
-        wrapped = {name: self._gate.wrap(service, name, h) for name, h in handlers.items()}
-        generic = grpc.method_handlers_generic_handler(service, wrapped)
+        self.register(service, handlers)
+
+    def register(self, service: str, handlers: Mapping[str, Handler]) -> None:
+        """Register ``handlers`` (method name → handler) on the server, generic and by name."""
+        generic = grpc.method_handlers_generic_handler(service, handlers)
         self._server.add_generic_rpc_handlers((generic,))
-        self._server.add_registered_method_handlers(service, wrapped)
+        self._server.add_registered_method_handlers(service, handlers)
+
+
+class _Registrar(Registrar):
+    """Registers each handler wrapped by :meth:`Gate.wrap`."""
+
+    def __init__(self, gate: Gate, server: Registry) -> None:
+        super().__init__(server)
+        self._gate = gate
+
+    def add_registered_method_handlers(self, service: str, handlers: Mapping[str, Handler]) -> None:
+        self.register(
+            service, {name: self._gate.wrap(service, name, h) for name, h in handlers.items()}
+        )
 
 
 def _kind(handler: Handler) -> str:
