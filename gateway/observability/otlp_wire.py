@@ -11,118 +11,42 @@ check it against ``encode_spans`` field for field), with each resource and scope
 
 from __future__ import annotations
 
-import struct
 from collections.abc import Iterable, Mapping, Sequence
 from typing import Any
 
 from opentelemetry.sdk.trace import ReadableSpan
 from opentelemetry.trace import SpanKind
 
+from gateway.observability.otlp_fields import (
+    CACHE_MAX,
+    CHILD_TAIL,
+    EMPTY_STATUS,
+    FIXED32,
+    FIXED64,
+    HAS_IS_REMOTE,
+    IDS,
+    INTERNAL,
+    IS_REMOTE,
+    LOCAL_FLAGS,
+    LOW64,
+    PARENT_IDS,
+    REMOTE_FLAGS,
+    TIMES,
+    attribute_fields,
+    count_field,
+    delimited,
+    name_and_kind,
+    string_field,
+)
+from gateway.observability.otlp_templates import batch_span, server_spans
 from gateway.observability.span_records import (
     SCOPE,
+    BatchSpan,
     Record,
     ServerSpan,
     SpanForms,
     trace_state_text,
 )
-
-_DOUBLE = struct.Struct("<d").pack
-_FIXED64 = struct.Struct("<Q").pack
-_FIXED32 = struct.Struct("<I").pack
-_HAS_IS_REMOTE = 0x100
-_IS_REMOTE = 0x200
-_EMPTY_STATUS = b"\x7a\x00"
-"""Field 15 (status), empty: the SDK always writes a status message, even an UNSET one."""
-
-
-def _varint(value: int) -> bytes:
-    if value < 0:
-        value += 1 << 64
-    if value < 0x80:
-        return bytes((value,))
-    out = bytearray()
-    while value >= 0x80:
-        out.append((value & 0x7F) | 0x80)
-        value >>= 7
-    out.append(value)
-    return bytes(out)
-
-
-def _field(tag: int, payload: bytes) -> bytes:
-    """A length-delimited field (``tag`` = field number << 3 | 2, below 128)."""
-    size = len(payload)
-    if size < 0x80:
-        return bytes((tag, size)) + payload
-    return bytes((tag,)) + _varint(size) + payload
-
-
-def _string(tag: int, text: str | None) -> bytes:
-    return _field(tag, text.encode()) if text else b""
-
-
-def _any_value(value: Any) -> bytes:
-    """An ``AnyValue`` message body, as the SDK's ``_encode_value`` maps Python values."""
-    if isinstance(value, bool):
-        return b"\x10\x01" if value else b"\x10\x00"
-    if isinstance(value, str):
-        return _field(0x0A, value.encode())
-    if isinstance(value, int):
-        return b"\x18" + _varint(value)
-    if isinstance(value, float):
-        return b"\x21" + _DOUBLE(value)
-    if isinstance(value, bytes):
-        return _field(0x3A, value)
-    if isinstance(value, Sequence):
-        return _field(0x2A, b"".join(_field(0x0A, _any_value(v)) for v in value))
-    if isinstance(value, Mapping):
-        return _field(0x32, _attributes(0x0A, value))
-    raise TypeError(f"Invalid type {type(value)} of value {value}")
-
-
-_CACHED = frozenset((str, bool, int))
-"""Value types whose encoding is cached: equal values of one of these types encode alike (not
-so for floats: ``0.0 == -0.0``)."""
-_PAIRS: dict[tuple[int, str, type, Any], bytes] = {}
-"""Encoded ``KeyValue`` fields of scalar attributes, by (tag, key, type, value): most repeat
-from span to span (model, method, status code). Cleared when it reaches :data:`_CACHE_MAX`."""
-_CACHE_MAX = 4096
-
-
-def _attributes(tag: int, attributes: Mapping[str, Any] | None) -> bytes:
-    """Repeated ``KeyValue`` fields under ``tag``."""
-    if not attributes:
-        return b""
-    out = []
-    for key, value in attributes.items():
-        kind = type(value)
-        pair = (tag, key, kind, value) if kind in _CACHED else None
-        encoded = _PAIRS.get(pair) if pair is not None else None
-        if encoded is None:
-            encoded = _field(tag, _field(0x0A, key.encode()) + _field(0x12, _any_value(value)))
-            if pair is not None:
-                if len(_PAIRS) >= _CACHE_MAX:
-                    _PAIRS.clear()
-                _PAIRS[pair] = encoded
-        out.append(encoded)
-    return b"".join(out)
-
-
-def _count(tag: int, count: int) -> bytes:
-    return bytes((tag,)) + _varint(count) if count else b""
-
-
-_KINDS = {kind: bytes((0x30, kind.value + 1)) for kind in SpanKind}
-_NAMES: dict[tuple[str, int], bytes] = {}
-_LOCAL_FLAGS = b"\x85\x01" + _FIXED32(_HAS_IS_REMOTE)
-_REMOTE_FLAGS = b"\x85\x01" + _FIXED32(_HAS_IS_REMOTE | _IS_REMOTE)
-_IDS = struct.Struct(">HQQHQ").pack
-"""trace_id (field 1, 16 bytes as two big-endian halves) and span_id (field 2)."""
-_PARENT_IDS = struct.Struct(">HQQHQHQ").pack
-"""The same, then parent_span_id (field 4)."""
-_TIMES = struct.Struct("<BQBQ").pack
-"""start_time_unix_nano (field 7) and end_time_unix_nano (field 8), fixed64."""
-_LOW64 = (1 << 64) - 1
-_INTERNAL = SpanKind.INTERNAL
 
 
 def _message(
@@ -144,43 +68,28 @@ def _message(
     trace state as text ("" for none); ``middle``: fields 10 to 14 (dropped attributes, events,
     links), already encoded; ``code``/``error``: the status (0/None: unset)."""
     if parent_id and not state:
-        ids = _PARENT_IDS(
-            0x0A10, trace_id >> 64, trace_id & _LOW64, 0x1208, span_id, 0x2208, parent_id
+        ids = PARENT_IDS(
+            0x0A10, trace_id >> 64, trace_id & LOW64, 0x1208, span_id, 0x2208, parent_id
         )
     else:
-        ids = _IDS(0x0A10, trace_id >> 64, trace_id & _LOW64, 0x1208, span_id)
+        ids = IDS(0x0A10, trace_id >> 64, trace_id & LOW64, 0x1208, span_id)
         if state:
-            ids += _string(0x1A, state)
+            ids += string_field(0x1A, state)
         if parent_id:
             ids += b"\x22\x08" + parent_id.to_bytes(8, "big")
-    named = _named(name, kind)
+    named = name_and_kind(name, kind)
     if start and end:
-        times = _TIMES(0x39, start, 0x41, end)
+        times = TIMES(0x39, start, 0x41, end)
     else:
-        times = (b"\x39" + _FIXED64(start) if start else b"") + (
-            b"\x41" + _FIXED64(end) if end else b""
+        times = (b"\x39" + FIXED64(start) if start else b"") + (
+            b"\x41" + FIXED64(end) if end else b""
         )
-    status = _EMPTY_STATUS
+    status = EMPTY_STATUS
     if code or error:
-        status = _field(0x7A, _string(0x12, error) + _count(0x18, code))
-    flags = _REMOTE_FLAGS if parent_id and remote_parent else _LOCAL_FLAGS
-    body = b"".join((ids, named, times, _attributes(0x4A, attributes), middle, status, flags))
-    return _field(0x12, body)
-
-
-def _named(name: str, kind: SpanKind) -> bytes:
-    """The ``name`` and ``kind`` fields (cached; keyed by the kind's identity, since hashing an
-    enum member runs Python code)."""
-    key = (name, id(kind))
-    named = _NAMES.get(key)
-    if named is None:
-        named = _string(0x2A, name) + _KINDS[kind]
-        if len(_NAMES) < _CACHE_MAX:
-            _NAMES[key] = named
-    return named
-
-
-_CHILD_TAIL = _EMPTY_STATUS + _LOCAL_FLAGS
+        status = delimited(0x7A, string_field(0x12, error) + count_field(0x18, code))
+    flags = REMOTE_FLAGS if parent_id and remote_parent else LOCAL_FLAGS
+    body = b"".join((ids, named, times, attribute_fields(0x4A, attributes), middle, status, flags))
+    return delimited(0x12, body)
 
 
 def _child(
@@ -190,38 +99,42 @@ def _child(
     named: bytes,
     start: int,
     end: int,
-    tail: bytes = _CHILD_TAIL,
+    tail: bytes = CHILD_TAIL,
 ) -> bytes:
     """What :func:`_message` writes for an INTERNAL span with a local parent, no trace state,
-    links or status, in fewer steps: ``named``, its :func:`_named` fields; ``tail``, its
-    attribute fields then :data:`_CHILD_TAIL` (a server span's derived children have none)."""
-    high, low = trace_id >> 64, trace_id & _LOW64
-    ids = _PARENT_IDS(0x0A10, high, low, 0x1208, span_id, 0x2208, parent_id)
-    body = b"".join((ids, named, _TIMES(0x39, start, 0x41, end), tail))
-    return bytes((0x12, len(body))) + body if len(body) < 0x80 else _field(0x12, body)
+    links or status, in fewer steps: ``named``, its :func:`name_and_kind` fields; ``tail``, its
+    attribute fields then :data:`CHILD_TAIL` (a server span's derived children have none)."""
+    high, low = trace_id >> 64, trace_id & LOW64
+    ids = PARENT_IDS(0x0A10, high, low, 0x1208, span_id, 0x2208, parent_id)
+    body = b"".join((ids, named, TIMES(0x39, start, 0x41, end), tail))
+    return bytes((0x12, len(body))) + body if len(body) < 0x80 else delimited(0x12, body)
 
 
 def _link(trace_id: int, span_id: int, remote: bool, middle: bytes = b"") -> bytes:
     """One ``Link`` field (``middle``: its attributes and dropped count, encoded)."""
-    body = _IDS(0x0A10, trace_id >> 64, trace_id & _LOW64, 0x1208, span_id) + middle
-    flags = _HAS_IS_REMOTE | (_IS_REMOTE if remote else 0)
-    return _field(0x6A, body + b"\x35" + _FIXED32(flags))
+    body = IDS(0x0A10, trace_id >> 64, trace_id & LOW64, 0x1208, span_id) + middle
+    flags = HAS_IS_REMOTE | (IS_REMOTE if remote else 0)
+    return delimited(0x6A, body + b"\x35" + FIXED32(flags))
 
 
 def _span(span: ReadableSpan) -> bytes:
     context = span.context
     parent = span.parent
-    middle = [_count(0x50, span.dropped_attributes)]
+    middle = [count_field(0x50, span.dropped_attributes)]
     for event in span.events:
-        body = b"\x09" + _FIXED64(event.timestamp) + _string(0x12, event.name)
-        body += _attributes(0x1A, event.attributes) + _count(0x20, event.dropped_attributes)
-        middle.append(_field(0x5A, body))
-    middle.append(_count(0x60, span.dropped_events))
+        body = b"\x09" + FIXED64(event.timestamp) + string_field(0x12, event.name)
+        body += attribute_fields(0x1A, event.attributes) + count_field(
+            0x20, event.dropped_attributes
+        )
+        middle.append(delimited(0x5A, body))
+    middle.append(count_field(0x60, span.dropped_events))
     for link in span.links:
         linked = link.context
-        attributes = _attributes(0x22, link.attributes) + _count(0x28, link.dropped_attributes)
+        attributes = attribute_fields(0x22, link.attributes) + count_field(
+            0x28, link.dropped_attributes
+        )
         middle.append(_link(linked.trace_id, linked.span_id, linked.is_remote, attributes))
-    middle.append(_count(0x70, span.dropped_links))
+    middle.append(count_field(0x70, span.dropped_links))
     status = span.status
     return _message(
         context.trace_id,
@@ -244,47 +157,65 @@ def _record(
     record: Record, forms: SpanForms, gateway: list[bytes], workers: dict[int, list[bytes]]
 ) -> None:
     """Append the spans of ``record``: the gateway's to ``gateway``, the worker's to ``workers``
-    (by process id)."""
+    (by process id); packed whole when :mod:`~gateway.observability.otlp_templates` knows the
+    shape, else field by field."""
     if isinstance(record, ServerSpan):
-        trace_id, span_id = record.trace_id, record.span_id
-        gateway.append(
-            _message(
-                trace_id,
-                span_id,
-                record.parent_id,
-                True,
-                forms.state_text(record.trace_state),
-                record.name,
-                record.kind,
-                record.start_ns,
-                record.end_ns,
-                record.attributes,
-                error=record.error,
-                code=2 if record.error else 0,
-            )
-        )
-        for name, child_id, start, end in record.children():
-            gateway.append(_child(trace_id, child_id, span_id, _named(name, _INTERNAL), start, end))
+        packed = server_spans(record)
+        if packed is not None:
+            gateway.append(packed)
+        else:
+            _server_fields(record, forms, gateway)
         for batch in record.carried:
             _record(batch, forms, gateway, workers)
         return
-    trace_id = record.trace_id
-    links = b"".join(_link(t, s, False) for t, s in record.links)
+    gateway.append(batch_span(record) or _batch_fields(record))
+    _worker_spans(record, workers)
+
+
+def _server_fields(record: ServerSpan, forms: SpanForms, gateway: list[bytes]) -> None:
+    trace_id, span_id = record.trace_id, record.span_id
     gateway.append(
         _message(
             trace_id,
-            record.span_id,
+            span_id,
             record.parent_id,
-            False,
-            "",
-            "batch",
-            _INTERNAL,
+            True,
+            forms.state_text(record.trace_state),
+            record.name,
+            record.kind,
             record.start_ns,
             record.end_ns,
             record.attributes,
-            links,
+            error=record.error,
+            code=2 if record.error else 0,
         )
     )
+    for name, child_id, start, end in record.children():
+        gateway.append(
+            _child(trace_id, child_id, span_id, name_and_kind(name, INTERNAL), start, end)
+        )
+
+
+def _batch_fields(record: BatchSpan) -> bytes:
+    links = b"".join(_link(t, s, False) for t, s in record.links)
+    return _message(
+        record.trace_id,
+        record.span_id,
+        record.parent_id,
+        False,
+        "",
+        "batch",
+        INTERNAL,
+        record.start_ns,
+        record.end_ns,
+        record.attributes,
+        links,
+    )
+
+
+def _worker_spans(record: BatchSpan, workers: dict[int, list[bytes]]) -> None:
+    """Append the worker's spans of a batch to ``workers``, by process id."""
+    trace_id = record.trace_id
     worker = record.worker
     single = worker.single() if worker is not None else None
     if single is not None:
@@ -295,9 +226,9 @@ def _record(
             workers.setdefault(pid, []).append(encoded)
             return
     for span in record.worker_records():
-        if single is not None and len(_WORKER_FORMS) < _CACHE_MAX:
-            tail = _attributes(0x4A, span["attributes"]) + _CHILD_TAIL
-            _WORKER_FORMS[single[5]] = (_named(span["name"], _INTERNAL), tail)
+        if single is not None and len(_WORKER_FORMS) < CACHE_MAX:
+            tail = attribute_fields(0x4A, span["attributes"]) + CHILD_TAIL
+            _WORKER_FORMS[single[5]] = (name_and_kind(span["name"], INTERNAL), tail)
         workers.setdefault(span["pid"], []).append(
             _message(
                 trace_id,
@@ -306,7 +237,7 @@ def _record(
                 False,
                 "",
                 span["name"],
-                _INTERNAL,
+                INTERNAL,
                 span["start_ns"],
                 span["end_ns"],
                 span["attributes"],
@@ -332,8 +263,8 @@ class _Heads:
         """(the ``resource`` field, the ``schema_url`` field) of a ``ResourceSpans``."""
         hit = self._cache.get(id(resource))
         if hit is None or hit[0] is not resource:
-            body = _attributes(0x0A, resource.attributes)
-            hit = (resource, _field(0x0A, body), _string(0x1A, resource.schema_url))
+            body = attribute_fields(0x0A, resource.attributes)
+            hit = (resource, delimited(0x0A, body), string_field(0x1A, resource.schema_url))
             self._cache[id(resource)] = hit
         return hit[1], hit[2]
 
@@ -342,11 +273,11 @@ class _Heads:
         hit = self._cache.get(id(scope))
         if hit is None or hit[0] is not scope:
             if scope is None:
-                hit = (scope, _field(0x0A, b""), b"")
+                hit = (scope, delimited(0x0A, b""), b"")
             else:
-                body = _string(0x0A, scope.name) + _string(0x12, scope.version)
-                body += _attributes(0x1A, scope.attributes)
-                hit = (scope, _field(0x0A, body), _string(0x1A, scope.schema_url))
+                body = string_field(0x0A, scope.name) + string_field(0x12, scope.version)
+                body += attribute_fields(0x1A, scope.attributes)
+                hit = (scope, delimited(0x0A, body), string_field(0x1A, scope.schema_url))
             self._cache[id(scope)] = hit
         return hit[1], hit[2]
 
@@ -385,7 +316,7 @@ def _assemble(groups: Iterable[tuple[Any, Iterable[tuple[Any, list[bytes]]]]]) -
         body = [head]
         for scope, encoded in scopes:
             scope_head, scope_schema = _HEADS.scope(scope)
-            body.append(_field(0x12, scope_head + b"".join(encoded) + scope_schema))
+            body.append(delimited(0x12, scope_head + b"".join(encoded) + scope_schema))
         body.append(schema)
-        out.append(_field(0x0A, b"".join(body)))
+        out.append(delimited(0x0A, b"".join(body)))
     return b"".join(out)

@@ -17,7 +17,7 @@ from opentelemetry.trace import Link, SpanContext, SpanKind, TraceFlags, TraceSt
 from opentelemetry.trace.status import Status, StatusCode
 from opentelemetry.util.types import Attributes
 
-from gateway.observability import otlp_wire
+from gateway.observability import otlp_fields
 from gateway.observability.otlp_wire import encode_request
 from gateway.observability.span_export import GrpcSpanExporter, HttpSpanExporter, RecordExporter
 from gateway.observability.tracing import Tracing
@@ -95,7 +95,7 @@ def test_encoding_matches_the_sdk_byte_for_byte() -> None:
 
 
 def test_the_attribute_cache_keeps_equal_values_of_different_types_apart() -> None:
-    otlp_wire._PAIRS.clear()
+    otlp_fields.PAIRS.clear()
     spans = [_span(i, attributes=a) for i, a in enumerate([{"v": 1}, {"v": True}, {"v": 1.0}])]
     request = ExportTraceServiceRequest.FromString(encode_request(spans))
     values = [s.attributes[0].value for s in request.resource_spans[0].scope_spans[0].spans]
@@ -103,7 +103,7 @@ def test_the_attribute_cache_keeps_equal_values_of_different_types_apart() -> No
 
 
 def test_equal_floats_of_opposite_sign_keep_their_sign() -> None:
-    otlp_wire._PAIRS.clear()
+    otlp_fields.PAIRS.clear()
     spans = [_span(i, attributes={"v": v}) for i, v in enumerate([0.0, -0.0])]
     assert encode_request(spans) == encode_spans(spans).SerializeToString()
 
