@@ -24,7 +24,7 @@ from dataclasses import dataclass
 
 from gateway.observability.calls import CURRENT, RUNTIME_APIS, Call
 from gateway.observability.metrics import GatewayMetrics
-from gateway.observability.span_records import BatchSpan, ServerSpan
+from gateway.observability.span_records import BatchSpan
 from gateway.observability.tfs_metrics import TfServingMetrics
 from gateway.observability.tracing import Tracing
 from gateway.parallel.dispatcher import RunResult
@@ -73,10 +73,21 @@ class QueueObserver:
         sizes: Sequence[int],
         padded: int,
     ) -> BatchNote | None:
-        labels = self.labels
-        key = (labels.model, labels.version)
         rows = sum(sizes)
+        metered = self.tfs is not None or self.metrics is not None
+        if metered:
+            self._metrics(queue_waits_s, sizes, rows, padded)
+        batch = None if self.tracing is None else self._batch_span(tags, queue_waits_s)
+        if batch is None and not metered:
+            return None
+        return BatchNote(self, tags, queue_waits_s, rows, padded, batch)
+
+    def _metrics(
+        self, queue_waits_s: Sequence[float], sizes: Sequence[int], rows: int, padded: int
+    ) -> None:
+        labels = self.labels
         if self.metrics is not None:
+            key = (labels.model, labels.version)
             for wait in queue_waits_s:
                 self.metrics.queue_wait.observe(key, wait)
             self.metrics.batch_size.observe(key, rows)
@@ -89,22 +100,26 @@ class QueueObserver:
             tfs.padding_size.observe((str(padded),), padded - rows)
             tfs.processed_batch_size.observe((), padded)
             tfs.wrapped_run_count.inc(())
-        batch = None
-        if self.tracing is not None:
-            spans = [t.span for t in tags if isinstance(t, Call) and t.span is not None]
-            if spans:
-                batch = self._batch_span(spans, tags, queue_waits_s)
-        if batch is None and tfs is None and self.metrics is None:
-            return None
-        return BatchNote(self, tags, queue_waits_s, rows, padded, batch)
 
     def _batch_span(
-        self, spans: list[ServerSpan], tags: Sequence[object], queue_waits_s: Sequence[float]
-    ) -> BatchSpan:
-        """The span of a batch whose sampled tags' server spans are ``spans`` (in order; a request
-        split over several of the batch's tasks appears once per task); each member notes when
-        it was queued and the batch it joined."""
+        self, tags: Sequence[object], queue_waits_s: Sequence[float]
+    ) -> BatchSpan | None:
+        """The span of a batch with sampled members (None without one); each sampled member
+        notes when it was queued and the batch it joined (a request split over several of the
+        batch's tasks is one member, noted once per task)."""
         assert self.tracing is not None
+        if len(tags) == 1:  # the usual batch, of one request
+            tag = tags[0]
+            span = tag.span if isinstance(tag, Call) else None
+            if span is None:
+                return None
+            now_ns = time.time_ns()
+            batch = self.tracing.start_batch((span,), now_ns)
+            span.phases.append((now_ns - int(queue_waits_s[0] * 1e9), batch))
+            return batch
+        spans = [t.span for t in tags if isinstance(t, Call) and t.span is not None]
+        if not spans:
+            return None
         now_ns = time.time_ns()
         members = spans if len(spans) == 1 else list(dict.fromkeys(spans))  # by identity
         batch = self.tracing.start_batch(members, now_ns)
@@ -141,10 +156,10 @@ class BatchNote:
 
     def done(self, result: RunResult | None) -> None:
         queue, labels = self.queue, self.queue.labels
-        run_s = time.perf_counter() - self.sent
         if result is not None and queue.metrics is not None:
             queue.metrics.compute.observe((labels.model, labels.version), result.compute_us / 1e6)
         if result is not None and queue.tfs is not None:
+            run_s = time.perf_counter() - self.sent
             for tag, wait in zip(self.tags, self.waits, strict=True):
                 if isinstance(tag, Call) and tag.api in RUNTIME_APIS:
                     series = (labels.model, tag.api, labels.runtime)

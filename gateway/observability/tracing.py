@@ -91,6 +91,7 @@ class Tracing:
         self.roots = sampling.bound > 0
         """False when no request without a parent can be sampled (then such a request costs
         one header lookup)."""
+        self._every_root = sampling.bound > LOW64
         self._bits = random.getrandbits
         self._on_end: Callable[[Record], None] = processor.on_end  # type: ignore[assignment]
         """The processor's ``on_end``, typed for ``ReadableSpan``: it reads only ``context``."""
@@ -144,7 +145,7 @@ class Tracing:
             return None
         bits = self._bits(192)  # a root: its trace id and span id in one draw
         trace_id, span_id = bits >> 64 or 1, bits & LOW64 or 1
-        if not self.sampling.sampled(trace_id, None):
+        if not self._every_root and not self.sampling.sampled(trace_id, None):
             return None
         return ServerSpan(name, kind, trace_id, span_id, 0, None, start_ns, attributes)
 
