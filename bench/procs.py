@@ -235,3 +235,49 @@ class CpuMeter:
 
     def stop(self) -> float:
         return cpu_seconds(self._pids) - self._before
+
+
+def thread_cpu(pids: list[int]) -> dict[tuple[int, int, str], float]:
+    """CPU seconds so far of every thread of ``pids``: ``(pid, tid, thread name)`` → seconds."""
+    out: dict[tuple[int, int, str], float] = {}
+    for pid in pids:
+        task_dir = Path(f"/proc/{pid}/task")
+        try:
+            tids = [int(t) for t in os.listdir(task_dir)]
+        except FileNotFoundError:
+            continue
+        for tid in tids:
+            try:
+                text = (task_dir / str(tid) / "stat").read_text()
+            except FileNotFoundError:
+                continue
+            name = text[text.index("(") + 1 : text.rindex(")")]
+            fields = text.rsplit(")", 1)[1].split()
+            out[(pid, tid, name)] = (int(fields[11]) + int(fields[12])) / CLK_TCK
+    return out
+
+
+CPU_ROLES = ("gateway loop", "gateway threads", "gRPC threads", "workers")
+"""What :func:`cpu_by_role` splits a server tree's CPU into: the root process's main thread (the
+event loop), its other Python threads (the worker links' readers, the span export thread), its
+gRPC core threads (every thread not named ``python``), and its child processes (the workers)."""
+
+
+def cpu_by_role(
+    before: dict[tuple[int, int, str], float],
+    after: dict[tuple[int, int, str], float],
+    root_pid: int,
+) -> dict[str, float]:
+    """CPU seconds per :data:`CPU_ROLES` role between two :func:`thread_cpu` snapshots of a
+    tree rooted at ``root_pid`` (a thread seen only in ``after`` counts from zero)."""
+    out = dict.fromkeys(CPU_ROLES, 0.0)
+    for (pid, tid, name), seconds in after.items():
+        used = seconds - before.get((pid, tid, name), 0.0)
+        if pid != root_pid:
+            role = "workers"
+        elif tid == pid:
+            role = "gateway loop"
+        else:
+            role = "gateway threads" if name == "python" else "gRPC threads"
+        out[role] += used
+    return out

@@ -15,7 +15,6 @@ from __future__ import annotations
 
 import collections
 import logging
-import os
 import subprocess
 import sys
 import threading
@@ -27,33 +26,13 @@ from bench.catalog import CATALOG
 from bench.measure import Load, run_point
 from bench.models import ensure_models
 from bench.plan import layouts
-from bench.procs import CLK_TCK, Server, StartFailed, descendants, start_with_ready_fd
+from bench.procs import Server, StartFailed, descendants, start_with_ready_fd, thread_cpu
 from bench.runner import CACHE
 from bench.systems import start
 from bench.targets import Context, SystemSpec
 
 log = logging.getLogger(__name__)
 TOP = 25
-
-
-def thread_cpu(pids: list[int]) -> dict[tuple[int, int, str], float]:
-    """CPU seconds so far of every thread of ``pids``: ``(pid, tid, thread name)`` → seconds."""
-    out: dict[tuple[int, int, str], float] = {}
-    for pid in pids:
-        task_dir = Path(f"/proc/{pid}/task")
-        try:
-            tids = [int(t) for t in os.listdir(task_dir)]
-        except FileNotFoundError:
-            continue
-        for tid in tids:
-            try:
-                text = (task_dir / str(tid) / "stat").read_text()
-            except FileNotFoundError:
-                continue
-            name = text[text.index("(") + 1 : text.rindex(")")]
-            fields = text.rsplit(")", 1)[1].split()
-            out[(pid, tid, name)] = (int(fields[11]) + int(fields[12])) / CLK_TCK
-    return out
 
 
 def _summarize(raw: str) -> tuple[int, list[tuple[str, int]], list[tuple[str, int]]]:

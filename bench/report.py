@@ -11,6 +11,7 @@ from typing import Any
 
 from bench import goals as goals_mod
 from bench.plots import write_plots
+from bench.procs import CPU_ROLES
 
 
 def _cell(summary: dict[str, Any] | None, key: str, fmt: str = "{:.0f}") -> str:
@@ -189,6 +190,7 @@ def markdown(results: dict[str, Any], plots: list[str]) -> str:
             lines.append(
                 f"| {key} | {cpu['median']:.0f} ({cpu['min']:.0f}–{cpu['max']:.0f}) | {spread} |"
             )
+        lines += _roles_table(side.get("roles_us_per_request", {}))
     rss = sc.get("idle-rss", {})
     if "idle_mb" in rss:
         lines += [
@@ -352,3 +354,27 @@ def _fmt(stat: Any, digits: int) -> str:
     if not isinstance(stat, dict) or "median" not in stat:
         return "—"
     return f"{stat['median']:.{digits}f} ({stat['min']:.{digits}f}–{stat['max']:.{digits}f})"
+
+
+def _roles_table(roles: dict[str, dict[str, float]]) -> list[str]:
+    """The side-by-side systems' CPU µs per request by role, with each role's difference from
+    off's (where each system's cost lies)."""
+    if not roles:
+        return []
+    names = list(CPU_ROLES)
+    off = roles.get("off", {})
+    lines = [
+        "",
+        "CPU µs per request by role (the mean over the rounds; in brackets, against off):",
+        "",
+        "| system | " + " | ".join(names) + " |",
+        "|---|" + "---|" * len(names),
+    ]
+    for key, values in roles.items():
+        cells = []
+        for role in names:
+            value = values.get(role, 0.0)
+            delta = "" if key == "off" or role not in off else f" ({value - off[role]:+.0f})"
+            cells.append(f"{value:.0f}{delta}")
+        lines.append(f"| {key} | " + " | ".join(cells) + " |")
+    return lines

@@ -5,6 +5,7 @@ from __future__ import annotations
 import functools
 import json
 import logging
+import statistics
 import sys
 import threading
 import time
@@ -21,7 +22,14 @@ from bench.goals import TRACING_CONTROL
 from bench.loadgen import LoadOptions, run_load
 from bench.measure import Load, interleaved, median_ci, run_point, stats, summarize
 from bench.plan import layouts
-from bench.procs import StartFailed, descendants, rss_bytes, start_with_ready_fd
+from bench.procs import (
+    StartFailed,
+    cpu_by_role,
+    descendants,
+    rss_bytes,
+    start_with_ready_fd,
+    thread_cpu,
+)
 from bench.runner import BENCH_DIR, Bench
 from bench.scenarios.common import closed_loop_driver
 from bench.systems import start
@@ -134,8 +142,11 @@ def _side_by_side(
     1.1 % more over 30 rounds): each one's CPU µs per request, and for every system but
     ``off`` its cost against off within each round, ``1 - cpu(off) / cpu(system)`` (on a
     saturated core, throughput is the inverse of CPU per request), as median / min / max over
-    the rounds, with the median's 95 % interval (``ci``)."""
+    the rounds, with the median's 95 % interval (``ci``); and each one's CPU µs per request by
+    role (``roles_us_per_request``: :data:`~bench.procs.CPU_ROLES`, the mean over the rounds,
+    from per-thread counters in clock ticks)."""
     cpu: dict[str, list[float]] = {}
+    roles: dict[str, dict[str, list[float]]] = {}
     for round_no in range(rounds):
         progress.step(f"tracing side by side · round {round_no + 1}/{rounds}")
         turn = round_no % len(names)
@@ -160,6 +171,8 @@ def _side_by_side(
         if all(out.get(key, {}).get("server_cpu_us_per_request") for key in running):
             for key in running:
                 cpu.setdefault(key, []).append(float(out[key]["server_cpu_us_per_request"]))
+                for role, value in out[key].get("roles_us_per_request", {}).items():
+                    roles.setdefault(key, {}).setdefault(role, []).append(value)
     off = cpu.get("off", [])
     cost = {}
     for key, values in cpu.items():
@@ -170,14 +183,28 @@ def _side_by_side(
     return {
         "cpu_us_per_request": {key: stats(cpu[key]) for key in order},
         "cost": {key: cost[key] for key in order if key in cost},
+        "roles_us_per_request": {
+            key: {role: statistics.fmean(v) for role, v in roles[key].items()}
+            for key in order
+            if key in roles
+        },
     }
 
 
 def _into(
     out: dict[str, Any], key: str, r: Running, load: Load, client_cpus: tuple[int, ...]
 ) -> None:
+    """``run_point`` into ``out[key]``, with the server's CPU µs per request by role
+    (:func:`~bench.procs.cpu_by_role`) under ``roles_us_per_request``."""
     try:
-        out[key] = run_point(r, load, client_cpus)
+        pids = descendants(r.server.pid)
+        before = thread_cpu(pids)
+        result = run_point(r, load, client_cpus)
+        roles = cpu_by_role(before, thread_cpu(pids), r.server.pid)
+        served = result.get("rps", 0.0) * (load.duration_s + load.warmup_s)
+        if served > 0:
+            result["roles_us_per_request"] = {k: v / served * 1e6 for k, v in roles.items()}
+        out[key] = result
     except Exception as exc:  # one failed round is left out, the others stand
         log.warning("tracing side by side: %s failed: %s", key, exc)
 
