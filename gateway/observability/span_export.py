@@ -28,7 +28,7 @@ from opentelemetry.exporter.otlp.proto.http.trace_exporter import (
 from opentelemetry.proto.collector.trace.v1.trace_service_pb2 import ExportTraceServiceRequest
 from opentelemetry.sdk.resources import Resource
 from opentelemetry.sdk.trace import ReadableSpan
-from opentelemetry.sdk.trace.export import SpanExporter, SpanExportResult
+from opentelemetry.sdk.trace.export import BatchSpanProcessor, SpanExporter, SpanExportResult
 from opentelemetry.semconv.attributes.http_attributes import HTTP_RESPONSE_STATUS_CODE
 
 from gateway.observability.otlp_wire import encode_records, encode_request
@@ -192,3 +192,29 @@ class RecordExporter(SpanExporter):
 
     def force_flush(self, timeout_millis: int = 30000) -> bool:
         return self.exporter.force_flush(timeout_millis)
+
+
+_PID = [os.getpid()]
+"""This process's id, kept current by a fork hook (read per record instead of a system call)."""
+os.register_at_fork(after_in_child=lambda: _PID.__setitem__(0, os.getpid()))
+
+
+class RecordSpanProcessor(BatchSpanProcessor):
+    """The SDK's batch span processor (its ``OTEL_BSP_*`` settings, queue, export thread and
+    metrics) for the request path's records. Every record is of a sampled request, and while
+    the queue holds fewer than an export batch, :meth:`on_end` only queues it: the SDK's
+    ``emit`` would also check the sampled flag and call ``os.getpid()`` (a system call) for
+    every record. Any other case (shut down, forked, a batch's worth queued: the export thread
+    is woken) goes through ``emit``."""
+
+    def on_end(self, span: ReadableSpan) -> None:
+        batch = self._batch_processor
+        queue = batch._queue
+        if (
+            batch._pid == _PID[0]
+            and not batch._shutdown
+            and len(queue) < batch._max_export_batch_size - 1
+        ):
+            queue.appendleft(span)
+            return
+        batch.emit(span)

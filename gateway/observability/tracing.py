@@ -10,7 +10,8 @@ unasked. ``OTEL_TRACES_SAMPLER`` / ``_ARG`` choose the sampler (default
 ``parentbased_always_on``); ``always_off``, or a ``traceidratio`` of 0, turns tracing off
 altogether. ``OTEL_SERVICE_NAME`` / ``OTEL_RESOURCE_ATTRIBUTES`` make the resource (service name
 ``tensorgate`` unless set, and the process attributes of OTel's process detector); spans leave
-through a ``BatchSpanProcessor`` (``OTEL_BSP_*``).
+through the SDK's ``BatchSpanProcessor`` (``OTEL_BSP_*``; see
+:class:`~gateway.observability.span_export.RecordSpanProcessor`).
 
 The request path does not make span objects: a sampled request leaves a record
 (:mod:`~gateway.observability.span_records`), carrying the batches it parents, handed once ended
@@ -32,7 +33,7 @@ from dataclasses import dataclass, field
 
 from opentelemetry.sdk.resources import ProcessResourceDetector, Resource
 from opentelemetry.sdk.trace import SpanProcessor
-from opentelemetry.sdk.trace.export import BatchSpanProcessor, SpanExporter
+from opentelemetry.sdk.trace.export import SpanExporter
 from opentelemetry.sdk.trace.sampling import (
     ALWAYS_OFF,
     ALWAYS_ON,
@@ -43,7 +44,7 @@ from opentelemetry.sdk.trace.sampling import (
 from opentelemetry.trace import SpanKind
 
 from gateway.config.model_config import ConfigError
-from gateway.observability.span_export import WIRE_ENCODED, RecordExporter
+from gateway.observability.span_export import WIRE_ENCODED, RecordExporter, RecordSpanProcessor
 from gateway.observability.span_records import LOW64, Attributes, BatchSpan, Record, ServerSpan
 from workers.telemetry import parse_w3c
 from workers.wire import WorkerSpans
@@ -108,7 +109,7 @@ class Tracing:
         if not exporters or sampling is None:
             return None
         resource = default_resource()
-        processors = [BatchSpanProcessor(RecordExporter(e, resource, env)) for e in exporters]
+        processors = [RecordSpanProcessor(RecordExporter(e, resource, env)) for e in exporters]
         processor: SpanProcessor = processors[0]
         if len(processors) > 1:
             from opentelemetry.sdk.trace import SynchronousMultiSpanProcessor

@@ -12,7 +12,7 @@ from opentelemetry.sdk.trace.export import BatchSpanProcessor, ConsoleSpanExport
 from opentelemetry.trace import SpanKind
 
 from gateway.config.model_config import ConfigError
-from gateway.observability.span_export import RecordExporter
+from gateway.observability.span_export import RecordExporter, RecordSpanProcessor
 from gateway.observability.tracing import Tracing
 
 TRACEPARENT = "00-4bf92f3577b34da6a3ce929d0e0e4736-00f067aa0ba902b7-01"
@@ -66,7 +66,7 @@ def test_otlp_exporter_follows_the_protocol_variable(
     if protocol is not None:
         env["OTEL_EXPORTER_OTLP_PROTOCOL"] = protocol
     tracing = _from(env, made)
-    assert tracing is not None and isinstance(tracing.processor, BatchSpanProcessor)
+    assert tracing is not None and isinstance(tracing.processor, RecordSpanProcessor)
     assert isinstance(tracing.processor.span_exporter, RecordExporter)
     assert isinstance(tracing.processor.span_exporter.exporter, exporter)
 
