@@ -109,7 +109,6 @@ PARENT_IDS = struct.Struct(">HQQHQHQ").pack
 """The same, then parent_span_id (field 4)."""
 TIMES = struct.Struct("<BQBQ").pack
 """start_time_unix_nano (field 7) and end_time_unix_nano (field 8), fixed64."""
-LOW64 = (1 << 64) - 1
 INTERNAL = SpanKind.INTERNAL
 
 

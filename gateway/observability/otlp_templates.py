@@ -23,7 +23,6 @@ from gateway.observability.otlp_fields import (
     EMPTY_STATUS,
     INTERNAL,
     LOCAL_FLAGS,
-    LOW64,
     REMOTE_FLAGS,
     attribute_fields,
     count_field,
@@ -33,9 +32,6 @@ from gateway.observability.otlp_fields import (
     varint,
 )
 from gateway.observability.span_records import BatchSpan, ServerSpan
-
-_CHILDREN = ("decode", "queue wait", "encode")
-"""The derived children of a server span that queued once, in the order they are written."""
 
 
 class Template:
@@ -120,64 +116,46 @@ def _attributes_key(attributes: Mapping[str, Any]) -> tuple[Any, ...]:
 
 def server_spans(span: ServerSpan) -> bytes | None:
     """The ``Span`` fields of a server span that queued once and whose batch ended (itself,
-    then its ``decode``, ``queue wait`` and ``encode`` children), or None for another shape
-    (no or several queueings, a trace state, a zero time)."""
-    phases = span.phases
-    if len(phases) != 1 or not span.done_ns or span.trace_state or not span.start_ns:
+    then its :meth:`~ServerSpan.children`: ``decode``, ``queue wait`` and ``encode``), or None
+    for another shape (no or several queueings, a trace state, a zero time)."""
+    if len(span.phases) != 1 or not span.done_ns or span.trace_state:
         return None
-    if not span.end_ns:
+    if not span.start_ns or not span.end_ns:
         return None
-    enqueued, batch = phases[0]
-    attributes = span.attributes
     parent = span.parent_id != 0
-    key = ("server", span.name, id(span.kind), parent, span.error, *_attributes_key(attributes))
-    template = _template(key, lambda: _server_template(span, parent))
+    children = list(span.children())
+    key = (
+        "server",
+        span.name,
+        id(span.kind),
+        parent,
+        span.error,
+        *_attributes_key(span.attributes),
+    )
+    template = _template(key, lambda: _server_template(span, parent, children))
     if template is None:
         return None
-    bits = span.child_bits()
     trace = span.trace_id.to_bytes(16, "big")
     own = span.span_id.to_bytes(8, "big")
-    start, queued, running, done, end = (
-        span.start_ns,
-        enqueued,
-        batch.start_ns,
-        span.done_ns,
-        span.end_ns,
-    )
-    return template.pack(
-        (
-            trace,
-            own,
-            span.parent_id.to_bytes(8, "big") if parent else b"",
-            start,
-            end,
-            trace,
-            ((bits & LOW64) or 1).to_bytes(8, "big"),
-            own,
-            start,
-            max(start, queued),
-            trace,
-            (((bits >> 64) & LOW64) or 1).to_bytes(8, "big"),
-            own,
-            queued,
-            max(queued, running),
-            trace,
-            (((bits >> 128) & LOW64) or 1).to_bytes(8, "big"),
-            own,
-            done,
-            max(done, end),
-        )
-    )
+    parent_id = span.parent_id.to_bytes(8, "big") if parent else b""
+    values = [trace, own, parent_id, span.start_ns, span.end_ns]
+    for _, child_id, start, end in children:
+        values += (trace, child_id.to_bytes(8, "big"), own, start, end)
+    return template.pack(values)
 
 
-def _server_template(span: ServerSpan, parent: bool) -> Template:
+def _server_template(
+    span: ServerSpan, parent: bool, children: list[tuple[str, int, int, int]]
+) -> Template:
     status = EMPTY_STATUS
     if span.error:
         status = delimited(0x7A, string_field(0x12, span.error) + count_field(0x18, 2))
     flags = REMOTE_FLAGS if parent else LOCAL_FLAGS
     after = attribute_fields(0x4A, span.attributes) + status + flags
     spans = [_span_pieces(parent, name_and_kind(span.name, span.kind), after)]
-    spans += [_span_pieces(True, name_and_kind(n, INTERNAL), CHILD_TAIL) for n in _CHILDREN]
+    spans += [
+        _span_pieces(True, name_and_kind(name, INTERNAL), CHILD_TAIL) for name, *_ in children
+    ]
     return Template(_joined(spans))
 
 

@@ -28,7 +28,6 @@ from gateway.observability.otlp_fields import (
     INTERNAL,
     IS_REMOTE,
     LOCAL_FLAGS,
-    LOW64,
     PARENT_IDS,
     REMOTE_FLAGS,
     TIMES,
@@ -40,6 +39,7 @@ from gateway.observability.otlp_fields import (
 )
 from gateway.observability.otlp_templates import batch_span, server_spans
 from gateway.observability.span_records import (
+    LOW64,
     SCOPE,
     BatchSpan,
     Record,

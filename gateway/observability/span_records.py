@@ -100,20 +100,15 @@ class ServerSpan:
         """(trace id, span id) in hex, as the log format writes them."""
         return f"{self.trace_id:032x}", f"{self.span_id:016x}"
 
-    def child_bits(self) -> int:
-        """:attr:`child_ids`, drawn on the first call (on the export thread, off the request
-        path) and kept; call only with :attr:`phases`."""
-        if not self.child_ids:
-            self.child_ids = random.getrandbits(64 * (len(self.phases) + 2))
-        return self.child_ids
-
     def children(self) -> Iterator[tuple[str, int, int, int]]:
         """The derived child spans, as (name, span id, start, end): ``decode`` (until the first
         queueing), ``queue wait`` per batch joined, ``encode`` (from the last batch's end). Their
         ids are drawn on the first call (on the export thread) and kept."""
         if not self.phases:
             return
-        bits = self.child_bits()
+        bits = self.child_ids
+        if not bits:  # drawn here, off the request path, on first use
+            bits = self.child_ids = random.getrandbits(64 * (len(self.phases) + 2))
         spans = [("decode", self.start_ns, self.phases[0][0])]
         spans += [("queue wait", enqueued, batch.start_ns) for enqueued, batch in self.phases]
         if self.done_ns:
