@@ -53,23 +53,23 @@ serve: $(BASE_STAMP)
 	$(BIN)/tensorgate --port=$(PORT) --rest_api_port=$(REST_PORT) --model_name=digits --model_base_path=$(CURDIR)/models/digits
 
 test: $(FULL_STAMP) system-deps bench-venvs
-	$(BIN)/ruff check gateway workers tests bench scripts deploy
-	$(BIN)/ruff format --check gateway workers tests bench scripts deploy
+	$(BIN)/ruff check gateway workers channel tests bench scripts deploy
+	$(BIN)/ruff format --check gateway workers channel tests bench scripts deploy
 	$(BIN)/mypy
 	$(BIN)/mypy --strict deploy/k8s/shapes.py
 	$(BIN)/lint-imports --no-cache
 	$(BIN)/python -m pytest -q
 
 lint: $(FULL_STAMP)
-	$(BIN)/ruff check gateway workers tests bench scripts deploy
-	$(BIN)/ruff format --check gateway workers tests bench scripts deploy
+	$(BIN)/ruff check gateway workers channel tests bench scripts deploy
+	$(BIN)/ruff format --check gateway workers channel tests bench scripts deploy
 	$(BIN)/mypy
 	$(BIN)/mypy --strict deploy/k8s/shapes.py
 	$(BIN)/lint-imports --no-cache
 
 format: $(FULL_STAMP)
-	$(BIN)/ruff format gateway workers tests bench scripts deploy
-	$(BIN)/ruff check --fix gateway workers tests bench scripts deploy
+	$(BIN)/ruff format gateway workers channel tests bench scripts deploy
+	$(BIN)/ruff check --fix gateway workers channel tests bench scripts deploy
 
 # Rewrites deploy/k8s/overlays/ from the node shapes and the rule in deploy/k8s/shapes.py (a test
 # checks the committed overlays are current). `python deploy/k8s/shapes.py --table` shows them.

@@ -19,9 +19,9 @@ import subprocess
 import sys
 import time
 
-from workers import messages
+from channel import messages
+from channel.shm.channel import Channel
 from workers.bootstrap import spawn_worker
-from workers.shm.channel import Channel
 
 log = logging.getLogger("bench.channel_roundtrip")
 

@@ -1,7 +1,7 @@
 """The gateway's lifecycle, as explicit ordered steps.
 
 start: workers → models loaded → gRPC server bound (TCP and optional Unix socket, TLS with
---ssl_config_file; every call behind the :class:`~gateway.tfserving.gate.Gate`) → REST → health
+--ssl_config_file; every call behind the :class:`~gateway.transport.gate.Gate`) → REST → health
 SERVING → readiness reported. stop (SIGTERM/SIGINT only set events, :mod:`gateway.drain`): health
 NOT_SERVING and open batches sent → new calls refused with UNAVAILABLE while running ones finish
 (``--shutdown_grace_seconds``; a second signal skips the wait) → servers stop → polling stops →
@@ -32,21 +32,21 @@ from gateway.config.settings import Settings
 from gateway.drain import Signals, Surface, drain
 from gateway.errors import Unavailable
 from gateway.listen import TlsMaterial, UnixSocket, bind_grpc
+from gateway.models.config_poll import poll_config_file
+from gateway.models.manager import LoadOptions, ModelManager
 from gateway.observability.hooks import Observability
 from gateway.parallel.pool import PoolOptions, WorkerPool
-from gateway.serving.config_poll import poll_config_file
 from gateway.serving.core import ServingCore
-from gateway.serving.models import LoadOptions, ModelManager
 from gateway.serving.policy import BatchingPolicy
 from gateway.serving.queues import BatchQueues
-from gateway.tfserving.auth import load_tokens
-from gateway.tfserving.gate import Gate
 from gateway.tfserving.grpc import ModelService, PredictionService, add_services
-from gateway.tfserving.rest.connections import rest_limits
 from gateway.tfserving.rest.examples import ClassifyRegressHandler
-from gateway.tfserving.rest.front import Front
 from gateway.tfserving.rest.server import RestServer
 from gateway.tfserving.warmup import WarmupPlanner
+from gateway.transport.auth import load_tokens
+from gateway.transport.gate import Gate
+from gateway.transport.http.connections import rest_limits
+from gateway.transport.http.front import Front
 
 log = logging.getLogger(__name__)
 

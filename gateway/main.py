@@ -12,6 +12,7 @@ from collections.abc import Sequence
 
 import uvloop
 
+from channel import logs
 from gateway.app import Gateway
 from gateway.config.flags import FlagError, parse_flags
 from gateway.config.model_config import (
@@ -21,7 +22,6 @@ from gateway.config.model_config import (
     model_specs,
 )
 from gateway.errors import ServingError
-from workers import logs
 
 log = logging.getLogger("tensorgate")
 

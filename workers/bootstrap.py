@@ -5,7 +5,7 @@
 channel's, inherited (:func:`worker_argv` writes these arguments, :func:`main` reads them).
 
 The child, in order: pins native thread pools to one thread (before numpy or ONNX Runtime load),
-sets up logging in tensorgate's one format (:mod:`workers.logs`; TensorFlow's start-up noise kept
+sets up logging in tensorgate's one format (:mod:`channel.logs`; TensorFlow's start-up noise kept
 out), asks the kernel to SIGKILL it when its parent dies (``PR_SET_PDEATHSIG``; if the parent is
 already gone it exits 1), installs signal handlers that only set a flag (SIGTERM: finish the
 current request, then exit 0; SIGINT is ignored — the gateway decides when workers stop),
@@ -25,8 +25,8 @@ import subprocess
 import sys
 from collections.abc import Mapping, Sequence
 
-from workers import logs
-from workers.shm.channel import Channel
+from channel import logs
+from channel.shm.channel import Channel
 
 log = logging.getLogger(__name__)
 

@@ -1,6 +1,6 @@
 """The worker's serving loop: requests off the channel one at a time, in order, each answered.
 
-Every request gets exactly one reply, success or failure (see :mod:`workers.messages`); one that
+Every request gets exactly one reply, success or failure (see :mod:`channel.messages`); one that
 does not decode gets INVALID_ARGUMENT. The loop ends on ``stop`` (reply, exit 0) or when
 ``stopping()`` turns true (SIGTERM): the request in hand is finished and answered, every one
 still queued is answered UNAVAILABLE, and the loop returns 0.
@@ -16,11 +16,9 @@ from typing import Any, Protocol
 
 import numpy as np
 
-from workers import logs, messages
-from workers.backends import onnx as onnx_backend
-from workers.backends import tensorflow as tf_backend
-from workers.dtypes import STRING, dtype_name
-from workers.messages import (
+from channel import logs, messages
+from channel.dtypes import STRING, dtype_name
+from channel.messages import (
     BadRequest,
     LoadRequest,
     Reply,
@@ -30,11 +28,13 @@ from workers.messages import (
     TensorDesc,
     WorkerError,
 )
-from workers.shm.arena import align_up
-from workers.shm.channel import Channel, ChannelFull, OutputArenaExhausted
-from workers.shm.payload import read_tensor, tensor_nbytes, write_tensor
-from workers.telemetry import Telemetry
-from workers.wire import SpanForm
+from channel.shm.arena import align_up
+from channel.shm.channel import Channel, ChannelFull, OutputArenaExhausted
+from channel.shm.payload import read_tensor, tensor_nbytes, write_tensor
+from channel.telemetry import Telemetry
+from channel.wire import SpanForm
+from workers.backends import onnx as onnx_backend
+from workers.backends import tensorflow as tf_backend
 
 log = logging.getLogger(__name__)
 
@@ -103,7 +103,7 @@ def _load_onnx(request: LoadRequest) -> Model:
 
 def _load_tensorflow(request: LoadRequest) -> Model:
     """``path`` is the SavedModel directory; ``tags`` the MetaGraphDef's tags. TensorFlow's
-    native start-up lines are kept out of the log (:func:`workers.logs.native_stderr`)."""
+    native start-up lines are kept out of the log (:func:`channel.logs.native_stderr`)."""
     with logs.native_stderr():
         return tf_backend.load(
             request["path"],

@@ -14,6 +14,7 @@ from typing import Any
 import numpy as np
 import numpy.typing as npt
 
+from channel.messages import DEFAULT_SIGNATURE as DEFAULT_SIGNATURE  # part of the client API
 from gateway._pb.tensorflow.core.framework import tensor_shape_pb2, types_pb2
 from gateway._pb.tensorflow.core.protobuf import meta_graph_pb2
 from gateway._pb.tensorflow_serving.apis import (
@@ -24,7 +25,6 @@ from gateway._pb.tensorflow_serving.apis import (
 )
 from gateway.errors import Code, InvalidArgument
 from gateway.tfserving.codec import tensor as tensor_codec
-from workers.messages import DEFAULT_SIGNATURE as DEFAULT_SIGNATURE  # part of the client API
 
 SIGNATURE_DEF_FIELD = "signature_def"
 

@@ -16,11 +16,11 @@ from dataclasses import dataclass
 
 from opentelemetry.trace import SpanKind
 
+from channel.logs import TRACE_IDS, Traced
 from gateway.observability.metrics import GatewayMetrics
 from gateway.observability.span_records import Attributes, ServerSpan
 from gateway.observability.tfs_metrics import TfServingMetrics
 from gateway.observability.tracing import Tracing
-from workers.logs import TRACE_IDS, Traced
 
 RUNTIME_APIS = frozenset({"Predict", "Classify", "Regress"})
 """The APIs TF Serving records ``runtime_latency`` for (its predict/classifier/regressor)."""

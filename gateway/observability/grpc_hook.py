@@ -28,7 +28,7 @@ import grpc
 from gateway._pb.tensorflow_serving.apis import model_service_pb2, prediction_service_pb2
 from gateway.observability.calls import Recorder
 from gateway.tfserving.codec.messages import example_count, model_name
-from gateway.tfserving.gate import Handler, Registrar, Registry
+from gateway.transport.gate import Handler, Registrar, ServiceRegistry
 
 SERVICES = frozenset(
     {
@@ -52,7 +52,7 @@ class ObservingRegistry(Registrar):
     through :class:`ParentDispatch` (handlers registered by name would be found first), so a
     call without a ``traceparent`` gets the unwrapped handler."""
 
-    def __init__(self, recorder: Recorder, server: Registry) -> None:
+    def __init__(self, recorder: Recorder, server: ServiceRegistry) -> None:
         super().__init__(server)
         self.recorder = recorder
 

@@ -24,9 +24,9 @@ from gateway.observability.tfs_metrics import TfServingMetrics
 from gateway.observability.tracing import Tracing
 from gateway.observability.workers import WorkerFigures
 from gateway.parallel.pool import WorkerPool
-from gateway.serving.models import ModelManager, Servable, State
-from gateway.tfserving.gate import Registry
+from gateway.serving.registry import Registry, Servable, State
 from gateway.tfserving.rest.server import ExtraRoute, Middleware
+from gateway.transport.gate import ServiceRegistry
 
 log = logging.getLogger(__name__)
 
@@ -71,7 +71,7 @@ class Observability:
             thread_pool=pool,
         )
 
-    def grpc_registry(self, server: Registry) -> Registry:
+    def grpc_registry(self, server: ServiceRegistry) -> ServiceRegistry:
         """Where to register the gRPC services: ``server`` itself when nothing is recorded, else
         an :class:`~gateway.observability.grpc_hook.ObservingRegistry` in front of it."""
         if self.recorder is None:
@@ -103,7 +103,7 @@ class Observability:
         )
         return QueueObserver(labels, self.tfs, self.metrics, self.tracing)
 
-    def record_warmups(self, models: ModelManager) -> None:
+    def record_warmups(self, models: Registry) -> None:
         """Export each version's warmup once it serves (TF Serving's ``model_warmup_latency`` and
         ``model_warmup_records_read``, labelled by the version's directory and ``OK``): the
         slowest worker's replay time, and the runs that worker counted. Call on every model

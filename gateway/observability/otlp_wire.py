@@ -247,7 +247,7 @@ def _worker_spans(record: BatchSpan, workers: dict[int, list[bytes]]) -> None:
 
 _WORKER_FORMS: dict[bytes, tuple[bytes, bytes]] = {}
 """A run's one worker span, by its name and attributes as the worker encoded them
-(:meth:`~workers.wire.WorkerSpans.single`) → its ``name`` and ``kind`` fields, and its attribute,
+(:meth:`~channel.wire.WorkerSpans.single`) → its ``name`` and ``kind`` fields, and its attribute,
 status and flags fields: the worker makes spans of a few forms, run after run. Filled once a form
 has decoded (so holds valid forms only)."""
 

@@ -18,8 +18,8 @@ from aiohttp import web
 from gateway.errors import ServingError
 from gateway.observability.calls import Recorder
 from gateway.tfserving.rest import paths
-from gateway.tfserving.rest.front import parse_once
 from gateway.tfserving.rest.server import STATUS_KEY, ExtraRoute, Middleware
+from gateway.transport.http.front import parse_once
 
 APIS = {
     "predict": "Predict",

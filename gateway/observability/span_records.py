@@ -26,8 +26,8 @@ from opentelemetry.sdk.util.instrumentation import InstrumentationScope
 from opentelemetry.trace import Link, SpanContext, SpanKind, TraceFlags, TraceState
 from opentelemetry.trace.status import Status, StatusCode
 
-from workers.telemetry import SpanRecord
-from workers.wire import Malformed, WorkerSpans
+from channel.telemetry import SpanRecord
+from channel.wire import Malformed, WorkerSpans
 
 log = logging.getLogger(__name__)
 

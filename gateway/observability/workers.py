@@ -1,7 +1,7 @@
 """The workers' own figures on the metrics page: asked for over each worker's channel at scrape.
 
 Each scrape pings every live worker; the ``ping`` reply carries the worker's
-:class:`~workers.telemetry.WorkerStats` (measured in the worker process). Series are labelled with
+:class:`~channel.telemetry.WorkerStats` (measured in the worker process). Series are labelled with
 the worker's index; a worker that died is not listed, and its replacement reports its own figures
 from zero (counters restart like any restarted process's, which ``rate()`` handles), so nothing of
 a dead process stays on the page. A worker that does not answer within ``timeout_s`` (busy with a
@@ -29,10 +29,10 @@ from collections.abc import Iterator
 
 from prometheus_client.core import CounterMetricFamily, GaugeMetricFamily, Metric
 
+from channel.messages import PingReply
+from channel.telemetry import WorkerStats
 from gateway.errors import ServingError
 from gateway.parallel.pool import WorkerPool
-from workers.messages import PingReply
-from workers.telemetry import WorkerStats
 
 PING_TIMEOUT_S = 1.0
 """How long a scrape waits for each worker's figures."""

@@ -1,7 +1,7 @@
 """The gateway's end of each worker (id → future table) and least-loaded routing of runs.
 
-A :class:`WorkerLink` owns one worker's :class:`~workers.shm.channel.Channel` and speaks the
-typed messages of :mod:`workers.messages` over it. Requests get an id and a future; the
+A :class:`WorkerLink` owns one worker's :class:`~channel.shm.channel.Channel` and speaks the
+typed messages of :mod:`channel.messages` over it. Requests get an id and a future; the
 completion doorbell (watched with ``loop.add_reader``) drains replies in order, wraps run outputs
 as read-only views on shared memory under an :class:`~gateway.parallel.lease.OutputLease` (the
 ownership rule is in :mod:`gateway.parallel.lease`), frees the input space and resolves the
@@ -21,12 +21,9 @@ from typing import Any, cast
 
 import numpy as np
 
-from gateway.errors import Internal, ResourceExhausted, ServingError, Unavailable, from_wire
-from gateway.parallel.lease import OutputLease
-from gateway.parallel.watchdog import RunTimes
-from workers import messages
-from workers.dtypes import dtype_name
-from workers.messages import (
+from channel import messages
+from channel.dtypes import dtype_name
+from channel.messages import (
     LoadReply,
     OkReply,
     PingReply,
@@ -36,9 +33,12 @@ from workers.messages import (
     RunReply,
     TensorDesc,
 )
-from workers.shm.channel import Channel, ChannelFull
-from workers.shm.payload import read_tensor, tensor_nbytes, write_tensor
-from workers.wire import WorkerSpans
+from channel.shm.channel import Channel, ChannelFull
+from channel.shm.payload import read_tensor, tensor_nbytes, write_tensor
+from channel.wire import WorkerSpans
+from gateway.errors import Internal, ResourceExhausted, ServingError, Unavailable, from_wire
+from gateway.parallel.lease import OutputLease
+from gateway.parallel.watchdog import RunTimes
 
 log = logging.getLogger(__name__)
 

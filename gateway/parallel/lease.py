@@ -19,7 +19,7 @@ read-only numpy views on it (``writeable=False``), never copies. The ownership r
 - An :class:`Outputs` that can no longer reach its holder (its awaiter was cancelled as it
   resolved) is released where it is awaited.
 - When the count reaches 0 the range goes back to the channel
-  (:meth:`workers.shm.channel.Channel.release_outputs`, in any order); no view may be read after
+  (:meth:`channel.shm.channel.Channel.release_outputs`, in any order); no view may be read after
   that, since the worker writes its next outputs there.
 """
 
@@ -30,7 +30,7 @@ from typing import Any, Protocol, TypeVar
 
 import numpy as np
 
-from workers.shm.channel import Channel
+from channel.shm.channel import Channel
 
 
 class OutputLease:

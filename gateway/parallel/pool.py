@@ -1,7 +1,7 @@
 """Worker process lifecycle: spawn, load models, watch for death and hangs, respawn, stop.
 
 Each worker is a fresh interpreter (``python -m workers``, never a fork of the gateway) attached to
-its own :class:`~workers.shm.channel.Channel`. Death is noticed through a pidfd watched by the loop;
+its own :class:`~channel.shm.channel.Channel`. Death is noticed through a pidfd watched by the loop;
 a hang through a ping that is not answered within ``ping_timeout_s``. Either way the worker's
 pending requests fail with UNAVAILABLE and a new worker is started and given the same model
 versions.
@@ -24,14 +24,14 @@ from collections.abc import Callable
 from dataclasses import dataclass, field
 from typing import Any
 
+from channel.messages import LoadReply
+from channel.shm.channel import Channel
 from gateway.errors import ServingError, Unavailable
 from gateway.parallel import placement
 from gateway.parallel.dispatcher import Dispatcher, WorkerLink
 from gateway.parallel.warmup import Planner, WarmupReport, warm_up
 from gateway.parallel.watchdog import HangPolicy, hung_run
 from workers.bootstrap import spawn_worker
-from workers.messages import LoadReply
-from workers.shm.channel import Channel
 
 log = logging.getLogger(__name__)
 
@@ -46,7 +46,7 @@ class PoolOptions:
     than its servable's runs do gets its worker replaced (:mod:`gateway.parallel.watchdog`).
     ``start_timeout_s``: seconds a new worker
     may take to report ready. ``stop_timeout_s``: seconds to wait for a clean exit before SIGKILL.
-    ``log_format``: the workers' log format (:data:`workers.logs.FORMATS`).
+    ``log_format``: the workers' log format (:data:`channel.logs.FORMATS`).
     """
 
     workers: int

@@ -15,8 +15,8 @@ import numpy as np
 from gateway.config.model_config import ModelSpecConfig
 from gateway.parallel.lease import Outputs
 from gateway.serving.budget import MemoryBudget, inputs_nbytes
-from gateway.serving.models import ModelManager, Servable, VersionStatus
 from gateway.serving.queues import BatchQueues
+from gateway.serving.registry import Models, Servable, VersionStatus
 from gateway.serving.signature import Signature, find_signature
 
 log = logging.getLogger(__name__)
@@ -57,7 +57,7 @@ class ServingCore:
     """Validates requests against signatures and runs them through per-queue batch schedulers."""
 
     def __init__(
-        self, models: ModelManager, queues: BatchQueues, *, inflight_bytes: int | None = None
+        self, models: Models, queues: BatchQueues, *, inflight_bytes: int | None = None
     ) -> None:
         self.models = models
         self.queues = queues
@@ -128,7 +128,7 @@ class ServingCore:
         return self.models.statuses(name, version)
 
     async def reload(self, specs: Sequence[ModelSpecConfig]) -> None:
-        """Serve exactly ``specs`` (HandleReloadConfigRequest; see :meth:`ModelManager.apply`)."""
+        """Serve exactly ``specs`` (HandleReloadConfigRequest; see :meth:`ModelControl.apply`)."""
         await self.models.apply(specs)
 
     def ready(self) -> bool:

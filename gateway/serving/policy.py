@@ -14,7 +14,7 @@ from gateway.config.batching_options import BatchingOptions, load_options, per_m
 from gateway.config.model_config import ConfigError, ModelSpecConfig
 from gateway.config.settings import Settings
 from gateway.errors import FailedPrecondition
-from gateway.serving.models import Servable
+from gateway.serving.registry import Servable
 
 
 @dataclass(frozen=True)

@@ -15,8 +15,8 @@ from gateway.batching.scheduler import BatchObserver, BatchScheduler
 from gateway.config.model_config import ConfigError
 from gateway.errors import FailedPrecondition, ServingError
 from gateway.parallel.dispatcher import Dispatcher
-from gateway.serving.models import Servable
 from gateway.serving.policy import BatchingPolicy
+from gateway.serving.registry import Servable
 
 log = logging.getLogger(__name__)
 

@@ -1,7 +1,7 @@
 """Signatures of served models and validation of requests against them.
 
 A signature names its input and output tensors with a canonical dtype name (``"float32"``, ...,
-see ``workers.dtypes``) and a shape where ``-1`` is a dynamic dimension and ``None`` an unknown
+see ``channel.dtypes``) and a shape where ``-1`` is a dynamic dimension and ``None`` an unknown
 rank. Validation runs before anything is queued, so a malformed request fails alone. Shapes are
 checked only where the runtime enforces them (``check_shapes``): TensorFlow signatures take any
 shape, as in TF Serving, and the graph's ops decide.
@@ -16,9 +16,9 @@ from typing import Any
 
 import numpy as np
 
+from channel.dtypes import dtype_name
+from channel.messages import DEFAULT_SIGNATURE as DEFAULT_SIGNATURE  # re-exported
 from gateway.errors import FailedPrecondition, InvalidArgument
-from workers.dtypes import dtype_name
-from workers.messages import DEFAULT_SIGNATURE as DEFAULT_SIGNATURE  # re-exported
 
 PREDICT_METHOD = "tensorflow/serving/predict"
 

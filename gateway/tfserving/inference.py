@@ -37,7 +37,7 @@ import numpy.typing as npt
 from gateway.errors import InvalidArgument, Unimplemented
 from gateway.parallel.lease import Outputs
 from gateway.serving.core import ModelRef, ServingCore
-from gateway.serving.models import Servable
+from gateway.serving.registry import Servable
 from gateway.serving.signature import DEFAULT_SIGNATURE, Signature, TensorSpec
 from gateway.tfserving.codec import tensor as tensor_codec
 from gateway.tfserving.codec.example import ExampleBatch

@@ -31,12 +31,13 @@ from typing import Final
 import numpy as np
 from google.protobuf import message
 
+from channel.dtypes import STRING, numpy_dtype
 from gateway._pb.tensorflow_serving.apis import prediction_log_pb2
 from gateway.config.settings import Settings
 from gateway.errors import Code, InvalidArgument, ServingError, Unimplemented
 from gateway.parallel.warmup import WarmupRun
-from gateway.serving.models import Servable
 from gateway.serving.policy import BatchingPolicy
+from gateway.serving.registry import Servable
 from gateway.serving.signature import find_signature
 from gateway.tfserving.codec import messages, tfrecord
 from gateway.tfserving.codec.example import ExampleBatch
@@ -47,7 +48,6 @@ from gateway.tfserving.inference import (
     multi_inference_plans,
     single_plan,
 )
-from workers.dtypes import STRING, numpy_dtype
 
 WARMUP_FILE: Final = os.path.join("assets.extra", "tf_serving_warmup_requests")
 MAX_RECORDS: Final = 1000

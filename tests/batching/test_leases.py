@@ -12,12 +12,12 @@ from collections.abc import Iterator
 import numpy as np
 import pytest
 
+from channel.shm.channel import Channel
 from gateway.batching.scheduler import BatchScheduler
 from gateway.config.batching_options import BatchingOptions
 from gateway.errors import Internal
 from gateway.parallel.lease import OutputLease, Outputs
 from tests.support.fakes import FakeClock, FakeLink, fake_dispatcher, settle
-from workers.shm.channel import Channel
 
 OUT_END = 4096
 """The output range a fake run's reply closes, ``[0, OUT_END)``."""

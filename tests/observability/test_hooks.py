@@ -19,7 +19,7 @@ from gateway.observability.hooks import Observability
 from gateway.observability.page import DEFAULT_PATH, metrics_path
 from gateway.observability.span_export import RecordExporter
 from gateway.observability.tracing import Sampling, Tracing, default_resource
-from gateway.serving.models import Servable
+from gateway.serving.registry import Servable
 
 
 def test_with_metrics_and_tracing_off_no_hook_is_installed() -> None:

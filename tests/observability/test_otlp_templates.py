@@ -11,10 +11,10 @@ from hypothesis import strategies as st
 from opentelemetry.sdk.resources import Resource
 from opentelemetry.trace import SpanKind
 
+from channel.wire import WorkerSpans
 from gateway.observability.otlp_templates import Template, batch_span, server_spans
 from gateway.observability.otlp_wire import encode_records, encode_request
 from gateway.observability.span_records import BatchSpan, ServerSpan, SpanForms
-from workers.wire import WorkerSpans
 
 GATEWAY = Resource({"service.name": "tensorgate", "process.pid": 10})
 T0 = 1_700_000_000_000_000_000

@@ -10,9 +10,9 @@ from opentelemetry.sdk.trace.sampling import Decision
 from opentelemetry.trace import SpanKind, get_current_span
 from opentelemetry.trace.propagation.tracecontext import TraceContextTextMapPropagator
 
+from channel.telemetry import parse_w3c
 from gateway.observability.span_export import RecordExporter
 from gateway.observability.tracing import Sampling, Tracing, _sampling, default_resource
-from workers.telemetry import parse_w3c
 
 PROPAGATOR = TraceContextTextMapPropagator()
 RULES = [

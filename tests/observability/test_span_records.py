@@ -18,6 +18,7 @@ from opentelemetry.sdk.trace.export.in_memory_span_exporter import InMemorySpanE
 from opentelemetry.trace import SpanKind
 from opentelemetry.trace.status import StatusCode
 
+from channel.wire import WorkerSpans
 from gateway.observability.otlp_wire import encode_records, encode_request
 from gateway.observability.span_export import HttpSpanExporter, RecordExporter
 from gateway.observability.span_records import (
@@ -28,7 +29,6 @@ from gateway.observability.span_records import (
     span_count,
 )
 from gateway.observability.tracing import Sampling, Tracing
-from workers.wire import WorkerSpans
 
 TRACE = 0x4BF92F3577B34DA6A3CE929D0E0E4736
 GATEWAY = Resource({"service.name": "tensorgate", "process.pid": 10, "process.parent_pid": 1})

@@ -21,6 +21,7 @@ from opentelemetry.sdk.trace.export import SimpleSpanProcessor
 from opentelemetry.sdk.trace.export.in_memory_span_exporter import InMemorySpanExporter
 from opentelemetry.trace import SpanKind
 
+from channel.logs import JsonFormatter
 from gateway._pb.tensorflow_serving.apis import prediction_service_pb2_grpc
 from gateway.app import Gateway
 from gateway.config.model_config import model_server_config_from_flags, model_specs
@@ -31,7 +32,6 @@ from gateway.observability.tracing import Sampling, Tracing, default_resource
 from tests.support import onnx_models
 from tests.support.gateway_proc import free_port
 from tests.support.grpc_calls import predict_request
-from workers.logs import JsonFormatter
 
 TRACE_ID = 0x4BF92F3577B34DA6A3CE929D0E0E4736
 CALLER_SPAN = 0x00F067AA0BA902B7

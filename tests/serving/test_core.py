@@ -15,8 +15,8 @@ import pytest
 from gateway.config.batching_options import BatchingOptions
 from gateway.config.model_config import ModelSpecConfig
 from gateway.errors import InvalidArgument, NotFound, ResourceExhausted
+from gateway.models.manager import ModelManager
 from gateway.serving.core import ModelRef, ServingCore
-from gateway.serving.models import ModelManager
 from gateway.serving.policy import BatchingPolicy
 from gateway.serving.queues import BatchQueues
 from gateway.serving.signature import Signature

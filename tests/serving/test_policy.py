@@ -3,8 +3,8 @@
 from __future__ import annotations
 
 from gateway.config.settings import Settings
-from gateway.serving.models import Servable
 from gateway.serving.policy import BatchingPolicy
+from gateway.serving.registry import Servable
 
 
 def _servable() -> Servable:

@@ -9,9 +9,9 @@ from dataclasses import dataclass
 
 from gateway.config.batching_options import BatchingOptions
 from gateway.config.model_config import ModelSpecConfig
+from gateway.models.manager import ModelManager
 from gateway.parallel.pool import PoolOptions, WorkerPool
 from gateway.serving.core import ServingCore
-from gateway.serving.models import ModelManager
 from gateway.serving.policy import BatchingPolicy
 from gateway.serving.queues import BatchQueues
 

@@ -13,12 +13,12 @@ from typing import Any
 
 import numpy as np
 
-from workers import messages
+from channel import messages
+from channel.dtypes import dtype_name
+from channel.messages import TensorDesc
+from channel.shm.channel import Channel
+from channel.shm.payload import read_tensor, tensor_nbytes, write_tensor
 from workers.bootstrap import spawn_worker
-from workers.dtypes import dtype_name
-from workers.messages import TensorDesc
-from workers.shm.channel import Channel
-from workers.shm.payload import read_tensor, tensor_nbytes, write_tensor
 
 WAIT_S = 30.0
 """Upper bound of every wait on a worker (never reached when things work)."""
@@ -45,7 +45,7 @@ class Harness:
         self.channel.close()
 
     def send(self, make: Callable[[int], messages.Request]) -> int:
-        """Post the request ``make(id)`` builds (a constructor of :mod:`workers.messages`)."""
+        """Post the request ``make(id)`` builds (a constructor of :mod:`channel.messages`)."""
         request = make(next(self._ids))
         self.channel.submit(messages.encode(request))
         return request["id"]

@@ -16,6 +16,7 @@ from google.protobuf.message import DecodeError
 from hypothesis import given
 from hypothesis import strategies as st
 
+from channel.dtypes import DTYPE_NAMES
 from gateway._pb.tensorflow.core.framework import types_pb2
 from gateway._pb.tensorflow.core.framework.tensor_pb2 import TensorProto
 from gateway._pb.tensorflow_serving.apis import predict_pb2
@@ -24,7 +25,6 @@ from gateway.serving.signature import Signature, TensorSpec
 from gateway.tfserving.codec import messages
 from gateway.tfserving.codec import tensor as tensor_codec
 from gateway.tfserving.rest import json_request
-from workers.dtypes import DTYPE_NAMES
 
 CLIENT_ERRORS = {Code.INVALID_ARGUMENT, Code.RESOURCE_EXHAUSTED, Code.UNIMPLEMENTED}
 DTYPES = sorted(DTYPE_NAMES)

@@ -10,7 +10,7 @@ import pytest
 
 from gateway._pb.tensorflow_serving.apis import prediction_log_pb2
 from gateway.errors import Code, ServingError
-from gateway.serving.models import Servable
+from gateway.serving.registry import Servable
 from gateway.serving.signature import Signature, TensorSpec
 from gateway.tfserving.warmup import WarmupPlanner, batch_size_runs
 from tests.support.warmup_files import predict_log, regress_log, write_warmup

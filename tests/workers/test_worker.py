@@ -22,12 +22,12 @@ import onnxruntime as ort
 import pytest
 from onnx import TensorProto, helper, numpy_helper
 
+from channel import messages
+from channel.dtypes import dtype_name
+from channel.messages import TensorDesc
+from channel.shm.channel import Channel
 from tests.support.worker_harness import WAIT_S, Harness
-from workers import messages
 from workers.bootstrap import worker_argv
-from workers.dtypes import dtype_name
-from workers.messages import TensorDesc
-from workers.shm.channel import Channel
 
 # -- models -------------------------------------------------------------------------------------
 
@@ -477,8 +477,8 @@ _PARENT = textwrap.dedent(
     """
     import select, sys
     from workers.bootstrap import spawn_worker
-    from workers.messages import decode_reply
-    from workers.shm.channel import Channel
+    from channel.messages import decode_reply
+    from channel.shm.channel import Channel
 
     channel = Channel.create(index=0, input_bytes=4096, output_bytes=4096)
     worker = spawn_worker(channel, log_level="WARNING")

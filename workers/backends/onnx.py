@@ -19,8 +19,8 @@ import ml_dtypes
 import numpy as np
 import onnxruntime as ort
 
-from workers.dtypes import DTYPE_NAMES
-from workers.messages import Signature, TensorSpec, WorkerError
+from channel.dtypes import DTYPE_NAMES
+from channel.messages import Signature, TensorSpec, WorkerError
 
 log = logging.getLogger(__name__)
 

@@ -9,7 +9,7 @@ on the CPU with exactly the intra-op / inter-op thread counts given.
 
 Signatures are the MetaGraphDef's ``signature_def`` map, every one of them reported (TF Serving
 lists them all in its metadata). One whose tensors are not all dense, named tensors of a canonical
-dtype (see ``workers.dtypes``) cannot be fed or fetched: it is reported for the metadata only,
+dtype (see ``channel.dtypes``) cannot be fed or fetched: it is reported for the metadata only,
 with a warning (silently for TF2's ``__saved_model_init_op``, a NoOp with dtype DT_INVALID).
 
 A run feeds each input alias to its graph tensor and fetches the requested output aliases through
@@ -38,8 +38,8 @@ from typing import Any, Final
 
 import numpy as np
 
-from workers.dtypes import DTYPE_NAMES
-from workers.messages import DEFAULT_SIGNATURE, TensorSpec, WorkerError
+from channel.dtypes import DTYPE_NAMES
+from channel.messages import DEFAULT_SIGNATURE, TensorSpec, WorkerError
 
 log = logging.getLogger(__name__)
 

@@ -32,7 +32,7 @@ from gateway._pb.xla.tsl.protobuf import error_codes_pb2
 from gateway.config.model_config import ConfigError, ModelSpecConfig, model_specs
 from gateway.errors import InvalidArgument, ResourceExhausted
 from gateway.serving.core import ModelRef, PredictResult
-from gateway.serving.models import VersionStatus
+from gateway.serving.registry import VersionStatus
 from gateway.serving.signature import Signature, TensorSpec
 from gateway.tfserving.codec import tensor as tensor_codec
 from gateway.tfserving.codec.example import ExampleBatch

@@ -13,7 +13,7 @@ Encoding follows ``Tensor::AsProtoField`` (typed fields, TF Serving's default) o
 ``tf.make_ndarray`` can read them. Float, double, complex and bool typed fields are written as one
 packed wire record parsed by protobuf (a memory copy, not a Python object per element).
 
-Canonical dtype names and their numpy dtypes are ``workers.dtypes``'s ("float32", ...,
+Canonical dtype names and their numpy dtypes are ``channel.dtypes``'s ("float32", ...,
 "string"); this module adds only TensorFlow's ``DataType`` enum and typed field for each. A
 "string" tensor is an object array of ``bytes``. The wire formats are little-endian, as is every
 host this runs on (checked at import).
@@ -28,11 +28,11 @@ from typing import Any, Final, NamedTuple, cast
 import numpy as np
 import numpy.typing as npt
 
+from channel import dtypes
+from channel.dtypes import DTYPE_NAMES
 from gateway._pb.tensorflow.core.framework import tensor_shape_pb2, types_pb2
 from gateway._pb.tensorflow.core.framework.tensor_pb2 import TensorProto
 from gateway.errors import InvalidArgument, ResourceExhausted
-from workers import dtypes
-from workers.dtypes import DTYPE_NAMES
 
 if sys.byteorder != "little":  # pragma: no cover - no big-endian deployment target exists
     raise ImportError("gateway.tfserving.codec.tensor assumes a little-endian host")

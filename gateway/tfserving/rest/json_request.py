@@ -43,10 +43,10 @@ from typing import Any
 import numpy as np
 import orjson
 
+from channel.dtypes import DTYPE_NAMES, numpy_dtype
 from gateway.errors import InvalidArgument, ResourceExhausted
 from gateway.serving.signature import Signature, TensorSpec
 from gateway.tfserving.rest.json_values import LeafWhere, is_b64, kind, show, to_array
-from workers.dtypes import DTYPE_NAMES, numpy_dtype
 
 MAX_RANK = 64
 """Deepest list nesting a tensor may have (numpy's limit on dimensions)."""

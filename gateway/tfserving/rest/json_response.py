@@ -187,11 +187,6 @@ def _proto_dict(message: Any) -> dict[str, Any]:
     )
 
 
-def error_body(message: str) -> bytes:
-    """``{"error": message}`` (any lone surrogate in the message is escaped, never fatal)."""
-    return orjson.dumps({"error": message.encode("utf-8", "backslashreplace").decode()})
-
-
 def dumps(document: Any) -> bytes:
     """Serialise a JSON-able document (numpy arrays and orjson Fragments allowed)."""
     try:

@@ -34,9 +34,9 @@ import numpy as np
 import numpy.typing as npt
 import orjson
 
+from channel.dtypes import numpy_dtype
 from gateway.errors import InvalidArgument, Unimplemented
 from gateway.serving.signature import TensorSpec
-from workers.dtypes import numpy_dtype
 
 BASE64_KEY = "b64"
 _SHOW_CHARS = 200

@@ -12,9 +12,9 @@ convert out:
 - ``extra_routes``: exact raw paths (e.g. a Prometheus page) handled by the given coroutines;
 - any other path outside ``/v1/`` is 404 ``{"error": ...}``.
 
-Before routing, :mod:`~gateway.tfserving.rest.front` checks the method (405 with ``Allow``), the
+Before routing, :mod:`~gateway.transport.http.front` checks the method (405 with ``Allow``), the
 bearer token (401), draining and the concurrency limit (503); connections are bounded by
-:mod:`~gateway.tfserving.rest.connections` (count, header/body/idle timeouts, JSON errors from the
+:mod:`~gateway.transport.http.connections` (count, header/body/idle timeouts, JSON errors from the
 HTTP parser). A body that has not arrived within its deadline is 408.
 A ``middleware`` (aiohttp's ``(request, handler)`` shape) wraps every request; a failed call's
 response carries its canonical code name under :data:`STATUS_KEY` (``response[STATUS_KEY]``).
@@ -57,8 +57,9 @@ from gateway.serving.core import ModelRef, ServingCore
 from gateway.serving.signature import Signature
 from gateway.tfserving.codec import messages
 from gateway.tfserving.rest import json_request, json_response, paths
-from gateway.tfserving.rest.connections import ConnectionLimits, make_server, note_request
-from gateway.tfserving.rest.front import Front, HttpError, check_method, parse_once
+from gateway.transport.http.connections import ConnectionLimits, make_server, note_request
+from gateway.transport.http.front import Front, HttpError, check_method, parse_once
+from gateway.transport.http.json_error import error_body
 
 log = logging.getLogger(__name__)
 
@@ -368,7 +369,7 @@ def _json(body: bytes, status: int = 200) -> web.Response:
 def _error(exc: ServingError) -> web.Response:
     status = http_status(exc.code)
     log.debug("REST call failed with %d: %s", status, exc.message)
-    response = _json(json_response.error_body(exc.message), status)
+    response = _json(error_body(exc.message), status)
     response[STATUS_KEY] = exc.code.name
     if status in (429, 503):
         response.headers["Retry-After"] = RETRY_AFTER_S

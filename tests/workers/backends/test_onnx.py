@@ -10,11 +10,11 @@ import ml_dtypes
 import numpy as np
 import pytest
 
+from channel.dtypes import numpy_dtype
+from channel.messages import WorkerError
 from tests.support import onnx_models
 from workers.backends import onnx as onnx_backend
 from workers.backends.onnx import OnnxModel
-from workers.dtypes import numpy_dtype
-from workers.messages import WorkerError
 
 
 @pytest.fixture(scope="module")

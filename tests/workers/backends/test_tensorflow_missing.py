@@ -8,8 +8,8 @@ from pathlib import Path
 
 import pytest
 
+from channel.messages import WorkerError
 from workers.backends import tensorflow as tf_backend
-from workers.messages import WorkerError
 
 
 def test_missing_tensorflow_names_the_extra(

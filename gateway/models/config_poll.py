@@ -1,0 +1,48 @@
+"""``--model_config_file_poll_wait_seconds``: re-read the model config file and apply it.
+
+As TF Serving's ``Server::PollFilesystemAndReloadConfig``: every period the file is parsed again
+and, when it lists something else than the config in force, applied like a
+``HandleReloadConfigRequest`` (:meth:`ModelManager.apply`). A file that cannot be read or parsed,
+or a config the rules refuse, is logged and ignored: the running config stays, and the next
+period tries again. An empty file ("Taking no action for empty config") changes nothing.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import logging
+
+from gateway.config.model_config import ConfigError, load_model_server_config, model_specs
+from gateway.errors import ServingError
+from gateway.models.manager import ModelManager
+
+log = logging.getLogger(__name__)
+
+
+async def poll_config_file(path: str, every_s: float, models: ModelManager) -> None:
+    """Re-read ``path`` every ``every_s`` seconds (> 0) and apply it; runs until cancelled."""
+    while True:
+        await asyncio.sleep(every_s)
+        await reload_config_file(path, models)
+
+
+async def reload_config_file(path: str, models: ModelManager) -> bool:
+    """Read ``path`` once and apply it if it changed; True when a new config was applied."""
+    try:
+        config = await asyncio.to_thread(load_model_server_config, path)
+        specs = model_specs(config)
+    except ConfigError as exc:
+        log.error("Failed to read ModelServerConfig file: %s", exc)
+        return False
+    if config.WhichOneof("config") is None:
+        log.info("Taking no action for empty config in %s", path)
+        return False
+    if specs == models.specs():
+        return False
+    log.info("%s changed: applying its %d model(s)", path, len(specs))
+    try:
+        await models.apply(specs)
+    except ServingError as exc:
+        log.error("PollFilesystemAndReloadConfig failed to ReloadConfig: %s", exc.message)
+        return False
+    return True

@@ -1,0 +1,91 @@
+"""What the request core knows of the models: a read-only registry of servables and states.
+
+The model lifecycle (:mod:`gateway.models`) owns the registry and changes it; the request core and
+the protocol adapters only read it through :class:`Registry`, and ask for a new config through
+:class:`ModelControl`. With several front ends, each front end's registry is a copy the supervisor
+pushes, and its control forwards to the supervisor.
+"""
+
+from __future__ import annotations
+
+import enum
+from collections.abc import Sequence
+from dataclasses import dataclass
+from typing import Protocol
+
+from gateway.config.model_config import ModelSpecConfig
+from gateway.errors import ServingError
+from gateway.parallel.warmup import WarmupReport
+from gateway.serving.signature import Signature
+
+
+class State(enum.IntEnum):
+    """TF Serving's ``ModelVersionStatus.State`` values."""
+
+    UNKNOWN = 0
+    START = 10
+    LOADING = 20
+    AVAILABLE = 30
+    UNLOADING = 40
+    END = 50
+
+
+@dataclass(frozen=True)
+class Servable:
+    """One loaded model version: what the core needs to validate and route a request."""
+
+    model: str
+    version: int
+    key: str
+    platform: str
+    signatures: dict[str, Signature]
+    directory: str = ""
+    """The version's directory (``<base_path>/<version dir>``)."""
+
+
+@dataclass
+class VersionStatus:
+    """State of one version, the error that ended it, if any, and its warmup on each worker
+    (``WarmupReport.runs`` as the worker counted them, ``seconds`` of wall time: the figures
+    behind TF Serving's ``model_warmup_latency``)."""
+
+    version: int
+    state: State
+    error: ServingError | None = None
+    warmup: tuple[WarmupReport, ...] = ()
+
+
+class Registry(Protocol):
+    """Read-only view of the served models (a :class:`~gateway.models.manager.ModelManager`)."""
+
+    def model_names(self) -> list[str]:
+        """Every configured model, in config order."""
+        ...
+
+    def is_available(self, name: str) -> bool:
+        """True when ``name`` has an AVAILABLE version routed to a live worker."""
+        ...
+
+    def all_available(self) -> bool:
+        """True when every configured model is available."""
+        ...
+
+    def resolve(self, name: str, version: int | None = None, label: str | None = None) -> Servable:
+        """The servable a request names (latest available by default). NotFound otherwise."""
+        ...
+
+    def statuses(self, name: str, version: int | None = None) -> list[VersionStatus]:
+        """Version states of ``name`` (one version's when given). NotFound otherwise."""
+        ...
+
+
+class ModelControl(Protocol):
+    """Changes to the served models (HandleReloadConfigRequest, V2's repository extension)."""
+
+    async def apply(self, specs: Sequence[ModelSpecConfig]) -> None:
+        """Serve exactly ``specs``; returns once new models are available or failed."""
+        ...
+
+
+class Models(Registry, ModelControl, Protocol):
+    """The registry and its control together (what the request core is given)."""

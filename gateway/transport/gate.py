@@ -1,0 +1,240 @@
+"""The gRPC front door: what every RPC goes through before its servicer runs.
+
+:meth:`Gate.registrar` stands in for the ``grpc.aio.Server`` given to the generated
+``add_*_to_server`` functions and wraps each method handler, so the checks cost one coroutine frame
+per call and no interceptor. In order:
+
+1. **Undecodable messages** never reach a servicer: the request deserializer catches the parse
+   error, and the call ends with INVALID_ARGUMENT (grpc.aio answered UNKNOWN and logged a full
+   traceback per message). The log says so at most once a minute, with a count, never the bytes.
+2. **Authentication** (``--auth_token_file``): a bearer token in the ``authorization`` metadata,
+   unless the method is open (:mod:`gateway.transport.auth`); else UNAUTHENTICATED.
+3. **Draining** (:meth:`Gate.start_draining`, on SIGTERM): every new call except grpc.health.v1's
+   is refused with UNAVAILABLE while the listeners stay open, so clients retry elsewhere; calls
+   already running finish (:meth:`Gate.wait_idle`).
+4. **Admission**: at most ``max_concurrent`` unary calls of the limited services
+   (PredictionService) run at once; the next one is refused at once with UNAVAILABLE "retry
+   later" instead of queueing inside grpc.aio until its deadline. 0: no bound.
+
+Only unary calls count as in flight: streams (health ``Watch``) may last as long as a connection.
+"""
+
+from __future__ import annotations
+
+import functools
+import inspect
+import logging
+from collections.abc import AsyncIterator, Callable, Collection, Mapping
+from dataclasses import dataclass
+from typing import Any, Protocol
+
+import grpc
+
+from gateway.errors import Code, ServingError, grpc_status
+from gateway.transport.admission import Admission
+from gateway.transport.auth import BearerTokens
+from gateway.transport.quiet_log import Throttled
+
+log = logging.getLogger(__name__)
+
+HEALTH_SERVICE = "grpc.health.v1.Health"
+PREDICTION_SERVICE = "tensorflow.serving.PredictionService"
+AUTHORIZATION = "authorization"
+
+Handler = Any
+"""A ``grpc.RpcMethodHandler`` (a named tuple; grpc ships no type for it)."""
+
+
+class ServiceRegistry(Protocol):
+    """Where services are registered: a ``grpc.aio.Server``, or what stands in for one."""
+
+    def add_generic_rpc_handlers(self, handlers: Any) -> None: ...
+
+    def add_registered_method_handlers(
+        self, service: str, handlers: Mapping[str, Handler]
+    ) -> None: ...
+
+
+@dataclass(frozen=True)
+class Undecodable:
+    """Stands, in place of a request, for bytes that did not parse as ``message``."""
+
+    message: str
+
+
+def _message_name(deserializer: Callable[[bytes], Any]) -> str:
+    descriptor = getattr(getattr(deserializer, "__self__", None), "DESCRIPTOR", None)
+    return str(getattr(descriptor, "full_name", "request"))
+
+
+def _guarded(deserializer: Callable[[bytes], Any] | None) -> Callable[[bytes], Any] | None:
+    if deserializer is None:
+        return None
+    name = _message_name(deserializer)
+
+    def decode(data: bytes) -> Any:
+        try:
+            return deserializer(data)
+        except Exception:
+            return Undecodable(name)
+
+    return decode
+
+
+class Gate(Admission):
+    """The checks above for one gRPC server; counters are for tests and metrics."""
+
+    def __init__(
+        self,
+        *,
+        auth: BearerTokens | None = None,
+        max_concurrent: int = 0,
+        limited: Collection[str] = (PREDICTION_SERVICE,),
+    ) -> None:
+        super().__init__(max_concurrent)
+        self.auth = auth
+        self.limited = frozenset(limited)
+        self._undecodable = Throttled(log, "undecodable gRPC requests answered INVALID_ARGUMENT")
+        self._unauthenticated = Throttled(log, "gRPC calls refused without a valid token")
+
+    # -- registration -----------------------------------------------------------------------------
+    def registrar(self, server: ServiceRegistry) -> _Registrar:
+        """What to pass to ``add_*_to_server`` instead of ``server``."""
+        return _Registrar(self, server)
+
+    def wrap(self, service: str, method: str, handler: Handler) -> Handler:
+        """``handler`` with its deserializer guarded and its behaviour behind the checks."""
+        path = f"/{service}/{method}"
+        health = service == HEALTH_SERVICE
+        open_path = self.auth is None or self.auth.is_open(path)
+        counted = not (handler.request_streaming or handler.response_streaming or health)
+        limited = counted and service in self.limited and self.max_concurrent > 0
+        check = functools.partial(self._check, path, open_path, health, limited)
+        kind = _kind(handler)
+        behaviour = getattr(handler, kind)
+        replaced = _wrap_behaviour(
+            behaviour, check, counted, self, path, streaming_in=handler.request_streaming
+        )
+        return handler._replace(
+            request_deserializer=_guarded(handler.request_deserializer), **{kind: replaced}
+        )
+
+    # -- the checks -------------------------------------------------------------------------------
+    def _check(
+        self, path: str, open_path: bool, health: bool, limited: bool, context: Any
+    ) -> ServingError | None:
+        if not open_path:
+            assert self.auth is not None
+            metadata = context.invocation_metadata() or ()
+            value = next((v for k, v in metadata if k == AUTHORIZATION), None)
+            try:
+                self.auth.check(value if isinstance(value, str) or value is None else None)
+            except ServingError as exc:
+                self._unauthenticated(path)
+                return exc
+        if health:
+            return None
+        return self.refusal(bounded=limited)
+
+    def undecodable(self, request: Undecodable, path: str) -> ServingError:
+        self._undecodable(f"{path} (not a valid {request.message})")
+        return ServingError(
+            f"the request is not a valid {request.message} message", Code.INVALID_ARGUMENT
+        )
+
+
+class Registrar:
+    """Stands in for ``server`` where the generated ``add_*_to_server`` functions (or another
+    registrar) register services; a subclass's :meth:`add_registered_method_handlers` hands what
+    it makes of each service's handlers to :meth:`register`.
+
+    Generated code registers each service's handlers twice: as a generic handler and by service
+    name (grpcio >= 1.62). The generic copy is ignored; :meth:`register` registers both ways,
+    once."""
+
+    def __init__(self, server: ServiceRegistry) -> None:
+        self._server = server
+
+    def add_generic_rpc_handlers(self, handlers: Any) -> None:
+        """Ignored: the same handlers arrive through :meth:`add_registered_method_handlers`."""
+
+    def add_registered_method_handlers(self, service: str, handlers: Mapping[str, Handler]) -> None:
+        self.register(service, handlers)
+
+    def register(self, service: str, handlers: Mapping[str, Handler]) -> None:
+        """Register ``handlers`` (method name → handler) on the server, generic and by name."""
+        generic = grpc.method_handlers_generic_handler(service, handlers)
+        self._server.add_generic_rpc_handlers((generic,))
+        self._server.add_registered_method_handlers(service, handlers)
+
+
+class _Registrar(Registrar):
+    """Registers each handler wrapped by :meth:`Gate.wrap`."""
+
+    def __init__(self, gate: Gate, server: ServiceRegistry) -> None:
+        super().__init__(server)
+        self._gate = gate
+
+    def add_registered_method_handlers(self, service: str, handlers: Mapping[str, Handler]) -> None:
+        self.register(
+            service, {name: self._gate.wrap(service, name, h) for name, h in handlers.items()}
+        )
+
+
+def _kind(handler: Handler) -> str:
+    request = "stream" if handler.request_streaming else "unary"
+    response = "stream" if handler.response_streaming else "unary"
+    return f"{request}_{response}"
+
+
+Check = Callable[[Any], ServingError | None]
+
+
+def _wrap_behaviour(
+    behaviour: Callable[..., Any],
+    check: Check,
+    counted: bool,
+    gate: Gate,
+    path: str,
+    *,
+    streaming_in: bool,
+) -> Callable[..., Any]:
+    """The same kind of callable (coroutine function or async generator function) as
+    ``behaviour``, running the checks first; grpc.aio dispatches on that kind."""
+
+    async def admit(request: Any, context: Any) -> Any:
+        refusal = check(context)
+        if refusal is None and type(request) is Undecodable:
+            refusal = gate.undecodable(request, path)
+        if refusal is not None:
+            await context.abort(grpc_status(refusal.code), refusal.message)
+        return _checked_stream(request, context, gate, path) if streaming_in else request
+
+    if inspect.isasyncgenfunction(behaviour):
+
+        async def stream(request: Any, context: Any) -> AsyncIterator[Any]:
+            request = await admit(request, context)
+            async for item in behaviour(request, context):
+                yield item
+
+        return stream
+
+    async def call(request: Any, context: Any) -> Any:
+        request = await admit(request, context)
+        if not counted:
+            return await behaviour(request, context)
+        gate.enter()
+        try:
+            return await behaviour(request, context)
+        finally:
+            gate.leave()
+
+    return call
+
+
+async def _checked_stream(requests: Any, context: Any, gate: Gate, path: str) -> AsyncIterator[Any]:
+    async for item in requests:
+        if type(item) is Undecodable:
+            refusal = gate.undecodable(item, path)
+            await context.abort(grpc_status(refusal.code), refusal.message)
+        yield item

@@ -1,0 +1,195 @@
+"""The worker protocol's messages: constructors, encoding, and the decoder's checks."""
+
+from __future__ import annotations
+
+import json
+from typing import Any
+
+import pytest
+
+from channel import messages
+from channel.messages import BadRequest, Reply, Request, TensorDesc, WorkerError
+from channel.wire import WorkerSpans
+
+X: TensorDesc = {"name": "x", "dtype": "float32", "shape": [8, 64], "offset": 4096, "nbytes": 2048}
+
+REQUESTS: list[Request] = [
+    messages.load_request(
+        1, key="m:3", path="/m/3/model.onnx", platform="onnx", intra_op=1, inter_op=2
+    ),
+    messages.load_request(
+        2, key="t:1", path="/t/1", platform="tensorflow", intra_op=1, inter_op=1, tags=("a", "b")
+    ),
+    messages.unload_request(3, key="m:3"),
+    messages.run_request(4, key="m:3", inputs=[X]),
+    messages.run_request(
+        5, key="m:3", inputs=[X], outputs=("probs",), deadline=12.5, signature="serving_default"
+    ),
+    messages.ping_request(6),
+    messages.ping_request(8, key="m:3"),
+    messages.stop_request(7),
+    messages.run_request(8, key="m:3", inputs=[X], trace=(2**100 + 3, 2**63)),
+]
+
+REPLIES: list[Reply] = [
+    messages.ready(1234),
+    messages.ok_reply(3),
+    messages.load_reply(1, {"inputs": [{"name": "x", "dtype": "float32", "shape": [-1, 4]}]}),
+    messages.run_reply(4, outputs=[X], out_end=8192, compute_us=81.2),
+    messages.ping_reply(6, 1234),
+    messages.ping_reply(8, 1234, runs=6),
+    messages.ping_reply(
+        7,
+        1234,
+        stats={
+            "pid": 1234,
+            "start_time": 1.5,
+            "cpu_seconds": 0.25,
+            "rss_bytes": 4096,
+            "runs": 3,
+            "run_errors": 1,
+            "load_seconds": {"m:3": 0.5},
+        },
+    ),
+    messages.run_reply(
+        10,
+        outputs=[X],
+        out_end=8192,
+        compute_us=8.5,
+        spans=WorkerSpans.of(
+            [
+                {
+                    "pid": 1234,
+                    "name": "compute",
+                    "span_id": 0xCCCC_CCCC_CCCC_CCCC,
+                    "parent_id": 0xBBBB_BBBB_BBBB_BBBB,
+                    "start_ns": 1_700_000_000_000_000_000,
+                    "end_ns": 1_700_000_000_000_008_500,
+                    "attributes": {"tensorgate.model": "m:3"},
+                }
+            ]
+        ),
+    ),
+    messages.error_reply(8, "NOT_FOUND", "no such model"),
+    messages.error_reply(9, "DEADLINE_EXCEEDED", "late", out_end=8192),
+]
+
+
+@pytest.mark.parametrize("request_", REQUESTS, ids=lambda r: f"{r['op']}-{r['id']}")
+def test_every_request_round_trips(request_: Request) -> None:
+    assert messages.decode_request(messages.encode(request_)) == request_
+
+
+@pytest.mark.parametrize("reply", REPLIES, ids=lambda r: str(r["id"]))
+def test_every_reply_round_trips(reply: Reply) -> None:
+    assert messages.decode_reply(messages.encode(reply)) == reply
+
+
+def test_the_wire_is_compact_json_as_documented() -> None:
+    assert messages.encode(messages.ping_request(4)) == b'{"op":"ping","id":4}'
+    assert messages.encode(messages.ready(1234)) == b'{"id":0,"ok":true,"op":"ready","pid":1234}'
+    assert json.loads(messages.encode(REQUESTS[0])) == {
+        "op": "load",
+        "id": 1,
+        "key": "m:3",
+        "path": "/m/3/model.onnx",
+        "platform": "onnx",
+        "intra_op": 1,
+        "inter_op": 2,
+        "tags": ["serve"],
+    }
+    assert messages.run_request(1, key="k", inputs=[])["outputs"] is None  # every output
+    assert "trace" not in messages.run_request(1, key="k", inputs=[])  # untraced
+    assert "spans" not in messages.run_reply(1, outputs=[], out_end=0, compute_us=1.0)
+    assert "out_end" not in messages.error_reply(1, "INTERNAL", "x")
+
+
+def test_numbers_json_cannot_carry_are_refused_when_encoding() -> None:
+    with pytest.raises(ValueError):
+        messages.encode(messages.run_request(1, key="k", inputs=[], deadline=float("nan")))
+
+
+def test_unknown_fields_are_ignored() -> None:
+    data = json.dumps({"op": "ping", "id": 5, "trace": "00-abc"}).encode()
+    assert messages.decode_request(data)["id"] == 5
+
+
+def _bad(obj: Any) -> BadRequest:
+    data = obj if isinstance(obj, bytes) else json.dumps(obj).encode()
+    with pytest.raises(BadRequest) as info:
+        messages.decode_request(data)
+    assert info.value.code == "INVALID_ARGUMENT"
+    return info.value
+
+
+def test_requests_without_a_readable_id_are_refused_with_id_minus_one() -> None:
+    for data in (b"\xff not json", b"[1, 2]", {"op": "ping"}, {"op": "ping", "id": True}):
+        error = _bad(data)
+        assert error.request_id == -1
+    assert _bad(b"{").message == "request is not JSON"
+    assert _bad({"op": "ping", "id": "1"}).message == (
+        "request must be a JSON object with an integer 'id'"
+    )
+
+
+def test_unknown_op_keeps_the_id() -> None:
+    error = _bad({"op": "frobnicate", "id": 9})
+    assert (error.request_id, error.message) == (9, "unknown op 'frobnicate'")
+    assert error.reply(9) == {
+        "id": 9,
+        "ok": False,
+        "code": "INVALID_ARGUMENT",
+        "message": "unknown op 'frobnicate'",
+    }
+
+
+_LOAD = dict(REQUESTS[0])
+_RUN = dict(REQUESTS[4])
+
+
+@pytest.mark.parametrize(
+    ("request_", "message"),
+    [
+        ({**_LOAD, "path": None}, "load request: 'path' must be a string"),
+        ({k: v for k, v in _LOAD.items() if k != "key"}, "load request: 'key' must be a string"),
+        ({**_LOAD, "intra_op": 1.0}, "load request: 'intra_op' must be an integer"),
+        ({**_LOAD, "inter_op": False}, "load request: 'inter_op' must be an integer"),
+        ({**_LOAD, "tags": []}, "load request: 'tags' must be a non-empty list of strings"),
+        ({**_LOAD, "tags": ["serve", 1]}, "'tags' must be a non-empty list of strings"),
+        ({"op": "unload", "id": 1}, "unload request: 'key' must be a string"),
+        ({**_RUN, "outputs": "probs"}, "run request: 'outputs' must be a list of strings or null"),
+        ({**_RUN, "deadline": "soon"}, "run request: 'deadline' must be a number or null"),
+        ({**_RUN, "signature": None}, "run request: 'signature' must be a string"),
+        ({**_RUN, "inputs": {}}, "run request: 'inputs' must be a list of tensor descriptors"),
+        ({**_RUN, "inputs": [{}]}, "'inputs' must be a list of tensor descriptors"),
+        ({**_RUN, "inputs": [{**X, "dtype": "float8"}]}, "'inputs' must be a list of tensor"),
+        ({**_RUN, "inputs": [{**X, "shape": [-1, 64]}]}, "'inputs' must be a list of tensor"),
+        ({**_RUN, "inputs": [{**X, "offset": -64}]}, "'inputs' must be a list of tensor"),
+        ({**_RUN, "inputs": [{**X, "nbytes": "2048"}]}, "'inputs' must be a list of tensor"),
+    ],
+)
+def test_malformed_fields_are_named(request_: dict[str, Any], message: str) -> None:
+    error = _bad(request_)
+    assert error.request_id == request_["id"]
+    assert message in error.message
+
+
+@pytest.mark.parametrize(
+    "data",
+    [b"[]", b'{"ok": true}', b'{"id": 1, "ok": "yes"}', b'{"id": 1, "ok": false, "code": 5}'],
+)
+def test_malformed_replies_are_refused(data: bytes) -> None:
+    with pytest.raises(ValueError, match="malformed"):
+        messages.decode_reply(data)
+
+
+def test_worker_errors_become_error_replies() -> None:
+    error = WorkerError("RESOURCE_EXHAUSTED", "arena full")
+    assert str(error) == "RESOURCE_EXHAUSTED: arena full"
+    assert error.reply(3, out_end=640) == {
+        "id": 3,
+        "ok": False,
+        "code": "RESOURCE_EXHAUSTED",
+        "message": "arena full",
+        "out_end": 640,
+    }

@@ -1,0 +1,56 @@
+"""Re-reading the model config file: a change is applied, anything unusable leaves the running
+config in place (a fake worker pool at the one seam)."""
+
+from __future__ import annotations
+
+import asyncio
+import logging
+from pathlib import Path
+
+import pytest
+
+from gateway.config.model_config import ModelSpecConfig
+from gateway.models.config_poll import reload_config_file
+from gateway.models.manager import ModelManager
+from tests.support.fakes import FakePool
+
+
+def versions(base: Path, *numbers: int) -> None:
+    for n in numbers:
+        (base / str(n)).mkdir(parents=True, exist_ok=True)
+        (base / str(n) / "model.onnx").write_bytes(b"onnx")
+
+
+def test_a_rewritten_file_is_applied_and_a_bad_one_ignored(
+    tmp_path: Path, caplog: pytest.LogCaptureFixture
+) -> None:
+    versions(tmp_path / "a", 1)
+    versions(tmp_path / "b", 1)
+    path = tmp_path / "models.config"
+    a = ModelSpecConfig("a", str(tmp_path / "a"))
+    pool = FakePool()
+    models = ModelManager(pool, [a], intra_op=1, inter_op=1)
+
+    def config(name: str) -> str:
+        return f'model_config_list {{ config {{ name: "{name}" base_path: "{tmp_path / name}" }} }}'
+
+    async def scenario() -> None:
+        await models.reconcile()
+        path.write_text(config("a"))
+        assert not await reload_config_file(str(path), models)  # unchanged: nothing to do
+        for bad in ("model_config_list { config { name: ", ""):
+            path.write_text(bad)  # unparsable, then empty ("Taking no action for empty config")
+            assert not await reload_config_file(str(path), models)
+        path.unlink()
+        assert not await reload_config_file(str(path), models)
+        assert models.specs() == [a] and pool.calls == [("load", "a:1")]
+        path.write_text(config("b"))
+        assert await reload_config_file(str(path), models)
+        assert [s.name for s in models.specs()] == ["b"]
+        assert pool.calls[1:] == [("unload", "a:1"), ("load", "b:1")]
+
+    with caplog.at_level(logging.INFO, logger="gateway.models.config_poll"):
+        asyncio.run(scenario())
+    assert "Failed to read ModelServerConfig file: Error parsing text-format" in caplog.text
+    assert "Taking no action for empty config" in caplog.text
+    assert "Could not read tensorflow.serving.ModelServerConfig file" in caplog.text
