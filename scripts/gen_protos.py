@@ -4,9 +4,10 @@ Usage: ``python scripts/gen_protos.py [--out DIR]`` (default ``gateway/_pb``).
 
 Runs ``grpc_tools.protoc`` over every ``.proto`` under ``protos/`` with the Python, gRPC
 (only for files that declare a service) and mypy-protobuf (``.pyi``) generators, then
-rewrites the generated imports so that ``tensorflow``, ``tensorflow_serving`` and ``xla``
-become subpackages of ``gateway._pb`` (they must never exist as top-level packages: they
-would shadow the real TensorFlow). Adds ``__init__.py`` files and ``py.typed``.
+rewrites the generated imports so that ``tensorflow``, ``tensorflow_serving``, ``xla`` and
+``inference`` (the Open Inference Protocol) become subpackages of ``gateway._pb`` (they must never
+exist as top-level packages: they would shadow the real TensorFlow, or ``tritonclient``'s and other
+V2 servers' modules). Adds ``__init__.py`` files and ``py.typed``.
 
 The output is deterministic: the same sources and tool versions give the same bytes.
 The output directory is replaced as a whole; the script refuses to replace a non-empty
@@ -34,7 +35,7 @@ PROTO_ROOT = REPO_ROOT / "protos"
 DEFAULT_OUT = REPO_ROOT / "gateway" / "_pb"
 PACKAGE = "gateway._pb"
 # Top-level proto packages that are re-rooted under PACKAGE.
-ROOTS = ("tensorflow_serving", "tensorflow", "xla")
+ROOTS = ("tensorflow_serving", "tensorflow", "xla", "inference")
 
 _ROOTS_ALT = "|".join(ROOTS)
 # `from tensorflow.core.framework import tensor_pb2` (and `from xla...error_codes_pb2 import *`).

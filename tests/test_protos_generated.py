@@ -3,7 +3,8 @@
 Wire compatibility is checked against the real ``tensorflow-serving-api`` package. It
 registers the same proto file names as ours, so it only ever runs in a separate process
 (the "peer", see ``_PEER``): messages built here are parsed there and the other way round,
-exchanged as bytes in JSON files.
+exchanged as bytes in JSON files. The Open Inference Protocol's ``inference`` package is checked
+the same way against ``tritonclient`` (:mod:`tests.v2.test_protos_tritonclient`).
 """
 
 from __future__ import annotations
@@ -53,7 +54,9 @@ from tests.support.paths import REPO_ROOT
 
 GEN_SCRIPT = REPO_ROOT / "scripts" / "gen_protos.py"
 PB_DIR = REPO_ROOT / "gateway" / "_pb"
-PROTO_ROOTS = ("tensorflow", "tensorflow_serving", "xla")
+PROTO_ROOTS = ("tensorflow", "tensorflow_serving", "xla", "inference")
+TF_ROOTS = ("tensorflow", "tensorflow_serving", "xla")
+"""The roots the tensorflow-serving-api peer knows (``inference`` is tritonclient's)."""
 
 # Ours declare fewer fields than upstream (the rest are reserved): compared field by field.
 REDUCED_MESSAGES = {
@@ -213,11 +216,20 @@ def _module_for(proto: Path) -> str:
     return "gateway._pb." + ".".join(rel.parts) + "_pb2"
 
 
-def _our_modules() -> list[Any]:
+def _our_modules(roots: tuple[str, ...] = TF_ROOTS) -> list[Any]:
     return [
         importlib.import_module(_module_for(p))
-        for p in sorted((REPO_ROOT / "protos").rglob("*.proto"))
+        for root in roots
+        for p in sorted((REPO_ROOT / "protos" / root).rglob("*.proto"))
     ]
+
+
+def test_every_proto_is_under_a_known_root() -> None:
+    protos = sorted((REPO_ROOT / "protos").rglob("*.proto"))
+    assert protos
+    for proto in protos:
+        assert proto.relative_to(REPO_ROOT / "protos").parts[0] in PROTO_ROOTS, proto
+    assert len(_our_modules(PROTO_ROOTS)) == len(protos)
 
 
 def _files(root: Path) -> dict[str, bytes]:
@@ -262,7 +274,8 @@ def test_importing_generated_code_loads_no_top_level_proto_package() -> None:
         "    model_service_pb2_grpc, predict_pb2, prediction_log_pb2,\n"
         "    prediction_service_pb2_grpc)\n"
         "from gateway._pb.tensorflow_serving.config import model_server_config_pb2\n"
-        "roots = {'tensorflow', 'tensorflow_serving', 'xla'}\n"
+        "from gateway._pb.inference import grpc_service_pb2, grpc_service_pb2_grpc\n"
+        f"roots = {set(PROTO_ROOTS)!r}\n"
         "print(json.dumps(sorted(m for m in sys.modules if m.split('.')[0] in roots)))\n"
     )
     result = subprocess.run(
