@@ -1,0 +1,166 @@
+"""``inference.ModelInferRequest`` → an :class:`~gateway.v2.call.InferCall` and numpy inputs;
+numpy outputs → ``inference.ModelInferResponse``.
+
+**Request.**
+An input's values come either from its typed ``contents`` (the field of its datatype, see
+:mod:`gateway.v2.datatypes`) or from ``raw_input_contents`` (one entry per input, in the order of
+``inputs``, layout of :mod:`gateway.v2.raw`) — never both in one request. Checks, in order, all
+before any value is decoded (Triton's texts where it has them):
+
+1. ``raw_input_contents`` given and an input has ``contents``: INVALID_ARGUMENT "contents field
+   must not be specified when using raw_input_contents for 'x' for model 'm'"; a count of raw
+   entries other than the number of inputs: INVALID_ARGUMENT;
+2. each input's header and the whole set against the signature (:mod:`gateway.v2.declared`);
+3. the decoded size of all inputs (RESOURCE_EXHAUSTED);
+4. per input: raw bytes of exactly the declared size; typed values only in the datatype's field
+   (FP16 and BF16 have none: raw only), exactly one per element, within the datatype's range
+   (INT8/INT16 in ``int_contents``, UINT8/UINT16 in ``uint_contents``); no data at all for a
+   non-empty tensor is "unable to find data for input tensor 'x' for model 'm' in request."
+
+**Response.** As Triton answers (and as ``tritonclient``'s ``InferResult.as_numpy`` requires: it
+reads numeric outputs only from raw bytes), every output's values go in ``raw_output_contents``,
+one entry per output in the order of ``outputs``, never in typed ``contents``, whatever form the
+request used. The response carries the model name, the version that served as a decimal string,
+and the request's ``id``; it has no parameters.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping
+from typing import Any
+
+import numpy as np
+import numpy.typing as npt
+
+from gateway._pb.inference.grpc_service_pb2 import (
+    InferTensorContents,
+    ModelInferRequest,
+    ModelInferResponse,
+)
+from gateway.errors import InvalidArgument
+from gateway.serving.signature import Signature
+from gateway.v2 import datatypes, parameters, raw, versions
+from gateway.v2 import declared as declared_mod
+from gateway.v2.call import InferCall, RequestedOutput
+from gateway.v2.declared import Declared, Limits
+from gateway.v2.versions import target
+
+_FIELDS = tuple(f.name for f in InferTensorContents.DESCRIPTOR.fields)
+
+
+def infer_call(request: ModelInferRequest) -> InferCall:
+    """The request's header: target, id, options and requested outputs. INVALID_ARGUMENT for a
+    bad parameter; UNIMPLEMENTED for a shared-memory or classification tensor parameter."""
+    options = parameters.request_options(parameters.from_proto(request.parameters))
+    for tensor in request.inputs:
+        parameters.check_tensor(parameters.from_proto(tensor.parameters), f"input '{tensor.name}'")
+    outputs = []
+    for output in request.outputs:
+        values = parameters.from_proto(output.parameters)
+        parameters.check_tensor(values, f"output '{output.name}'")
+        outputs.append(RequestedOutput(output.name))
+    return InferCall(
+        target(request.model_name, request.model_version), request.id, options, tuple(outputs)
+    )
+
+
+def infer_inputs(
+    request: ModelInferRequest, signature: Signature, limits: Limits
+) -> dict[str, npt.NDArray[Any]]:
+    """Decode every input of ``request`` for ``signature`` (see the module docstring)."""
+    raw_contents = request.raw_input_contents
+    if raw_contents:
+        for tensor in request.inputs:
+            if tensor.HasField("contents"):
+                raise InvalidArgument(
+                    "contents field must not be specified when using raw_input_contents for "
+                    f"'{tensor.name}' for model '{request.model_name}'"
+                )
+        if len(raw_contents) != len(request.inputs):
+            raise InvalidArgument(
+                f"raw_input_contents has {len(raw_contents)} entries for "
+                f"{len(request.inputs)} inputs; it needs one per input, in order"
+            )
+    headers = [declared_mod.declare(t.name, t.datatype, t.shape, limits) for t in request.inputs]
+    declared_mod.check_signature(headers, signature)
+    payloads: list[Any] = (
+        list(raw_contents) if raw_contents else [t.contents for t in request.inputs]
+    )
+    total = 0
+    for header, payload in zip(headers, payloads, strict=True):
+        total += declared_mod.decoded_bytes(header, _wire_bytes(header, payload))
+    declared_mod.check_total(total, limits)
+    inputs: dict[str, npt.NDArray[Any]] = {}
+    for header, payload in zip(headers, payloads, strict=True):
+        if raw_contents:
+            inputs[header.name] = raw.from_raw(payload, header)
+        else:
+            inputs[header.name] = _from_typed(payload, header, request.model_name)
+    return inputs
+
+
+def _wire_bytes(header: Declared, payload: Any) -> int:
+    if isinstance(payload, bytes):
+        return len(payload)
+    if header.datatype.field == "bytes_contents":
+        return sum(len(item) for item in payload.bytes_contents)
+    return 0
+
+
+def _from_typed(contents: InferTensorContents, header: Declared, model: str) -> npt.NDArray[Any]:
+    row = header.datatype
+    present = [name for name in _FIELDS if len(getattr(contents, name))]
+    stray = [name for name in present if name != row.field]
+    if stray:
+        where = "raw_input_contents only" if row.field is None else f"contents.{row.field}"
+        raise InvalidArgument(
+            f"input '{header.name}': {row.name} data goes in {where}, got contents.{stray[0]}"
+        )
+    if row.field is None or not present:
+        if header.elements == 0:
+            return np.empty(header.shape, dtype=row.numpy)
+        raise InvalidArgument(
+            f"unable to find data for input tensor '{header.name}' for model '{model}' in request."
+        )
+    values = getattr(contents, row.field)
+    if len(values) != header.elements:
+        raise InvalidArgument(
+            f"input '{header.name}': expected {header.elements} values in contents.{row.field} "
+            f"for shape {list(header.shape)}, got {len(values)}"
+        )
+    flat: npt.NDArray[Any]
+    if row.field == "bytes_contents":
+        flat = np.empty(header.elements, dtype=object)
+        flat[:] = list(values)
+    elif row.field in ("int_contents", "uint_contents") and row.numpy.itemsize < 4:
+        flat = _narrowed(values, row.numpy, header)
+    else:
+        flat = np.array(values, dtype=row.numpy)
+    return flat.reshape(header.shape)
+
+
+def _narrowed(values: Any, target_dtype: np.dtype[Any], header: Declared) -> npt.NDArray[Any]:
+    wide = np.array(values, dtype=np.int64)
+    info = np.iinfo(target_dtype)
+    bad = wide[(wide < info.min) | (wide > info.max)]
+    if bad.size:
+        raise InvalidArgument(
+            f"input '{header.name}': value {bad[0]} is out of range for {header.datatype.name} "
+            f"[{info.min}, {info.max}]"
+        )
+    return wide.astype(target_dtype)
+
+
+def infer_response(
+    model: str, version: int, request_id: str, outputs: Mapping[str, npt.NDArray[Any]]
+) -> ModelInferResponse:
+    """The response for ``outputs`` (in the order given). UNIMPLEMENTED for an output whose
+    dtype has no V2 datatype."""
+    response = ModelInferResponse(
+        model_name=model, model_version=versions.version_string(version), id=request_id
+    )
+    for name, array in outputs.items():
+        row = datatypes.for_numpy(array.dtype)
+        response.outputs.add(name=name, datatype=row.name, shape=array.shape)
+        response.raw_output_contents.append(raw.to_raw(array, row))
+    return response

@@ -1,0 +1,141 @@
+"""V2 JSON tensor ``data`` ⇄ numpy.
+
+Request ``data`` is a JSON array in row-major order, flat or nested in any way (the protocol allows
+the tensor's natural nesting or a flattened one: ``[[1, 2], [4, 5]]`` and ``[1, 2, 4, 5]`` are the
+same [2, 2] tensor); a rank-0 tensor may give its value bare. The values must number exactly the
+shape's elements and be, per datatype (no coercion across kinds; INVALID_ARGUMENT naming the input
+and the first bad value otherwise):
+
+- BOOL: ``true`` / ``false``;
+- INT*, UINT*: integers within the datatype's range;
+- FP16, BF16, FP32, FP64: numbers, and the ``NaN`` / ``Infinity`` / ``-Infinity`` literals
+  (rounded to the datatype, ties to even);
+- BYTES: strings, each element's UTF-8 bytes.
+
+Response ``data`` is flat: booleans, integers, numbers (FP16/BF16 as the numbers they hold,
+non-finite ones as the literals above), and strings for BYTES — a BYTES element that is not UTF-8
+cannot be a JSON string, so :func:`to_json` refuses it (the response writer then sends that
+output as binary data instead).
+"""
+
+from __future__ import annotations
+
+import math
+from typing import Any
+
+import numpy as np
+import numpy.typing as npt
+import orjson
+
+from gateway.errors import InvalidArgument
+from gateway.v2.datatypes import BYTES, Datatype
+from gateway.v2.declared import Declared
+
+
+class NotText(ValueError):
+    """A BYTES output element that is not UTF-8, so not a JSON string."""
+
+
+def flatten(data: Any) -> list[Any]:
+    """The leaves of a nested JSON array, in order (a bare value is one leaf); iterative, so
+    nesting depth costs no recursion."""
+    if not isinstance(data, list):
+        return [data]
+    leaves: list[Any] = []
+    stack = [iter(data)]
+    while stack:
+        for item in stack[-1]:
+            if isinstance(item, list):
+                stack.append(iter(item))
+                break
+            leaves.append(item)
+        else:
+            stack.pop()
+    return leaves
+
+
+def to_array(data: Any, header: Declared) -> npt.NDArray[Any]:
+    """Decode one input's ``data`` into an array of its declared datatype and shape."""
+    leaves = flatten(data)
+    if len(leaves) != header.elements:
+        raise InvalidArgument(
+            f"input '{header.name}': expected {header.elements} values for shape "
+            f"{list(header.shape)}, got {len(leaves)}"
+        )
+    row = header.datatype
+    if row.name == "BOOL":
+        _check(leaves, header, lambda v: isinstance(v, bool), "a boolean")
+        flat = np.array(leaves, dtype=np.bool_)
+    elif row.name == BYTES:
+        _check(leaves, header, lambda v: isinstance(v, str), "a string")
+        flat = np.empty(len(leaves), dtype=object)
+        flat[:] = [_utf8(v, header) for v in leaves]
+    elif row.numpy.kind in "iu":
+        _check(
+            leaves, header, lambda v: isinstance(v, int) and not isinstance(v, bool), "an integer"
+        )
+        flat = _integers(leaves, row, header)
+    else:
+        _check(leaves, header, _is_number, "a number")
+        flat = np.array(leaves, dtype=np.float64).astype(row.numpy)
+    return flat.reshape(header.shape)
+
+
+def _is_number(value: Any) -> bool:
+    return isinstance(value, int | float) and not isinstance(value, bool)
+
+
+def _check(leaves: list[Any], header: Declared, ok: Any, what: str) -> None:
+    for index, value in enumerate(leaves):
+        if not ok(value):
+            raise InvalidArgument(
+                f"input '{header.name}': value {index} ({_show(value)}) of a "
+                f"{header.datatype.name} tensor is not {what}"
+            )
+
+
+def _integers(leaves: list[Any], row: Datatype, header: Declared) -> npt.NDArray[Any]:
+    info = np.iinfo(row.numpy)
+    for value in leaves:
+        if not info.min <= value <= info.max:
+            raise InvalidArgument(
+                f"input '{header.name}': value {value} is out of range for {row.name} "
+                f"[{info.min}, {info.max}]"
+            )
+    return np.array(leaves, dtype=row.numpy)
+
+
+def _utf8(value: str, header: Declared) -> bytes:
+    try:
+        return value.encode()
+    except UnicodeEncodeError:  # a lone surrogate from a "\udXXX" escape
+        raise InvalidArgument(f"input '{header.name}': a string is not valid Unicode") from None
+
+
+def _show(value: Any) -> str:
+    text = orjson.dumps(value).decode() if not isinstance(value, float) else repr(value)
+    return text if len(text) <= 40 else text[:37] + "..."
+
+
+_LITERALS = {True: "Infinity", False: "-Infinity"}
+
+
+def to_json(array: npt.NDArray[Any], row: Datatype) -> Any:
+    """An output's flat ``data``: a list, or an ``orjson.Fragment`` for floats with non-finite
+    values. NotText for a BYTES element that is not UTF-8."""
+    flat = np.asarray(array).reshape(-1)
+    if row.name == BYTES:
+        try:
+            return [v.decode() if isinstance(v, bytes) else str(v) for v in flat.tolist()]
+        except UnicodeDecodeError:
+            raise NotText(row.name) from None
+    if row.numpy.kind != "f" and row.name not in ("FP16", "BF16"):
+        return flat.astype(row.numpy, copy=False).tolist()
+    values = flat.astype(np.float64)
+    if bool(np.isfinite(values).all()):
+        return values.tolist()
+    items = [
+        ("NaN" if math.isnan(v) else _LITERALS[v > 0]) if not math.isfinite(v) else repr(v)
+        for v in values.tolist()
+    ]
+    return orjson.Fragment(("[" + ",".join(items) + "]").encode())

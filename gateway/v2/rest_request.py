@@ -1,0 +1,236 @@
+"""REST ``POST /v2/models/{m}[/versions/{v}]/infer`` bodies → an InferCall and numpy inputs.
+
+The body is the protocol's JSON inference request, optionally followed by binary tensor data
+(Triton's binary data extension), ``Inference-Header-Content-Length`` giving the JSON's length::
+
+    {"id": "42", "parameters": {"binary_data_output": true},
+     "inputs": [{"name": "x", "datatype": "FP32", "shape": [1, 2], "data": [1.5, 2.0]},
+                {"name": "s", "datatype": "BYTES", "shape": [1],
+                 "parameters": {"binary_data_size": 6}}],
+     "outputs": [{"name": "y", "parameters": {"binary_data": true}}]}
+    <6 bytes: 02 00 00 00 'h' 'i'>
+
+- Each input gives exactly one of ``data`` (see :mod:`gateway.v2.json_values`) and the
+  ``binary_data_size`` parameter (its raw bytes follow the JSON, inputs in order, layout of
+  :mod:`gateway.v2.raw`); the binary sizes must add up to the bytes after the JSON exactly.
+- Without the header the whole body is JSON. A header that is not an integer in
+  [0, body length] is INVALID_ARGUMENT (Triton's texts).
+- Header ``0`` is Triton's raw binary request: the body is the raw bytes of a one-input model's
+  only input, its shape the signature's with a leading ``-1`` taken as 1 (batch of one) unless it
+  is the only dynamic dimension, then deduced from the byte size; BYTES: one element. Every
+  output is then returned as binary data.
+- ``outputs`` (optional): ``{"name": ..., "parameters": {"binary_data": bool}}``; absent: all
+  outputs, each as JSON unless ``binary_data_output`` is true.
+
+The JSON parser is orjson; a body it refuses is re-read by the standard library, which takes the
+``NaN`` / ``Infinity`` literals (``tritonclient`` may send them) and reports syntax errors.
+"""
+
+from __future__ import annotations
+
+import json
+import math
+from dataclasses import dataclass
+from typing import Any, Final
+
+import numpy.typing as npt
+import orjson
+
+from gateway.errors import InvalidArgument
+from gateway.serving.signature import Signature
+from gateway.v2 import declared as declared_mod
+from gateway.v2 import json_values, parameters, raw
+from gateway.v2.call import InferCall, RequestedOutput
+from gateway.v2.datatypes import BYTES, for_dtype_name
+from gateway.v2.declared import Limits
+from gateway.v2.parameters import RequestOptions
+from gateway.v2.versions import target
+
+INFER_HEADER: Final = "Inference-Header-Content-Length"
+
+
+@dataclass(frozen=True)
+class RestInput:
+    """One input as the body gives it: header fields, and ``data`` or its binary bytes."""
+
+    name: str
+    datatype: str
+    shape: tuple[int, ...]
+    data: Any = None
+    binary: memoryview | None = None
+
+
+@dataclass(frozen=True)
+class RestInfer:
+    """A parsed infer body: the call, and its inputs (none for a raw binary request)."""
+
+    call: InferCall
+    inputs: tuple[RestInput, ...]
+    raw_body: memoryview | None = None
+    """The whole body of a raw binary request (``Inference-Header-Content-Length: 0``)."""
+
+
+def parse(body: bytes, header_length: str | None, model: str, version: str) -> RestInfer:
+    """Parse an infer body (``header_length``: the header's value, None when absent)."""
+    view = memoryview(body)
+    length = _header_length(header_length, len(body))
+    if length == 0:
+        options = RequestOptions(binary_data_output=True)
+        return RestInfer(InferCall(target(model, version), "", options), (), view)
+    document = _json(bytes(view[:length]) if length < len(body) else body)
+    if not isinstance(document, dict):
+        raise InvalidArgument("the inference request must be a JSON object")
+    request_id = document.get("id", "")
+    if not isinstance(request_id, str):
+        raise InvalidArgument("'id' must be a string")
+    options = parameters.request_options(
+        parameters.from_json(document.get("parameters"), "request")
+    )
+    inputs = _inputs(document.get("inputs"), view[length:], model)
+    outputs = tuple(_output(item, index) for index, item in enumerate(_list(document, "outputs")))
+    return RestInfer(InferCall(target(model, version), request_id, options, outputs), inputs)
+
+
+def _header_length(value: str | None, body_length: int) -> int:
+    if value is None:
+        return body_length
+    try:
+        length = int(value.strip())
+    except ValueError:
+        raise InvalidArgument(f"Unable to parse {INFER_HEADER}, got: {value}") from None
+    if not 0 <= length <= body_length:
+        raise InvalidArgument(
+            f"inference header size should be in range (0, {body_length}), got: {value}"
+        )
+    return length
+
+
+def _json(text: bytes) -> Any:
+    try:
+        return orjson.loads(text)
+    except orjson.JSONDecodeError:
+        pass
+    try:
+        return json.loads(text)
+    except (UnicodeDecodeError, ValueError) as exc:
+        raise InvalidArgument(f"the inference request is not valid JSON: {exc}") from None
+
+
+def _list(document: dict[str, Any], key: str) -> list[Any]:
+    value = document.get(key, [])
+    if not isinstance(value, list) or not all(isinstance(item, dict) for item in value):
+        raise InvalidArgument(f"'{key}' must be an array of objects")
+    return value
+
+
+def _inputs(items: Any, binary: memoryview, model: str) -> tuple[RestInput, ...]:
+    if items is None:
+        raise InvalidArgument("the inference request has no 'inputs'")
+    inputs = []
+    offset = 0
+    for index, item in enumerate(_list({"inputs": items}, "inputs")):
+        name = _string(item, "name", f"inputs[{index}]")
+        where = f"input '{name}'"
+        datatype = _string(item, "datatype", where)
+        shape = item.get("shape")
+        if not isinstance(shape, list) or not all(
+            isinstance(d, int) and not isinstance(d, bool) for d in shape
+        ):
+            raise InvalidArgument(f"{where}: 'shape' must be an array of integers")
+        values = parameters.from_json(item.get("parameters"), where)
+        parameters.check_tensor(values, where)
+        size = values.get(parameters.BINARY_DATA_SIZE)
+        if ("data" in item) == (size is not None):
+            got = "set 'data' and 'binary_data_size'" if "data" in item else "no field is set"
+            raise InvalidArgument(
+                f"{where}: an input must set exactly one of 'data' and 'binary_data_size' in "
+                f"'parameters', but {got}"
+            )
+        if size is None:
+            inputs.append(RestInput(name, datatype, tuple(shape), data=item["data"]))
+            continue
+        if isinstance(size, bool) or not isinstance(size, int) or size < 0:
+            raise InvalidArgument(f"{where}: 'binary_data_size' must be an integer >= 0")
+        if offset + size > len(binary):
+            raise InvalidArgument(
+                f"unexpected size for input '{name}', expecting {size} bytes of binary data, "
+                f"{len(binary) - offset} remain for model '{model}'"
+            )
+        inputs.append(
+            RestInput(name, datatype, tuple(shape), binary=binary[offset : offset + size])
+        )
+        offset += size
+    if offset != len(binary):
+        raise InvalidArgument(f"unexpected additional input data for model '{model}'")
+    return tuple(inputs)
+
+
+def _string(item: dict[str, Any], key: str, where: str) -> str:
+    value = item.get(key)
+    if not isinstance(value, str):
+        raise InvalidArgument(f"{where}: '{key}' must be a string")
+    return value
+
+
+def _output(item: dict[str, Any], index: int) -> RequestedOutput:
+    name = _string(item, "name", f"outputs[{index}]")
+    where = f"output '{name}'"
+    values = parameters.from_json(item.get("parameters"), where)
+    parameters.check_tensor(values, where)
+    return RequestedOutput(name, parameters.binary_flag(values, where))
+
+
+def rest_inputs(
+    parsed: RestInfer, signature: Signature, limits: Limits
+) -> dict[str, npt.NDArray[Any]]:
+    """Decode the inputs for ``signature`` after checking them all (see
+    :mod:`gateway.v2.declared`)."""
+    items = parsed.inputs if parsed.raw_body is None else (_raw_input(parsed.raw_body, signature),)
+    headers = [declared_mod.declare(i.name, i.datatype, i.shape, limits) for i in items]
+    declared_mod.check_signature(headers, signature)
+    total = sum(
+        declared_mod.decoded_bytes(h, _wire_bytes(i)) for h, i in zip(headers, items, strict=True)
+    )
+    declared_mod.check_total(total, limits)
+    return {
+        h.name: raw.from_raw(i.binary, h)
+        if i.binary is not None
+        else json_values.to_array(i.data, h)
+        for h, i in zip(headers, items, strict=True)
+    }
+
+
+def _wire_bytes(item: RestInput) -> int:
+    if item.binary is not None:
+        return len(item.binary)
+    if item.datatype == BYTES:
+        return sum(len(v) for v in json_values.flatten(item.data) if isinstance(v, str))
+    return 0
+
+
+def _raw_input(body: memoryview, signature: Signature) -> RestInput:
+    if len(signature.inputs) != 1:
+        raise InvalidArgument(
+            f"a raw binary request ({INFER_HEADER}: 0) needs a model with exactly one input, "
+            f"this one has {len(signature.inputs)}"
+        )
+    (spec,) = signature.inputs
+    row = for_dtype_name(spec.dtype)
+    if spec.shape is None:
+        raise InvalidArgument(
+            f"a raw binary request cannot deduce the shape of input '{spec.name}' (unknown rank)"
+        )
+    dims = list(spec.shape)
+    if row.name == BYTES:
+        dims = [1 if d < 0 else d for d in dims]
+    elif dims.count(-1) > 1 and dims[0] == -1:
+        dims[0] = 1  # the batch dimension: a batch of one
+    if dims.count(-1) > 1:
+        raise InvalidArgument(
+            f"a raw binary request cannot deduce the shape of input '{spec.name}' {spec.shape}: "
+            "more than one dynamic dimension"
+        )
+    if -1 in dims:
+        fixed = math.prod(d for d in dims if d >= 0) * row.itemsize
+        dims[dims.index(-1)] = len(body) // fixed if fixed else 0
+    return RestInput(spec.name, row.name, tuple(dims), binary=body)

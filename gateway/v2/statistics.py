@@ -1,0 +1,133 @@
+"""Triton's statistics extension: per-version figures → ``ModelStatisticsResponse`` and its JSON.
+
+The figures are plain data (:class:`ModelFigures`), filled by the adapter from what tensorgate
+already records per model and version (its request counts and latencies, queue waits, compute
+times and batch sizes); durations are cumulative counts and nanoseconds. ``compute_input`` and
+``compute_output`` are the gateway's decode and encode, ``compute_infer`` the worker's run,
+``queue`` the wait in the batch queue. Fields tensorgate does not have (cache hits and misses,
+memory usage, decoupled response statistics) are zero or empty.
+
+REST (``GET /v2/models[/{m}[/versions/{v}]]/stats``)::
+
+    {"model_stats": [{"name": "mlp", "version": "2", "last_inference": 1764000000000,
+      "inference_count": 64, "execution_count": 2,
+      "inference_stats": {"success": {"count": 2, "ns": 910000}, "fail": {"count": 0, "ns": 0},
+                          "queue": {...}, "compute_input": {...}, "compute_infer": {...},
+                          "compute_output": {...}, "cache_hit": {...}, "cache_miss": {...}},
+      "response_stats": {},
+      "batch_stats": [{"batch_size": 32, "compute_input": {...}, "compute_infer": {...},
+                       "compute_output": {...}}],
+      "memory_usage": []}]}
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterable
+from dataclasses import dataclass
+from typing import Any
+
+from gateway._pb.inference import grpc_service_pb2 as pb
+from gateway.v2 import versions
+
+
+@dataclass(frozen=True)
+class Duration:
+    """A cumulative count and duration in nanoseconds."""
+
+    count: int = 0
+    ns: int = 0
+
+
+@dataclass(frozen=True)
+class BatchFigures:
+    """The runs of one batch size."""
+
+    batch_size: int
+    compute_input: Duration = Duration()
+    compute_infer: Duration = Duration()
+    compute_output: Duration = Duration()
+
+
+@dataclass(frozen=True)
+class ModelFigures:
+    """One model version's figures since start (see the module docstring)."""
+
+    name: str
+    version: int
+    last_inference_ms: int = 0
+    """Milliseconds since the epoch of the last request; 0: none yet."""
+    inference_count: int = 0
+    """Successful inferences, each batch row counted (a request of batch 64 counts 64)."""
+    execution_count: int = 0
+    """Model runs (a batch of many requests counts 1)."""
+    success: Duration = Duration()
+    fail: Duration = Duration()
+    queue: Duration = Duration()
+    compute_input: Duration = Duration()
+    compute_infer: Duration = Duration()
+    compute_output: Duration = Duration()
+    batches: tuple[BatchFigures, ...] = ()
+
+
+_INFER_FIELDS = ("success", "fail", "queue", "compute_input", "compute_infer", "compute_output")
+_CACHE_FIELDS = ("cache_hit", "cache_miss")
+_BATCH_FIELDS = ("compute_input", "compute_infer", "compute_output")
+
+
+def statistics_response(figures: Iterable[ModelFigures]) -> pb.ModelStatisticsResponse:
+    response = pb.ModelStatisticsResponse()
+    for model in figures:
+        entry = response.model_stats.add(
+            name=model.name,
+            version=versions.version_string(model.version),
+            last_inference=model.last_inference_ms,
+            inference_count=model.inference_count,
+            execution_count=model.execution_count,
+        )
+        entry.inference_stats.SetInParent()
+        for field in _INFER_FIELDS:
+            duration: Duration = getattr(model, field)
+            getattr(entry.inference_stats, field).MergeFrom(
+                pb.StatisticDuration(count=duration.count, ns=duration.ns)
+            )
+        for field in _CACHE_FIELDS:
+            getattr(entry.inference_stats, field).SetInParent()
+        for batch in model.batches:
+            stats = entry.batch_stats.add(batch_size=batch.batch_size)
+            for field in _BATCH_FIELDS:
+                duration = getattr(batch, field)
+                getattr(stats, field).MergeFrom(
+                    pb.StatisticDuration(count=duration.count, ns=duration.ns)
+                )
+    return response
+
+
+def _duration(duration: Duration) -> dict[str, int]:
+    return {"count": duration.count, "ns": duration.ns}
+
+
+def statistics_json(figures: Iterable[ModelFigures]) -> dict[str, Any]:
+    stats = []
+    for model in figures:
+        inference = {field: _duration(getattr(model, field)) for field in _INFER_FIELDS}
+        inference.update({field: _duration(Duration()) for field in _CACHE_FIELDS})
+        stats.append(
+            {
+                "name": model.name,
+                "version": versions.version_string(model.version),
+                "last_inference": model.last_inference_ms,
+                "inference_count": model.inference_count,
+                "execution_count": model.execution_count,
+                "inference_stats": inference,
+                "response_stats": {},
+                "batch_stats": [
+                    {
+                        "batch_size": batch.batch_size,
+                        **{field: _duration(getattr(batch, field)) for field in _BATCH_FIELDS},
+                    }
+                    for batch in model.batches
+                ],
+                "memory_usage": [],
+            }
+        )
+    return {"model_stats": stats}
