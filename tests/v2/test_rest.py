@@ -10,6 +10,9 @@ import ml_dtypes
 import numpy as np
 import orjson
 import pytest
+from hypothesis import given
+from hypothesis import strategies as st
+from hypothesis.extra import numpy as hnp
 
 from gateway.errors import Code, InvalidArgument, ServingError
 from gateway.v2 import json_values, rest_request, rest_response
@@ -263,3 +266,35 @@ def test_complex_outputs_are_unimplemented() -> None:
     with pytest.raises(ServingError) as info:
         rest_response.infer_response(_call(), "m", 1, {"c": np.zeros(1, np.complex128)})
     assert info.value.code == Code.UNIMPLEMENTED
+
+
+_JSON_DATATYPES = [
+    "BOOL",
+    "UINT8",
+    "UINT32",
+    "UINT64",
+    "INT8",
+    "INT16",
+    "INT64",
+    "FP16",
+    "BF16",
+    "FP32",
+    "FP64",
+]
+
+
+@given(st.sampled_from(_JSON_DATATYPES), st.data())
+def test_json_values_round_trip(datatype: str, data: st.DataObject) -> None:
+    header = declare("v", datatype, [3], Limits(100))
+    row = header.datatype
+    bits = data.draw(hnp.arrays(np.uint8, (3 * row.itemsize,)))
+    array = np.frombuffer(bits.tobytes(), dtype=row.numpy)
+    if datatype == "BOOL":
+        array = array.view(np.uint8) % 2 == 1
+    text = orjson.dumps({"data": json_values.to_json(array, row)})
+    back = json_values.to_array(json.loads(text)["data"], header)  # NaN literals need stdlib
+    assert back.dtype == row.numpy
+    if row.numpy.kind in "biu":
+        assert back.tolist() == array.tolist()
+    else:
+        assert np.array_equal(back.astype(np.float64), array.astype(np.float64), equal_nan=True)
