@@ -94,16 +94,20 @@ class _OnnxModel:
         pass
 
 
-def _load_onnx(request: LoadRequest) -> Model:
+def _load_onnx(request: LoadRequest, max_output_bytes: int) -> Model:
     model = onnx_backend.load(
-        request["path"], intra_op=request["intra_op"], inter_op=request["inter_op"]
+        request["path"],
+        intra_op=request["intra_op"],
+        inter_op=request["inter_op"],
+        max_output_bytes=max_output_bytes,
     )
     return _OnnxModel(model)
 
 
-def _load_tensorflow(request: LoadRequest) -> Model:
+def _load_tensorflow(request: LoadRequest, max_output_bytes: int) -> Model:
     """``path`` is the SavedModel directory; ``tags`` the MetaGraphDef's tags. TensorFlow's
-    native start-up lines are kept out of the log (:func:`channel.logs.native_stderr`)."""
+    native start-up lines are kept out of the log (:func:`channel.logs.native_stderr`); its
+    outputs are bounded only when written (``max_output_bytes`` is not used)."""
     with logs.native_stderr():
         return tf_backend.load(
             request["path"],
@@ -113,11 +117,12 @@ def _load_tensorflow(request: LoadRequest) -> Model:
         )
 
 
-LOADERS: dict[str, Callable[[LoadRequest], Model]] = {
+LOADERS: dict[str, Callable[[LoadRequest, int], Model]] = {
     "onnx": _load_onnx,
     "tensorflow": _load_tensorflow,
 }
-"""Model loaders by ``platform``."""
+"""Model loaders by ``platform``, given the load request and the bytes one run's outputs may
+take (the output area's capacity)."""
 
 
 class Worker:
@@ -164,7 +169,13 @@ class Worker:
             log.exception("%s request %d failed", request["op"], request_id)
             error = WorkerError("INTERNAL", f"{type(exc).__name__}: {exc}")
         out_end = self.channel.output_allocated if request["op"] == "run" else None
-        return error.reply(request_id, out_end=out_end)
+        try:
+            return error.reply(request_id, out_end=out_end)
+        finally:
+            # The failed run's frames, its outputs included, hang off the error's traceback in
+            # a cycle through this frame; CPython collects cycles as allocations outnumber frees,
+            # which a steady serving loop hardly ever makes them do: break it here.
+            del error
 
     def _load(self, request: LoadRequest) -> Mapping[str, Any]:
         key, path, platform = request["key"], request["path"], request["platform"]
@@ -179,7 +190,7 @@ class Worker:
                 f"(supported: {', '.join(sorted(LOADERS))})",
             )
         started = time.perf_counter()
-        model = loader(request)
+        model = loader(request, self.channel.output_capacity)
         seconds = time.perf_counter() - started
         if loaded is not None:
             loaded.close()

@@ -38,6 +38,7 @@ from gateway._pb.tensorflow_serving.config import (
     ssl_config_pb2,
 )
 from gateway._pb.tensorflow_serving.servables.tensorflow import session_bundle_config_pb2
+from gateway.config import secret_errors
 from gateway.config.settings import Settings
 
 ModelServerConfig = model_server_config_pb2.ModelServerConfig
@@ -94,19 +95,22 @@ def _full_name(message_type: type[message.Message]) -> str:
     return name
 
 
-def _parse_text_file(path: str | Path, message_type: type[_M]) -> _M:
-    """Read ``path`` as a text-format ``message_type``; ConfigError on any failure."""
+def _parse_text_file(path: str | Path, message_type: type[_M], *, secret: bool = False) -> _M:
+    """Read ``path`` as a text-format ``message_type``; ConfigError on any failure. Errors about
+    a ``secret`` file name the position and field, never its content (``secret_errors``)."""
     type_name = _full_name(message_type)
     try:
         text = Path(path).read_text(encoding="utf-8")
     except UnicodeDecodeError as exc:
-        raise ConfigError(f"Error parsing text-format {type_name} in {path}: {exc}") from None
+        detail = secret_errors.not_utf8(exc, message_type) if secret else str(exc)
+        raise ConfigError(f"Error parsing text-format {type_name} in {path}: {detail}") from None
     except OSError as exc:
         raise ConfigError(f"Could not read {type_name} file {path}: {exc.strerror}") from None
     try:
         return text_format.Parse(text, message_type())
     except (text_format.ParseError, message.DecodeError) as exc:
-        raise ConfigError(f"Error parsing text-format {type_name} in {path}: {exc}") from None
+        detail = secret_errors.parse_error(exc, text, message_type) if secret else str(exc)
+        raise ConfigError(f"Error parsing text-format {type_name} in {path}: {detail}") from None
 
 
 def load_model_server_config(path: str | Path) -> model_server_config_pb2.ModelServerConfig:
@@ -148,8 +152,8 @@ def load_monitoring_config(path: str | Path) -> monitoring_config_pb2.Monitoring
 
 
 def load_ssl_config(path: str | Path) -> ssl_config_pb2.SSLConfig:
-    """Parse a ``--ssl_config_file`` (text-format ``SSLConfig``)."""
-    return _parse_text_file(path, SSLConfig)
+    """Parse a ``--ssl_config_file`` (text-format ``SSLConfig``; errors never quote it)."""
+    return _parse_text_file(path, SSLConfig, secret=True)
 
 
 def model_specs(config: model_server_config_pb2.ModelServerConfig) -> list[ModelSpecConfig]:

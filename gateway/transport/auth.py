@@ -15,6 +15,7 @@ import hmac
 from collections.abc import Iterable
 from pathlib import Path
 
+from gateway.config import secret_errors
 from gateway.config.model_config import ConfigError
 from gateway.config.settings import Settings
 from gateway.errors import Unauthenticated
@@ -35,8 +36,12 @@ class BearerTokens:
 
     @classmethod
     def load(cls, path: str, open_paths: Iterable[str] = ()) -> BearerTokens:
-        """Tokens from a file (OSError if unreadable, ValueError if it holds none)."""
-        lines = Path(path).read_text(encoding="utf-8").splitlines()
+        """Tokens from a file (OSError if unreadable, ValueError if it holds none or is not
+        UTF-8; no error quotes the file)."""
+        try:
+            lines = Path(path).read_text(encoding="utf-8").splitlines()
+        except UnicodeDecodeError as exc:
+            raise ValueError(f"{path}: {secret_errors.not_utf8(exc)}") from None
         tokens = [line.strip() for line in lines]
         tokens = [token for token in tokens if token and not token.startswith("#")]
         if not tokens:

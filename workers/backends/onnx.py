@@ -6,6 +6,13 @@ are supported; non-tensor outputs (e.g. scikit-learn's ZipMap) and outputs of dt
 canonical name are left out of the signature and never returned. ONNX Runtime reports an
 unknown rank and a scalar alike (``[]``); both become ``None`` (unknown) in the signature, and
 ONNX Runtime still checks the rank when the model runs.
+
+A run's outputs are bounded by ``max_output_bytes`` (the worker's output arena; sizes as
+:mod:`workers.backends.onnx_outputs` counts them). Outputs that the declared shapes already size
+past the bound are refused before the run, so the runtime never builds them. Outputs found too
+big only once built (data-dependent shapes) are refused as the run returns and dropped there and
+then, and the next run asks ONNX Runtime to shrink its CPU memory arena, which otherwise keeps
+its peak for good (the arena stays on: it is what spares repeated runs their allocations).
 """
 
 from __future__ import annotations
@@ -19,8 +26,9 @@ import ml_dtypes
 import numpy as np
 import onnxruntime as ort
 
-from channel.dtypes import DTYPE_NAMES
+from channel.dtypes import DTYPE_NAMES, STRING
 from channel.messages import Signature, TensorSpec, WorkerError
+from workers.backends import onnx_outputs
 
 log = logging.getLogger(__name__)
 
@@ -29,6 +37,10 @@ _ONNX_ELEMENTS: Final = {"float32": "float", "float64": "double"}
 _ONNX_TYPES: Final = {f"tensor({_ONNX_ELEMENTS.get(n, n)})": n for n in sorted(DTYPE_NAMES)}
 """ONNX Runtime's type strings (``tensor(float)``) → canonical dtype names, one per name."""
 _ONNX_BFLOAT16: Final = 16  # TensorProto.BFLOAT16
+_BOUNDS_KEPT: Final = 64
+"""How many sets of output names a model keeps the bound of (clients choose the sets)."""
+_SHRINK_ARENA: Final = ("memory.enable_memory_arena_shrinkage", "cpu:0")
+"""The run option that has ONNX Runtime free its CPU arena's unused regions as the run ends."""
 
 ort.set_default_logger_severity(3)  # errors only; warnings reach clients as error messages
 
@@ -51,9 +63,13 @@ def _bfloat16_array(value: Any) -> np.ndarray[Any, Any]:
 
 
 class OnnxModel:
-    """One ONNX Runtime session and its signature; :meth:`run` is called from one thread."""
+    """One ONNX Runtime session and its signature; :meth:`run` is called from one thread.
 
-    def __init__(self, path: str, session: ort.InferenceSession) -> None:
+    ``max_output_bytes`` bounds one run's outputs (None: unbounded)."""
+
+    def __init__(
+        self, path: str, session: ort.InferenceSession, max_output_bytes: int | None = None
+    ) -> None:
         self.path = path
         self._session = session
         inputs: list[TensorSpec] = []
@@ -78,13 +94,23 @@ class OnnxModel:
         self.signature: Signature = {"inputs": inputs, "outputs": outputs}
         self._output_names = [spec["name"] for spec in outputs]
         self._bfloat16 = {spec["name"] for spec in inputs + outputs if spec["dtype"] == "bfloat16"}
+        self._max_output_bytes = max_output_bytes
+        self._sizes = onnx_outputs.declared_sizes(
+            session.get_inputs(), session.get_outputs(), outputs
+        )
+        self._bounds: dict[tuple[str, ...], onnx_outputs.Bound] = {}
+        """Bounds by the output names asked for (a few sets of names: _BOUNDS_KEPT)."""
+        self._strings = {spec["name"] for spec in outputs if spec["dtype"] == STRING}
+        self._shrink: ort.RunOptions | None = None
+        """The next run's options: the arena shrink after a refusal, else none."""
 
     def run(
         self, inputs: dict[str, np.ndarray[Any, Any]], output_names: list[str] | None
     ) -> dict[str, np.ndarray[Any, Any]]:
         """Outputs by name, in ``output_names`` order (None: every signature output).
         WorkerError INVALID_ARGUMENT for an unknown output name or anything ONNX Runtime
-        rejects (shapes, dtypes, missing inputs)."""
+        rejects (shapes, dtypes, missing inputs); RESOURCE_EXHAUSTED for outputs over
+        ``max_output_bytes`` (before the run when the shapes tell)."""
         names = self._output_names if output_names is None else output_names
         for name in names:
             if name not in self._output_names:
@@ -92,18 +118,51 @@ class OnnxModel:
                     "INVALID_ARGUMENT",
                     f"output {name!r} is not in the signature (outputs: {self._output_names})",
                 )
+        limit = self._max_output_bytes
+        sized = limit is None or self._refuse_before(inputs, names, limit)
+        options, self._shrink = self._shrink, None
         try:
             if self._bfloat16:
-                return dict(zip(names, self._run_ort_values(inputs, names), strict=True))
-            results = self._session.run(names, inputs)
+                results = self._run_ort_values(inputs, names, options)
+            else:
+                results = self._session.run(names, inputs, options)
         except MemoryError:
+            self._shrink_next()
             raise WorkerError("RESOURCE_EXHAUSTED", "out of memory running the model") from None
         except Exception as exc:  # every error out of the runtime is about the inputs
             raise WorkerError("INVALID_ARGUMENT", str(exc)) from None
+        if limit is not None and not sized:
+            nbytes = onnx_outputs.arena_bytes(results)
+            if nbytes > limit:
+                self._shrink_next()
+                exact = self._strings.isdisjoint(names)
+                raise onnx_outputs.refusal(nbytes, limit, exact=exact)
         return dict(zip(names, results, strict=True))
 
+    def _refuse_before(
+        self, inputs: dict[str, np.ndarray[Any, Any]], names: list[str], limit: int
+    ) -> bool:
+        """Refuse outputs ``names`` that the declared shapes size past ``limit`` on ``inputs``;
+        True when they size them all, exactly (nothing is left to check after the run)."""
+        bound = self._bounds.get(tuple(names))
+        if bound is None:
+            bound = onnx_outputs.bound(self._sizes, names)
+            if len(self._bounds) < _BOUNDS_KEPT:
+                self._bounds[tuple(names)] = bound
+        least = bound.least_bytes(inputs)
+        if least > limit:
+            raise onnx_outputs.refusal(least, limit, exact=bound.exact)
+        return bound.exact
+
+    def _shrink_next(self) -> None:
+        self._shrink = ort.RunOptions()
+        self._shrink.add_run_config_entry(*_SHRINK_ARENA)
+
     def _run_ort_values(
-        self, inputs: dict[str, np.ndarray[Any, Any]], names: list[str]
+        self,
+        inputs: dict[str, np.ndarray[Any, Any]],
+        names: list[str],
+        options: ort.RunOptions | None,
     ) -> list[np.ndarray[Any, Any]]:
         feeds = {}
         for name, arr in inputs.items():
@@ -113,16 +172,19 @@ class OnnxModel:
                 )
             else:
                 feeds[name] = ort.OrtValue.ortvalue_from_numpy(arr)
-        values = self._session.run_with_ort_values(names, feeds)
+        values = self._session.run_with_ort_values(names, feeds, options)
         return [
             _bfloat16_array(value) if name in self._bfloat16 else value.numpy()
             for name, value in zip(names, values, strict=True)
         ]
 
 
-def load(path: str, *, intra_op: int, inter_op: int) -> OnnxModel:
+def load(
+    path: str, *, intra_op: int, inter_op: int, max_output_bytes: int | None = None
+) -> OnnxModel:
     """A CPU session for the ONNX model at ``path`` with exactly ``intra_op`` / ``inter_op``
-    threads (each >= 1), sequential execution and full graph optimisation.
+    threads (each >= 1), sequential execution and full graph optimisation; one run's outputs
+    are bounded by ``max_output_bytes`` (None: unbounded).
     WorkerError NOT_FOUND if the file is missing, INVALID_ARGUMENT if it does not load."""
     if intra_op < 1 or inter_op < 1:
         raise WorkerError(
@@ -141,4 +203,4 @@ def load(path: str, *, intra_op: int, inter_op: int) -> OnnxModel:
         raise WorkerError("RESOURCE_EXHAUSTED", f"out of memory loading {path}") from None
     except Exception as exc:
         raise WorkerError("INVALID_ARGUMENT", f"cannot load ONNX model {path}: {exc}") from None
-    return OnnxModel(path, session)
+    return OnnxModel(path, session, max_output_bytes)
