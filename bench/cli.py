@@ -2,7 +2,7 @@
 
     python -m bench run --quick            # < 2 minutes: a preview of every scenario
     python -m bench run                    # the full comparison (< 30 minutes on 2 cores)
-    python -m bench run --only tiny,ramp   # some scenarios (names: see bench.plan.SCENARIOS)
+    python -m bench run --only tiny,ramp   # some scenarios (bench.scenarios.plan.SCENARIOS)
     python -m bench report bench/results/2026-01-01-full
     python -m bench load --call tensorflow.serving.PredictionService.Predict --model mlp \\
         -c 16 -z 10s --format summary 127.0.0.1:8500
@@ -31,8 +31,8 @@ from pathlib import Path
 from rich.console import Console
 from rich.logging import RichHandler
 
-from bench.calls import method_path, parse_duration, predict_payload, request_from_json
-from bench.plan import FULL, QUICK, SCENARIOS, Plan
+from bench.load.calls import method_path, parse_duration, predict_payload, request_from_json
+from bench.scenarios.plan import FULL, QUICK, SCENARIOS, Plan
 
 RESULTS = Path(__file__).resolve().parent / "results"
 log = logging.getLogger("bench")
@@ -67,7 +67,7 @@ def _parser() -> argparse.ArgumentParser:
     env = sub.add_parser("venvs", help="create the peers' virtualenvs (bench/.venvs) if missing")
     env.add_argument("names", nargs="*", help="default: all of them")
     prof = sub.add_parser("profile", help="py-spy profile of a system under saturating load")
-    prof.add_argument("--system", default="tensorgate", help="a name from bench.catalog")
+    prof.add_argument("--system", default="tensorgate", help="a name from bench.systems.catalog")
     prof.add_argument("--model", default="mlp", choices=("mlp", "resnet50"))
     prof.add_argument("--seconds", type=float, default=8.0)
     prof.add_argument("--native", action="store_true", help="sample C frames too")
@@ -134,7 +134,7 @@ def _payload(args: argparse.Namespace) -> bytes:
     if args.binary_file:
         return bytes(args.binary_file.read_bytes())
     if args.model:
-        from bench.models import INPUT_NAMES, sample_input
+        from bench.systems.models import INPUT_NAMES, sample_input
 
         return predict_payload(args.model, {INPUT_NAMES[args.model]: sample_input(args.model)})
     text = args.data_file.read_text() if args.data_file else args.data
@@ -144,8 +144,8 @@ def _payload(args: argparse.Namespace) -> bytes:
 
 
 def load_command(args: argparse.Namespace) -> int:
-    from bench.ghz_report import summary_text
-    from bench.loadgen import LoadOptions, StepSchedule, run_load
+    from bench.load.ghz_report import summary_text
+    from bench.load.loadgen import LoadOptions, StepSchedule, run_load
 
     duration = parse_duration(args.duration) if args.duration else 0.0
     schedule = None
@@ -197,11 +197,11 @@ def run_plan(args: argparse.Namespace) -> Plan:
 
 
 def run_command(args: argparse.Namespace, console: Console) -> int:
-    from bench.progress import RunProgress
-    from bench.report import write
-    from bench.runner import Bench
+    from bench.measure.progress import RunProgress
+    from bench.report.write import write
     from bench.scenarios import run_scenario
     from bench.scenarios.estimates import estimates_s
+    from bench.scenarios.runner import Bench
 
     plan = run_plan(args)
     names = [n for n in args.only.split(",") if n] or list(plan.scenarios)
@@ -232,7 +232,7 @@ def _positive(text: str) -> int:
 
 def venvs_command(names: Sequence[str]) -> int:
     """Create the named peer venvs (all when none is named); 1 if any cannot be built."""
-    from bench.venvs import RECIPES, ensure
+    from bench.systems.venvs import RECIPES, ensure
 
     unknown = sorted(set(names) - set(RECIPES))
     if unknown:
@@ -277,13 +277,13 @@ def main(argv: Sequence[str] | None = None) -> int:
         if args.command == "run":
             return run_command(args, console)
         if args.command == "report":
-            from bench.report import rebuild
+            from bench.report.write import rebuild
 
             rebuild(args.directory)
             return 0
         if args.command == "models":
-            from bench.models import ensure_models
-            from bench.runner import CACHE
+            from bench.scenarios.runner import CACHE
+            from bench.systems.models import ensure_models
 
             for name, path in ensure_models(CACHE / "models").items():
                 sys.stdout.write(f"{name}: {path}\n")
@@ -291,8 +291,8 @@ def main(argv: Sequence[str] | None = None) -> int:
         if args.command == "venvs":
             return venvs_command(args.names)
         if args.command == "fuzz":
-            from bench.fuzz import fuzz, summary_text
-            from bench.runner import CACHE
+            from bench.scenarios.fuzz import fuzz, summary_text
+            from bench.scenarios.runner import CACHE
 
             report = fuzz(args.minutes, CACHE, threads=args.threads, seed=args.seed)
             sys.stdout.write(summary_text(report))
@@ -300,7 +300,7 @@ def main(argv: Sequence[str] | None = None) -> int:
                 args.json.write_text(json.dumps(report, indent=1) + "\n")
             return 0 if report["ok"] else 1
         if args.command == "profile":
-            from bench.profile import profile
+            from bench.measure.profile import profile
 
             path, _ = profile(
                 args.system,

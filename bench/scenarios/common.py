@@ -5,9 +5,9 @@ from __future__ import annotations
 from collections.abc import Sequence
 from typing import Any
 
-from bench import h2load
-from bench.catalog import family
-from bench.targets import Running
+from bench.load import h2load
+from bench.systems.catalog import family
+from bench.systems.targets import Running
 
 
 def closed_loop_driver() -> str:

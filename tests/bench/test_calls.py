@@ -1,10 +1,10 @@
-"""bench.calls: ghz's --call names, JSON requests, durations."""
+"""bench.load.calls: ghz's --call names, JSON requests, durations."""
 
 from __future__ import annotations
 
 import pytest
 
-from bench.calls import method_path, parse_duration, request_from_json
+from bench.load.calls import method_path, parse_duration, request_from_json
 from gateway._pb.tensorflow_serving.apis import get_model_metadata_pb2
 
 

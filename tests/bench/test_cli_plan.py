@@ -5,7 +5,7 @@ from __future__ import annotations
 import pytest
 
 from bench.cli import _parser, run_plan
-from bench.plan import FULL, QUICK
+from bench.scenarios.plan import FULL, QUICK
 
 
 def test_tracing_rounds_replace_only_the_plan_s_side_by_side_rounds() -> None:

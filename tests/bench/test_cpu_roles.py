@@ -2,8 +2,8 @@
 
 from __future__ import annotations
 
-from bench.procs import CPU_ROLES, cpu_by_role
-from bench.report import _roles_table
+from bench.measure.usage import CPU_ROLES, cpu_by_role
+from bench.report.write import _roles_table
 
 
 def test_threads_are_split_into_loop_threads_grpc_and_workers() -> None:

@@ -4,9 +4,9 @@ from __future__ import annotations
 
 from typing import Any
 
-from bench import goals
-from bench.measure import median_ci
-from bench.report import markdown
+from bench.measure.points import median_ci
+from bench.report import goals
+from bench.report.write import markdown
 
 ISSUE_GOALS = (
     "tiny gRPC, c=64: ≥ 1.0× Triton",
@@ -151,7 +151,7 @@ def test_report_shows_the_goal_table_with_target_ratio_range_and_verdict() -> No
 
 
 def test_tracing_rows_judge_the_median_of_the_paired_rounds() -> None:
-    from bench.scenarios.features import _paired_cost
+    from bench.scenarios.tracing import _paired_cost
 
     rounds = {
         "off": [{"rps": 1000.0}, {"rps": 600.0}, {"rps": 900.0}],

@@ -1,4 +1,4 @@
-"""bench.h2load: frames, command line and parsing of h2load's output (no h2load needed)."""
+"""bench.load.h2load: frames, command line and parsing of h2load's output (no h2load needed)."""
 
 from __future__ import annotations
 
@@ -6,7 +6,7 @@ from pathlib import Path
 
 import pytest
 
-from bench import h2load
+from bench.load import h2load
 
 SUMMARY = "\n".join(
     [

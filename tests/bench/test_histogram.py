@@ -1,4 +1,4 @@
-"""bench.histogram: bucket layout, percentiles within the stated error, merging, round trip."""
+"""bench.load.histogram: bucket layout, percentiles within the stated error, merging, round trip."""
 
 from __future__ import annotations
 
@@ -8,7 +8,7 @@ import pytest
 from hypothesis import given
 from hypothesis import strategies as st
 
-from bench.histogram import SUB_BITS, Histogram, bucket_bounds, bucket_index, merged
+from bench.load.histogram import SUB_BITS, Histogram, bucket_bounds, bucket_index, merged
 
 MAX_REL_ERROR = 1 / 2 ** (SUB_BITS - 1)
 

@@ -1,13 +1,13 @@
-"""bench.loadgen / ghz_report without processes: work split, schedules, the report's fields."""
+"""bench.load.loadgen / ghz_report without processes: work split, schedules, the report's fields."""
 
 from __future__ import annotations
 
 import pytest
 
-from bench.ghz_report import PERCENTAGES, build_report, ghz_histogram, summary_text
-from bench.histogram import Histogram
-from bench.loadgen import LoadOptions, StepSchedule, split, user_offsets
-from bench.loadgen_worker import Part, Recorder
+from bench.load.ghz_report import PERCENTAGES, build_report, ghz_histogram, summary_text
+from bench.load.histogram import Histogram
+from bench.load.loadgen import LoadOptions, StepSchedule, split, user_offsets
+from bench.load.loadgen_worker import Part, Recorder
 
 S = 1_000_000_000
 

@@ -19,12 +19,12 @@ import numpy as np
 import onnxruntime as ort
 import pytest
 
-from bench import venvs
-from bench.catalog import CATALOG
-from bench.models import INPUT_NAMES, sample_input
-from bench.procs import StartFailed
-from bench.systems import start
-from bench.targets import Context, Running, Target
+from bench.systems import venvs
+from bench.systems.catalog import CATALOG
+from bench.systems.models import INPUT_NAMES, sample_input
+from bench.systems.procs import StartFailed
+from bench.systems.start import start
+from bench.systems.targets import Context, Running, Target
 
 PEERS = ("triton", "triton-http", "kserve-grpc", "kserve-rest")
 SHM_PREFIXES = ("pytrtion", "psm_")

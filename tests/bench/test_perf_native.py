@@ -1,10 +1,10 @@
-"""bench.perf_native: perf's report rows become (share, names), headers and comments do not."""
+"""bench.measure.perf_native: perf's report rows become (share, names); headers, comments not."""
 
 from __future__ import annotations
 
 from pathlib import Path
 
-from bench import perf_native
+from bench.measure import perf_native
 
 REPORT = """\
 # Total Lost Samples: 0

@@ -9,8 +9,8 @@ import pytest
 from matplotlib.colors import to_hex
 from matplotlib.figure import Figure
 
-from bench.catalog import CATALOG
-from bench.plots import figures, system_colour, write_plots
+from bench.report.plots import figures, system_colour, write_plots
+from bench.systems.catalog import CATALOG
 
 SWEPT = ("echo", "tensorgate", "tensorgate-rest", "triton", "kserve-grpc", "fastapi-inline")
 

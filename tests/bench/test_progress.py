@@ -6,11 +6,11 @@ import io
 
 from rich.console import Console
 
-from bench import progress
-from bench.measure import interleaved
-from bench.plan import FULL, QUICK
-from bench.progress import RunProgress, clock_text
+from bench.measure import progress
+from bench.measure.points import interleaved
+from bench.measure.progress import RunProgress, clock_text
 from bench.scenarios.estimates import estimates_s
+from bench.scenarios.plan import FULL, QUICK
 
 
 class FakeClock:

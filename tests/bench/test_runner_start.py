@@ -6,8 +6,8 @@ from typing import Any
 
 import pytest
 
-from bench import runner
-from bench.procs import StartFailed
+from bench.scenarios import runner
+from bench.systems.procs import StartFailed
 
 
 class _Stub:

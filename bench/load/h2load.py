@@ -22,8 +22,8 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-from bench.histogram import Histogram
-from bench.procs import pinned
+from bench.cpus import pinned
+from bench.load.histogram import Histogram
 
 GRPC_HEADERS = ("content-type: application/grpc", "te: trailers")
 

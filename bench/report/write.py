@@ -9,9 +9,9 @@ import json
 from pathlib import Path
 from typing import Any
 
-from bench import goals as goals_mod
-from bench.plots import write_plots
-from bench.procs import CPU_ROLES
+from bench.measure.usage import CPU_ROLES
+from bench.report import goals as goals_mod
+from bench.report.plots import write_plots
 
 
 def _cell(summary: dict[str, Any] | None, key: str, fmt: str = "{:.0f}") -> str:

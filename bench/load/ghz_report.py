@@ -21,8 +21,8 @@ import datetime
 from collections.abc import Sequence
 from typing import Any
 
-from bench.histogram import Histogram, merged
-from bench.loadgen_worker import Part
+from bench.load.histogram import Histogram, merged
+from bench.load.loadgen_worker import Part
 
 PERCENTAGES = (10, 25, 50, 75, 90, 95, 99)
 GHZ_BUCKETS = 10

@@ -21,17 +21,19 @@ from dataclasses import asdict
 from pathlib import Path
 from typing import Any
 
-from bench import h2load, progress, venvs
-from bench.catalog import CATALOG
-from bench.models import ensure_models
-from bench.plan import Plan
-from bench.procs import StartFailed
-from bench.systems import start
-from bench.targets import Context, Running
+from bench.load import h2load
+from bench.measure import progress
+from bench.scenarios.plan import Plan
+from bench.systems import venvs
+from bench.systems.catalog import CATALOG
+from bench.systems.models import ensure_models
+from bench.systems.procs import StartFailed
+from bench.systems.start import start
+from bench.systems.targets import Context, Running
 
 log = logging.getLogger(__name__)
 
-BENCH_DIR = Path(__file__).resolve().parent
+BENCH_DIR = Path(__file__).resolve().parents[1]
 CACHE = BENCH_DIR / ".cache"
 
 

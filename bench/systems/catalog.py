@@ -3,7 +3,7 @@ each throughput scenario compares."""
 
 from __future__ import annotations
 
-from bench.targets import SystemSpec
+from bench.systems.targets import SystemSpec
 
 _FASTAPI_PATTERNS = ("inline", "thread", "process")
 

@@ -26,11 +26,11 @@ from typing import Any
 import grpc
 import numpy as np
 
-from bench.calls import PREDICT_METHOD, predict_payload
-from bench.models import ensure_models, sample_input
-from bench.procs import rss_bytes
-from bench.systems import start
-from bench.targets import Context, Running, SystemSpec
+from bench.load.calls import PREDICT_METHOD, predict_payload
+from bench.measure.usage import rss_bytes
+from bench.systems.models import ensure_models, sample_input
+from bench.systems.start import start
+from bench.systems.targets import Context, Running, SystemSpec
 from gateway._pb.tensorflow.core.framework import types_pb2
 from gateway._pb.tensorflow.core.framework.tensor_pb2 import TensorProto
 from gateway._pb.tensorflow_serving.apis import predict_pb2

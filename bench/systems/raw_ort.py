@@ -1,8 +1,9 @@
 """The physical limit: ONNX Runtime run directly, in-process, with no server in the way.
 
-:func:`throughput` runs ``processes`` helper processes (:mod:`bench.child`), each with one session
-of ``threads`` intra-op threads, looping on batches of ``batch`` rows for ``duration_s`` after a
-shared start time, pinned to ``cpus`` when given; it returns rows per second over the window.
+:func:`throughput` runs ``processes`` helper processes (:mod:`bench.load.child`), each with one
+session of ``threads`` intra-op threads, looping on batches of ``batch`` rows for ``duration_s``
+after a shared start time, pinned to ``cpus`` when given; it returns rows per second over the
+window.
 :func:`latency_us` is the median single-run time of one batch on one thread (the "model time" of
 the light-load goal).
 """
@@ -17,8 +18,8 @@ from multiprocessing.connection import Connection
 from pathlib import Path
 from typing import Any
 
-from bench.child import Child
-from bench.models import INPUT_NAMES, sample_input
+from bench.load.child import Child
+from bench.systems.models import INPUT_NAMES, sample_input
 
 READY_TIMEOUT_S = 120.0
 
@@ -77,7 +78,7 @@ def throughput(
 ) -> dict[str, float]:
     """Rows per second of ``config`` over ``duration_s`` (batches completed inside the window)."""
     children = [
-        Child("bench.raw_ort:_loop", path, model, config, cpus, duration_s)
+        Child("bench.systems.raw_ort:_loop", path, model, config, cpus, duration_s)
         for _ in range(config.processes)
     ]
     try:

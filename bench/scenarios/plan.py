@@ -1,14 +1,11 @@
 """What a run measures and for how long: the quick (~5 min) and full (< 30 min) plans.
 
-Core layouts on this 2-core machine: ``1-core`` pins every server process to CPU 1 and the load
-generator to CPU 0 (the tightest comparisons: the server has exactly one core, the client never
-steals it); ``2-core`` leaves both unpinned (servers with two workers; the client shares the
-cores and its CPU use is recorded). On a machine with one CPU nothing is pinned.
+Which CPUs the servers and the client get (the ``1-core`` and ``2-core`` layouts) is
+:func:`bench.cpus.layouts`.
 """
 
 from __future__ import annotations
 
-import os
 from dataclasses import dataclass
 
 SCENARIOS = (
@@ -149,11 +146,3 @@ FULL = Plan(
         "mlserver-batch",
     ),
 )
-
-
-def layouts() -> dict[str, tuple[tuple[int, ...], tuple[int, ...]]]:
-    """Layout name → ``(server CPUs, client CPUs)`` (empty: not pinned)."""
-    cpus = sorted(os.sched_getaffinity(0))
-    if len(cpus) < 2:
-        return {"1-core": ((), ()), "2-core": ((), ())}
-    return {"1-core": ((cpus[1],), (cpus[0],)), "2-core": ((), ())}

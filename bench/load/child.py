@@ -17,7 +17,7 @@ from multiprocessing.connection import Connection
 from pathlib import Path
 from typing import Any
 
-REPO = Path(__file__).resolve().parent.parent
+REPO = Path(__file__).resolve().parents[2]
 JOIN_TIMEOUT_S = 30.0
 
 
@@ -28,7 +28,7 @@ class Child:
         parent, child = socket.socketpair()
         with child:
             self.process = subprocess.Popen(
-                [sys.executable, "-m", "bench.child", str(child.fileno()), target],
+                [sys.executable, "-m", "bench.load.child", str(child.fileno()), target],
                 pass_fds=(child.fileno(),),
                 cwd=REPO,
             )

@@ -8,11 +8,11 @@ whatever the server does and latency runs from the *scheduled* time; ``concurren
 bound an open loop, ``max_outstanding`` per process does, and sends beyond it count as
 ``Dropped``).
 
-Work is split over ``processes`` helper processes (:mod:`bench.child`): users and connections
+Work is split over ``processes`` helper processes (:mod:`bench.load.child`): users and connections
 round-robin, the rate divided with interleaved phases. Each process reports a histogram of OK
 latencies, status and error counts, a per-second timeline and its CPU seconds; :func:`run_load`
-merges them into a ghz JSON report (:mod:`bench.ghz_report`) plus a ``client`` section: CPU used
-(in cores) and whether the generator itself was saturated.
+merges them into a ghz JSON report (:mod:`bench.load.ghz_report`) plus a ``client`` section: CPU
+used (in cores) and whether the generator itself was saturated.
 """
 
 from __future__ import annotations
@@ -22,9 +22,9 @@ from dataclasses import dataclass, field
 from multiprocessing.connection import Connection
 from typing import Any
 
-from bench.child import Child
-from bench.ghz_report import build_report
-from bench.loadgen_worker import Part, Share
+from bench.load.child import Child
+from bench.load.ghz_report import build_report
+from bench.load.loadgen_worker import Part, Share
 
 READY_TIMEOUT_S = 60.0
 START_DELAY_S = 0.2
@@ -50,7 +50,7 @@ class LoadOptions:
     target: str
     """gRPC ``host:port``, or HTTP base URL ``http://host:port``."""
     method: str
-    """gRPC ``/pkg.Service/Method`` (see :func:`bench.calls.method_path`), or HTTP URL path."""
+    """gRPC ``/pkg.Service/Method`` (see :func:`bench.load.calls.method_path`), or HTTP URL path."""
     payload: bytes
     transport: str = "grpc"
     concurrency: int = 50
@@ -138,7 +138,7 @@ def run_load(options: LoadOptions) -> dict[str, Any]:
     """
     options.validate()
     children = [
-        Child("bench.loadgen_worker:worker_main", options, share) for share in split(options)
+        Child("bench.load.loadgen_worker:worker_main", options, share) for share in split(options)
     ]
     try:
         for child in children:

@@ -20,7 +20,7 @@ from typing import Any
 
 import uvloop
 
-from bench.histogram import Histogram
+from bench.load.histogram import Histogram
 
 MAX_ERROR_KINDS = 32
 """Distinct error messages kept per process (the rest count as "other errors")."""
@@ -31,7 +31,7 @@ Sender = Callable[[], Awaitable[tuple[str, str]]]
 
 @dataclass(frozen=True)
 class Share:
-    """This process's share of the work (see :func:`bench.loadgen.split`)."""
+    """This process's share of the work (see :func:`bench.load.loadgen.split`)."""
 
     index: int
     users: list[float]
@@ -196,7 +196,7 @@ async def _open_loop(
 
 
 async def _run(conn: Connection, options: Any, share: Share) -> Part:
-    from bench import transports
+    from bench.load import transports
 
     # Build the connections before reporting ready: the run measures requests, not dials.
     pool = await transports.open_pool(options, share.connections)

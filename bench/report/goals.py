@@ -5,14 +5,14 @@ whether or not this run measured it, then the still-open goals of earlier issues
 memory; group ``earlier``). A ratio is the ratio of medians; its range combines the repeats'
 extremes (worst min / best max and back), so a ratio whose range straddles the target is visibly
 uncertain. tensorgate's gRPC rows compare its better configuration (batching off, or on with
-timeout 0: :data:`bench.catalog.GRPC_TENSORGATE`) and name it.
+timeout 0: :data:`bench.systems.catalog.GRPC_TENSORGATE`) and name it.
 """
 
 from __future__ import annotations
 
 from typing import Any
 
-from bench.catalog import GRPC_TENSORGATE
+from bench.systems.catalog import GRPC_TENSORGATE
 
 ONE_CORE = "1-core: "
 ISSUE = "issue 12"

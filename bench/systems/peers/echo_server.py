@@ -3,7 +3,7 @@
 Serves every unary method (``/tensorflow.serving.PredictionService/Predict`` included) with no
 parsing: the request bytes are the response. Usage::
 
-    python -m bench.peers.echo_server --port=0 --ready_fd=N
+    python -m bench.systems.peers.echo_server --port=0 --ready_fd=N
 
 writes ``{"pid": ..., "grpc_port": ...}`` to fd N when serving; stops on SIGTERM/SIGINT.
 """

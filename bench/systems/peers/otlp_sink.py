@@ -1,7 +1,7 @@
 """An OTLP/HTTP trace sink for the tracing scenario: accepts ``POST /v1/traces`` (protobuf),
 counts the spans and drops them; ``GET /stats`` answers ``{"requests": n, "spans": n}``. Usage::
 
-    python -m bench.peers.otlp_sink --ready_fd=N
+    python -m bench.systems.peers.otlp_sink --ready_fd=N
 
 writes ``{"pid": ..., "port": ...}`` to fd N when serving (127.0.0.1, OS-chosen port); stops on
 SIGTERM. It runs on the load generator's CPU, so exporting costs the server only its own side.

@@ -1,17 +1,17 @@
 """The peers that speak KServe's v2 inference protocol: MLServer, Triton and KServe.
 
-- ``mlserver``: Seldon MLServer 1.7.1 with :mod:`bench.peers.mlserver_runtime`, gRPC ModelInfer,
-  parallel workers and adaptive batching as configured;
+- ``mlserver``: Seldon MLServer 1.7.1 with :mod:`bench.systems.peers.mlserver_runtime`, gRPC
+  ModelInfer, parallel workers and adaptive batching as configured;
 - ``triton``: a real Triton Inference Server 2.51 through PyTriton
-  (:mod:`bench.peers.triton_server`): ``instances`` ONNX Runtime sessions of one intra-op thread
-  each behind Triton's dynamic batcher (``max_queue_delay_microseconds=0``), driven over gRPC v2
-  ModelInfer or its HTTP v2 ``/infer`` with the binary-tensor extension (what ``tritonclient``
-  sends by default);
-- ``kserve``: KServe 0.21's Python ``ModelServer`` (:mod:`bench.peers.kserve_server`), over gRPC
-  v2 ModelInfer or v1 REST ``:predict`` with JSON ``instances``.
+  (:mod:`bench.systems.peers.triton_server`): ``instances`` ONNX Runtime sessions of one intra-op
+  thread each behind Triton's dynamic batcher (``max_queue_delay_microseconds=0``), driven over
+  gRPC v2 ModelInfer or its HTTP v2 ``/infer`` with the binary-tensor extension (what
+  ``tritonclient`` sends by default);
+- ``kserve``: KServe 0.21's Python ``ModelServer`` (:mod:`bench.systems.peers.kserve_server`),
+  over gRPC v2 ModelInfer or v1 REST ``:predict`` with JSON ``instances``.
 
-Each runs in its own virtualenv (:mod:`bench.venvs`); its request is built once by its own client
-library there (:mod:`bench.peers.v2_request`). gRPC requests carry the tensor in
+Each runs in its own virtualenv (:mod:`bench.systems.venvs`); its request is built once by its own
+client library there (:mod:`bench.systems.peers.v2_request`). gRPC requests carry the tensor in
 ``raw_input_contents``.
 """
 
@@ -25,10 +25,10 @@ import tempfile
 from pathlib import Path
 from typing import Any
 
-from bench import venvs
-from bench.models import INPUT_NAMES, input_shape, sample_input
-from bench.procs import StartFailed, free_port, start_polled, start_with_ready_fd
-from bench.targets import Context, Running, SystemSpec, Target
+from bench.systems import venvs
+from bench.systems.models import INPUT_NAMES, input_shape, sample_input
+from bench.systems.procs import StartFailed, free_port, start_polled, start_with_ready_fd
+from bench.systems.targets import Context, Running, SystemSpec, Target
 
 PEERS = Path(__file__).resolve().parent / "peers"
 V2_METHOD = "/inference.GRPCInferenceService/ModelInfer"

@@ -2,7 +2,7 @@
 
 - :class:`SystemSpec`: one configuration of one system (``kind`` + parameters) under a name;
 - :class:`Target`: the transport, address, method and request bytes the load generators send;
-- :class:`Running`: a started system (its :class:`~bench.procs.Server`) and its target;
+- :class:`Running`: a started system (its :class:`~bench.systems.procs.Server`) and its target;
 - :class:`Context`: where models and logs are, and a cache of request payloads (some are built by
   a peer's own client library in its own virtualenv, once per run).
 """
@@ -14,9 +14,9 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-from bench import h2load
-from bench.models import model_path, sample_input
-from bench.procs import Server
+from bench.load import h2load
+from bench.systems.models import model_path, sample_input
+from bench.systems.procs import Server
 
 
 @dataclass(frozen=True)

@@ -15,25 +15,19 @@ from typing import Any
 
 import numpy as np
 
-from bench import progress
-from bench.calls import PREDICT_METHOD, predict_payload
-from bench.catalog import BATCHING_TIMEOUT_0, CATALOG
-from bench.goals import TRACING_CONTROL
-from bench.loadgen import LoadOptions, run_load
-from bench.measure import Load, interleaved, median_ci, run_point, stats, summarize
-from bench.plan import layouts
-from bench.procs import (
-    StartFailed,
-    cpu_by_role,
-    descendants,
-    rss_bytes,
-    start_with_ready_fd,
-    thread_cpu,
-)
-from bench.runner import BENCH_DIR, Bench
+from bench.cpus import layouts
+from bench.load.calls import PREDICT_METHOD, predict_payload
+from bench.load.loadgen import LoadOptions, run_load
+from bench.measure import progress
+from bench.measure.points import Load, interleaved, median_ci, run_point, stats, summarize
+from bench.measure.usage import cpu_by_role, descendants, rss_bytes, thread_cpu
+from bench.report.goals import TRACING_CONTROL
 from bench.scenarios.common import closed_loop_driver
-from bench.systems import start
-from bench.targets import Running, SystemSpec
+from bench.scenarios.runner import BENCH_DIR, Bench
+from bench.systems.catalog import BATCHING_TIMEOUT_0, CATALOG
+from bench.systems.procs import StartFailed, start_with_ready_fd
+from bench.systems.start import start
+from bench.systems.targets import Running, SystemSpec
 
 log = logging.getLogger(__name__)
 BATCHING_CONFIGS = {
@@ -143,8 +137,8 @@ def _side_by_side(
     ``off`` its cost against off within each round, ``1 - cpu(off) / cpu(system)`` (on a
     saturated core, throughput is the inverse of CPU per request), as median / min / max over
     the rounds, with the median's 95 % interval (``ci``); and each one's CPU µs per request by
-    role (``roles_us_per_request``: :data:`~bench.procs.CPU_ROLES`, the mean over the rounds,
-    from per-thread counters in clock ticks)."""
+    role (``roles_us_per_request``: :data:`~bench.measure.usage.CPU_ROLES`, the mean over the
+    rounds, from per-thread counters in clock ticks)."""
     cpu: dict[str, list[float]] = {}
     roles: dict[str, dict[str, list[float]]] = {}
     for round_no in range(rounds):
@@ -195,7 +189,7 @@ def _into(
     out: dict[str, Any], key: str, r: Running, load: Load, client_cpus: tuple[int, ...]
 ) -> None:
     """``run_point`` into ``out[key]``, with the server's CPU µs per request by role
-    (:func:`~bench.procs.cpu_by_role`) under ``roles_us_per_request``."""
+    (:func:`~bench.measure.usage.cpu_by_role`) under ``roles_us_per_request``."""
     try:
         pids = descendants(r.server.pid)
         before = thread_cpu(pids)
@@ -216,8 +210,8 @@ def tracing(bench: Bench) -> None:
     Taken two ways. In turn (interleaved, ``tracing_repeats`` rounds), saturating and
     at concurrency 1: ``cost`` is each ratio's throughput loss against off from the medians,
     ``paired_cost`` the median of the per-round losses. Side by side (``side_by_side``): off,
-    a second off (:data:`~bench.goals.TRACING_CONTROL`) and both ratios served at once, so that
-    every one meets the same machine speed, which on this machine swings by up to 2× within
+    a second off (:data:`~bench.report.goals.TRACING_CONTROL`) and both ratios served at once, so
+    that every one meets the same machine speed, which on this machine swings by up to 2× within
     seconds, from fresh processes every round (``tracing_side_rounds``); its CPU-per-request cost
     is the goal's figure (≤ 1 % at ratio 0, ≤ 10 % at 1.0, met when the median's 95 % interval
     lies within it), the control's the spread of the measurement itself."""
@@ -226,7 +220,7 @@ def tracing(bench: Bench) -> None:
     base = CATALOG["tensorgate"]
     section: dict[str, Any] = {"samplers": TRACING_SAMPLERS}
     bench.results["scenarios"]["tracing"] = section
-    argv = [sys.executable, "-m", "bench.peers.otlp_sink"]
+    argv = [sys.executable, "-m", "bench.systems.peers.otlp_sink"]
     sink, info = start_with_ready_fd(
         "otlp-sink", argv, ctx.logs / "otlp-sink.log", cpus=client_cpus
     )
@@ -332,7 +326,7 @@ PROFILED = ("tensorgate", "echo")
 
 def profile(bench: Bench) -> None:
     """Where the CPU goes (py-spy frames, per-thread CPU per request) for :data:`PROFILED`."""
-    from bench.profile import profile as run_profile
+    from bench.measure.profile import profile as run_profile
 
     section: dict[str, Any] = {}
     for system in PROFILED:

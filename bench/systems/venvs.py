@@ -31,7 +31,7 @@ from typing import IO
 
 log = logging.getLogger(__name__)
 
-VENV_ROOT = Path(__file__).resolve().parent / ".venvs"
+VENV_ROOT = Path(__file__).resolve().parents[1] / ".venvs"
 INSTALL_TIMEOUT_S = 900.0
 DEBIAN_PYTHON = "/usr/bin/python3.11"
 

@@ -16,11 +16,12 @@ from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 from typing import Any
 
-from bench import h2load, progress
-from bench.ghz_report import percentile_ms
-from bench.loadgen import LoadOptions, run_load
-from bench.procs import CpuMeter
-from bench.targets import Running, Target
+from bench.load import h2load
+from bench.load.ghz_report import percentile_ms
+from bench.load.loadgen import LoadOptions, run_load
+from bench.measure import progress
+from bench.measure.usage import CpuMeter
+from bench.systems.targets import Running, Target
 
 log = logging.getLogger(__name__)
 

@@ -4,11 +4,12 @@ Starts the system (MLP, one pinned server core), drives it with h2load (or the P
 the saturation concurrency from the other core, and samples every process of the server with py-spy
 (``bench/.venvs/tools``, non-blocking, Python frames; ``--native`` adds C frames and pauses the
 process to sample) or, with ``--perf``, with Linux perf (native, without pausing: see
-:mod:`bench.perf_native`) for the same seconds. Writes ``profile-<system>-<model>[-kind].md``
-with, per process, the functions where samples land (self) and the functions on the stack
-(inclusive), as shares of that process's non-idle samples (perf: self time by shared object and
-by function). ``--tracing RATIO`` runs tensorgate with the tracing scenario's ``OTEL_*``
-variables at that sample ratio, exporting to an OTLP/HTTP sink on the client's core.
+:mod:`bench.measure.perf_native`) for the same seconds. Writes
+``profile-<system>-<model>[-kind].md`` with, per process, the functions where samples land (self)
+and the functions on the stack (inclusive), as shares of that process's non-idle samples (perf:
+self time by shared object and by function). ``--tracing RATIO`` runs tensorgate with the
+tracing scenario's ``OTEL_*`` variables at that sample ratio, exporting to an OTLP/HTTP sink on
+the client's core.
 """
 
 from __future__ import annotations
@@ -21,15 +22,17 @@ import threading
 from pathlib import Path
 from typing import Any
 
-from bench import perf_native, venvs
-from bench.catalog import CATALOG
-from bench.measure import Load, run_point
-from bench.models import ensure_models
-from bench.plan import layouts
-from bench.procs import Server, StartFailed, descendants, start_with_ready_fd, thread_cpu
-from bench.runner import CACHE
-from bench.systems import start
-from bench.targets import Context, SystemSpec
+from bench.cpus import layouts
+from bench.measure import perf_native
+from bench.measure.points import Load, run_point
+from bench.measure.usage import descendants, thread_cpu
+from bench.scenarios.runner import CACHE
+from bench.systems import venvs
+from bench.systems.catalog import CATALOG
+from bench.systems.models import ensure_models
+from bench.systems.procs import Server, StartFailed, start_with_ready_fd
+from bench.systems.start import start
+from bench.systems.targets import Context, SystemSpec
 
 log = logging.getLogger(__name__)
 TOP = 25
@@ -64,7 +67,7 @@ def profile(
 ) -> tuple[Path, list[dict[str, Any]]]:
     """Profile ``system`` serving ``model``; write ``out/profile-….md``.
 
-    ``perf``: sample with Linux perf (:mod:`bench.perf_native`, shared objects and native
+    ``perf``: sample with Linux perf (:mod:`bench.measure.perf_native`, shared objects and native
     functions) instead of py-spy. ``tracing``: a sample ratio (``0``, ``1.0``) to trace at, spans
     exported to an OTLP/HTTP sink. Returns the file and the CPU-per-request table (one row per
     thread that used CPU).
@@ -84,9 +87,9 @@ def profile(
     ensure_models(ctx.models_root, (model,))
     spec, sink = CATALOG[system], None
     if tracing is not None:
-        from bench.scenarios.features import _tracing_env
+        from bench.scenarios.tracing import _tracing_env
 
-        argv = [sys.executable, "-m", "bench.peers.otlp_sink"]
+        argv = [sys.executable, "-m", "bench.systems.peers.otlp_sink"]
         sink, info = start_with_ready_fd(
             "otlp-sink", argv, ctx.logs / "otlp-sink.log", cpus=client_cpus
         )

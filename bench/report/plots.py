@@ -15,7 +15,7 @@ from typing import Any
 from matplotlib.axes import Axes
 from matplotlib.figure import Figure
 
-from bench.catalog import CATALOG, family
+from bench.systems.catalog import CATALOG, family
 
 PLOT_DPI = 72
 FAMILY_COLOURS = {

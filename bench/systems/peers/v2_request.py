@@ -37,7 +37,7 @@ def grpc_request(proto: str, model: str, name: str, dims: list[int], raw: bytes)
 
 
 def triton_http_body(name: str, dims: list[int], raw: bytes) -> bytes:
-    import tritonclient.http as http  # type: ignore[import-not-found]
+    http = importlib.import_module("tritonclient.http")  # the peer's venv has it, not ours
 
     tensor = http.InferInput(name, dims, "FP32")
     tensor.set_data_from_numpy(np.frombuffer(raw, np.float32).reshape(dims), binary_data=True)

@@ -2,10 +2,11 @@
 
 - ``tensorgate``: ``python -m gateway`` (TF Serving flags, ``--ready_fd`` handshake), gRPC Predict
   or its TF Serving REST API (JSON ``instances``), batching on or off;
-- ``echo``: the bare grpc.aio echo server (:mod:`bench.peers.echo_server`), same method and bytes;
-- ``fastapi-<inline|thread|process>``: :mod:`bench.peers.fastapi_app` under uvicorn (uvloop,
-  httptools), HTTP/1.1 with a raw float32 body;
-- ``mlserver``, ``triton``, ``kserve``: the KServe v2 peers, :mod:`bench.v2_peers`.
+- ``echo``: the bare grpc.aio echo server (:mod:`bench.systems.peers.echo_server`), same method
+  and bytes;
+- ``fastapi-<inline|thread|process>``: :mod:`bench.systems.peers.fastapi_app` under uvicorn
+  (uvloop, httptools), HTTP/1.1 with a raw float32 body;
+- ``mlserver``, ``triton``, ``kserve``: the KServe v2 peers, :mod:`bench.systems.v2_peers`.
 
 Everything binds 127.0.0.1 only. A server is pinned to ``cpus`` (all its processes) when given.
 """
@@ -16,11 +17,11 @@ import json
 import os
 import sys
 
-from bench import v2_peers, venvs
-from bench.calls import PREDICT_METHOD, predict_payload
-from bench.models import INPUT_NAMES, sample_input
-from bench.procs import StartFailed, free_port, start_polled, start_with_ready_fd
-from bench.targets import Context, Running, SystemSpec, Target
+from bench.load.calls import PREDICT_METHOD, predict_payload
+from bench.systems import v2_peers, venvs
+from bench.systems.models import INPUT_NAMES, sample_input
+from bench.systems.procs import StartFailed, free_port, start_polled, start_with_ready_fd
+from bench.systems.targets import Context, Running, SystemSpec, Target
 
 PEERS = v2_peers.PEERS
 
@@ -85,7 +86,7 @@ def _tensorgate(ctx: Context, spec: SystemSpec, model: str, cpus: tuple[int, ...
 
 
 def _echo(ctx: Context, spec: SystemSpec, model: str, cpus: tuple[int, ...]) -> Running:
-    argv = [sys.executable, "-m", "bench.peers.echo_server", "--port=0"]
+    argv = [sys.executable, "-m", "bench.systems.peers.echo_server", "--port=0"]
     server, _ = start_with_ready_fd(spec.name, argv, ctx.log_path(spec, model), cpus=cpus)
     target = Target(
         "grpc", f"127.0.0.1:{server.port}", PREDICT_METHOD, _predict_payload(ctx, model)

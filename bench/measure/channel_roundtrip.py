@@ -23,7 +23,7 @@ from channel import messages
 from channel.shm.channel import Channel
 from workers.bootstrap import spawn_worker
 
-log = logging.getLogger("bench.channel_roundtrip")
+log = logging.getLogger("bench.measure.channel_roundtrip")
 
 _ECHO = """
 import os, select, sys
