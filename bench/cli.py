@@ -301,12 +301,14 @@ def main(argv: Sequence[str] | None = None) -> int:
             return 0 if report["ok"] else 1
         if args.command == "profile":
             from bench.measure.profile import profile
+            from bench.scenarios.runner import CACHE
 
             path, _ = profile(
                 args.system,
                 args.model,
                 args.seconds,
                 args.out,
+                CACHE,
                 args.native,
                 args.perf,
                 args.tracing,

@@ -17,22 +17,21 @@ from __future__ import annotations
 import collections
 import logging
 import subprocess
-import sys
 import threading
 from pathlib import Path
 from typing import Any
 
-from bench.cpus import layouts
+from bench.cpus import layouts, pinned
 from bench.measure import perf_native
 from bench.measure.points import Load, run_point
 from bench.measure.usage import descendants, thread_cpu
-from bench.scenarios.runner import CACHE
 from bench.systems import venvs
 from bench.systems.catalog import CATALOG
 from bench.systems.models import ensure_models
-from bench.systems.procs import Server, StartFailed, start_with_ready_fd
+from bench.systems.procs import Server, StartFailed
 from bench.systems.start import start
 from bench.systems.targets import Context, SystemSpec
+from bench.systems.tracing import start_sink, tracing_env
 
 log = logging.getLogger(__name__)
 TOP = 25
@@ -61,11 +60,13 @@ def profile(
     model: str,
     seconds: float,
     out: Path,
+    cache: Path,
     native: bool = False,
     perf: bool = False,
     tracing: str | None = None,
 ) -> tuple[Path, list[dict[str, Any]]]:
-    """Profile ``system`` serving ``model``; write ``out/profile-….md``.
+    """Profile ``system`` serving ``model``; write ``out/profile-….md`` (models and logs under
+    ``cache``).
 
     ``perf``: sample with Linux perf (:mod:`bench.measure.perf_native`, shared objects and native
     functions) instead of py-spy. ``tracing``: a sample ratio (``0``, ``1.0``) to trace at, spans
@@ -83,17 +84,12 @@ def profile(
             raise RuntimeError(reason)
         spy = python.parent / "py-spy"
     server_cpus, client_cpus = layouts()["1-core"]
-    ctx = Context(CACHE / "models", CACHE / "logs" / "profile")
+    ctx = Context(cache / "models", cache / "logs" / "profile")
     ensure_models(ctx.models_root, (model,))
     spec, sink = CATALOG[system], None
     if tracing is not None:
-        from bench.scenarios.tracing import _tracing_env
-
-        argv = [sys.executable, "-m", "bench.systems.peers.otlp_sink"]
-        sink, info = start_with_ready_fd(
-            "otlp-sink", argv, ctx.logs / "otlp-sink.log", cpus=client_cpus
-        )
-        env = _tracing_env(f"http://127.0.0.1:{info['port']}", tracing)
+        sink, endpoint = start_sink(ctx.logs, client_cpus)
+        env = tracing_env(endpoint, tracing)
         spec = SystemSpec(f"{system} tracing {tracing}", spec.kind, {**spec.params, "env": env})
     try:
         running = start(ctx, spec, model, server_cpus)
@@ -121,10 +117,10 @@ def profile(
             if perf:
                 raw_files[pid] = ctx.logs / f"perf-{system}-{pid}.data"
                 argv = perf_native.record(pid, seconds, raw_files[pid])
-            if client_cpus:
-                argv = ["taskset", "-c", ",".join(map(str, client_cpus)), *argv]
             samplers.append(
-                subprocess.Popen(argv, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
+                subprocess.Popen(
+                    pinned(argv, client_cpus), stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL
+                )
             )
         for sampler in samplers:
             sampler.wait(seconds + 60)

@@ -13,6 +13,7 @@ from __future__ import annotations
 from typing import Any
 
 from bench.systems.catalog import GRPC_TENSORGATE
+from bench.systems.tracing import TRACING_CONTROL
 
 ONE_CORE = "1-core: "
 ISSUE = "issue 12"
@@ -132,9 +133,6 @@ def compute(results: dict[str, Any]) -> list[dict[str, Any]]:
 TRACING = "issue 10"
 TRACING_GOALS = {"ratio 0": 0.01, "ratio 1.0": 0.10}
 """Most throughput tracing may cost at each sample ratio (tiny MLP, one server core)."""
-TRACING_CONTROL = "off (control)"
-"""A second untraced system in the tracing scenario's side-by-side rounds: its cost against
-``off`` is the measurement's own spread, against which the samplers' figures can be read."""
 
 
 def _tracing_rows(section: dict[str, Any]) -> list[dict[str, Any]]:

@@ -22,11 +22,12 @@ from __future__ import annotations
 import logging
 import time
 
+from bench.scenarios.features import batching, idle_rss, profile
 from bench.scenarios.load import overload, ramp
 from bench.scenarios.reliability import chaos, soak
 from bench.scenarios.runner import Bench
 from bench.scenarios.throughput import limits, resnet50, tiny, tiny_2core
-from bench.scenarios.tracing import batching, idle_rss, profile, tracing
+from bench.scenarios.tracing import tracing
 
 log = logging.getLogger(__name__)
 

@@ -8,8 +8,8 @@ are not counted (the progress line rescales itself as scenarios finish).
 
 from __future__ import annotations
 
+from bench.scenarios.features import BATCHING_CONFIGS, BATCHING_POINTS, PROFILED
 from bench.scenarios.plan import Plan
-from bench.scenarios.tracing import BATCHING_CONFIGS, BATCHING_POINTS, PROFILED
 from bench.systems.catalog import RESNET_PINNED, RESNET_TWO_CORE, TINY, TWO_CORE
 
 START_S = 12.0

@@ -1,116 +1,38 @@
-"""Feature scenarios: ``batching`` and ``tracing`` on/off, ``idle-rss``, ``profile``."""
+"""The ``tracing`` scenario: what tracing costs tensorgate on the tiny MLP on one server core,
+off against sample ratios 0 and 1.0 (:data:`~bench.systems.tracing.TRACING_SAMPLERS`), in turn and
+side by side (see :func:`tracing`)."""
 
 from __future__ import annotations
 
 import functools
-import json
 import logging
 import statistics
-import sys
 import threading
-import time
-import urllib.request
 from collections.abc import Callable, Sequence
 from typing import Any
 
-import numpy as np
-
 from bench.cpus import layouts
-from bench.load.calls import PREDICT_METHOD, predict_payload
-from bench.load.loadgen import LoadOptions, run_load
 from bench.measure import progress
 from bench.measure.points import Load, interleaved, median_ci, run_point, stats, summarize
-from bench.measure.usage import cpu_by_role, descendants, rss_bytes, thread_cpu
-from bench.report.goals import TRACING_CONTROL
-from bench.scenarios.common import closed_loop_driver
-from bench.scenarios.runner import BENCH_DIR, Bench
-from bench.systems.catalog import BATCHING_TIMEOUT_0, CATALOG
-from bench.systems.procs import StartFailed, start_with_ready_fd
+from bench.measure.usage import cpu_by_role, descendants, thread_cpu
+from bench.scenarios.common import closed_loop_driver, not_available
+from bench.scenarios.runner import Bench
+from bench.systems.catalog import CATALOG
+from bench.systems.procs import StartFailed
 from bench.systems.start import start
 from bench.systems.targets import Running, SystemSpec
+from bench.systems.tracing import (
+    TRACING_CONTROL,
+    TRACING_SAMPLERS,
+    sink_spans,
+    start_sink,
+    tracing_env,
+)
 
 log = logging.getLogger(__name__)
-BATCHING_CONFIGS = {
-    "timeout 0": BATCHING_TIMEOUT_0,
-    "timeout 1ms": "max_batch_size { value: 32 }\nbatch_timeout_micros { value: 1000 }\n"
-    "max_enqueued_batches { value: 100 }\n",
-}
-"""Batching parameters compared with batching off (TF Serving's text format)."""
 
 
-def _not_available(exc: StartFailed) -> str:
-    tail = exc.log.strip().splitlines()[-1] if exc.log.strip() else str(exc)
-    return f"tensorgate refused to start (exit {exc.exit_code}): {tail[:300]}"
-
-
-BATCHING_POINTS = {"mlp": (1, 4, 16, 64), "resnet50": (1, 4, 8)}
-"""Concurrency levels of the batching comparison, per model."""
-
-
-def batching(bench: Bench) -> None:
-    """Batching off vs on (each of :data:`BATCHING_CONFIGS`) on one server core, for the tiny MLP
-    and ResNet50, closed loop at each concurrency of :data:`BATCHING_POINTS`."""
-    plan, ctx = bench.plan, bench.ctx
-    server_cpus, client_cpus = layouts()["1-core"]
-    base = CATALOG["tensorgate"]
-    section: dict[str, Any] = {"parameters": BATCHING_CONFIGS, "points": []}
-    bench.results["scenarios"]["batching"] = section
-    for model, levels in BATCHING_POINTS.items():
-        running: dict[str, Running] = {}
-        try:
-            for label, text in BATCHING_CONFIGS.items():
-                path = ctx.logs / f"batching-{label.replace(' ', '-')}.pbtxt"
-                path.parent.mkdir(parents=True, exist_ok=True)
-                path.write_text(text)
-                flags = ["--enable_batching", f"--batching_parameters_file={path}"]
-                params = {**base.params, "flags": flags}
-                spec = SystemSpec(f"batching {label}", "tensorgate", params)
-                try:
-                    running[f"on ({label})"] = start(ctx, spec, model, server_cpus)
-                except StartFailed as exc:
-                    section.update(available=False, reason=_not_available(exc))
-                    return
-            running["off"] = start(ctx, base, model, server_cpus)
-            section["available"] = True
-            duration = plan.resnet_s if model == "resnet50" else plan.point_s
-            for conc in levels:
-                driver = closed_loop_driver() if model == "mlp" and conc > 1 else "python"
-                load = Load(conc, duration, plan.warmup_s, driver=driver)
-                jobs = [
-                    (k, functools.partial(run_point, r, load, client_cpus))
-                    for k, r in running.items()
-                ]
-                key = f"{model}@{conc}"
-                results = interleaved(jobs, plan.repeats, f"{key}, batching {{key}}")
-                section[key] = {k: summarize(v) for k, v in results.items()}
-                section["points"].append({"model": model, "concurrency": conc, "key": key})
-        finally:
-            for r in running.values():
-                r.stop()
-
-
-TRACING_SAMPLERS = {"ratio 0": "0", "ratio 1.0": "1.0"}
-"""``OTEL_TRACES_SAMPLER_ARG`` of each traced system (``parentbased_traceidratio``); the load
-carries no traceparent, so ratio 0 samples nothing and ratio 1.0 every request."""
-
-
-def _tracing_env(endpoint: str, ratio: str) -> dict[str, str]:
-    return {
-        "OTEL_TRACES_EXPORTER": "otlp",
-        "OTEL_EXPORTER_OTLP_PROTOCOL": "http/protobuf",
-        "OTEL_EXPORTER_OTLP_ENDPOINT": endpoint,
-        "OTEL_TRACES_SAMPLER": "parentbased_traceidratio",
-        "OTEL_TRACES_SAMPLER_ARG": ratio,
-        "OTEL_SERVICE_NAME": "tensorgate-bench",
-    }
-
-
-def _sink_spans(url: str) -> int:
-    with urllib.request.urlopen(f"{url}/stats", timeout=10) as response:
-        return int(json.loads(response.read())["spans"])
-
-
-def _paired_cost(runs: dict[str, list[dict[str, Any]]]) -> dict[str, dict[str, float]]:
+def paired_cost(runs: dict[str, list[dict[str, Any]]]) -> dict[str, dict[str, float]]:
     """Per sampler: the throughput lost against tracing off within each round (the two ran back
     to back), as median / min / max over the rounds where both succeeded."""
     out = {}
@@ -210,7 +132,7 @@ def tracing(bench: Bench) -> None:
     Taken two ways. In turn (interleaved, ``tracing_repeats`` rounds), saturating and
     at concurrency 1: ``cost`` is each ratio's throughput loss against off from the medians,
     ``paired_cost`` the median of the per-round losses. Side by side (``side_by_side``): off,
-    a second off (:data:`~bench.report.goals.TRACING_CONTROL`) and both ratios served at once, so
+    a second off (:data:`~bench.systems.tracing.TRACING_CONTROL`) and both ratios served at once, so
     that every one meets the same machine speed, which on this machine swings by up to 2× within
     seconds, from fresh processes every round (``tracing_side_rounds``); its CPU-per-request cost
     is the goal's figure (≤ 1 % at ratio 0, ≤ 10 % at 1.0, met when the median's 95 % interval
@@ -220,15 +142,11 @@ def tracing(bench: Bench) -> None:
     base = CATALOG["tensorgate"]
     section: dict[str, Any] = {"samplers": TRACING_SAMPLERS}
     bench.results["scenarios"]["tracing"] = section
-    argv = [sys.executable, "-m", "bench.systems.peers.otlp_sink"]
-    sink, info = start_with_ready_fd(
-        "otlp-sink", argv, ctx.logs / "otlp-sink.log", cpus=client_cpus
-    )
-    endpoint = f"http://127.0.0.1:{info['port']}"
+    sink, endpoint = start_sink(ctx.logs, client_cpus)
     control = SystemSpec("tracing off (control)", "tensorgate", base.params)
     specs = {"off": base, TRACING_CONTROL: control}
     for label, ratio in TRACING_SAMPLERS.items():
-        params = {**base.params, "env": _tracing_env(endpoint, ratio)}
+        params = {**base.params, "env": tracing_env(endpoint, ratio)}
         specs[label] = SystemSpec(f"tracing {label}", "tensorgate", params)
 
     def start_all(names: Sequence[str]) -> dict[str, Running]:
@@ -250,7 +168,7 @@ def tracing(bench: Bench) -> None:
         try:
             running = start_all(["off", *TRACING_SAMPLERS])
         except StartFailed as exc:
-            section.update(available=False, reason=_not_available(exc))
+            section.update(available=False, reason=not_available(exc))
             return
         try:
             for key, load in points.items():
@@ -261,7 +179,7 @@ def tracing(bench: Bench) -> None:
                 runs = interleaved(jobs, plan.tracing_repeats, f"tracing {key} {{key}}")
                 section[key] = {k: summarize(v) for k, v in runs.items()}
                 if key == "mlp":
-                    section["paired_cost"] = _paired_cost(runs)
+                    section["paired_cost"] = paired_cost(runs)
         finally:
             for r in running.values():
                 r.stop()
@@ -275,7 +193,7 @@ def tracing(bench: Bench) -> None:
         )
     finally:
         try:
-            section["spans_exported"] = _sink_spans(endpoint)
+            section["spans_exported"] = sink_spans(endpoint)
         finally:
             sink.stop()
     section["available"] = section["spans_exported"] > 0
@@ -287,53 +205,3 @@ def tracing(bench: Bench) -> None:
         for label in TRACING_SAMPLERS
         if off.get("rps") and section["mlp"][label].get("rps")
     }
-
-
-def idle_rss(bench: Bench) -> None:
-    """RSS of the gateway serving ``models/digits`` (auto workers): at start, idle, after load."""
-    argv = [
-        sys.executable,
-        "-m",
-        "gateway",
-        "--model_name=digits",
-        f"--model_base_path={BENCH_DIR.parent / 'models' / 'digits'}",
-        "--port=0",
-    ]
-    server, _ = start_with_ready_fd("idle-rss", argv, bench.ctx.logs / "idle-rss.log")
-    try:
-        section: dict[str, Any] = {"at_ready_mb": rss_bytes(server.pid) / 1e6}
-        time.sleep(2.0)  # "at idle": let start-up transients settle (a measurement, not a sync)
-        section["idle_mb"] = rss_bytes(server.pid) / 1e6
-        section["workers_mb"] = [rss_bytes(p) / 1e6 for p in descendants(server.pid)[1:]]
-        payload = predict_payload("digits", {"images": np.zeros((1, 64), np.float32)})
-        run_load(
-            LoadOptions(
-                target=f"127.0.0.1:{server.port}",
-                method=PREDICT_METHOD,
-                payload=payload,
-                concurrency=8,
-                total=2000,
-            )
-        )
-        section["after_2000_requests_mb"] = rss_bytes(server.pid) / 1e6
-    finally:
-        server.stop()
-    bench.results["scenarios"]["idle-rss"] = section
-
-
-PROFILED = ("tensorgate", "echo")
-
-
-def profile(bench: Bench) -> None:
-    """Where the CPU goes (py-spy frames, per-thread CPU per request) for :data:`PROFILED`."""
-    from bench.measure.profile import profile as run_profile
-
-    section: dict[str, Any] = {}
-    for system in PROFILED:
-        try:
-            path, table = run_profile(system, "mlp", bench.plan.profile_s, bench.out_dir)
-        except RuntimeError as exc:
-            section[system] = {"error": str(exc)}
-            continue
-        section[system] = {"file": path.name, "cpu_us_per_request": table}
-    bench.results["scenarios"]["profile"] = section

@@ -7,6 +7,7 @@ from typing import Any
 from bench.measure.points import median_ci
 from bench.report import goals
 from bench.report.write import markdown
+from bench.systems.tracing import TRACING_CONTROL
 
 ISSUE_GOALS = (
     "tiny gRPC, c=64: ≥ 1.0× Triton",
@@ -151,14 +152,14 @@ def test_report_shows_the_goal_table_with_target_ratio_range_and_verdict() -> No
 
 
 def test_tracing_rows_judge_the_median_of_the_paired_rounds() -> None:
-    from bench.scenarios.tracing import _paired_cost
+    from bench.scenarios.tracing import paired_cost
 
     rounds = {
         "off": [{"rps": 1000.0}, {"rps": 600.0}, {"rps": 900.0}],
         "ratio 0": [{"rps": 995.0}, {"rps": 597.0}, {"rps": 890.0}],
         "ratio 1.0": [{"rps": 880.0}, {"rps": 560.0}, {"error": "x"}],
     }
-    paired = _paired_cost(rounds)
+    paired = paired_cost(rounds)
     assert paired["ratio 1.0"]["n"] == 2
     assert abs(paired["ratio 1.0"]["median"] - (0.12 + 0.04 / 0.6) / 2) < 1e-9
     section: dict[str, Any] = {
@@ -195,7 +196,7 @@ def test_the_side_by_side_cost_is_the_goal_s_figure_when_measured() -> None:
     assert one["met"] is False and one["value"].startswith("13.0% (12.0%–15.0%)")
     assert "side by side" in one["note"] and "in turn: 20.0% (10.0%–30.0%)" in one["note"]
     assert "against off" not in one["note"]
-    section["side_by_side"]["cost"][goals.TRACING_CONTROL] = stat(0.004, -0.01, 0.02)
+    section["side_by_side"]["cost"][TRACING_CONTROL] = stat(0.004, -0.01, 0.02)
     zero, _ = rows_for({"scenarios": {"tracing": section}}, "tracing cost")
     assert "(a second off against off: 0.4% (-1.0%–2.0%))" in zero["note"]
 

@@ -1,0 +1,125 @@
+"""Feature scenarios: ``batching`` on/off, ``idle-rss``, ``profile`` (``tracing`` has its own)."""
+
+from __future__ import annotations
+
+import functools
+import sys
+import time
+from typing import Any
+
+import numpy as np
+
+from bench.cpus import layouts
+from bench.load.calls import PREDICT_METHOD, predict_payload
+from bench.load.loadgen import LoadOptions, run_load
+from bench.measure.points import Load, interleaved, run_point, summarize
+from bench.measure.usage import descendants, rss_bytes
+from bench.scenarios.common import closed_loop_driver, not_available
+from bench.scenarios.runner import BENCH_DIR, CACHE, Bench
+from bench.systems.catalog import BATCHING_TIMEOUT_0, CATALOG
+from bench.systems.procs import StartFailed, start_with_ready_fd
+from bench.systems.start import start
+from bench.systems.targets import Running, SystemSpec
+
+BATCHING_CONFIGS = {
+    "timeout 0": BATCHING_TIMEOUT_0,
+    "timeout 1ms": "max_batch_size { value: 32 }\nbatch_timeout_micros { value: 1000 }\n"
+    "max_enqueued_batches { value: 100 }\n",
+}
+"""Batching parameters compared with batching off (TF Serving's text format)."""
+
+
+BATCHING_POINTS = {"mlp": (1, 4, 16, 64), "resnet50": (1, 4, 8)}
+"""Concurrency levels of the batching comparison, per model."""
+
+
+def batching(bench: Bench) -> None:
+    """Batching off vs on (each of :data:`BATCHING_CONFIGS`) on one server core, for the tiny MLP
+    and ResNet50, closed loop at each concurrency of :data:`BATCHING_POINTS`."""
+    plan, ctx = bench.plan, bench.ctx
+    server_cpus, client_cpus = layouts()["1-core"]
+    base = CATALOG["tensorgate"]
+    section: dict[str, Any] = {"parameters": BATCHING_CONFIGS, "points": []}
+    bench.results["scenarios"]["batching"] = section
+    for model, levels in BATCHING_POINTS.items():
+        running: dict[str, Running] = {}
+        try:
+            for label, text in BATCHING_CONFIGS.items():
+                path = ctx.logs / f"batching-{label.replace(' ', '-')}.pbtxt"
+                path.parent.mkdir(parents=True, exist_ok=True)
+                path.write_text(text)
+                flags = ["--enable_batching", f"--batching_parameters_file={path}"]
+                params = {**base.params, "flags": flags}
+                spec = SystemSpec(f"batching {label}", "tensorgate", params)
+                try:
+                    running[f"on ({label})"] = start(ctx, spec, model, server_cpus)
+                except StartFailed as exc:
+                    section.update(available=False, reason=not_available(exc))
+                    return
+            running["off"] = start(ctx, base, model, server_cpus)
+            section["available"] = True
+            duration = plan.resnet_s if model == "resnet50" else plan.point_s
+            for conc in levels:
+                driver = closed_loop_driver() if model == "mlp" and conc > 1 else "python"
+                load = Load(conc, duration, plan.warmup_s, driver=driver)
+                jobs = [
+                    (k, functools.partial(run_point, r, load, client_cpus))
+                    for k, r in running.items()
+                ]
+                key = f"{model}@{conc}"
+                results = interleaved(jobs, plan.repeats, f"{key}, batching {{key}}")
+                section[key] = {k: summarize(v) for k, v in results.items()}
+                section["points"].append({"model": model, "concurrency": conc, "key": key})
+        finally:
+            for r in running.values():
+                r.stop()
+
+
+def idle_rss(bench: Bench) -> None:
+    """RSS of the gateway serving ``models/digits`` (auto workers): at start, idle, after load."""
+    argv = [
+        sys.executable,
+        "-m",
+        "gateway",
+        "--model_name=digits",
+        f"--model_base_path={BENCH_DIR.parent / 'models' / 'digits'}",
+        "--port=0",
+    ]
+    server, _ = start_with_ready_fd("idle-rss", argv, bench.ctx.logs / "idle-rss.log")
+    try:
+        section: dict[str, Any] = {"at_ready_mb": rss_bytes(server.pid) / 1e6}
+        time.sleep(2.0)  # "at idle": let start-up transients settle (a measurement, not a sync)
+        section["idle_mb"] = rss_bytes(server.pid) / 1e6
+        section["workers_mb"] = [rss_bytes(p) / 1e6 for p in descendants(server.pid)[1:]]
+        payload = predict_payload("digits", {"images": np.zeros((1, 64), np.float32)})
+        run_load(
+            LoadOptions(
+                target=f"127.0.0.1:{server.port}",
+                method=PREDICT_METHOD,
+                payload=payload,
+                concurrency=8,
+                total=2000,
+            )
+        )
+        section["after_2000_requests_mb"] = rss_bytes(server.pid) / 1e6
+    finally:
+        server.stop()
+    bench.results["scenarios"]["idle-rss"] = section
+
+
+PROFILED = ("tensorgate", "echo")
+
+
+def profile(bench: Bench) -> None:
+    """Where the CPU goes (py-spy frames, per-thread CPU per request) for :data:`PROFILED`."""
+    from bench.measure.profile import profile as run_profile
+
+    section: dict[str, Any] = {}
+    for system in PROFILED:
+        try:
+            path, table = run_profile(system, "mlp", bench.plan.profile_s, bench.out_dir, CACHE)
+        except RuntimeError as exc:
+            section[system] = {"error": str(exc)}
+            continue
+        section[system] = {"file": path.name, "cpu_us_per_request": table}
+    bench.results["scenarios"]["profile"] = section
