@@ -9,54 +9,16 @@ import json
 from pathlib import Path
 from typing import Any
 
-from bench.measure.usage import CPU_ROLES
-from bench.report import goals as goals_mod
+from bench.report.goal_rows import EARLIER, ISSUE, RELIABILITY, TRACING, percent_spread
+from bench.report.goals import compute
 from bench.report.plots import write_plots
-
-
-def _cell(summary: dict[str, Any] | None, key: str, fmt: str = "{:.0f}") -> str:
-    if not summary or key not in summary:
-        return "—"
-    s = summary[key]
-    if s["n"] > 1:
-        return f"{fmt.format(s['median'])} ({fmt.format(s['min'])}–{fmt.format(s['max'])})"
-    return fmt.format(s["median"])
-
-
-def _status(summary: dict[str, Any]) -> str:
-    if "error" in summary and summary.get("failed") == summary.get("repeats"):
-        return "failed: " + " ".join(str(summary["error"]).split())[:100]
-    parts = []
-    if summary.get("errors"):
-        parts.append(f"{summary['errors']} errors")
-    if "ok_fraction_min" in summary and summary["ok_fraction_min"] < 0.99:
-        parts.append(f"gRPC OK ≈ {summary['ok_fraction_min']:.0%}")
-    if summary.get("client_saturated"):
-        parts.append("client saturated")
-    return ", ".join(parts) or "ok"
-
-
-def _table(rows: dict[str, dict[str, Any]], latency: bool = True) -> list[str]:
-    head = "| system | req/s median (min–max) |"
-    sep = "|---|---|"
-    if latency:
-        head += " p50 ms | p99 ms |"
-        sep += "---|---|"
-    head += " server CPU (cores) | server CPU µs/req | client CPU (cores) | notes |"
-    sep += "---|---|---|---|"
-    lines = [head, sep]
-    for name, s in rows.items():
-        small = "rps" in s and s["rps"]["median"] < 100
-        line = f"| {name} | {_cell(s, 'rps', '{:.1f}' if small else '{:.0f}')} |"
-        if latency:
-            line += f" {_cell(s, 'p50_ms', '{:.2f}')} | {_cell(s, 'p99_ms', '{:.2f}')} |"
-        line += (
-            f" {_cell(s, 'server_cpu_cores', '{:.2f}')} |"
-            f" {_cell(s, 'server_cpu_us_per_request', '{:.0f}')} |"
-            f" {_cell(s, 'client_cpu_cores', '{:.2f}')} | {_status(s)} |"
-        )
-        lines.append(line)
-    return lines
+from bench.report.tables import (
+    batching_tables,
+    cell,
+    roles_table,
+    sweep_table,
+    system_table,
+)
 
 
 def markdown(results: dict[str, Any], plots: list[str]) -> str:
@@ -76,10 +38,10 @@ def markdown(results: dict[str, Any], plots: list[str]) -> str:
         "Server CPU is the whole process tree's; µs/req is CPU per request.",
         "",
     ]
-    lines += _goal_table("Goals (issue 12)", results.get("goals", []), goals_mod.ISSUE)
-    lines += _goal_table("Goals (issue 10: tracing)", results.get("goals", []), goals_mod.TRACING)
-    lines += _goal_table("Earlier goals still open", results.get("goals", []), goals_mod.EARLIER)
-    lines += _goal_table("Reliability (issue 14)", results.get("goals", []), "issue 14")
+    lines += _goal_table("Goals (issue 12)", results.get("goals", []), ISSUE)
+    lines += _goal_table("Goals (issue 10: tracing)", results.get("goals", []), TRACING)
+    lines += _goal_table("Earlier goals still open", results.get("goals", []), EARLIER)
+    lines += _goal_table("Reliability (issue 14)", results.get("goals", []), RELIABILITY)
     peers = run.get("peer_venvs", {})
     if peers:
         lines += ["", "Peers: " + "; ".join(f"{k}: {', '.join(v)}" for k, v in peers.items())]
@@ -108,16 +70,16 @@ def markdown(results: dict[str, Any], plots: list[str]) -> str:
             f" ({tiny['driver']})",
             "",
         ]
-        lines += _table(tiny["saturation"])
+        lines += system_table(tiny["saturation"])
         lines += ["", "### Light load (concurrency 1)", ""]
-        lines += _table(tiny.get("light", {}))
+        lines += system_table(tiny.get("light", {}))
         if "sweep.png" in plots:
             lines += ["", "### Concurrency sweep", "", "![sweep](sweep.png)", ""]
-            lines += _sweep_table(tiny.get("sweep", {}))
+            lines += sweep_table(tiny.get("sweep", {}))
     two = sc.get("tiny-2core", {})
     if "saturation" in two:
         lines += ["", "## Tiny MLP, 2 cores (server workers = 2; client shares the cores)", ""]
-        lines += _table(two["saturation"])
+        lines += system_table(two["saturation"])
     res = sc.get("resnet50", {})
     if "runs" in res:
         lines += [
@@ -128,7 +90,7 @@ def markdown(results: dict[str, Any], plots: list[str]) -> str:
             "are pinned to one server CPU (client on the other); the rest use both cores.",
             "",
         ]
-        lines += _table(res["runs"])
+        lines += system_table(res["runs"])
     over = sc.get("overload", {})
     if any(isinstance(c, dict) and c.get("points") for c in over.values()):
         lines += ["", f"## Overload (open loop, deadline {over.get('timeout_s', 0):g} s)", ""]
@@ -148,9 +110,9 @@ def markdown(results: dict[str, Any], plots: list[str]) -> str:
             for f, s in sorted(case["points"].items(), key=lambda kv: float(kv[0])):
                 st = ", ".join(f"{k} {v}" for k, v in sorted(s.get("statuses", {}).items()))
                 lines.append(
-                    f"| {f} | {_cell(s, 'goodput', '{:.1f}')} | "
-                    f"{_cell(s, 'p50_ms', '{:.1f}')} | {_cell(s, 'p99_ms', '{:.1f}')} | "
-                    f"{st} | {_cell(s, 'send_lag_p99_ms', '{:.1f}')} |"
+                    f"| {f} | {cell(s, 'goodput', '{:.1f}')} | "
+                    f"{cell(s, 'p50_ms', '{:.1f}')} | {cell(s, 'p99_ms', '{:.1f}')} | "
+                    f"{st} | {cell(s, 'send_lag_p99_ms', '{:.1f}')} |"
                 )
             lines.append("")
             top = case["points"].get(max(case["points"], key=float), {})
@@ -170,15 +132,15 @@ def markdown(results: dict[str, Any], plots: list[str]) -> str:
         ]
         if "ramp.png" in plots:
             lines += ["![ramp](ramp.png)", ""]
-        lines += _table(ramp["systems"])
+        lines += system_table(ramp["systems"])
     batching = sc.get("batching", {})
     if batching.get("available"):
-        lines += _batching_tables(batching)
+        lines += batching_tables(batching)
     tracing = sc.get("tracing", {})
     for sub, title in (("mlp", "saturating"), ("mlp@1", "concurrency 1")):
         if tracing.get("available") and sub in tracing:
             lines += ["", f"## Tracing on/off (MLP, 1 core, {title})", ""]
-            lines += _table(tracing[sub])
+            lines += system_table(tracing[sub])
     side = tracing.get("side_by_side")
     if tracing.get("available") and side:
         title = "Tracing side by side (MLP, 1 core, all served at once, fresh processes each round)"
@@ -186,11 +148,11 @@ def markdown(results: dict[str, Any], plots: list[str]) -> str:
         lines += ["| system | CPU µs / request | cost against off |", "|---|---|---|"]
         for key, cpu in side["cpu_us_per_request"].items():
             cost = side["cost"].get(key)
-            spread = goals_mod.percent_spread(cost) if cost else ""
+            spread = percent_spread(cost) if cost else ""
             lines.append(
                 f"| {key} | {cpu['median']:.0f} ({cpu['min']:.0f}–{cpu['max']:.0f}) | {spread} |"
             )
-        lines += _roles_table(side.get("roles_us_per_request", {}))
+        lines += roles_table(side.get("roles_us_per_request", {}))
     rss = sc.get("idle-rss", {})
     if "idle_mb" in rss:
         lines += [
@@ -231,11 +193,11 @@ def markdown(results: dict[str, Any], plots: list[str]) -> str:
 
 
 def _goal_table(title: str, goals: list[dict[str, Any]], group: str) -> list[str]:
-    rows = [g for g in goals if g.get("group", goals_mod.ISSUE) == group]
+    rows = [g for g in goals if g.get("group", ISSUE) == group]
     if not rows:
         return []
     lines = [f"## {title}", ""]
-    if group == goals_mod.ISSUE:
+    if group == ISSUE:
         lines += [
             "Ratios are of medians, with the range the repeats allow (worst against best and "
             "back); n/a: not measured in this run.",
@@ -295,29 +257,10 @@ def _reliability_sections(soak: dict[str, Any], chaos: dict[str, Any]) -> list[s
     return lines
 
 
-def _sweep_table(sweep: dict[str, dict[str, Any]]) -> list[str]:
-    conc = sorted({int(c) for by_c in sweep.values() for c in by_c})
-    lines = [
-        "| system | " + " | ".join(f"c={c}" for c in conc) + " |",
-        "|---|" + "---|" * len(conc),
-    ]
-    for name, by_c in sweep.items():
-        cells = []
-        for c in conc:
-            s = by_c.get(str(c))
-            cells.append(
-                f"{s['rps']['median']:.0f} /s, p99 {s.get('p99_ms', {}).get('median', 0):.1f} ms"
-                if s and "rps" in s
-                else "—"
-            )
-        lines.append(f"| {name} | " + " | ".join(cells) + " |")
-    return lines
-
-
 def write(results: dict[str, Any], out: Path) -> None:
     """Compute the goals, then write ``results.json``, the plots and ``README.md`` into ``out``."""
     out.mkdir(parents=True, exist_ok=True)
-    results["goals"] = goals_mod.compute(results)
+    results["goals"] = compute(results)
     (out / "results.json").write_text(json.dumps(results, indent=1, sort_keys=False) + "\n")
     plots = write_plots(results, out)
     (out / "README.md").write_text(markdown(results, plots))
@@ -326,55 +269,3 @@ def write(results: dict[str, Any], out: Path) -> None:
 def rebuild(out: Path) -> None:
     """Re-render ``out`` from its ``results.json``."""
     write(json.loads((out / "results.json").read_text()), out)
-
-
-def _batching_tables(section: dict[str, Any]) -> list[str]:
-    """Batching off/on per model: a throughput/latency row per concurrency, then each point."""
-    lines = ["", "## Batching on/off (1 server core, closed loop)", ""]
-    lines += [
-        "Parameters: "
-        + "; ".join(f"`{k}`: {' '.join(v.split())}" for k, v in section["parameters"].items()),
-        "",
-        "| model | concurrency | system | req/s median (min–max) | p50 ms | p99 ms |",
-        "|---|---|---|---|---|---|",
-    ]
-    for point in section.get("points", []):
-        for system, summary in section[point["key"]].items():
-            rps = summary.get("rps", {})
-            p50 = summary.get("p50_ms", {})
-            p99 = summary.get("p99_ms", {})
-            lines.append(
-                f"| {point['model']} | {point['concurrency']} | {system} | "
-                f"{_fmt(rps, 1)} | {_fmt(p50, 2)} | {_fmt(p99, 2)} |"
-            )
-    return lines
-
-
-def _fmt(stat: Any, digits: int) -> str:
-    if not isinstance(stat, dict) or "median" not in stat:
-        return "—"
-    return f"{stat['median']:.{digits}f} ({stat['min']:.{digits}f}–{stat['max']:.{digits}f})"
-
-
-def _roles_table(roles: dict[str, dict[str, float]]) -> list[str]:
-    """The side-by-side systems' CPU µs per request by role, with each role's difference from
-    off's (where each system's cost lies)."""
-    if not roles:
-        return []
-    names = list(CPU_ROLES)
-    off = roles.get("off", {})
-    lines = [
-        "",
-        "CPU µs per request by role (the mean over the rounds; in brackets, against off):",
-        "",
-        "| system | " + " | ".join(names) + " |",
-        "|---|" + "---|" * len(names),
-    ]
-    for key, values in roles.items():
-        cells = []
-        for role in names:
-            value = values.get(role, 0.0)
-            delta = "" if key == "off" or role not in off else f" ({value - off[role]:+.0f})"
-            cells.append(f"{value:.0f}{delta}")
-        lines.append(f"| {key} | " + " | ".join(cells) + " |")
-    return lines

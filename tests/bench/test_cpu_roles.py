@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 from bench.measure.usage import CPU_ROLES, cpu_by_role
-from bench.report.write import _roles_table
+from bench.report.tables import roles_table
 
 
 def test_threads_are_split_into_loop_threads_grpc_and_workers() -> None:
@@ -30,7 +30,7 @@ def test_the_report_shows_each_role_against_off() -> None:
         "off": {"gateway loop": 1000.0, "gateway threads": 50.0, "gRPC threads": 90.0},
         "ratio 1.0": {"gateway loop": 1100.0, "gateway threads": 80.0, "gRPC threads": 90.0},
     }
-    lines = _roles_table(roles)
+    lines = roles_table(roles)
     assert lines[-2] == "| off | 1000 | 50 | 90 | 0 |"
     assert lines[-1] == "| ratio 1.0 | 1100 (+100) | 80 (+30) | 90 (+0) | 0 |"
-    assert _roles_table({}) == []
+    assert roles_table({}) == []

@@ -6,6 +6,7 @@ from typing import Any
 
 from bench.measure.points import median_ci
 from bench.report import goals
+from bench.report.goal_rows import ISSUE
 from bench.report.write import markdown
 from bench.systems.tracing import TRACING_CONTROL
 
@@ -35,7 +36,7 @@ def rows_for(results: dict[str, Any], goal: str) -> list[dict[str, Any]]:
 
 
 def test_every_issue_row_is_listed_in_order_even_when_nothing_was_measured() -> None:
-    rows = [g for g in goals.compute({"scenarios": {}}) if g["group"] == goals.ISSUE]
+    rows = [g for g in goals.compute({"scenarios": {}}) if g["group"] == ISSUE]
     order = [next(i for i, t in enumerate(ISSUE_GOALS) if t in g["goal"]) for g in rows]
     assert order == sorted(order) and set(order) == set(range(len(ISSUE_GOALS)))
     assert all(g["met"] is None and g["value"] == "not measured" for g in rows)
