@@ -31,7 +31,8 @@ from pathlib import Path
 from rich.console import Console
 from rich.logging import RichHandler
 
-from bench.load.calls import method_path, parse_duration, predict_payload, request_from_json
+from bench.load.calls import predict_payload, request_from_json
+from bench.load.ghz_options import add_arguments, load_options, report_text
 from bench.scenarios.plan import FULL, QUICK, SCENARIOS, Plan
 
 RESULTS = Path(__file__).resolve().parent / "results"
@@ -78,56 +79,13 @@ def _parser() -> argparse.ArgumentParser:
         "--tracing", metavar="RATIO", help="trace at this sample ratio, spans to an OTLP sink"
     )
     prof.add_argument("--out", type=Path, default=RESULTS / "profiles")
-    _load_args(sub.add_parser("load", help="ghz-style load generator"))
+    add_arguments(sub.add_parser("load", help="ghz-style load generator"))
     fz = sub.add_parser("fuzz", help="randomized hostile input against a real gateway")
     fz.add_argument("--minutes", type=float, default=1.0)
     fz.add_argument("--threads", type=int, default=3, help="client threads per surface")
     fz.add_argument("--seed", type=int, default=0)
     fz.add_argument("--json", type=Path, help="also write the report here as JSON")
     return parser
-
-
-def _load_args(p: argparse.ArgumentParser) -> None:
-    p.add_argument("host", help="gRPC host:port, or http://host:port with --rest")
-    p.add_argument(
-        "--call",
-        default="tensorflow.serving.PredictionService.Predict",
-        help="package.Service.Method (gRPC) or URL path (--rest)",
-    )
-    p.add_argument("-c", "--concurrency", type=int, default=50)
-    p.add_argument(
-        "-n",
-        "--total",
-        type=int,
-        default=0,
-        help="requests to send (default 200 when no duration is given)",
-    )
-    p.add_argument("-z", "--duration", default="", help="run time, e.g. 10s (overrides -n)")
-    p.add_argument("-r", "--rps", type=float, default=0.0, help="open loop: constant rate")
-    p.add_argument("--connections", type=int, default=1)
-    p.add_argument("-t", "--timeout", default="20s")
-    p.add_argument("-d", "--data", default="", help="request as JSON (gRPC) or body text (REST)")
-    p.add_argument("-D", "--data-file", type=Path, help="file holding the -d data")
-    p.add_argument("-B", "--binary-file", type=Path, help="serialized request message / body")
-    p.add_argument(
-        "--model",
-        default="",
-        help="send the bench model's sample PredictRequest (mlp, resnet50) instead of -d/-B",
-    )
-    p.add_argument("-m", "--metadata", default="", help="JSON object of request metadata")
-    p.add_argument("-O", "--format", choices=("summary", "json", "pretty"), default="summary")
-    p.add_argument("-o", "--output", type=Path, help="write the report here instead of stdout")
-    p.add_argument("--insecure", action="store_true", help="accepted for ghz compatibility")
-    p.add_argument("--rest", action="store_true", help="HTTP transport (POST to --call)")
-    p.add_argument("--content-type", default="application/json", help="REST body type")
-    p.add_argument("--processes", type=int, default=1, help="client processes")
-    p.add_argument("--warmup", default="0s", help="not counted at the start of a -z run")
-    p.add_argument("--cpus", default="", help="pin client processes, e.g. 0 or 0,1")
-    p.add_argument("--concurrency-schedule", choices=("const", "step"), default="const")
-    p.add_argument("--concurrency-start", type=int, default=1)
-    p.add_argument("--concurrency-step", type=int, default=1)
-    p.add_argument("--concurrency-step-duration", default="1s")
-    p.add_argument("--concurrency-end", type=int, default=0)
 
 
 def _payload(args: argparse.Namespace) -> bytes:
@@ -144,43 +102,10 @@ def _payload(args: argparse.Namespace) -> bytes:
 
 
 def load_command(args: argparse.Namespace) -> int:
-    from bench.load.ghz_report import summary_text
-    from bench.load.loadgen import LoadOptions, StepSchedule, run_load
+    from bench.load.loadgen import run_load
 
-    duration = parse_duration(args.duration) if args.duration else 0.0
-    schedule = None
-    if args.concurrency_schedule == "step":
-        schedule = StepSchedule(
-            args.concurrency_start,
-            args.concurrency_step,
-            parse_duration(args.concurrency_step_duration),
-            args.concurrency_end,
-        )
-    metadata = tuple(json.loads(args.metadata).items()) if args.metadata else ()
-    options = LoadOptions(
-        target=args.host,
-        method=args.call if args.rest else method_path(args.call),
-        payload=_payload(args),
-        transport="http" if args.rest else "grpc",
-        concurrency=args.concurrency,
-        total=0 if duration else (args.total or 200),
-        duration_s=duration,
-        rps=args.rps,
-        connections=args.connections,
-        timeout_s=parse_duration(args.timeout),
-        processes=args.processes,
-        warmup_s=parse_duration(args.warmup),
-        schedule=schedule,
-        metadata=metadata,
-        content_type=args.content_type,
-        cpus=tuple(int(c) for c in args.cpus.split(",") if c),
-        extra={"name": args.call},
-    )
-    report = run_load(options)
-    if args.format == "summary":
-        text = summary_text(report)
-    else:
-        text = json.dumps(report, indent=2 if args.format == "pretty" else None) + "\n"
+    report = run_load(load_options(args, lambda: _payload(args)))
+    text = report_text(report, args.format)
     if args.output:
         args.output.write_text(text)
     else:
@@ -199,8 +124,8 @@ def run_plan(args: argparse.Namespace) -> Plan:
 def run_command(args: argparse.Namespace, console: Console) -> int:
     from bench.measure.progress import RunProgress
     from bench.report.write import write
-    from bench.scenarios import run_scenario
     from bench.scenarios.estimates import estimates_s
+    from bench.scenarios.run import run_scenario
     from bench.scenarios.runner import Bench
 
     plan = run_plan(args)
