@@ -37,7 +37,7 @@ log = logging.getLogger(__name__)
 TOP = 25
 
 
-def _summarize(raw: str) -> tuple[int, list[tuple[str, int]], list[tuple[str, int]]]:
+def summarize_stacks(raw: str) -> tuple[int, list[tuple[str, int]], list[tuple[str, int]]]:
     """py-spy ``--format raw`` (collapsed stacks) → total, top self frames, top inclusive."""
     self_counts: collections.Counter[str] = collections.Counter()
     incl: collections.Counter[str] = collections.Counter()
@@ -167,7 +167,7 @@ def profile(
             lines += perf_native.summary(path, f"pid {pid}: {role}")
             path.unlink()
             continue
-        total, top_self, top_incl = _summarize(path.read_text())
+        total, top_self, top_incl = summarize_stacks(path.read_text())
         lines += [
             f"## pid {pid}: {role}, {total} samples",
             "",

@@ -9,8 +9,6 @@ from rich.console import Console
 from bench.measure import progress
 from bench.measure.points import interleaved
 from bench.measure.progress import RunProgress, clock_text
-from bench.scenarios.estimates import estimates_s
-from bench.scenarios.plan import FULL, QUICK
 
 
 class FakeClock:
@@ -83,13 +81,6 @@ def test_the_line_is_drawn_on_a_terminal() -> None:
 
 def test_clock_text() -> None:
     assert [clock_text(s) for s in (0, 59.6, 754.2, 3700)] == ["0:00", "1:00", "12:34", "1:01:40"]
-
-
-def test_every_scenario_of_both_plans_has_an_estimate_and_full_is_longer() -> None:
-    quick = estimates_s(QUICK, list(QUICK.scenarios))
-    full = estimates_s(FULL, list(FULL.scenarios))
-    assert all(v > 0 for v in (*quick.values(), *full.values()))
-    assert sum(full.values()) > sum(quick.values())
 
 
 def test_interleaved_rounds_name_each_job_and_round_on_the_line() -> None:

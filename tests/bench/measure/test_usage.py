@@ -1,9 +1,8 @@
-"""The side-by-side's CPU split by role: which thread counts where, and how the report shows it."""
+"""bench.measure.usage: a server tree's CPU split by role (which thread counts where)."""
 
 from __future__ import annotations
 
 from bench.measure.usage import CPU_ROLES, cpu_by_role
-from bench.report.tables import roles_table
 
 
 def test_threads_are_split_into_loop_threads_grpc_and_workers() -> None:
@@ -23,14 +22,3 @@ def test_threads_are_split_into_loop_threads_grpc_and_workers() -> None:
         "workers": 0.5,
     }
     assert tuple(cpu_by_role({}, {}, 10)) == CPU_ROLES
-
-
-def test_the_report_shows_each_role_against_off() -> None:
-    roles = {
-        "off": {"gateway loop": 1000.0, "gateway threads": 50.0, "gRPC threads": 90.0},
-        "ratio 1.0": {"gateway loop": 1100.0, "gateway threads": 80.0, "gRPC threads": 90.0},
-    }
-    lines = roles_table(roles)
-    assert lines[-2] == "| off | 1000 | 50 | 90 | 0 |"
-    assert lines[-1] == "| ratio 1.0 | 1100 (+100) | 80 (+30) | 90 (+0) | 0 |"
-    assert roles_table({}) == []

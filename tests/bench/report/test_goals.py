@@ -4,7 +4,6 @@ from __future__ import annotations
 
 from typing import Any
 
-from bench.measure.points import median_ci
 from bench.report import goals
 from bench.report.goal_rows import ISSUE
 from bench.report.write import markdown
@@ -215,10 +214,3 @@ def test_with_an_interval_the_goal_is_met_only_when_all_of_it_is_within() -> Non
     zero, one = rows_for({"scenarios": {"tracing": section}}, "tracing cost")
     assert zero["met"] is False and zero["value"] == "0.5% (95% CI -0.4%–1.2%; -3.0%–4.0%)"
     assert one["met"] is True and one["value"] == "8.0% (95% CI 7.0%–9.5%; 2.0%–14.0%)"
-
-
-def test_the_median_s_interval_is_bounded_by_order_statistics() -> None:
-    assert median_ci([1.0] * 5) is None  # too few to bound the median
-    assert median_ci([float(v) for v in range(10)]) == (1.0, 8.0)
-    thirty = [float(v) for v in reversed(range(30))]
-    assert median_ci(thirty) == (9.0, 20.0)
