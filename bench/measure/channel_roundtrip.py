@@ -1,6 +1,6 @@
 """Gateway ⇄ worker round trips per second over one shared-memory channel (``ping`` descriptors).
 
-Usage: ``python bench/channel_roundtrip.py [--seconds 3] [--inflight 1 8] [--repeats 3]``.
+Usage: ``python -m bench.measure.channel_roundtrip [--seconds 3] [--inflight 1 8] [--repeats 3]``.
 Starts one real worker process, then for each in-flight depth keeps that many pings outstanding
 (the gateway side blocks in ``poll`` on the completion doorbell, as the event loop would) and
 reports the median of the repeats. For scale it also measures the bare doorbells: two eventfds
