@@ -2,7 +2,7 @@
 
     python -m bench run --quick            # < 2 minutes: a preview of every scenario
     python -m bench run                    # the full comparison (< 30 minutes on 2 cores)
-    python -m bench run --only tiny,ramp   # some scenarios (names: see bench.plan.SCENARIOS)
+    python -m bench run --only tiny,ramp   # some scenarios (bench.scenarios.plan.SCENARIOS)
     python -m bench report bench/results/2026-01-01-full
     python -m bench load --call tensorflow.serving.PredictionService.Predict --model mlp \\
         -c 16 -z 10s --format summary 127.0.0.1:8500
@@ -31,8 +31,9 @@ from pathlib import Path
 from rich.console import Console
 from rich.logging import RichHandler
 
-from bench.calls import method_path, parse_duration, predict_payload, request_from_json
-from bench.plan import FULL, QUICK, SCENARIOS, Plan
+from bench.load.calls import predict_payload, request_from_json
+from bench.load.ghz_options import add_arguments, load_options, report_text
+from bench.scenarios.plan import FULL, QUICK, SCENARIOS, Plan
 
 RESULTS = Path(__file__).resolve().parent / "results"
 log = logging.getLogger("bench")
@@ -67,7 +68,7 @@ def _parser() -> argparse.ArgumentParser:
     env = sub.add_parser("venvs", help="create the peers' virtualenvs (bench/.venvs) if missing")
     env.add_argument("names", nargs="*", help="default: all of them")
     prof = sub.add_parser("profile", help="py-spy profile of a system under saturating load")
-    prof.add_argument("--system", default="tensorgate", help="a name from bench.catalog")
+    prof.add_argument("--system", default="tensorgate", help="a name from bench.systems.catalog")
     prof.add_argument("--model", default="mlp", choices=("mlp", "resnet50"))
     prof.add_argument("--seconds", type=float, default=8.0)
     prof.add_argument("--native", action="store_true", help="sample C frames too")
@@ -78,7 +79,7 @@ def _parser() -> argparse.ArgumentParser:
         "--tracing", metavar="RATIO", help="trace at this sample ratio, spans to an OTLP sink"
     )
     prof.add_argument("--out", type=Path, default=RESULTS / "profiles")
-    _load_args(sub.add_parser("load", help="ghz-style load generator"))
+    add_arguments(sub.add_parser("load", help="ghz-style load generator"))
     fz = sub.add_parser("fuzz", help="randomized hostile input against a real gateway")
     fz.add_argument("--minutes", type=float, default=1.0)
     fz.add_argument("--threads", type=int, default=3, help="client threads per surface")
@@ -87,54 +88,11 @@ def _parser() -> argparse.ArgumentParser:
     return parser
 
 
-def _load_args(p: argparse.ArgumentParser) -> None:
-    p.add_argument("host", help="gRPC host:port, or http://host:port with --rest")
-    p.add_argument(
-        "--call",
-        default="tensorflow.serving.PredictionService.Predict",
-        help="package.Service.Method (gRPC) or URL path (--rest)",
-    )
-    p.add_argument("-c", "--concurrency", type=int, default=50)
-    p.add_argument(
-        "-n",
-        "--total",
-        type=int,
-        default=0,
-        help="requests to send (default 200 when no duration is given)",
-    )
-    p.add_argument("-z", "--duration", default="", help="run time, e.g. 10s (overrides -n)")
-    p.add_argument("-r", "--rps", type=float, default=0.0, help="open loop: constant rate")
-    p.add_argument("--connections", type=int, default=1)
-    p.add_argument("-t", "--timeout", default="20s")
-    p.add_argument("-d", "--data", default="", help="request as JSON (gRPC) or body text (REST)")
-    p.add_argument("-D", "--data-file", type=Path, help="file holding the -d data")
-    p.add_argument("-B", "--binary-file", type=Path, help="serialized request message / body")
-    p.add_argument(
-        "--model",
-        default="",
-        help="send the bench model's sample PredictRequest (mlp, resnet50) instead of -d/-B",
-    )
-    p.add_argument("-m", "--metadata", default="", help="JSON object of request metadata")
-    p.add_argument("-O", "--format", choices=("summary", "json", "pretty"), default="summary")
-    p.add_argument("-o", "--output", type=Path, help="write the report here instead of stdout")
-    p.add_argument("--insecure", action="store_true", help="accepted for ghz compatibility")
-    p.add_argument("--rest", action="store_true", help="HTTP transport (POST to --call)")
-    p.add_argument("--content-type", default="application/json", help="REST body type")
-    p.add_argument("--processes", type=int, default=1, help="client processes")
-    p.add_argument("--warmup", default="0s", help="not counted at the start of a -z run")
-    p.add_argument("--cpus", default="", help="pin client processes, e.g. 0 or 0,1")
-    p.add_argument("--concurrency-schedule", choices=("const", "step"), default="const")
-    p.add_argument("--concurrency-start", type=int, default=1)
-    p.add_argument("--concurrency-step", type=int, default=1)
-    p.add_argument("--concurrency-step-duration", default="1s")
-    p.add_argument("--concurrency-end", type=int, default=0)
-
-
 def _payload(args: argparse.Namespace) -> bytes:
     if args.binary_file:
         return bytes(args.binary_file.read_bytes())
     if args.model:
-        from bench.models import INPUT_NAMES, sample_input
+        from bench.systems.models import INPUT_NAMES, sample_input
 
         return predict_payload(args.model, {INPUT_NAMES[args.model]: sample_input(args.model)})
     text = args.data_file.read_text() if args.data_file else args.data
@@ -144,43 +102,10 @@ def _payload(args: argparse.Namespace) -> bytes:
 
 
 def load_command(args: argparse.Namespace) -> int:
-    from bench.ghz_report import summary_text
-    from bench.loadgen import LoadOptions, StepSchedule, run_load
+    from bench.load.loadgen import run_load
 
-    duration = parse_duration(args.duration) if args.duration else 0.0
-    schedule = None
-    if args.concurrency_schedule == "step":
-        schedule = StepSchedule(
-            args.concurrency_start,
-            args.concurrency_step,
-            parse_duration(args.concurrency_step_duration),
-            args.concurrency_end,
-        )
-    metadata = tuple(json.loads(args.metadata).items()) if args.metadata else ()
-    options = LoadOptions(
-        target=args.host,
-        method=args.call if args.rest else method_path(args.call),
-        payload=_payload(args),
-        transport="http" if args.rest else "grpc",
-        concurrency=args.concurrency,
-        total=0 if duration else (args.total or 200),
-        duration_s=duration,
-        rps=args.rps,
-        connections=args.connections,
-        timeout_s=parse_duration(args.timeout),
-        processes=args.processes,
-        warmup_s=parse_duration(args.warmup),
-        schedule=schedule,
-        metadata=metadata,
-        content_type=args.content_type,
-        cpus=tuple(int(c) for c in args.cpus.split(",") if c),
-        extra={"name": args.call},
-    )
-    report = run_load(options)
-    if args.format == "summary":
-        text = summary_text(report)
-    else:
-        text = json.dumps(report, indent=2 if args.format == "pretty" else None) + "\n"
+    report = run_load(load_options(args, lambda: _payload(args)))
+    text = report_text(report, args.format)
     if args.output:
         args.output.write_text(text)
     else:
@@ -197,11 +122,11 @@ def run_plan(args: argparse.Namespace) -> Plan:
 
 
 def run_command(args: argparse.Namespace, console: Console) -> int:
-    from bench.progress import RunProgress
-    from bench.report import write
-    from bench.runner import Bench
-    from bench.scenarios import run_scenario
+    from bench.measure.progress import RunProgress
+    from bench.report.write import write
     from bench.scenarios.estimates import estimates_s
+    from bench.scenarios.run import run_scenario
+    from bench.scenarios.runner import Bench
 
     plan = run_plan(args)
     names = [n for n in args.only.split(",") if n] or list(plan.scenarios)
@@ -232,7 +157,7 @@ def _positive(text: str) -> int:
 
 def venvs_command(names: Sequence[str]) -> int:
     """Create the named peer venvs (all when none is named); 1 if any cannot be built."""
-    from bench.venvs import RECIPES, ensure
+    from bench.systems.venvs import RECIPES, ensure
 
     unknown = sorted(set(names) - set(RECIPES))
     if unknown:
@@ -277,13 +202,13 @@ def main(argv: Sequence[str] | None = None) -> int:
         if args.command == "run":
             return run_command(args, console)
         if args.command == "report":
-            from bench.report import rebuild
+            from bench.report.write import rebuild
 
             rebuild(args.directory)
             return 0
         if args.command == "models":
-            from bench.models import ensure_models
-            from bench.runner import CACHE
+            from bench.scenarios.runner import CACHE
+            from bench.systems.models import ensure_models
 
             for name, path in ensure_models(CACHE / "models").items():
                 sys.stdout.write(f"{name}: {path}\n")
@@ -291,8 +216,8 @@ def main(argv: Sequence[str] | None = None) -> int:
         if args.command == "venvs":
             return venvs_command(args.names)
         if args.command == "fuzz":
-            from bench.fuzz import fuzz, summary_text
-            from bench.runner import CACHE
+            from bench.scenarios.fuzz import fuzz, summary_text
+            from bench.scenarios.runner import CACHE
 
             report = fuzz(args.minutes, CACHE, threads=args.threads, seed=args.seed)
             sys.stdout.write(summary_text(report))
@@ -300,13 +225,15 @@ def main(argv: Sequence[str] | None = None) -> int:
                 args.json.write_text(json.dumps(report, indent=1) + "\n")
             return 0 if report["ok"] else 1
         if args.command == "profile":
-            from bench.profile import profile
+            from bench.measure.profile import profile
+            from bench.scenarios.runner import CACHE
 
             path, _ = profile(
                 args.system,
                 args.model,
                 args.seconds,
                 args.out,
+                CACHE,
                 args.native,
                 args.perf,
                 args.tracing,

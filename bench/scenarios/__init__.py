@@ -1,4 +1,5 @@
-"""The scenarios of a run; each fills ``bench.results["scenarios"][<name>]``.
+"""The scenarios of a run; each fills ``bench.results["scenarios"][<name>]``
+(:func:`bench.scenarios.run.run_scenario` runs one by name).
 
 - ``limits``: raw ONNX Runtime — the MLP's single-run time and ResNet50's throughput per
   configuration (processes × threads × batch), interleaved in rounds.
@@ -16,43 +17,3 @@
 - ``soak`` / ``chaos``: minutes of steady load (failures, RSS and fds over time), and load while a
   worker is SIGKILLed every few seconds (goodput, failures).
 """
-
-from __future__ import annotations
-
-import logging
-import time
-
-from bench.runner import Bench
-from bench.scenarios.features import batching, idle_rss, profile, tracing
-from bench.scenarios.load import overload, ramp
-from bench.scenarios.reliability import chaos, soak
-from bench.scenarios.throughput import limits, resnet50, tiny, tiny_2core
-
-log = logging.getLogger(__name__)
-
-SCENARIO_FUNCTIONS = {
-    "limits": limits,
-    "tiny": tiny,
-    "tiny-2core": tiny_2core,
-    "resnet50": resnet50,
-    "overload": overload,
-    "ramp": ramp,
-    "batching": batching,
-    "tracing": tracing,
-    "idle-rss": idle_rss,
-    "profile": profile,
-    "soak": soak,
-    "chaos": chaos,
-}
-
-
-def run_scenario(bench: Bench, name: str) -> None:
-    """Run one scenario; a crash is recorded in the results instead of ending the run."""
-    began = time.monotonic()
-    try:
-        SCENARIO_FUNCTIONS[name](bench)
-    except Exception as exc:
-        log.exception("scenario %s failed", name)
-        bench.results["scenarios"][name] = {"error": f"{type(exc).__name__}: {exc}"}
-    bench.results["scenarios"].setdefault(name, {})["elapsed_s"] = time.monotonic() - began
-    log.info("scenario %s done in %.0f s", name, time.monotonic() - began)

@@ -5,9 +5,16 @@ from __future__ import annotations
 from collections.abc import Sequence
 from typing import Any
 
-from bench import h2load
-from bench.catalog import family
-from bench.targets import Running
+from bench.load import h2load
+from bench.systems.catalog import family
+from bench.systems.procs import StartFailed
+from bench.systems.targets import Running
+
+
+def not_available(exc: StartFailed) -> str:
+    """Why a scenario's tensorgate configuration is not available: its exit code and last line."""
+    tail = exc.log.strip().splitlines()[-1] if exc.log.strip() else str(exc)
+    return f"tensorgate refused to start (exit {exc.exit_code}): {tail[:300]}"
 
 
 def closed_loop_driver() -> str:

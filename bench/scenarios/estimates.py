@@ -8,9 +8,9 @@ are not counted (the progress line rescales itself as scenarios finish).
 
 from __future__ import annotations
 
-from bench.catalog import RESNET_PINNED, RESNET_TWO_CORE, TINY, TWO_CORE
-from bench.plan import Plan
 from bench.scenarios.features import BATCHING_CONFIGS, BATCHING_POINTS, PROFILED
+from bench.scenarios.plan import Plan
+from bench.systems.catalog import RESNET_PINNED, RESNET_TWO_CORE, TINY, TWO_CORE
 
 START_S = 12.0
 """Starting a group of servers side by side (models loaded, ready)."""

@@ -5,10 +5,10 @@ from __future__ import annotations
 import functools
 from typing import Any
 
-from bench.loadgen import StepSchedule
-from bench.measure import Load, interleaved, run_point, summarize
-from bench.plan import layouts
-from bench.runner import Bench
+from bench.cpus import layouts
+from bench.load.loadgen import StepSchedule
+from bench.measure.points import Load, interleaved, run_point, summarize
+from bench.scenarios.runner import Bench
 
 
 def overload(bench: Bench) -> None:

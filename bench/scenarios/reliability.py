@@ -20,11 +20,11 @@ from collections.abc import Callable
 from concurrent.futures import ThreadPoolExecutor
 from typing import Any
 
-from bench.catalog import CATALOG
-from bench.measure import Load, run_point
-from bench.procs import descendants, rss_bytes
-from bench.runner import Bench
-from bench.targets import Running
+from bench.measure.points import Load, run_point
+from bench.measure.usage import descendants, rss_bytes
+from bench.scenarios.runner import Bench
+from bench.systems.catalog import CATALOG
+from bench.systems.targets import Running
 
 FLAT_FRACTION = 0.05
 FD_SLACK = 4

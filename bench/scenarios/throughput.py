@@ -5,13 +5,13 @@ from __future__ import annotations
 import functools
 from typing import Any
 
-from bench import raw_ort
-from bench.catalog import GRPC_TENSORGATE, RESNET_PINNED, RESNET_TWO_CORE, TINY, TWO_CORE
-from bench.measure import Load, interleaved, run_point, summarize
-from bench.models import model_path
-from bench.plan import layouts
-from bench.runner import Bench
+from bench.cpus import layouts
+from bench.measure.points import Load, interleaved, run_point, summarize
 from bench.scenarios.common import best_of, check_h2load, closed_loop_driver, verify_status
+from bench.scenarios.runner import Bench
+from bench.systems import raw_ort
+from bench.systems.catalog import GRPC_TENSORGATE, RESNET_PINNED, RESNET_TWO_CORE, TINY, TWO_CORE
+from bench.systems.models import model_path
 
 
 def limits(bench: Bench) -> None:

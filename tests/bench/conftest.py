@@ -4,8 +4,8 @@ from __future__ import annotations
 
 import pytest
 
-from bench.models import build_mlp, model_path
-from bench.targets import Context
+from bench.systems.models import build_mlp, model_path
+from bench.systems.targets import Context
 
 
 @pytest.fixture(scope="module")

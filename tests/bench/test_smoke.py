@@ -17,14 +17,14 @@ from pathlib import Path
 
 import pytest
 
-from bench import h2load
-from bench.calls import PREDICT_METHOD, predict_payload
-from bench.catalog import CATALOG
-from bench.loadgen import LoadOptions, run_load
-from bench.measure import Load, run_h2load, run_point
-from bench.models import sample_input
-from bench.systems import start
-from bench.targets import Context, Running
+from bench.load import h2load
+from bench.load.calls import PREDICT_METHOD, predict_payload
+from bench.load.loadgen import LoadOptions, run_load
+from bench.measure.points import Load, run_h2load, run_point
+from bench.systems.catalog import CATALOG
+from bench.systems.models import sample_input
+from bench.systems.start import start
+from bench.systems.targets import Context, Running
 
 REPO = Path(__file__).resolve().parents[2]
 

@@ -1,0 +1,110 @@
+"""What processes use, from /proc: CPU seconds (a whole tree, each thread, by role) and memory.
+
+A server under test is a process tree (the gateway and its workers, a peer and its children);
+:func:`descendants` finds it, :class:`CpuMeter` sums its CPU between two points, :func:`thread_cpu`
+and :func:`cpu_by_role` split it by thread. Processes that are gone count zero.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import os
+from collections.abc import Sequence
+from pathlib import Path
+
+CLK_TCK = os.sysconf("SC_CLK_TCK")
+
+
+def descendants(pid: int) -> list[int]:
+    """``pid`` and every process below it (from /proc)."""
+    out, todo = [], [pid]
+    while todo:
+        p = todo.pop()
+        out.append(p)
+        with contextlib.suppress(FileNotFoundError, ProcessLookupError):
+            for task in os.listdir(f"/proc/{p}/task"):
+                with contextlib.suppress(FileNotFoundError):
+                    text = Path(f"/proc/{p}/task/{task}/children").read_text()
+                    todo.extend(int(c) for c in text.split())
+    return out
+
+
+def cpu_seconds(pids: Sequence[int]) -> float:
+    """User + system CPU seconds used so far by ``pids`` (processes that are gone count 0)."""
+    total = 0
+    for pid in pids:
+        with contextlib.suppress(FileNotFoundError, ProcessLookupError):
+            fields = Path(f"/proc/{pid}/stat").read_text().rsplit(")", 1)[1].split()
+            total += int(fields[11]) + int(fields[12])
+    return total / CLK_TCK
+
+
+def rss_bytes(pid: int) -> int:
+    """Resident set size of one process in bytes (0 if it is gone)."""
+    with contextlib.suppress(FileNotFoundError, ProcessLookupError):
+        for line in Path(f"/proc/{pid}/status").read_text().splitlines():
+            if line.startswith("VmRSS:"):
+                return int(line.split()[1]) * 1024
+    return 0
+
+
+class CpuMeter:
+    """CPU seconds used by a server's whole process tree between :meth:`start` and :meth:`stop`."""
+
+    def __init__(self, root_pid: int) -> None:
+        self.root_pid = root_pid
+        self._pids: list[int] = []
+        self._before = 0.0
+
+    def start(self) -> None:
+        self._pids = descendants(self.root_pid)
+        self._before = cpu_seconds(self._pids)
+
+    def stop(self) -> float:
+        return cpu_seconds(self._pids) - self._before
+
+
+def thread_cpu(pids: list[int]) -> dict[tuple[int, int, str], float]:
+    """CPU seconds so far of every thread of ``pids``: ``(pid, tid, thread name)`` → seconds."""
+    out: dict[tuple[int, int, str], float] = {}
+    for pid in pids:
+        task_dir = Path(f"/proc/{pid}/task")
+        try:
+            tids = [int(t) for t in os.listdir(task_dir)]
+        except FileNotFoundError:
+            continue
+        for tid in tids:
+            try:
+                text = (task_dir / str(tid) / "stat").read_text()
+            except FileNotFoundError:
+                continue
+            name = text[text.index("(") + 1 : text.rindex(")")]
+            fields = text.rsplit(")", 1)[1].split()
+            out[(pid, tid, name)] = (int(fields[11]) + int(fields[12])) / CLK_TCK
+    return out
+
+
+CPU_ROLES = ("gateway loop", "gateway threads", "gRPC threads", "workers")
+"""What :func:`cpu_by_role` splits a server tree's CPU into: the root process's main thread (the
+event loop), its other Python threads (the worker links' readers, the span export thread), its
+gRPC core threads (every thread not named ``python``), and its child processes (the workers)."""
+
+
+def cpu_by_role(
+    before: dict[tuple[int, int, str], float],
+    after: dict[tuple[int, int, str], float],
+    root_pid: int,
+) -> dict[str, float]:
+    """CPU seconds per :data:`CPU_ROLES` role between two :func:`thread_cpu` snapshots of a
+    tree rooted at ``root_pid`` (a thread seen only in ``after`` counts from zero)."""
+    out = dict.fromkeys(CPU_ROLES, 0.0)
+    for (pid, tid, name), seconds in after.items():
+        used = seconds - before.get((pid, tid, name), 0.0)
+        if pid != root_pid:
+            role = "workers"
+        elif tid == pid:
+            role = "gateway loop"
+        else:
+            role = "gateway threads" if name == "python" else "gRPC threads"
+        out[role] += used
+    return out

@@ -1,0 +1,146 @@
+"""The performance goals as ratios from one run's results: met, missed, or n/a (not measured).
+
+:func:`compute` returns every row of issue 12's goal table (group ``issue 12``), in its order,
+whether or not this run measured it, then issue 10's tracing goals
+(:mod:`bench.report.tracing_goals`) and the still-open goals of earlier issues (overload, memory,
+reliability: :mod:`bench.report.earlier_goals`). A ratio is the ratio of medians with the range
+the repeats allow (:mod:`bench.report.goal_rows`). tensorgate's gRPC rows compare its better
+configuration (batching off, or on with timeout 0: :data:`bench.systems.catalog.GRPC_TENSORGATE`)
+and name it.
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+from bench.report.earlier_goals import earlier_rows
+from bench.report.goal_rows import best, fmt_ratio, median, ratio, row
+from bench.report.tracing_goals import tracing_rows
+from bench.systems.catalog import GRPC_TENSORGATE
+
+ONE_CORE = "1-core: "
+
+
+def compute(results: dict[str, Any]) -> list[dict[str, Any]]:
+    """Every goal row: issue 12's table in its order, then the earlier issues' open goals."""
+    sc = results.get("scenarios", {})
+    sat1 = sc.get("tiny", {}).get("saturation", {})
+    sat2 = sc.get("tiny-2core", {}).get("saturation", {})
+    tg1, tg2 = GRPC_TENSORGATE["1-core"], GRPC_TENSORGATE["2-core"]
+    g1 = "tiny gRPC, c=64: ≥ 1.0× Triton (same model and cores, dynamic batching on)"
+    g4 = "tiny vs MLServer best: ≥ 2× on 1 core, ≥ 3× on 2 cores"
+    g5 = "tiny vs KServe 0.21's Python ModelServer (gRPC v2 and REST v1): ≥ 2×"
+    mlservers1 = ("mlserver", "mlserver-batch")
+    mlservers2 = ("mlserver-pw2", "mlserver-pw2-batch")
+    rows = [
+        _versus(g1, sat1, tg1, ("triton",), 1.0, "1 server core"),
+        _versus(g1, sat2, tg2, ("triton-2w",), 1.0, "2 cores"),
+        _versus("tiny gRPC, 1 server core, c=64: ≥ 0.7× echo", sat1, tg1, ("echo",), 0.7, "1 core"),
+        _cpu_row(sat1, tg1),
+        _light_row(sc),
+        _versus(g4, sat1, tg1, mlservers1, 2.0, "1 server core"),
+        _versus(g4, sat2, tg2, mlservers2, 3.0, "2 cores"),
+        _versus(g5, sat1, tg1, ("kserve-grpc",), 2.0, "gRPC, 1 server core"),
+        _versus(g5, sat1, ("tensorgate-rest",), ("kserve-rest",), 2.0, "REST, 1 server core"),
+        _versus(
+            "REST tiny vs FastAPI inline (REST against REST): ≥ 0.6×",
+            sat1,
+            ("tensorgate-rest",),
+            ("fastapi-inline",),
+            0.6,
+            "1 server core",
+        ),
+        *_resnet_rows(sc.get("resnet50", {}).get("runs", {})),
+        _batching_row(sc.get("batching", {})),
+    ]
+    return rows + tracing_rows(sc.get("tracing", {})) + earlier_rows(sc)
+
+
+def _versus(
+    goal: str,
+    section: dict[str, Any],
+    ours: tuple[str, ...],
+    theirs: tuple[str, ...],
+    minimum: float,
+    where: str,
+    key: str = "rps",
+) -> dict[str, Any]:
+    """``ours`` (best of) against ``theirs`` (best of) on ``key``: met when ≥ ``minimum``×."""
+    a, b = best(section, ours), best(section, theirs)
+    case = f"{where}: {a or ' / '.join(ours)} vs {b or ' / '.join(theirs)}"
+    target = f"≥ {minimum}×"
+    if a is None or b is None or not median(section[b], key) or not median(section[a], key):
+        return row(goal, case, target)
+    r = ratio(section[a], section[b], key)
+    unit = "img/s" if section[a][key]["median"] < 100 else "req/s"
+    note = f"{section[a][key]['median']:.1f} vs {section[b][key]['median']:.1f} {unit}"
+    return row(goal, case, target, fmt_ratio(r), r[0] >= minimum, note)
+
+
+def _cpu_row(sat: dict[str, Any], ours: tuple[str, ...]) -> dict[str, Any]:
+    goal = "tiny gRPC, 1 server core, c=64: server CPU ≤ 1.5× echo's per request"
+    key = "server_cpu_us_per_request"
+    a = best(sat, ours)
+    case = f"1 core: {a or ' / '.join(ours)} vs echo, CPU µs per request"
+    if a is None or not median(sat.get("echo"), key) or not median(sat[a], key):
+        return row(goal, case, "≤ 1.5×")
+    r = ratio(sat[a], sat["echo"], key)
+    note = f"{sat[a][key]['median']:.0f} vs {sat['echo'][key]['median']:.0f} µs"
+    return row(goal, case, "≤ 1.5×", fmt_ratio(r), r[0] <= 1.5, note)
+
+
+def _light_row(sc: dict[str, Any]) -> dict[str, Any]:
+    goal = "tiny, c=1: p50 ≤ echo p50 + model time + 0.15 ms"
+    light = sc.get("tiny", {}).get("light", {})
+    model_us = sc.get("limits", {}).get("mlp_model_us")
+    ours = [n for n in GRPC_TENSORGATE["1-core"] if median(light.get(n), "p50_ms")]
+    name = min(ours, key=lambda n: light[n]["p50_ms"]["median"], default="tensorgate")
+    tg, echo = light.get(name), light.get("echo")
+    case = f"1 server core: {name} vs echo"
+    if tg is None or echo is None or model_us is None:
+        return row(goal, case, "overhead ≤ 0.15 ms")
+    if not median(tg, "p50_ms") or not median(echo, "p50_ms"):
+        return row(goal, case, "overhead ≤ 0.15 ms")
+    model_ms = model_us / 1000
+    overhead = [tg["p50_ms"][k] - echo["p50_ms"]["median"] - model_ms for k in ("median", "min")]
+    top = tg["p50_ms"]["max"] - echo["p50_ms"]["median"] - model_ms
+    value = f"overhead {overhead[0]:.3f} ms ({overhead[1]:.3f}–{top:.3f})"
+    note = (
+        f"{name} p50 {tg['p50_ms']['median']:.3f} ms, echo {echo['p50_ms']['median']:.3f} "
+        f"ms, model {model_ms:.3f} ms"
+    )
+    return row(goal, case, "overhead ≤ 0.15 ms", value, overhead[0] <= 0.15, note)
+
+
+def _resnet_rows(runs: dict[str, Any]) -> list[dict[str, Any]]:
+    goal = "ResNet50 vs raw ORT best split: ≥ 0.95×, and ≥ Triton"
+    pinned = {k[len(ONE_CORE) :]: v for k, v in runs.items() if k.startswith(ONE_CORE)}
+    unpinned = {k: v for k, v in runs.items() if not k.startswith(ONE_CORE)}
+    rows = []
+    for where, section, ours, triton in (
+        ("1 pinned core", pinned, ("tensorgate",), "triton"),
+        ("2 cores", unpinned, ("tensorgate-2w", "tensorgate-1w2t"), "triton-2w"),
+    ):
+        raw = tuple(k for k in section if k.startswith("raw "))
+        rows.append(_versus(goal, section, ours, raw or ("raw ONNX Runtime",), 0.95, where))
+        rows.append(_versus(goal, section, ours, (triton,), 1.0, where))
+    return rows
+
+
+def _batching_row(section: dict[str, Any]) -> dict[str, Any]:
+    goal = "batching on with timeout 0 never below batching off"
+    target = "≥ 1.0× at every point (within the repeats' range)"
+    case = "1 server core: on (timeout 0) vs off, each model and concurrency"
+    ratios = []
+    for point in section.get("points", []):
+        summaries = section.get(point["key"], {})
+        on, off = summaries.get("on (timeout 0)"), summaries.get("off")
+        if on is not None and off is not None and median(on) and median(off):
+            ratios.append((ratio(on, off), point["key"]))
+    if not ratios:
+        return row(goal, case, target)
+    (worst, key) = min(ratios)
+    met = all(r[2] >= 1.0 for r, _ in ratios)
+    below = [k for r, k in ratios if r[2] < 1.0]
+    note = f"worst point {key}" + (f"; below at {', '.join(below)}" if below else "")
+    return row(goal, case, target, fmt_ratio(worst), met, note)

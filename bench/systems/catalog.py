@@ -1,0 +1,135 @@
+"""Named configurations of the systems under test (see :mod:`bench.systems`), and which of them
+each throughput scenario compares."""
+
+from __future__ import annotations
+
+from bench.systems.targets import SystemSpec
+
+_FASTAPI_PATTERNS = ("inline", "thread", "process")
+
+BATCHING_TIMEOUT_0 = (
+    "max_batch_size { value: 32 }\nbatch_timeout_micros { value: 0 }\n"
+    "max_enqueued_batches { value: 100 }\n"
+)
+"""tensorgate's batching parameters when it batches like Triton does here: up to 32 rows, a batch
+closes as soon as a worker is free (TF Serving's text format)."""
+
+GUARDED_FLAGS = {
+    "mlp": ("--max_concurrent_requests=64", "--max_queue_delay_ms=20"),
+    "resnet50": ("--max_concurrent_requests=64", "--max_queue_delay_ms=200"),
+}
+"""Admission flags of the ``overload`` scenario's systems: at most 64 calls in progress (the
+capacity run's concurrency), and a queue-delay target of about one batch time at capacity.
+``--grpc_max_pending_requests`` is left out: below the clients' concurrency it cancels calls even
+under capacity (a run with 16 cancelled 90 % of a 64-user closed loop)."""
+
+
+def _build() -> dict[str, SystemSpec]:
+    batch = {"batching": BATCHING_TIMEOUT_0}
+    specs = [
+        SystemSpec("echo", "echo"),
+        SystemSpec("tensorgate", "tensorgate", {"workers": 1, "intra_op": 1}),
+        SystemSpec("tensorgate-batch", "tensorgate", {"workers": 1, "intra_op": 1, **batch}),
+        SystemSpec("tensorgate-rest", "tensorgate", {"workers": 1, "intra_op": 1, "rest": True}),
+        SystemSpec("tensorgate-2w", "tensorgate", {"workers": 2, "intra_op": 1}),
+        SystemSpec("tensorgate-2w-batch", "tensorgate", {"workers": 2, "intra_op": 1, **batch}),
+        SystemSpec("tensorgate-1w2t", "tensorgate", {"workers": 1, "intra_op": 2}),
+        SystemSpec("triton", "triton", {"instances": 1}),
+        SystemSpec("triton-http", "triton", {"instances": 1, "http": True}),
+        SystemSpec("triton-2w", "triton", {"instances": 2}),
+        SystemSpec("kserve-grpc", "kserve"),
+        SystemSpec("kserve-rest", "kserve", {"rest": True}),
+        SystemSpec(
+            "tensorgate-guarded",
+            "tensorgate",
+            {"workers": 1, "intra_op": 1, "flags": GUARDED_FLAGS["mlp"]},
+        ),
+        SystemSpec(
+            "tensorgate-2w-guarded",
+            "tensorgate",
+            {"workers": 2, "intra_op": 1, "flags": GUARDED_FLAGS["resnet50"]},
+        ),
+        SystemSpec("mlserver", "mlserver", {"parallel_workers": 0}),
+        SystemSpec(
+            "mlserver-batch",
+            "mlserver",
+            {"parallel_workers": 0, "max_batch_size": 32, "max_batch_time": 0.001},
+        ),
+        SystemSpec("mlserver-pw2", "mlserver", {"parallel_workers": 2}),
+        SystemSpec(
+            "mlserver-pw2-batch",
+            "mlserver",
+            {"parallel_workers": 2, "max_batch_size": 32, "max_batch_time": 0.001},
+        ),
+    ]
+    for pattern in _FASTAPI_PATTERNS:
+        specs.append(
+            SystemSpec(f"fastapi-{pattern}", "fastapi", {"pattern": pattern, "workers": 1})
+        )
+        specs.append(
+            SystemSpec(f"fastapi-{pattern}-2w", "fastapi", {"pattern": pattern, "workers": 2})
+        )
+    return {s.name: s for s in specs}
+
+
+CATALOG = _build()
+"""Every configuration by name. ``-2w``: two server workers (uvicorn workers / MLServer parallel
+workers / tensorgate workers / Triton model instances); ``-batch``: batching on (tensorgate:
+:data:`BATCHING_TIMEOUT_0`; MLServer: adaptive batching, 32 rows, 1 ms); ``-rest`` / ``-http``:
+the same server driven over its REST API (tensorgate: TF Serving's JSON ``instances``; KServe: v1
+``instances``; Triton: HTTP v2 with binary tensors); ``kserve-grpc``, ``triton``: gRPC v2;
+``-guarded``: with the admission flags of :data:`GUARDED_FLAGS`."""
+
+TINY = (
+    "echo",
+    "tensorgate",
+    "tensorgate-batch",
+    "tensorgate-rest",
+    "triton",
+    "triton-http",
+    "kserve-grpc",
+    "kserve-rest",
+)
+"""The tiny-model comparison on one server core (the plan adds its FastAPI and MLServer peers)."""
+
+TWO_CORE = (
+    "echo",
+    "tensorgate-2w",
+    "tensorgate-2w-batch",
+    "triton-2w",
+    "fastapi-inline-2w",
+    "fastapi-thread-2w",
+    "fastapi-process-2w",
+    "mlserver-pw2",
+    "mlserver-pw2-batch",
+)
+"""The tiny-model comparison on both cores (each peer with two workers)."""
+
+RESNET_PINNED = ("tensorgate", "triton")
+"""ResNet50 on one pinned server core (with one raw 1-thread ONNX Runtime process)."""
+
+RESNET_TWO_CORE = (
+    "tensorgate-2w",
+    "tensorgate-1w2t",
+    "triton-2w",
+    "fastapi-inline-2w",
+    "mlserver-pw2",
+)
+"""ResNet50 on both cores (full plan, with the raw configurations of the plan)."""
+
+GRPC_TENSORGATE = {
+    "1-core": ("tensorgate", "tensorgate-batch"),
+    "2-core": ("tensorgate-2w", "tensorgate-2w-batch"),
+}
+"""tensorgate's gRPC configurations per core layout; goals compare the better of each pair."""
+
+
+def family(name: str) -> str:
+    """``tensorgate``, ``echo``, ``fastapi``, ``mlserver``, ``triton`` or ``kserve``."""
+    return CATALOG[name].kind
+
+
+def is_rest(name: str) -> bool:
+    """Whether ``name`` is driven over HTTP (REST / HTTP v2 / FastAPI) rather than gRPC."""
+    params = CATALOG[name].params
+    return bool(params.get("rest") or params.get("http")) or family(name) == "fastapi"

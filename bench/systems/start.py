@@ -1,0 +1,124 @@
+"""The systems under test, each started on demand and addressed the same way.
+
+- ``tensorgate``: ``python -m gateway`` (TF Serving flags, ``--ready_fd`` handshake), gRPC Predict
+  or its TF Serving REST API (JSON ``instances``), batching on or off;
+- ``echo``: the bare grpc.aio echo server (:mod:`bench.systems.peers.echo_server`), same method
+  and bytes;
+- ``fastapi-<inline|thread|process>``: :mod:`bench.systems.peers.fastapi_app` under uvicorn
+  (uvloop, httptools), HTTP/1.1 with a raw float32 body;
+- ``mlserver``, ``triton``, ``kserve``: the KServe v2 peers, :mod:`bench.systems.v2_peers`.
+
+Everything binds 127.0.0.1 only. A server is pinned to ``cpus`` (all its processes) when given.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import sys
+
+from bench.load.calls import PREDICT_METHOD, predict_payload
+from bench.systems import v2_peers, venvs
+from bench.systems.models import INPUT_NAMES, sample_input
+from bench.systems.procs import StartFailed, free_port, start_polled, start_with_ready_fd
+from bench.systems.targets import Context, Running, SystemSpec, Target
+
+PEERS = v2_peers.PEERS
+
+
+def start(ctx: Context, spec: SystemSpec, model: str, cpus: tuple[int, ...]) -> Running:
+    """Start ``spec`` serving ``model``; raises StartFailed (log attached) if it cannot."""
+    starters = {
+        "tensorgate": _tensorgate,
+        "echo": _echo,
+        "fastapi": _fastapi,
+        "mlserver": v2_peers.mlserver,
+        "triton": v2_peers.triton,
+        "kserve": v2_peers.kserve,
+    }
+    return starters[spec.kind](ctx, spec, model, cpus)
+
+
+def _predict_payload(ctx: Context, model: str) -> bytes:
+    return ctx.payload(
+        ("predict", model),
+        lambda: predict_payload(model, {INPUT_NAMES[model]: sample_input(model, ctx.batch)}),
+    )
+
+
+def _tensorgate(ctx: Context, spec: SystemSpec, model: str, cpus: tuple[int, ...]) -> Running:
+    p = spec.params
+    argv = [
+        sys.executable,
+        "-m",
+        "gateway",
+        f"--model_name={model}",
+        f"--model_base_path={ctx.model_dir(model)}",
+        "--port=0",
+        f"--workers={p.get('workers', 0)}",
+        f"--tensorflow_intra_op_parallelism={p.get('intra_op', 1)}",
+        *p.get("flags", ()),
+    ]
+    if p.get("batching"):
+        path = ctx.logs / f"{spec.name}-batching.pbtxt"
+        path.parent.mkdir(parents=True, exist_ok=True)
+        path.write_text(p["batching"])
+        argv += ["--enable_batching", f"--batching_parameters_file={path}"]
+    if p.get("rest"):
+        argv.append(f"--rest_api_port={free_port()}")
+    env = {**os.environ, **p.get("env", {})}
+    server, info = start_with_ready_fd(
+        spec.name, argv, ctx.log_path(spec, model), cpus=cpus, env=env
+    )
+    if p.get("rest"):
+        # TF Serving's REST predict, row format; JSON as every REST client sends it.
+        body = json.dumps({"instances": sample_input(model, ctx.batch).tolist()}).encode()
+        url = f"http://127.0.0.1:{info['rest_port']}"
+        return Running(
+            spec,
+            server,
+            Target("http", url, f"/v1/models/{model}:predict", body, "application/json"),
+        )
+    target = Target(
+        "grpc", f"127.0.0.1:{server.port}", PREDICT_METHOD, _predict_payload(ctx, model)
+    )
+    return Running(spec, server, target)
+
+
+def _echo(ctx: Context, spec: SystemSpec, model: str, cpus: tuple[int, ...]) -> Running:
+    argv = [sys.executable, "-m", "bench.systems.peers.echo_server", "--port=0"]
+    server, _ = start_with_ready_fd(spec.name, argv, ctx.log_path(spec, model), cpus=cpus)
+    target = Target(
+        "grpc", f"127.0.0.1:{server.port}", PREDICT_METHOD, _predict_payload(ctx, model)
+    )
+    return Running(spec, server, target)
+
+
+def _fastapi(ctx: Context, spec: SystemSpec, model: str, cpus: tuple[int, ...]) -> Running:
+    python, reason = venvs.ensure("fastapi")
+    if python is None:
+        raise StartFailed(reason)
+    p = spec.params
+    port = free_port()
+    argv = [
+        str(python), "-m", "uvicorn", "fastapi_app:app",
+        "--app-dir", str(PEERS),
+        "--host", "127.0.0.1",
+        "--port", str(port),
+        "--workers", str(p.get("workers", 1)),
+        "--loop", "uvloop",
+        "--http", "httptools",
+        "--no-access-log",
+        "--log-level", "warning",
+    ]  # fmt: skip
+    env = {
+        **os.environ,
+        "BENCH_MODEL": str(ctx.model_file(model)),
+        "BENCH_INTRA_OP": str(p.get("intra_op", 1)),
+    }
+    url = f"http://127.0.0.1:{port}"
+    server = start_polled(
+        spec.name, argv, ctx.log_path(spec, model), f"{url}/health", port, cpus=cpus, env=env
+    )
+    target = Target("http", url, f"/{p['pattern']}", ctx.raw_input(model))
+    return Running(spec, server, target)
