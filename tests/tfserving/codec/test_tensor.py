@@ -1,0 +1,162 @@
+"""TensorProto ⇄ numpy through the codec's one entry point: round trips for every dtype in
+both encodings, bit for bit, and every public name importable from it."""
+
+from __future__ import annotations
+
+from typing import Any
+
+import ml_dtypes
+import numpy as np
+import numpy.typing as npt
+import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
+from hypothesis.extra import numpy as hnp
+
+from gateway._pb.tensorflow.core.framework import tensor_shape_pb2
+from gateway._pb.tensorflow.core.framework.tensor_pb2 import TensorProto
+from gateway.tfserving.codec import tensor as tensor_codec
+from gateway.tfserving.codec import tensor_decode, tensor_encode, tensor_types
+
+NAMES = [
+    "float32",
+    "float64",
+    "float16",
+    "bfloat16",
+    "int8",
+    "int16",
+    "int32",
+    "int64",
+    "uint8",
+    "uint16",
+    "uint32",
+    "uint64",
+    "bool",
+    "string",
+    "complex64",
+    "complex128",
+]
+NUMERIC = [name for name in NAMES if name != "string"]
+PROPERTY_SETTINGS = settings(max_examples=settings.default.max_examples * 3 // 5)
+"""31 parametrized cases: 3/5 of the profile's examples each (60 under ``ci``)."""
+SHAPES = hnp.array_shapes(min_dims=0, max_dims=4, min_side=0, max_side=5)
+
+
+def _strings(shape: tuple[int, ...]) -> st.SearchStrategy[npt.NDArray[Any]]:
+    element = st.one_of(st.binary(max_size=12), st.text(max_size=6).map(str.encode))
+    return hnp.arrays(np.dtype(object), shape, elements=element)
+
+
+def _from_bits(dtype: np.dtype[Any], shape: tuple[int, ...]) -> st.SearchStrategy[Any]:
+    """Arbitrary bit patterns (NaN payloads, subnormals, -0.0, extreme ints) of ``dtype``."""
+    size = int(np.prod(shape))
+    raw = hnp.arrays(np.uint8, size * dtype.itemsize)
+    return raw.map(lambda data: data.view(dtype).reshape(shape))
+
+
+def _arrays(name: str, shape: tuple[int, ...]) -> st.SearchStrategy[npt.NDArray[Any]]:
+    dtype = tensor_codec.numpy_dtype(name)
+    if name == "string":
+        return _strings(shape)
+    if name == "bool":
+        return hnp.arrays(dtype, shape)
+    if name in ("bfloat16", "float16"):
+        return _from_bits(dtype, shape)
+    return st.one_of(hnp.arrays(dtype, shape), _from_bits(dtype, shape))
+
+
+def _round_trip(array: npt.NDArray[Any], *, as_tensor_content: bool) -> npt.NDArray[Any]:
+    proto = tensor_codec.from_ndarray(array, as_tensor_content=as_tensor_content)
+    parsed = TensorProto.FromString(proto.SerializeToString())
+    return tensor_codec.to_ndarray(parsed, max_elements=max(array.size, *array.shape, 1))
+
+
+def _assert_identical(actual: npt.NDArray[Any], expected: npt.NDArray[Any]) -> None:
+    """Same dtype, shape and bits (for strings: the same ``bytes`` objects' values)."""
+    assert actual.dtype == expected.dtype
+    assert actual.shape == expected.shape
+    if expected.dtype == object:
+        assert all(type(item) is bytes for item in actual.ravel().tolist())
+        assert actual.ravel().tolist() == expected.ravel().tolist()
+    else:
+        bits = np.ascontiguousarray(actual).reshape(-1).view(np.uint8)
+        want = np.ascontiguousarray(expected).reshape(-1).view(np.uint8)
+        np.testing.assert_array_equal(bits, want)
+
+
+def _proto(name: str, shape: list[int], **fields: Any) -> TensorProto:
+    return TensorProto(
+        dtype=tensor_codec.data_type(name),
+        tensor_shape=tensor_shape_pb2.TensorShapeProto(
+            dim=[tensor_shape_pb2.TensorShapeProto.Dim(size=size) for size in shape]
+        ),
+        **fields,
+    )
+
+
+def _decode(proto: TensorProto, max_elements: int = 1000) -> npt.NDArray[Any]:
+    return tensor_codec.to_ndarray(
+        TensorProto.FromString(proto.SerializeToString()), max_elements=max_elements
+    )
+
+
+@pytest.mark.parametrize("name", NAMES)
+@PROPERTY_SETTINGS
+@given(data=st.data())
+def test_round_trip_is_bit_identical_in_both_encodings(name: str, data: st.DataObject) -> None:
+    array = data.draw(SHAPES.flatmap(lambda shape: _arrays(name, shape)))
+    for as_tensor_content in (False, True):
+        _assert_identical(_round_trip(array, as_tensor_content=as_tensor_content), array)
+
+
+@pytest.mark.parametrize("name", NUMERIC)
+@PROPERTY_SETTINGS
+@given(data=st.data())
+def test_non_native_byte_order_and_non_contiguous_inputs(name: str, data: st.DataObject) -> None:
+    shape = data.draw(hnp.array_shapes(min_dims=2, max_dims=3, min_side=1, max_side=4))
+    array = data.draw(_arrays(name, shape))
+    variants = [array.T, array[:, ::2], np.asfortranarray(array)]
+    if name not in ("bool", "bfloat16", "int8", "uint8"):
+        variants.append(array.astype(array.dtype.newbyteorder(">")))
+    for variant in variants:
+        expected = np.ascontiguousarray(variant, dtype=array.dtype)
+        for as_tensor_content in (False, True):
+            _assert_identical(_round_trip(variant, as_tensor_content=as_tensor_content), expected)
+
+
+def test_string_inputs_of_every_numpy_kind_become_bytes() -> None:
+    expected = np.array([b"abc", "é".encode(), b""], dtype=object)
+    for array in (
+        np.array(["abc", "é", ""], dtype=object),
+        np.array(["abc", "é", ""]),
+        np.array([b"abc", "é".encode(), b""], dtype="S"),
+    ):
+        for as_tensor_content in (False, True):
+            proto = tensor_codec.from_ndarray(array, as_tensor_content=as_tensor_content)
+            assert list(proto.string_val) == expected.tolist()
+            assert proto.tensor_content == b""
+            _assert_identical(_decode(proto), expected)
+
+
+def test_half_val_holds_float16_and_bfloat16_bit_patterns() -> None:
+    half_bits = [0x3C00, 0xC000, 0x7C00, 0x7E01, 0x8000, 0x0001]
+    decoded = _decode(_proto("float16", [6], half_val=half_bits))
+    assert decoded.view(np.uint16).tolist() == half_bits
+    np.testing.assert_array_equal(decoded[[0, 1, 2]], np.array([1.0, -2.0, np.inf], np.float16))
+    bf16_bits = [0x3F80, 0xC000, 0x7F80, 0x7FC1, 0x8000, 0x0001]
+    decoded = _decode(_proto("bfloat16", [6], half_val=bf16_bits))
+    assert decoded.dtype == ml_dtypes.bfloat16
+    assert decoded.view(np.uint16).tolist() == bf16_bits
+    assert decoded[:3].astype(np.float32).tolist() == [1.0, -2.0, np.inf]
+    encoded = tensor_codec.from_ndarray(np.array([1.0, -2.0], ml_dtypes.bfloat16))
+    assert list(encoded.half_val) == [0x3F80, 0xC000]
+    assert list(tensor_codec.from_ndarray(np.array([1.0], np.float16)).half_val) == [0x3C00]
+
+
+def test_every_public_name_is_the_parts_own() -> None:
+    parts = (tensor_decode, tensor_encode, tensor_types)
+    for name in tensor_codec.__all__:
+        owners = [
+            part for part in parts if getattr(part, name, None) is getattr(tensor_codec, name)
+        ]
+        assert owners, name
