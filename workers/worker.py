@@ -28,8 +28,8 @@ from channel.messages import (
     WorkerError,
 )
 from channel.shm.channel import Channel, ChannelFull
-from channel.telemetry import Telemetry
 from channel.span_wire import SpanForm
+from channel.telemetry import Telemetry
 from workers.models import LOADERS, Model
 from workers.tensors import read_input, write_outputs
 
