@@ -1,8 +1,11 @@
 """The gateway ⇄ worker protocol: one typed message per op, and its encoding on the channel rings.
 
 Every request carries ``"op"`` and an integer ``"id"`` that its reply repeats; build them with the
-constructors below (``load_request``, ..., ``error_reply``), never by hand. Tensors travel out of
-band in the shared-memory areas (:mod:`channel.shm.payload`), named by a :class:`TensorDesc`::
+constructors (``load_request``, ..., ``error_reply``), never by hand. The requests and their
+constructors are :mod:`channel.requests`'s, the replies and the worker's errors
+:mod:`channel.replies`'s; every name is importable from here too. Tensors travel out of band in
+the shared-memory areas (:mod:`channel.shm.payload`), named by a
+:class:`~channel.descriptors.TensorDesc`::
 
     {"name": "x", "dtype": "float32", "shape": [8, 64], "offset": 4096, "nbytes": 2048}
 
@@ -40,287 +43,80 @@ from __future__ import annotations
 
 import json
 import struct
-from collections.abc import Mapping, Sequence
-from typing import Any, Final, Literal, NotRequired, TypedDict, cast
+from typing import Final, cast
 
 from channel import wire
+from channel.descriptors import Signature, TensorDesc, TensorSpec
 from channel.json_fields import REQUEST_FIELDS, is_int, is_str
-from channel.telemetry import WorkerStats
-from channel.wire import WorkerSpans
-
-DEFAULT_SIGNATURE: Final = "serving_default"
-"""The signature a request without a signature name gets (TF Serving's default)."""
-
-READY_ID: Final = 0
-"""The id of the ``ready`` message; requests are numbered from 1."""
-
-
-class TensorDesc(TypedDict):
-    """A tensor in a shared-memory area: ``offset`` and ``nbytes`` are in bytes from the area's
-    start; ``shape`` is fully known (no -1)."""
-
-    name: str
-    dtype: str
-    shape: list[int]
-    offset: int
-    nbytes: int
-
-
-class TensorSpec(TypedDict):
-    """A signature entry: ``shape`` has -1 for dynamic dimensions; None is an unknown rank."""
-
-    name: str
-    dtype: str
-    shape: list[int] | None
-
-
-class Signature(TypedDict):
-    """A single-signature model's inputs and outputs (an ONNX ``load`` reply's ``"signature"``)."""
-
-    inputs: list[TensorSpec]
-    outputs: list[TensorSpec]
-
-
-# -- requests (gateway → worker) --------------------------------------------------------------
-
-
-class LoadRequest(TypedDict):
-    op: Literal["load"]
-    id: int
-    key: str
-    path: str
-    platform: str
-    intra_op: int
-    inter_op: int
-    tags: list[str]
-
-
-class UnloadRequest(TypedDict):
-    op: Literal["unload"]
-    id: int
-    key: str
-
-
-class RunRequest(TypedDict):
-    op: Literal["run"]
-    id: int
-    key: str
-    inputs: list[TensorDesc]
-    outputs: list[str] | None
-    deadline: float | None
-    signature: str
-    trace: NotRequired[tuple[int, int]]
-    """The batch span's (trace id, span id): the worker's spans are its children (a zero id:
-    untraced)."""
-
-
-class PingRequest(TypedDict):
-    op: Literal["ping"]
-    id: int
-    key: NotRequired[str]
-
-
-class StopRequest(TypedDict):
-    op: Literal["stop"]
-    id: int
-
-
-Request = LoadRequest | UnloadRequest | RunRequest | PingRequest | StopRequest
-
-
-def load_request(
-    request_id: int,
-    *,
-    key: str,
-    path: str,
-    platform: str,
-    intra_op: int,
-    inter_op: int,
-    tags: Sequence[str] = ("serve",),
-) -> LoadRequest:
-    return {
-        "op": "load",
-        "id": request_id,
-        "key": key,
-        "path": path,
-        "platform": platform,
-        "intra_op": intra_op,
-        "inter_op": inter_op,
-        "tags": list(tags),
-    }
-
-
-def unload_request(request_id: int, *, key: str) -> UnloadRequest:
-    return {"op": "unload", "id": request_id, "key": key}
-
-
-def run_request(
-    request_id: int,
-    *,
-    key: str,
-    inputs: list[TensorDesc],
-    outputs: Sequence[str] | None = None,
-    deadline: float | None = None,
-    signature: str = "",
-    trace: tuple[int, int] | None = None,
-) -> RunRequest:
-    """``outputs`` None: every output; ``signature`` "": the model's default; ``trace`` None:
-    untraced (the field is then absent)."""
-    request: RunRequest = {
-        "op": "run",
-        "id": request_id,
-        "key": key,
-        "inputs": inputs,
-        "outputs": None if outputs is None else list(outputs),
-        "deadline": deadline,
-        "signature": signature,
-    }
-    if trace is not None:
-        request["trace"] = trace
-    return request
-
-
-def ping_request(request_id: int, *, key: str | None = None) -> PingRequest:
-    request: PingRequest = {"op": "ping", "id": request_id}
-    if key is not None:
-        request["key"] = key
-    return request
-
-
-def stop_request(request_id: int) -> StopRequest:
-    return {"op": "stop", "id": request_id}
-
-
-# -- replies (worker → gateway) ---------------------------------------------------------------
-
-
-class Ready(TypedDict):
-    id: int
-    ok: Literal[True]
-    op: Literal["ready"]
-    pid: int
-
-
-class OkReply(TypedDict):
-    """The reply to ``unload`` and ``stop``."""
-
-    id: int
-    ok: Literal[True]
-
-
-class LoadReply(TypedDict):
-    id: int
-    ok: Literal[True]
-    signature: dict[str, Any]
-    """A :class:`Signature` (ONNX) or ``{"signatures": {name: ...}}`` (TensorFlow)."""
-
-
-class RunReply(TypedDict):
-    id: int
-    ok: Literal[True]
-    outputs: list[TensorDesc]
-    out_end: int
-    compute_us: float
-    spans: NotRequired[WorkerSpans]
-    """The worker's spans of a traced run."""
-
-
-class PingReply(TypedDict):
-    id: int
-    ok: Literal[True]
-    pid: int
-    runs: NotRequired[int]
-    stats: NotRequired[WorkerStats]
-
-
-class ErrorReply(TypedDict):
-    id: int
-    ok: Literal[False]
-    code: str
-    """A canonical status name such as ``"INVALID_ARGUMENT"``."""
-    message: str
-    out_end: NotRequired[int]
-    """On a failed run: releasing it frees this run's output space and all earlier runs'."""
-
-
-Reply = Ready | OkReply | LoadReply | RunReply | PingReply | ErrorReply
-
-
-def ready(pid: int) -> Ready:
-    return {"id": READY_ID, "ok": True, "op": "ready", "pid": pid}
-
-
-def ok_reply(request_id: int) -> OkReply:
-    return {"id": request_id, "ok": True}
-
-
-def load_reply(request_id: int, signature: Mapping[str, Any]) -> LoadReply:
-    return {"id": request_id, "ok": True, "signature": dict(signature)}
-
-
-def run_reply(
-    request_id: int,
-    *,
-    outputs: list[TensorDesc],
-    out_end: int,
-    compute_us: float,
-    spans: WorkerSpans | None = None,
-) -> RunReply:
-    """``spans`` None: an untraced run (the field is then absent)."""
-    reply: RunReply = {
-        "id": request_id,
-        "ok": True,
-        "outputs": outputs,
-        "out_end": out_end,
-        "compute_us": compute_us,
-    }
-    if spans is not None:
-        reply["spans"] = spans
-    return reply
-
-
-def ping_reply(
-    request_id: int, pid: int, *, runs: int | None = None, stats: WorkerStats | None = None
-) -> PingReply:
-    reply: PingReply = {"id": request_id, "ok": True, "pid": pid}
-    if runs is not None:
-        reply["runs"] = runs
-    if stats is not None:
-        reply["stats"] = stats
-    return reply
-
-
-def error_reply(
-    request_id: int, code: str, message: str, *, out_end: int | None = None
-) -> ErrorReply:
-    reply: ErrorReply = {"id": request_id, "ok": False, "code": code, "message": message}
-    if out_end is not None:
-        reply["out_end"] = out_end
-    return reply
-
-
-class WorkerError(Exception):
-    """A failure a worker reports as an :class:`ErrorReply`; ``code`` is a canonical status name
-    such as ``"INVALID_ARGUMENT"``."""
-
-    def __init__(self, code: str, message: str) -> None:
-        super().__init__(f"{code}: {message}")
-        self.code = code
-        self.message = message
-
-    def reply(self, request_id: int, *, out_end: int | None = None) -> ErrorReply:
-        """The error reply to the request with ``request_id``."""
-        return error_reply(request_id, self.code, self.message, out_end=out_end)
-
-
-class BadRequest(WorkerError):
-    """A request that does not decode (INVALID_ARGUMENT); ``request_id`` is its id, or -1 when
-    even that cannot be read."""
-
-    def __init__(self, request_id: int, message: str) -> None:
-        super().__init__("INVALID_ARGUMENT", message)
-        self.request_id = request_id
-
+from channel.replies import (
+    READY_ID,
+    BadRequest,
+    ErrorReply,
+    LoadReply,
+    OkReply,
+    PingReply,
+    Ready,
+    Reply,
+    RunReply,
+    WorkerError,
+    error_reply,
+    load_reply,
+    ok_reply,
+    ping_reply,
+    ready,
+    run_reply,
+)
+from channel.requests import (
+    DEFAULT_SIGNATURE,
+    LoadRequest,
+    PingRequest,
+    Request,
+    RunRequest,
+    StopRequest,
+    UnloadRequest,
+    load_request,
+    ping_request,
+    run_request,
+    stop_request,
+    unload_request,
+)
+
+__all__ = [
+    "DEFAULT_SIGNATURE",
+    "READY_ID",
+    "BadRequest",
+    "ErrorReply",
+    "LoadReply",
+    "LoadRequest",
+    "OkReply",
+    "PingReply",
+    "PingRequest",
+    "Ready",
+    "Reply",
+    "Request",
+    "RunReply",
+    "RunRequest",
+    "Signature",
+    "StopRequest",
+    "TensorDesc",
+    "TensorSpec",
+    "UnloadRequest",
+    "WorkerError",
+    "decode_reply",
+    "decode_request",
+    "encode",
+    "error_reply",
+    "load_reply",
+    "load_request",
+    "ok_reply",
+    "ping_reply",
+    "ping_request",
+    "ready",
+    "run_reply",
+    "run_request",
+    "stop_request",
+    "unload_request",
+]
 
 # -- encoding ---------------------------------------------------------------------------------
 
@@ -367,7 +163,7 @@ def decode_request(data: bytes) -> Request:
 
 def decode_reply(data: bytes) -> Reply:
     """The reply in one slot body. ValueError if it is not a reply at all (the worker is
-    trusted beyond that: it built the reply with the constructors above)."""
+    trusted beyond that: it built the reply with the constructors of :mod:`channel.replies`)."""
     if data[:1] == bytes((wire.RUN_REPLY_TAG,)):
         return cast(RunReply, wire.decode_run_reply(data))
     obj = json.loads(data)

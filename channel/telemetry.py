@@ -2,7 +2,7 @@
 
 Tracing: a ``run`` request may carry the context of the gateway's batch span (its trace id and
 span id). The worker then times its own work and returns it in the run reply as spans made here
-(span ids drawn here, parented on that context, encoded by :class:`channel.wire.SpanForm`); the
+(span ids drawn here, parented on that context, encoded by :class:`channel.span_wire.SpanForm`); the
 gateway decodes them as :class:`SpanRecord` values and exports them with this process's
 ``process.pid``. A run without a context (or with a zero id) records nothing and costs nothing.
 
@@ -21,7 +21,7 @@ import time
 from typing import TypedDict
 
 from channel.logs import TRACE_IDS
-from channel.wire import SpanForm, WorkerSpans
+from channel.span_wire import SpanForm, WorkerSpans
 
 
 class SpanRecord(TypedDict):

@@ -4,6 +4,9 @@ Every request gets exactly one reply, success or failure (see :mod:`channel.mess
 does not decode gets INVALID_ARGUMENT. The loop ends on ``stop`` (reply, exit 0) or when
 ``stopping()`` turns true (SIGTERM): the request in hand is finished and answered, every one
 still queued is answered UNAVAILABLE, and the loop returns 0.
+
+:class:`Worker` handles each request over the models it holds (:mod:`workers.models`: loaders by
+platform); a run's tensors go in and out of the channel's areas through :mod:`workers.tensors`.
 """
 
 from __future__ import annotations
@@ -12,12 +15,9 @@ import logging
 import os
 import time
 from collections.abc import Callable, Mapping
-from typing import Any, Protocol
+from typing import Any
 
-import numpy as np
-
-from channel import logs, messages
-from channel.dtypes import STRING, dtype_name
+from channel import messages
 from channel.messages import (
     BadRequest,
     LoadRequest,
@@ -25,104 +25,21 @@ from channel.messages import (
     Request,
     RunReply,
     RunRequest,
-    TensorDesc,
     WorkerError,
 )
-from channel.shm.arena import align_up
-from channel.shm.channel import Channel, ChannelFull, OutputArenaExhausted
-from channel.shm.payload import read_tensor, tensor_nbytes, write_tensor
+from channel.shm.channel import Channel, ChannelFull
+from channel.span_wire import SpanForm
 from channel.telemetry import Telemetry
-from channel.wire import SpanForm
-from workers.backends import onnx as onnx_backend
-from workers.backends import tensorflow as tf_backend
+from workers.models import LOADERS, Model
+from workers.tensors import read_input, write_outputs
+
+__all__ = ["LOADERS", "Model", "Worker", "serve"]
 
 log = logging.getLogger(__name__)
 
 _POST_WAIT_S = 30.0
 """How long a reply waits for a free completion slot before the worker gives up (the gateway
 caps in-flight work below the ring size, so waiting at all means it is stuck)."""
-
-
-class Model(Protocol):
-    """A loaded model as the loop sees it (one per backend: :mod:`workers.backends.onnx`,
-    :mod:`workers.backends.tensorflow`).
-
-    ``signature`` is the ``load`` reply's ``"signature"``; ``text_strings`` says whether string
-    inputs reach :meth:`run` decoded as UTF-8 ``str`` (ONNX Runtime) or as ``bytes``
-    (TensorFlow: serialized Examples are binary). :meth:`run` gets the run request's
-    ``"signature"`` name (``""``: the default); a backend with one signature ignores it.
-    """
-
-    path: str
-    text_strings: bool
-
-    @property
-    def signature(self) -> Mapping[str, Any]: ...
-
-    def run(
-        self,
-        signature_name: str,
-        inputs: dict[str, np.ndarray[Any, Any]],
-        output_names: list[str] | None,
-    ) -> dict[str, np.ndarray[Any, Any]]: ...
-
-    def close(self) -> None: ...
-
-
-class _OnnxModel:
-    """An :class:`~workers.backends.onnx.OnnxModel` as a :class:`Model` (one signature)."""
-
-    text_strings = True
-
-    def __init__(self, model: onnx_backend.OnnxModel) -> None:
-        self.path = model.path
-        self._model = model
-
-    @property
-    def signature(self) -> Mapping[str, Any]:
-        return self._model.signature
-
-    def run(
-        self,
-        signature_name: str,
-        inputs: dict[str, np.ndarray[Any, Any]],
-        output_names: list[str] | None,
-    ) -> dict[str, np.ndarray[Any, Any]]:
-        return self._model.run(inputs, output_names)
-
-    def close(self) -> None:
-        pass
-
-
-def _load_onnx(request: LoadRequest, max_output_bytes: int) -> Model:
-    model = onnx_backend.load(
-        request["path"],
-        intra_op=request["intra_op"],
-        inter_op=request["inter_op"],
-        max_output_bytes=max_output_bytes,
-    )
-    return _OnnxModel(model)
-
-
-def _load_tensorflow(request: LoadRequest, max_output_bytes: int) -> Model:
-    """``path`` is the SavedModel directory; ``tags`` the MetaGraphDef's tags. TensorFlow's
-    native start-up lines are kept out of the log (:func:`channel.logs.native_stderr`); its
-    outputs are bounded only when written (``max_output_bytes`` is not used)."""
-    with logs.native_stderr():
-        return tf_backend.load(
-            request["path"],
-            tags=request["tags"],
-            intra_op=request["intra_op"],
-            inter_op=request["inter_op"],
-        )
-
-
-LOADERS: dict[str, Callable[[LoadRequest, int], Model]] = {
-    "onnx": _load_onnx,
-    "tensorflow": _load_tensorflow,
-}
-"""Model loaders by ``platform``, given the load request and the bytes one run's outputs may
-take (the output area's capacity)."""
 
 
 class Worker:
@@ -218,7 +135,7 @@ class Worker:
         model = self.models.get(key)
         if model is None:
             raise WorkerError("NOT_FOUND", f"model {key!r} is not loaded in this worker")
-        feeds = dict(self._input(t, model.text_strings) for t in request["inputs"])
+        feeds = dict(read_input(self.channel, t, model.text_strings) for t in request["inputs"])
         trace = self.telemetry.trace(request.get("trace"))
         started = time.perf_counter_ns()
         self.runs[key] += 1
@@ -233,7 +150,7 @@ class Worker:
         if trace is not None:
             spans = trace.finish(self.compute_spans[key])
         del feeds
-        outputs = self._write_outputs(results)
+        outputs = write_outputs(self.channel, results)
         return messages.run_reply(
             request["id"],
             outputs=outputs,
@@ -241,62 +158,6 @@ class Worker:
             compute_us=compute_us,
             spans=spans,
         )
-
-    def _input(self, desc: TensorDesc, as_text: bool) -> tuple[str, np.ndarray[Any, Any]]:
-        """A zero-copy array over the input area (string tensors: a fresh array of ``str`` when
-        ``as_text``, else of ``bytes``)."""
-        name = desc["name"]
-        try:
-            view = self.channel.input_view(desc["offset"], desc["nbytes"])
-            arr = read_tensor(view, desc["dtype"], desc["shape"])
-        except ValueError as exc:
-            raise WorkerError("INVALID_ARGUMENT", f"input tensor {name!r}: {exc}") from None
-        if desc["dtype"] != STRING or not as_text:
-            return name, arr
-        try:
-            text = [item.decode("utf-8") for item in arr.reshape(-1).tolist()]
-        except UnicodeDecodeError:
-            raise WorkerError(
-                "INVALID_ARGUMENT", f"string input {name!r} is not valid UTF-8"
-            ) from None
-        out = np.empty(len(text), dtype=object)
-        out[:] = text
-        return name, out.reshape(arr.shape)
-
-    def _write_outputs(self, results: dict[str, np.ndarray[Any, Any]]) -> list[TensorDesc]:
-        """Copy ``results`` into one block of the output area (strings encoded as UTF-8)."""
-        descs: list[TensorDesc] = []
-        arrays: list[np.ndarray[Any, Any]] = []
-        total = 0
-        for name, value in results.items():
-            arr = np.asarray(value)
-            if arr.dtype.kind in "OUS":
-                encoded = np.empty(arr.size, dtype=object)
-                encoded[:] = [
-                    item.encode("utf-8") if isinstance(item, str) else item
-                    for item in arr.reshape(-1).tolist()
-                ]
-                arr = encoded.reshape(arr.shape)
-            nbytes = tensor_nbytes(arr)
-            descs.append(
-                {
-                    "name": name,
-                    "dtype": dtype_name(arr.dtype),
-                    "shape": list(arr.shape),
-                    "offset": total,  # relative to the block until it is allocated
-                    "nbytes": nbytes,
-                }
-            )
-            arrays.append(arr)
-            total += align_up(nbytes)
-        try:
-            base = self.channel.alloc_output(total)
-        except OutputArenaExhausted as exc:
-            raise WorkerError("RESOURCE_EXHAUSTED", str(exc)) from None
-        for desc, arr in zip(descs, arrays, strict=True):
-            desc["offset"] += base
-            write_tensor(self.channel.output_view(desc["offset"], desc["nbytes"]), arr)
-        return descs
 
 
 def _post(channel: Channel, reply: Reply) -> None:

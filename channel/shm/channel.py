@@ -7,25 +7,17 @@ last process that maps it) holds the header, two rings and two data areas
 - Rings (:class:`channel.shm.ring.Ring`) are single-producer/single-consumer arrays of fixed
   slots holding encoded messages (:mod:`channel.messages`). The submit ring carries gateway →
   worker requests, the complete ring the replies; the channel moves their bytes only.
-- ``submit_fd`` and ``complete_fd`` are need-wakeup doorbells (as io_uring's): a consumer that
-  finds its ring empty sets its "sleeping" word (``W_SUBMIT_SLEEPING``, ``W_COMPLETE_SLEEPING``),
-  fences, re-checks the ring, and only then sleeps on the eventfd; a producer pushes, fences, and
-  rings only when that word is set, clearing it as it rings. Either the producer sees the word or
-  the consumer sees the message, so no wake-up is lost, and a consumer that is awake or already
-  rung costs its producer no syscall. A wake-up drains every message the ring holds. Slot bytes
-  are ordered before ``head`` by x86-64's total store order, as is the reuse of a slot once the
-  consumer's tail has moved on (elsewhere keep fewer requests in flight than slots, as the gateway
-  does).
-- The input area is allocated only by the gateway (:class:`channel.shm.arena.Allocator`); the output
-  area only by the worker, as a circular buffer (:class:`channel.shm.arena.OutputRing`). Replies
-  arrive in completion order; each run reply's ``out_end`` closes its range ``[previous out_end,
-  out_end)``. The gateway may :meth:`Channel.hold_outputs` a range (while responses are encoded
-  from it) and release held ranges in any order (:meth:`Channel.release_outputs`): the header's
-  released position advances over the contiguous prefix of released ranges only, so a held
-  range is never handed back to the worker early. A range never held is released by naming its
-  end (or a later one). A worker that finds no room sets a "waiting" word, re-checks, then sleeps on
-  ``release_fd``; the gateway rings that doorbell only while the word is set, so releasing costs
-  no syscall while the worker has room. Output views are read-only on the gateway side.
+- ``submit_fd`` and ``complete_fd`` are need-wakeup doorbells (:mod:`channel.shm.doorbell`): a
+  consumer that finds its ring empty sets its "sleeping" word (``W_SUBMIT_SLEEPING``,
+  ``W_COMPLETE_SLEEPING``), fences, re-checks the ring, and only then sleeps on the eventfd; a
+  producer pushes, fences, and rings only when that word is set. A wake-up drains every message
+  the ring holds. Slot bytes are ordered before ``head`` by x86-64's total store order, as is the
+  reuse of a slot once the consumer's tail has moved on (elsewhere keep fewer requests in flight
+  than slots, as the gateway does).
+- The input area is allocated only by the gateway (:class:`channel.shm.arena.Allocator`); the
+  output area only by the worker, and handed back by the gateway in any order, with
+  ``release_fd`` as its doorbell (:class:`channel.shm.output_area.OutputArea`). Output views are
+  read-only on the gateway side.
 
 One channel serves one worker process: when the worker exits, close the channel and give its
 replacement a fresh one.
@@ -38,43 +30,17 @@ import logging
 import math
 import os
 import select
-import threading
 import time
-from collections import deque
-from typing import Final
 
-from channel.shm.arena import Allocator, OutputRing
+from channel.shm.arena import Allocator
+from channel.shm.doorbell import fence, ring_if_sleeping
+from channel.shm.output_area import OUTPUT_WAIT_S, OutputArea, OutputArenaExhausted
 from channel.shm.ring import ChannelFull
-from channel.shm.segment import (
-    W_COMPLETE_SLEEPING,
-    W_OUT_ALLOCATED,
-    W_OUT_RELEASED,
-    W_OUT_WAITING,
-    W_SUBMIT_SLEEPING,
-    Segment,
-    create_memfd,
-)
+from channel.shm.segment import W_COMPLETE_SLEEPING, W_SUBMIT_SLEEPING, Segment, create_memfd
 
-__all__ = ["Channel", "ChannelFull", "OutputArenaExhausted"]
+__all__ = ["OUTPUT_WAIT_S", "Channel", "ChannelFull", "OutputArenaExhausted"]
 
 log = logging.getLogger(__name__)
-
-OUTPUT_WAIT_S: Final = 10.0
-"""How long :meth:`Channel.alloc_output` waits for the gateway to release output space (s)."""
-
-_FENCE: Final = threading.Lock()
-
-
-def _fence() -> None:
-    """A full memory barrier: taking a lock is an atomic read-modify-write (x86-64: ``lock
-    cmpxchg``), which keeps this thread's earlier stores from passing its later loads. Both
-    sides of the waiting-flag handshake need it, or each could miss the other's store."""
-    with _FENCE:
-        pass
-
-
-class OutputArenaExhausted(Exception):
-    """The worker's output area cannot hold a batch's outputs (RESOURCE_EXHAUSTED)."""
 
 
 class Channel:
@@ -105,16 +71,10 @@ class Channel:
         self.input_capacity = len(self._segment.input)
         self.output_capacity = len(self._segment.output)
         self._inputs = Allocator(self.input_capacity)
-        self._outputs = OutputRing(self.output_capacity)
-        self._outputs.allocated = self._words[W_OUT_ALLOCATED]
-        self._held: deque[tuple[int, int]] = deque()  # (start, end) held, in completion order
-        self._returned: set[int] = set()  # ends of held ranges released out of order
-        self._seen_end = self._words[W_OUT_RELEASED]  # newest end held or released
+        self._outputs = OutputArea(self._words, self.output_capacity, release_fd, index=index)
         self._poll = select.poll()
         self._poll.register(submit_fd, select.POLLIN)
         self._wake_fds: set[int] = set()
-        self._release_poll = select.poll()
-        self._release_poll.register(release_fd, select.POLLIN)
 
     # -- construction ---------------------------------------------------------------------------
 
@@ -163,7 +123,7 @@ class Channel:
         """Post an encoded request to the worker, ringing its doorbell only if it sleeps.
         ChannelFull when every slot is outstanding; ValueError when ``message`` does not fit."""
         self._segment.submit.push(message)
-        self._ring_if_sleeping(W_SUBMIT_SLEEPING, self.submit_fd)
+        ring_if_sleeping(self._words, W_SUBMIT_SLEEPING, self.submit_fd)
 
     def completions(self) -> list[bytes]:
         """Every encoded reply posted since the last call, in order; [] at once when there are
@@ -173,17 +133,9 @@ class Channel:
             os.eventfd_read(self.complete_fd)
         replies = self._segment.complete.pop_ready()
         self._words[W_COMPLETE_SLEEPING] = 1
-        _fence()
+        fence()
         replies += self._segment.complete.pop_ready()  # posted while the word was clear
         return replies
-
-    def _ring_if_sleeping(self, word: int, fd: int) -> None:
-        """The producer's half of the need-wakeup handshake, after a push (or a release of
-        output space): ring ``fd`` once if the consumer set ``word``, clearing it."""
-        _fence()
-        if self._words[word]:
-            self._words[word] = 0
-            os.eventfd_write(fd, 1)
 
     def alloc_input(self, nbytes: int) -> int | None:
         """Offset of a 64-byte aligned input block, or None when the input area is full."""
@@ -201,42 +153,22 @@ class Channel:
     @property
     def output_used(self) -> int:
         """Bytes of the output area the worker has written and the gateway not yet released."""
-        in_use = self._words[W_OUT_ALLOCATED] - self._words[W_OUT_RELEASED]
-        return max(0, min(in_use, self.output_capacity))
+        return self._outputs.used
 
     def hold_outputs(self, out_end: int) -> bool:
-        """Keep the range a run reply closes (``[previous end, out_end)``) from the worker until
-        ``release_outputs(out_end, held=True)``. Call in completion order. False (nothing held)
+        """Keep the range a run reply closes from the worker (:meth:`OutputArea.hold`); False
         when the range is empty."""
-        if out_end <= self._seen_end:
-            return False
-        self._held.append((self._seen_end, out_end))
-        self._seen_end = out_end
-        return True
+        return self._outputs.hold(out_end)
 
     def release_outputs(self, out_end: int, *, held: bool = False) -> None:
-        """Hand output space back to the worker. ``held``: the range :meth:`hold_outputs` kept
-        for ``out_end`` (in any order); else every range up to ``out_end`` that is not held.
-        The worker gets the contiguous released prefix, woken if it waits for space."""
-        ranges, returned = self._held, self._returned
-        if not held:
-            self._seen_end = max(self._seen_end, out_end)
-        elif ranges and ranges[0][1] == out_end:
-            ranges.popleft()  # the oldest range: the common, in-order case
-        else:
-            returned.add(out_end)
-        while returned and ranges and ranges[0][1] in returned:
-            returned.discard(ranges.popleft()[1])
-        released = ranges[0][0] if ranges else self._seen_end
-        if released <= self._words[W_OUT_RELEASED]:
-            return
-        self._words[W_OUT_RELEASED] = released
-        self._ring_if_sleeping(W_OUT_WAITING, self.release_fd)
+        """Hand output space back to the worker, waking it if it waits for some
+        (:meth:`OutputArea.release`)."""
+        self._outputs.release(out_end, held=held)
 
     @property
     def outputs_held(self) -> int:
         """Output ranges held (by :meth:`hold_outputs`) and not yet released."""
-        return len(self._held) - len(self._returned)
+        return self._outputs.held
 
     @property
     def worker_sleeps(self) -> bool:
@@ -261,7 +193,7 @@ class Channel:
         deadline = None if timeout is None else time.monotonic() + timeout
         while True:
             self._words[W_SUBMIT_SLEEPING] = 1
-            _fence()
+            fence()
             requests = ring.pop_ready()  # pushed before the gateway could see the word
             if requests:
                 self._words[W_SUBMIT_SLEEPING] = 0
@@ -285,47 +217,13 @@ class Channel:
         """Post an encoded reply to the gateway, ringing its doorbell only if it sleeps
         (ChannelFull, ValueError as :meth:`submit`)."""
         self._segment.complete.push(message)
-        self._ring_if_sleeping(W_COMPLETE_SLEEPING, self.complete_fd)
+        ring_if_sleeping(self._words, W_COMPLETE_SLEEPING, self.complete_fd)
 
     def alloc_output(self, nbytes: int, *, timeout: float = OUTPUT_WAIT_S) -> int:
-        """Offset of a contiguous 64-byte aligned output block of ``nbytes``, sleeping on
-        ``release_fd`` (at most ``timeout`` seconds) until the gateway releases earlier outputs.
-        OutputArenaExhausted when ``nbytes`` exceeds the area or the wait times out."""
-        if nbytes > self.output_capacity:
-            raise OutputArenaExhausted(
-                f"outputs of {nbytes} bytes exceed the worker's output arena of "
-                f"{self.output_capacity} bytes"
-            )
-        offset = self._try_alloc_output(nbytes)
-        if offset is not None:
-            return offset
-        deadline = time.monotonic() + timeout
-        try:
-            while True:
-                self._words[W_OUT_WAITING] = 1
-                _fence()
-                offset = self._try_alloc_output(nbytes)  # a release may have missed the flag
-                if offset is not None:
-                    return offset
-                remaining = deadline - time.monotonic()
-                if remaining <= 0:
-                    raise OutputArenaExhausted(
-                        f"no room for outputs of {nbytes} bytes in the worker's output arena of "
-                        f"{self.output_capacity} bytes after {timeout:g} s: earlier outputs were "
-                        "not released"
-                    )
-                log.debug("channel %d: waiting for %d bytes of output space", self.index, nbytes)
-                self._release_poll.poll(math.ceil(remaining * 1000))
-                with contextlib.suppress(BlockingIOError):
-                    os.eventfd_read(self.release_fd)
-        finally:
-            self._words[W_OUT_WAITING] = 0
-
-    def _try_alloc_output(self, nbytes: int) -> int | None:
-        offset = self._outputs.try_alloc(nbytes, self._words[W_OUT_RELEASED])
-        if offset is not None:
-            self._words[W_OUT_ALLOCATED] = self._outputs.allocated
-        return offset
+        """Offset of a contiguous 64-byte aligned output block of ``nbytes``, waiting at most
+        ``timeout`` seconds for the gateway to release earlier outputs; OutputArenaExhausted when
+        ``nbytes`` exceeds the area or the wait times out (:meth:`OutputArea.alloc`)."""
+        return self._outputs.alloc(nbytes, timeout=timeout)
 
     @property
     def output_allocated(self) -> int:

@@ -1,144 +1,25 @@
-"""Command line → Settings: flag syntax, defaults, refusals, worker and thread derivation."""
+"""Command line → Settings: flag syntax, defaults, refusals (the validation rules reported as
+FlagError), warnings, --help and --version."""
 
 from __future__ import annotations
 
-import dataclasses
 import io
 import logging
-import os
-import tempfile
-from collections.abc import Iterator
-from pathlib import Path
-from typing import Any
 
 import pytest
-from hypothesis import given
-from hypothesis import strategies as st
 
 from gateway.config.flag_table import FLAGS
 from gateway.config.flags import (
     FlagError,
-    flag_default,
     parse_flags,
     usage,
     version_text,
 )
-from gateway.config.platform import available_cpus, resolve_worker_threads
+from gateway.config.platform import available_cpus
 from gateway.config.settings import Settings
-from gateway.config.validation import SettingsError, parse_grpc_channel_arguments
+from gateway.config.validation import SettingsError
 
 BASE = ["--model_base_path=/models/m"]
-
-# Every flag of upstream tensorflow_serving/model_servers/main.cc with its default there
-# (None: N x NumSchedulableCPUs(), machine-dependent).
-UPSTREAM_DEFAULTS: dict[str, object] = {
-    "port": 8500,
-    "grpc_socket_path": "",
-    "rest_api_port": 0,
-    "rest_api_num_threads": None,
-    "rest_api_timeout_in_ms": 30000,
-    "rest_api_enable_cors_support": False,
-    "enable_batching": False,
-    "allow_version_labels_for_unavailable_models": False,
-    "batching_parameters_file": "",
-    "enable_per_model_batching_parameters": False,
-    "model_config_file": "",
-    "model_config_file_poll_wait_seconds": 0,
-    "model_name": "default",
-    "model_base_path": "",
-    "num_load_threads": 0,
-    "num_unload_threads": 0,
-    "max_num_load_retries": 5,
-    "load_retry_interval_micros": 60_000_000,
-    "file_system_poll_wait_seconds": 1,
-    "flush_filesystem_caches": True,
-    "tensorflow_session_parallelism": 0,
-    "tensorflow_session_config_file": "",
-    "tensorflow_intra_op_parallelism": 0,
-    "tensorflow_inter_op_parallelism": 0,
-    "use_alts_credentials": False,
-    "ssl_config_file": "",
-    "platform_config_file": "",
-    "per_process_gpu_memory_fraction": 0.0,
-    "saved_model_tags": "serve",
-    "grpc_channel_arguments": "",
-    "grpc_max_threads": None,
-    "enable_model_warmup": True,
-    "num_request_iterations_for_warmup": 0,
-    "version": False,
-    "monitoring_config_file": "",
-    "remove_unused_fields_from_bundle_metagraph": True,
-    "prefer_tflite_model": False,
-    "num_tflite_pools": None,
-    "num_tflite_interpreters_per_pool": 1,
-    "enable_signature_method_name_check": False,
-    "xla_cpu_compilation_enabled": False,
-    "xla_gpu_compilation_enabled": False,
-    "enable_profiler": True,
-    "thread_pool_factory_config_file": "",
-    "mixed_precision": "",
-    "skip_initialize_tpu": False,
-    "enable_grpc_healthcheck_service": False,
-    "enable_serialization_as_tensor_content": False,
-}
-TENSORGATE_FLAGS = {
-    "workers",
-    "max_message_bytes",
-    "rest_api_max_body_bytes",
-    "worker_arena_mb",
-    "worker_ping_interval_seconds",
-    "worker_ping_timeout_seconds",
-    "max_tensor_elements",
-    "shutdown_grace_seconds",
-    "ready_fd",
-    "enable_model_management_api",
-    "model_workers",
-    "log_format",
-    "max_request_bytes",
-    "max_inflight_bytes",
-    "grpc_bind_address",
-    "rest_api_bind_address",
-    "rest_api_enable_tls",
-    "max_concurrent_requests",
-    "max_queue_delay_ms",
-    "rest_api_max_connections",
-    "rest_api_header_timeout_seconds",
-    "rest_api_body_timeout_seconds",
-    "rest_api_idle_timeout_seconds",
-    "grpc_max_connections",
-    "grpc_idle_timeout_seconds",
-    "grpc_max_pending_requests",
-    "auth_token_file",
-    "auth_open_paths",
-}
-
-
-@pytest.fixture
-def workdir() -> Iterator[Path]:
-    with tempfile.TemporaryDirectory() as path:
-        yield Path(path)
-
-
-def test_every_upstream_flag_is_recognised_and_nothing_else() -> None:
-    assert set(FLAGS) == set(UPSTREAM_DEFAULTS) | TENSORGATE_FLAGS
-
-
-def test_defaults_match_tf_serving() -> None:
-    for name, upstream in UPSTREAM_DEFAULTS.items():
-        if upstream is not None:
-            assert flag_default(FLAGS[name]) == upstream, name
-    cpus = available_cpus()
-    assert flag_default(FLAGS["grpc_max_threads"]) == 4 * cpus
-    assert flag_default(FLAGS["rest_api_num_threads"]) == 4 * cpus
-    assert flag_default(FLAGS["num_tflite_pools"]) == cpus
-
-
-def test_settings_fields_are_exactly_the_implemented_flags_and_documented() -> None:
-    implemented = {name for name, spec in FLAGS.items() if spec.status == "implemented"}
-    fields = dataclasses.fields(Settings)
-    assert {f.name for f in fields} == implemented
-    for f in fields:
-        assert len(f.metadata["doc"]) > 30, f.name
 
 
 def test_defaults_from_an_empty_command_line() -> None:
@@ -158,12 +39,6 @@ def test_defaults_from_an_empty_command_line() -> None:
     assert settings.worker_ping_timeout_seconds == 30.0
     assert settings.worker_ping_interval_seconds == 5.0
     assert settings.grpc_max_threads == 4 * available_cpus()
-
-
-def test_settings_are_frozen() -> None:
-    settings = parse_flags(BASE)
-    with pytest.raises(dataclasses.FrozenInstanceError):
-        settings.port = 1  # type: ignore[misc]
 
 
 @pytest.mark.parametrize(
@@ -378,123 +253,6 @@ def test_version_prints_tf_serving_style_lines() -> None:
     assert out.getvalue() == version_text()
     assert out.getvalue().startswith("TensorFlow ModelServer: tensorgate-")
     assert parse_flags([*BASE, "--version=false"]).port == 8500
-
-
-def test_grpc_channel_arguments_follow_tf_serving_int_rule() -> None:
-    assert parse_grpc_channel_arguments("") == ()
-    assert parse_grpc_channel_arguments(
-        "grpc.max_connection_age_ms=2000, grpc.primary_user_agent=tg,grpc.x=99999999999,"
-    ) == (
-        ("grpc.max_connection_age_ms", 2000),
-        ("grpc.primary_user_agent", "tg"),
-        ("grpc.x", "99999999999"),
-    )
-    with pytest.raises(SettingsError, match="got '=1'"):
-        parse_grpc_channel_arguments("=1")
-
-
-# --- worker / thread derivation -------------------------------------------------------------
-
-
-def _threads(cpus: int, **flags: Any) -> tuple[int, int, int]:
-    return resolve_worker_threads(Settings(model_base_path="/m", **flags), cpus=cpus)
-
-
-def test_auto_is_one_single_threaded_worker_per_cpu() -> None:
-    assert _threads(1) == (1, 1, 1)
-    assert _threads(2) == (2, 1, 1)
-    assert _threads(16) == (16, 1, 1)
-
-
-def test_explicit_counts_fill_the_rest() -> None:
-    assert _threads(8, tensorflow_intra_op_parallelism=2) == (4, 2, 1)
-    assert _threads(8, tensorflow_intra_op_parallelism=3) == (2, 3, 1)
-    assert _threads(8, workers=3) == (3, 2, 1)
-    assert _threads(8, workers=2, tensorflow_inter_op_parallelism=2) == (2, 4, 2)
-    assert _threads(8, tensorflow_session_parallelism=4) == (2, 4, 4)
-    assert _threads(8, tensorflow_session_parallelism=4, tensorflow_inter_op_parallelism=1) == (
-        8,
-        1,
-        1,
-    )
-
-
-def test_explicit_oversubscription_is_honoured_with_a_warning(
-    caplog: pytest.LogCaptureFixture,
-) -> None:
-    with caplog.at_level(logging.WARNING, logger="gateway.config.platform"):
-        assert _threads(2, workers=4, tensorflow_intra_op_parallelism=2) == (4, 2, 1)
-    assert "oversubscribed" in caplog.text
-
-
-@given(
-    cpus=st.integers(1, 512),
-    workers=st.integers(0, 64),
-    intra=st.integers(0, 64),
-    session=st.integers(0, 64),
-)
-def test_auto_derivation_never_oversubscribes(
-    cpus: int, workers: int, intra: int, session: int
-) -> None:
-    got_workers, got_intra, got_inter = _threads(
-        cpus,
-        workers=workers,
-        tensorflow_intra_op_parallelism=intra,
-        tensorflow_session_parallelism=session,
-    )
-    wanted_intra = intra or session
-    assert got_workers >= 1 and got_intra >= 1 and got_inter >= 1
-    if workers:
-        assert got_workers == workers
-    if wanted_intra:
-        assert got_intra == wanted_intra
-    explicit_fits = workers <= cpus and wanted_intra <= cpus and workers * wanted_intra <= cpus
-    if (workers == 0 or wanted_intra == 0) and explicit_fits:
-        assert got_workers * got_intra <= cpus
-    if workers == 0 and wanted_intra == 0:
-        assert (got_workers, got_intra) == (cpus, 1)
-
-
-def test_default_cpu_count_comes_from_the_machine() -> None:
-    workers, intra, _ = resolve_worker_threads(Settings(model_base_path="/m"))
-    assert workers * intra == available_cpus()
-
-
-def _fake_cgroup(root: Path, proc_line: str, files: dict[str, str]) -> Path:
-    for rel, text in files.items():
-        (root / rel).parent.mkdir(parents=True, exist_ok=True)
-        (root / rel).write_text(text)
-    proc = root / "proc_self_cgroup"
-    proc.write_text(proc_line + "\n")
-    return proc
-
-
-@pytest.mark.parametrize(
-    ("proc_line", "files", "quota_cpus"),
-    [
-        ("0::/pod", {"pod/cpu.max": "150000 100000\n"}, 1),
-        ("0::/", {"cpu.max": "max 100000\n"}, None),
-        ("0::/", {"cpu.max": "50000 100000\n"}, 1),
-        (
-            "4:cpu,cpuacct:/",
-            {"cpu/cpu.cfs_quota_us": "-1", "cpu/cpu.cfs_period_us": "100000"},
-            None,
-        ),
-        (
-            "4:cpu,cpuacct:/k",
-            {"cpu/k/cpu.cfs_quota_us": "100000", "cpu/k/cpu.cfs_period_us": "100000"},
-            1,
-        ),
-        ("0::/", {}, None),
-    ],
-)
-def test_available_cpus_honours_cgroup_quota(
-    workdir: Path, proc_line: str, files: dict[str, str], quota_cpus: int | None
-) -> None:
-    proc = _fake_cgroup(workdir, proc_line, files)
-    affinity = len(os.sched_getaffinity(0))
-    expected = affinity if quota_cpus is None else min(affinity, quota_cpus)
-    assert available_cpus(cgroup_root=workdir, proc_cgroup=proc) == expected
 
 
 def test_lifecycle_flags_are_settings() -> None:

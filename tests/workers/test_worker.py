@@ -2,14 +2,12 @@
 
 from __future__ import annotations
 
-import ctypes
 import functools
 import os
 import select
 import signal
 import subprocess
 import sys
-import textwrap
 import time
 from collections.abc import Callable, Iterator
 from pathlib import Path
@@ -25,9 +23,7 @@ from onnx import TensorProto, helper, numpy_helper
 from channel import messages
 from channel.dtypes import dtype_name
 from channel.messages import TensorDesc
-from channel.shm.channel import Channel
 from tests.support.worker_harness import WAIT_S, Harness
-from workers.bootstrap import worker_argv
 
 # -- models -------------------------------------------------------------------------------------
 
@@ -434,16 +430,6 @@ def test_sigterm_answers_what_was_sent_and_exits_zero(
     assert fresh.proc.wait(WAIT_S) == 0
 
 
-def test_sigterm_while_idle_exits_zero(fresh: Harness) -> None:
-    fresh.proc.send_signal(signal.SIGTERM)
-    assert fresh.proc.wait(WAIT_S) == 0
-
-
-def test_sigint_is_ignored(fresh: Harness) -> None:
-    fresh.proc.send_signal(signal.SIGINT)
-    assert fresh.ping()["ok"]
-
-
 def test_killed_worker_is_noticed_through_a_pidfd(fresh: Harness) -> None:
     pidfd = os.pidfd_open(fresh.proc.pid)  # what an event loop can watch with add_reader
     try:
@@ -458,82 +444,6 @@ def test_killed_worker_is_noticed_through_a_pidfd(fresh: Harness) -> None:
     with pytest.raises(AssertionError, match="worker rc=-9"):
         fresh.ping()
     assert fresh.channel.completions() == []
-
-
-def test_worker_refuses_to_start_without_its_parent() -> None:
-    with Channel.create(index=0, input_bytes=4096, output_bytes=4096) as channel:
-        argv = worker_argv(channel, parent_pid=1)  # not our parent: as if re-parented already
-        proc = subprocess.Popen(
-            [sys.executable, "-m", "workers", *argv],
-            pass_fds=channel.fds,
-            stderr=subprocess.PIPE,
-        )
-        _, err = proc.communicate(timeout=WAIT_S)
-        assert proc.returncode == 1
-        assert b"exited before the worker started" in err
-
-
-_PARENT = textwrap.dedent(
-    """
-    import select, sys
-    from workers.bootstrap import spawn_worker
-    from channel.messages import decode_reply
-    from channel.shm.channel import Channel
-
-    channel = Channel.create(index=0, input_bytes=4096, output_bytes=4096)
-    worker = spawn_worker(channel, log_level="WARNING")
-    select.select([channel.complete_fd], [], [], 30)
-    assert decode_reply(channel.completions()[0])["op"] == "ready"
-    print(worker.pid, flush=True)
-    sys.stdin.read()  # until the test kills us
-    """
-)
-
-
-@pytest.fixture
-def subreaper() -> Iterator[None]:
-    """Orphans re-parent to this process while the test runs, so it can reap them."""
-    libc = ctypes.CDLL(None, use_errno=True)
-    pr_set_child_subreaper = 36
-    assert libc.prctl(pr_set_child_subreaper, 1, 0, 0, 0) == 0
-    try:
-        yield
-    finally:
-        libc.prctl(pr_set_child_subreaper, 0, 0, 0, 0)
-
-
-def _reap(pid: int, timeout: float) -> int | None:
-    """Wait status of ``pid`` (a child of ours), or None if it is still running after
-    ``timeout`` seconds (bounded poll)."""
-    deadline = time.monotonic() + timeout
-    while time.monotonic() < deadline:
-        done, status = os.waitpid(pid, os.WNOHANG)
-        if done:
-            return status
-        time.sleep(0.01)
-    return None
-
-
-@pytest.mark.usefixtures("subreaper")
-def test_worker_dies_with_its_parent() -> None:
-    parent = subprocess.Popen(
-        [sys.executable, "-c", _PARENT], stdin=subprocess.PIPE, stdout=subprocess.PIPE
-    )
-    try:
-        assert parent.stdout is not None
-        worker_pid = int(parent.stdout.readline())
-        parent.kill()
-        parent.wait(WAIT_S)
-        status = _reap(worker_pid, WAIT_S)
-        if status is None:
-            os.kill(worker_pid, signal.SIGKILL)
-            os.waitpid(worker_pid, 0)
-        assert status is not None and os.WIFSIGNALED(status)
-        assert os.WTERMSIG(status) == signal.SIGKILL
-    finally:
-        if parent.poll() is None:
-            parent.kill()
-        parent.communicate()
 
 
 def test_worker_never_imports_grpc_or_protobuf(worker: Harness) -> None:

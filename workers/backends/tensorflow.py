@@ -9,8 +9,9 @@ on the CPU with exactly the intra-op / inter-op thread counts given.
 
 Signatures are the MetaGraphDef's ``signature_def`` map, every one of them reported (TF Serving
 lists them all in its metadata). One whose tensors are not all dense, named tensors of a canonical
-dtype (see ``channel.dtypes``) cannot be fed or fetched: it is reported for the metadata only,
-with a warning (silently for TF2's ``__saved_model_init_op``, a NoOp with dtype DT_INVALID).
+dtype cannot be fed or fetched: it is reported for the metadata only
+(:mod:`workers.backends.tf_signatures`), with a warning (silently for TF2's
+``__saved_model_init_op``, a NoOp with dtype DT_INVALID).
 
 A run feeds each input alias to its graph tensor and fetches the requested output aliases through
 the C++ ``Session::MakeCallable`` path, as TF Serving's ``Session::Run`` does: fed shapes are not
@@ -27,19 +28,22 @@ signature that cannot be served has no inputs or outputs there but ``"unservable
 
 from __future__ import annotations
 
-import base64
 import importlib
 import logging
 import os
 from collections import OrderedDict
 from collections.abc import Callable, Sequence
-from dataclasses import dataclass
 from typing import Any, Final
 
 import numpy as np
 
-from channel.dtypes import DTYPE_NAMES
-from channel.messages import DEFAULT_SIGNATURE, TensorSpec, WorkerError
+from channel.messages import DEFAULT_SIGNATURE, WorkerError
+from workers.backends.tf_signatures import (
+    ServedSignature,
+    dtype_names,
+    metadata_only,
+    served_signature,
+)
 
 log = logging.getLogger(__name__)
 
@@ -76,15 +80,6 @@ _CODES: Final = {
 """TensorFlow's error codes (``tf.errors``) by number: the canonical status names."""
 
 
-@dataclass(frozen=True)
-class _Signature:
-    """One servable signature: aliases → graph tensor names, and its wire description."""
-
-    inputs: dict[str, str]
-    outputs: dict[str, str]
-    wire: dict[str, Any]
-
-
 class TfModel:
     """One SavedModel in its own Session; :meth:`run` is called from one thread. String inputs
     are fed as ``bytes`` (``text_strings`` is False: serialized Examples are binary)."""
@@ -95,7 +90,7 @@ class TfModel:
         self,
         path: str,
         session: Any,
-        signatures: dict[str, _Signature],
+        signatures: dict[str, ServedSignature],
         op_error: type[Exception],
         callable_options: Callable[..., Any],
         metadata_only: dict[str, dict[str, Any]] | None = None,
@@ -223,19 +218,19 @@ def load(path: str, *, tags: Sequence[str], intra_op: int, inter_op: int) -> TfM
     except Exception as exc:
         session.close()
         raise WorkerError("INVALID_ARGUMENT", f"cannot load SavedModel {path}: {exc}") from None
-    signatures: dict[str, _Signature] = {}
-    metadata_only: dict[str, dict[str, Any]] = {}
-    dtype_names = _dtype_names(tf)
+    signatures: dict[str, ServedSignature] = {}
+    listed_only: dict[str, dict[str, Any]] = {}
+    names = dtype_names(tf)
     for name, signature_def in meta_graph.signature_def.items():
         try:
-            signatures[name] = _signature(dtype_names, signature_def)
+            signatures[name] = served_signature(names, signature_def)
         except ValueError as exc:
             level = logging.DEBUG if name == INIT_OP_SIGNATURE else logging.WARNING
             log.log(level, "signature %r is not served: %s", name, exc)
-            metadata_only[name] = _metadata_only(signature_def, str(exc))
+            listed_only[name] = metadata_only(signature_def, str(exc))
     config_pb2 = importlib.import_module("tensorflow.core.protobuf.config_pb2")
     return TfModel(
-        path, session, signatures, tf.errors.OpError, config_pb2.CallableOptions, metadata_only
+        path, session, signatures, tf.errors.OpError, config_pb2.CallableOptions, listed_only
     )
 
 
@@ -257,51 +252,3 @@ def _tensorflow() -> Any:
         ) from None
     tf.get_logger().setLevel(logging.ERROR)
     return tf
-
-
-def _dtype_names(tf: Any) -> dict[int, str]:
-    """TensorFlow's ``DataType`` enum values → canonical dtype names, one per canonical name
-    (TensorFlow spells its dtypes the same way: ``tf.as_dtype("float16")`` is DT_HALF)."""
-    return {int(tf.as_dtype(name).as_datatype_enum): name for name in sorted(DTYPE_NAMES)}
-
-
-def _signature(dtype_names: dict[int, str], signature_def: Any) -> _Signature:
-    """A servable signature; ValueError saying why a SignatureDef cannot be served."""
-    inputs = [_spec(dtype_names, a, info) for a, info in sorted(signature_def.inputs.items())]
-    outputs = [_spec(dtype_names, a, info) for a, info in sorted(signature_def.outputs.items())]
-    return _Signature(
-        inputs={spec["name"]: str(spec["tensor_name"]) for spec in inputs},
-        outputs={spec["name"]: str(spec["tensor_name"]) for spec in outputs},
-        wire={
-            "inputs": inputs,
-            "outputs": outputs,
-            "method_name": str(signature_def.method_name),
-        },
-    )
-
-
-def _metadata_only(signature_def: Any, reason: str) -> dict[str, Any]:
-    """The wire entry of a signature listed in the metadata but never run."""
-    return {
-        "inputs": [],
-        "outputs": [],
-        "method_name": str(signature_def.method_name),
-        "unservable": reason,
-        "definition": base64.b64encode(signature_def.SerializeToString()).decode("ascii"),
-    }
-
-
-def _spec(dtype_names: dict[int, str], alias: str, info: Any) -> dict[str, Any]:
-    """A TensorInfo as a TensorSpec plus ``tensor_name``; ValueError if it cannot be served."""
-    if info.WhichOneof("encoding") != "name":
-        raise ValueError(f"tensor {alias!r} is not a dense named tensor")
-    dtype = dtype_names.get(int(info.dtype))
-    if dtype is None:
-        raise ValueError(f"tensor {alias!r} has dtype {info.dtype}, which cannot be served")
-    shape = info.tensor_shape
-    spec: TensorSpec = {
-        "name": alias,
-        "dtype": dtype,
-        "shape": None if shape.unknown_rank else [int(d.size) for d in shape.dim],
-    }
-    return {**spec, "tensor_name": str(info.name)}

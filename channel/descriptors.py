@@ -1,0 +1,39 @@
+"""How messages name tensors: in a shared-memory area (:class:`TensorDesc`) or in a model's
+signature (:class:`TensorSpec`, :class:`Signature`).
+
+A :class:`TensorDesc` names a payload of :mod:`channel.shm.payload` in the input or output area::
+
+    {"name": "x", "dtype": "float32", "shape": [8, 64], "offset": 4096, "nbytes": 2048}
+
+``dtype`` is a canonical name of :mod:`channel.dtypes`.
+"""
+
+from __future__ import annotations
+
+from typing import TypedDict
+
+
+class TensorDesc(TypedDict):
+    """A tensor in a shared-memory area: ``offset`` and ``nbytes`` are in bytes from the area's
+    start; ``shape`` is fully known (no -1)."""
+
+    name: str
+    dtype: str
+    shape: list[int]
+    offset: int
+    nbytes: int
+
+
+class TensorSpec(TypedDict):
+    """A signature entry: ``shape`` has -1 for dynamic dimensions; None is an unknown rank."""
+
+    name: str
+    dtype: str
+    shape: list[int] | None
+
+
+class Signature(TypedDict):
+    """A single-signature model's inputs and outputs (an ONNX ``load`` reply's ``"signature"``)."""
+
+    inputs: list[TensorSpec]
+    outputs: list[TensorSpec]

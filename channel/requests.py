@@ -1,0 +1,123 @@
+"""The requests, gateway → worker: one typed message per op and its constructor.
+
+Build every request with its constructor (``load_request``, ...), never by hand: each carries
+``"op"`` and an integer ``"id"`` (from 1) that its reply repeats. What each op does and what it
+gets back is listed in :mod:`channel.messages`.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from typing import Final, Literal, NotRequired, TypedDict
+
+from channel.descriptors import TensorDesc
+
+DEFAULT_SIGNATURE: Final = "serving_default"
+"""The signature a request without a signature name gets (TF Serving's default)."""
+
+
+class LoadRequest(TypedDict):
+    op: Literal["load"]
+    id: int
+    key: str
+    path: str
+    platform: str
+    intra_op: int
+    inter_op: int
+    tags: list[str]
+
+
+class UnloadRequest(TypedDict):
+    op: Literal["unload"]
+    id: int
+    key: str
+
+
+class RunRequest(TypedDict):
+    op: Literal["run"]
+    id: int
+    key: str
+    inputs: list[TensorDesc]
+    outputs: list[str] | None
+    deadline: float | None
+    signature: str
+    trace: NotRequired[tuple[int, int]]
+    """The batch span's (trace id, span id): the worker's spans are its children (a zero id:
+    untraced)."""
+
+
+class PingRequest(TypedDict):
+    op: Literal["ping"]
+    id: int
+    key: NotRequired[str]
+
+
+class StopRequest(TypedDict):
+    op: Literal["stop"]
+    id: int
+
+
+Request = LoadRequest | UnloadRequest | RunRequest | PingRequest | StopRequest
+
+
+def load_request(
+    request_id: int,
+    *,
+    key: str,
+    path: str,
+    platform: str,
+    intra_op: int,
+    inter_op: int,
+    tags: Sequence[str] = ("serve",),
+) -> LoadRequest:
+    return {
+        "op": "load",
+        "id": request_id,
+        "key": key,
+        "path": path,
+        "platform": platform,
+        "intra_op": intra_op,
+        "inter_op": inter_op,
+        "tags": list(tags),
+    }
+
+
+def unload_request(request_id: int, *, key: str) -> UnloadRequest:
+    return {"op": "unload", "id": request_id, "key": key}
+
+
+def run_request(
+    request_id: int,
+    *,
+    key: str,
+    inputs: list[TensorDesc],
+    outputs: Sequence[str] | None = None,
+    deadline: float | None = None,
+    signature: str = "",
+    trace: tuple[int, int] | None = None,
+) -> RunRequest:
+    """``outputs`` None: every output; ``signature`` "": the model's default; ``trace`` None:
+    untraced (the field is then absent)."""
+    request: RunRequest = {
+        "op": "run",
+        "id": request_id,
+        "key": key,
+        "inputs": inputs,
+        "outputs": None if outputs is None else list(outputs),
+        "deadline": deadline,
+        "signature": signature,
+    }
+    if trace is not None:
+        request["trace"] = trace
+    return request
+
+
+def ping_request(request_id: int, *, key: str | None = None) -> PingRequest:
+    request: PingRequest = {"op": "ping", "id": request_id}
+    if key is not None:
+        request["key"] = key
+    return request
+
+
+def stop_request(request_id: int) -> StopRequest:
+    return {"op": "stop", "id": request_id}

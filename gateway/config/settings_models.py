@@ -1,0 +1,125 @@
+"""The settings of what is served: the models (one, or a config file of several), how their
+versions are found, loaded, retried and warmed up, and how their requests are batched.
+
+One group of :class:`~gateway.config.settings.Settings` fields, each named after its flag and
+documented in ``metadata["doc"]`` (:mod:`gateway.config.settings_field`).
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+from gateway.config.settings_field import setting
+
+
+@dataclass(frozen=True)
+class ModelSettings:
+    """Models, their lifecycle and their batching."""
+
+    # --- models -----------------------------------------------------------------------------------
+    model_name: str = setting(
+        "default",
+        'Name of the single model served from --model_base_path. Default "default", as TF '
+        "Serving. Ignored when --model_config_file is set.",
+    )
+    model_base_path: str = setting(
+        "",
+        "Directory holding <version>/ subdirectories of the single model. Required unless "
+        '--model_config_file is set. Default "".',
+    )
+    model_config_file: str = setting(
+        "",
+        "Text-format ModelServerConfig file listing the models to serve (several models, version "
+        "policies, labels). When set, --model_name and --model_base_path are ignored. "
+        'Default "".',
+    )
+    model_config_file_poll_wait_seconds: int = setting(
+        0,
+        "Seconds between re-reads of --model_config_file (>= 0); 0 reads it once at start. A "
+        "changed file is applied like HandleReloadConfigRequest (models added, changed, "
+        "removed); an unreadable or invalid one is logged and the running config stays. "
+        "Default 0, as TF Serving.",
+    )
+    enable_model_management_api: bool = setting(
+        False,
+        "tensorgate: answer ModelService.HandleReloadConfigRequest, which lets any client "
+        "replace the served models. Off by default (the RPC answers UNIMPLEMENTED) because a "
+        "model server must not let every client rewrite it; TF Serving has no such switch and "
+        "always answers it.",
+    )
+    allow_version_labels_for_unavailable_models: bool = setting(
+        False,
+        "Let a config assign a version label that is not in use yet to a version that is not "
+        "available (not loaded yet). Without it, as with it for a label already in use, a label "
+        'must point at an AVAILABLE version, else the config is refused ("Request to assign '
+        'label to version N of model M, which is not currently available for inference"): a '
+        "config with labels needs this flag at start. Default false, as TF Serving.",
+    )
+    max_num_load_retries: int = setting(
+        5,
+        "Times a failed model version load is retried (>= 0) before the version is given up "
+        "(state END with its error); 0 tries once. Retries stop when a new config drops the "
+        "model. Default 5, as TF Serving.",
+    )
+    load_retry_interval_micros: int = setting(
+        60_000_000,
+        "Microseconds between load retries; negative means no wait. Default 60000000 (1 minute), "
+        "as TF Serving.",
+    )
+    model_workers: str = setting(
+        "",
+        "tensorgate: how many worker processes host each model, as comma-separated name=N "
+        "(*=N for every model not named), e.g. resnet=1,*=2; a model version is loaded, warmed "
+        "up and served on its N least busy workers only (a TensorFlow model costs hundreds of "
+        'MB per worker). Default "": every model on every worker.',
+    )
+    file_system_poll_wait_seconds: int = setting(
+        1,
+        "Seconds between scans of model base paths for new versions (>= 0); 0 scans once at "
+        "start. Default 1, as TF Serving (its negative 'testing only' values are refused).",
+    )
+    saved_model_tags: str = setting(
+        "serve",
+        "Comma-separated tags of the MetaGraphDef loaded from a TensorFlow SavedModel; unused "
+        'for ONNX models. Default "serve", as TF Serving.',
+    )
+    enable_model_warmup: bool = setting(
+        True,
+        "Before a version takes traffic, replay its assets.extra/tf_serving_warmup_requests "
+        "(TFRecord of PredictionLog: predict, classify, regress, multi_inference; at most 1000) "
+        "on every worker that hosts it, for TensorFlow and ONNX models alike; a corrupt or "
+        "mismatched record fails the load. With --enable_batching, also one run of each "
+        "allowed_batch_sizes where the signature's shapes allow. Default true, as TF Serving.",
+    )
+    num_request_iterations_for_warmup: int = setting(
+        0,
+        "Times each warmup record is replayed (>= 0); 0 means once. Default 0, as TF Serving.",
+    )
+    enable_signature_method_name_check: bool = setting(
+        False,
+        "Require the signatures used by Classify/Regress/MultiInference to carry the matching "
+        "method_name (tensorflow/serving/classify, ...). Default false, as TF Serving.",
+    )
+    # --- batching ---------------------------------------------------------------------------------
+    enable_batching: bool = setting(
+        False,
+        "Batch requests per (model, version, signature) with BatchingParameters. Default false, "
+        "as TF Serving.",
+    )
+    batching_parameters_file: str = setting(
+        "",
+        "Text-format BatchingParameters file overriding the batching defaults; needs "
+        '--enable_batching. Default "" (TF Serving\'s defaults).',
+    )
+    enable_per_model_batching_parameters: bool = setting(
+        False,
+        "Read batching parameters from each model version's batching_params.pbtxt instead of "
+        "--batching_parameters_file; only with --enable_batching. Default false, as TF Serving.",
+    )
+    max_queue_delay_ms: int = setting(
+        0,
+        "tensorgate: latency target of the batch queues in milliseconds (>= 0): a request that "
+        "would wait longer than this for its batch to start (predicted from the measured batch "
+        "time) is refused at once with UNAVAILABLE, so accepted requests keep their latency under "
+        "overload. 0 = only the request's deadline limits the wait, as TF Serving. Default 0.",
+    )

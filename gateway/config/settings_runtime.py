@@ -1,0 +1,109 @@
+"""The settings of the processes that run: worker processes and their threads, the
+shutdown, the bounds on what one request and all of them may hold, logs and metrics.
+
+One group of :class:`~gateway.config.settings.Settings` fields, each named after its flag and
+documented in ``metadata["doc"]`` (:mod:`gateway.config.settings_field`).
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+from gateway.config.settings_field import MIB, setting
+
+
+@dataclass(frozen=True)
+class RuntimeSettings:
+    """Workers and threads, lifecycle, request limits and encoding, logs and metrics."""
+
+    # --- runtime threads and workers --------------------------------------------------------------
+    tensorflow_session_parallelism: int = setting(
+        0,
+        "Threads for both the intra-op and inter-op pools of each worker's runtime (>= 0), used "
+        "only when both per-pool flags are 0; 0 = auto. Default 0, as TF Serving.",
+    )
+    tensorflow_intra_op_parallelism: int = setting(
+        0,
+        "Threads one operator may use inside a worker (>= 0); 0 = auto (see --workers). "
+        "Default 0, as TF Serving.",
+    )
+    tensorflow_inter_op_parallelism: int = setting(
+        0,
+        "Operators a worker may run at once (>= 0); 0 = auto, which is 1 (sequential execution): "
+        "workers already run in parallel. Default 0, as TF Serving.",
+    )
+    workers: int = setting(
+        0,
+        "tensorgate: worker processes running models (>= 0). 0 = auto: derived from the "
+        "available CPUs and --tensorflow_intra_op_parallelism so that workers x intra-op threads "
+        "never exceeds the CPUs. Default 0.",
+    )
+    worker_arena_mb: int = setting(
+        64,
+        "tensorgate: shared memory per worker for batch inputs, and the same again for outputs, "
+        "in MiB (>= 1). A batch larger than this cannot be placed. Default 64.",
+    )
+    worker_ping_interval_seconds: float = setting(
+        5.0,
+        "tensorgate: seconds between liveness pings to each worker (> 0). Default 5.",
+    )
+    worker_ping_timeout_seconds: float = setting(
+        30.0,
+        "tensorgate: seconds a worker may take to answer a ping (> 0) before it is killed and "
+        "respawned with its models; longer than any single batch should run. Default 30.",
+    )
+    # --- lifecycle --------------------------------------------------------------------------------
+    shutdown_grace_seconds: float = setting(
+        10.0,
+        "tensorgate: on SIGTERM/SIGINT, seconds in-flight RPCs may take to finish (>= 0) while "
+        "new ones are refused with UNAVAILABLE (REST 503) and the listeners stay open; then the "
+        "rest are cancelled and the workers stop (a second signal skips the wait). Keep it below "
+        "Kubernetes' terminationGracePeriodSeconds (30 by default) minus any preStop delay. "
+        "Default 10.",
+    )
+    ready_fd: int = setting(
+        -1,
+        "tensorgate: an inherited file descriptor (>= 0) to which one JSON line "
+        '{"pid": ..., "grpc_port": ...} is written once the gateway serves, then closed; for '
+        "supervisors and tests that must not poll. Default -1 (none).",
+    )
+    # --- request limits and encoding --------------------------------------------------------------
+    max_tensor_elements: int = setting(
+        2**24,
+        "tensorgate: most elements one request tensor's shape may declare (>= 1), checked before "
+        "anything is allocated: typed values repeat to fill a shape, so a tiny message could "
+        "otherwise demand gigabytes. Default 16777216 (2^24: 64 MiB of float32, the default "
+        "--max_message_bytes).",
+    )
+    max_request_bytes: int = setting(
+        64 * MIB,
+        "tensorgate: most bytes one request's input tensors may take once decoded (>= 1), "
+        "computed from the declared shapes before anything is expanded; a larger request gets "
+        "RESOURCE_EXHAUSTED. Default 64 MiB (67108864), the default --max_message_bytes: what a "
+        "request could carry as raw tensor_content anyway.",
+    )
+    max_inflight_bytes: int = setting(
+        512 * MIB,
+        "tensorgate: most bytes of decoded input tensors all in-flight requests may hold at once "
+        "(>= 1); a request that would pass it gets RESOURCE_EXHAUSTED (retryable) instead of "
+        "growing the gateway's memory. Default 512 MiB (536870912): eight requests of the "
+        "default --max_request_bytes.",
+    )
+    enable_serialization_as_tensor_content: bool = setting(
+        False,
+        "Encode Predict outputs as packed tensor_content instead of typed value fields. "
+        "Default false, as TF Serving.",
+    )
+    # --- logs and metrics -------------------------------------------------------------------------
+    log_format: str = setting(
+        "text",
+        "tensorgate: format of the gateway's and the workers' log lines on stderr: text (one "
+        "line: time, level, pid, process, logger, message) or json (one object per line, with "
+        'trace_id and span_id inside traced requests). Default "text".',
+    )
+    monitoring_config_file: str = setting(
+        "",
+        "Text-format MonitoringConfig file; prometheus_config { enable: true } serves TF "
+        "Serving's metrics (and tensorgate's own) on the REST port at prometheus_config.path "
+        '(default /monitoring/prometheus/metrics). Default "" (no metrics page), as TF Serving.',
+    )

@@ -1,0 +1,157 @@
+"""The drain on SIGTERM/SIGINT: readiness first, then refusals while running calls finish, within
+the grace or until a second signal. The surfaces are fakes at their one seam (``Surface``);
+signals are real."""
+
+from __future__ import annotations
+
+import asyncio
+import logging
+import os
+import signal
+import time
+
+import pytest
+
+from gateway.drain import STOP_SIGNALS, Signals, drain
+
+WAIT_S = 30.0
+"""A grace no test reaches when things work."""
+
+
+class _Surface:
+    """A server whose calls finish when :attr:`idle` is set; records the order of events."""
+
+    def __init__(self, events: list[str], last_arrival: float = 0.0) -> None:
+        self.events = events
+        self.idle = asyncio.Event()
+        self.last_arrival = last_arrival
+
+    def start_draining(self) -> None:
+        self.events.append("draining")
+
+    async def wait_idle(self) -> None:
+        await self.idle.wait()
+
+
+async def _not_ready(events: list[str]) -> None:
+    events.append("not ready")
+
+
+async def _settle() -> None:
+    """Let every task that can run, run (a bounded 'not yet' check)."""
+    for _ in range(20):
+        await asyncio.sleep(0)
+
+
+def test_readiness_goes_first_then_every_surface_drains_and_finishes() -> None:
+    async def scenario() -> tuple[bool, list[str]]:
+        events: list[str] = []
+        surfaces = [_Surface(events), _Surface(events)]
+        task = asyncio.create_task(
+            drain(
+                surfaces,
+                not_ready=lambda: _not_ready(events),
+                grace_s=WAIT_S,
+                hurry=asyncio.Event(),
+                quiet_s=0.0,
+            )
+        )
+        await _settle()
+        assert not task.done()  # the calls are still running
+        for surface in surfaces:
+            surface.idle.set()
+        return await task, events
+
+    finished, events = asyncio.run(scenario())
+    assert finished
+    assert events == ["not ready", "draining", "draining"]
+
+
+def test_a_second_signal_stops_waiting_for_running_calls(caplog: pytest.LogCaptureFixture) -> None:
+    async def scenario() -> bool:
+        hurry = asyncio.Event()
+        task = asyncio.create_task(
+            drain(
+                [_Surface([])],
+                not_ready=lambda: _not_ready([]),
+                grace_s=WAIT_S,
+                hurry=hurry,
+            )
+        )
+        await _settle()
+        assert not task.done()
+        hurry.set()
+        finished = await task
+        assert len(asyncio.all_tasks()) == 1  # nothing of the drain is left running
+        return finished
+
+    with caplog.at_level(logging.WARNING, logger="gateway.drain"):
+        assert not asyncio.run(scenario())
+    assert "calls still running after the drain" in caplog.text
+
+
+def test_the_grace_bounds_the_wait() -> None:
+    async def scenario() -> bool:
+        return await drain(
+            [_Surface([])],
+            not_ready=lambda: _not_ready([]),
+            grace_s=0.0,
+            hurry=asyncio.Event(),
+        )
+
+    assert not asyncio.run(scenario())
+
+
+def test_listeners_stay_open_while_calls_keep_arriving() -> None:
+    async def scenario() -> bool:
+        surface = _Surface([], last_arrival=time.monotonic())
+        surface.idle.set()  # nothing runs, but a call just arrived
+        hurry = asyncio.Event()
+        task = asyncio.create_task(
+            drain(
+                [surface],
+                not_ready=lambda: _not_ready([]),
+                grace_s=WAIT_S,
+                hurry=hurry,
+                quiet_s=WAIT_S,
+            )
+        )
+        await _settle()
+        assert not task.done()  # waiting for quiet, refusing
+        hurry.set()
+        return await task
+
+    assert asyncio.run(scenario())  # every call had finished: a clean drain
+
+
+def test_the_first_signal_stops_the_second_hurries(caplog: pytest.LogCaptureFixture) -> None:
+    async def scenario() -> Signals:
+        signals = Signals()
+        with caplog.at_level(logging.INFO, logger="gateway.drain"):
+            signals.received()
+            assert signals.stop.is_set() and not signals.hurry.is_set()
+            signals.received()
+            signals.received()
+        return signals
+
+    signals = asyncio.run(scenario())
+    assert signals.hurry.is_set()
+    assert caplog.text.count("stop signal: draining") == 1
+    assert caplog.text.count("second stop signal") == 1  # said once, however many follow
+
+
+@pytest.mark.parametrize("signum", STOP_SIGNALS, ids=lambda s: signal.Signals(s).name)
+def test_installed_handlers_turn_a_real_signal_into_stop(signum: int) -> None:
+    async def scenario() -> None:
+        signals = Signals()
+        loop = asyncio.get_running_loop()
+        signals.install()
+        try:
+            os.kill(os.getpid(), signum)
+            await asyncio.wait_for(signals.stop.wait(), WAIT_S)
+            assert not signals.hurry.is_set()
+        finally:
+            for sig in STOP_SIGNALS:
+                loop.remove_signal_handler(sig)
+
+    asyncio.run(scenario())

@@ -1,0 +1,99 @@
+"""A loaded model as the worker's loop sees it (:class:`Model`), and the loaders by platform.
+
+One backend per platform (:mod:`workers.backends.onnx`, :mod:`workers.backends.tensorflow`);
+:data:`LOADERS` picks the one a ``load`` request's ``"platform"`` names. TensorFlow is imported
+only by its first load.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Mapping
+from typing import Any, Protocol
+
+import numpy as np
+
+from channel import logs
+from channel.messages import LoadRequest
+from workers.backends import onnx as onnx_backend
+from workers.backends import tensorflow as tf_backend
+
+
+class Model(Protocol):
+    """A loaded model as the loop sees it.
+
+    ``signature`` is the ``load`` reply's ``"signature"``; ``text_strings`` says whether string
+    inputs reach :meth:`run` decoded as UTF-8 ``str`` (ONNX Runtime) or as ``bytes``
+    (TensorFlow: serialized Examples are binary). :meth:`run` gets the run request's
+    ``"signature"`` name (``""``: the default); a backend with one signature ignores it.
+    """
+
+    path: str
+    text_strings: bool
+
+    @property
+    def signature(self) -> Mapping[str, Any]: ...
+
+    def run(
+        self,
+        signature_name: str,
+        inputs: dict[str, np.ndarray[Any, Any]],
+        output_names: list[str] | None,
+    ) -> dict[str, np.ndarray[Any, Any]]: ...
+
+    def close(self) -> None: ...
+
+
+class _OnnxModel:
+    """An :class:`~workers.backends.onnx.OnnxModel` as a :class:`Model` (one signature)."""
+
+    text_strings = True
+
+    def __init__(self, model: onnx_backend.OnnxModel) -> None:
+        self.path = model.path
+        self._model = model
+
+    @property
+    def signature(self) -> Mapping[str, Any]:
+        return self._model.signature
+
+    def run(
+        self,
+        signature_name: str,
+        inputs: dict[str, np.ndarray[Any, Any]],
+        output_names: list[str] | None,
+    ) -> dict[str, np.ndarray[Any, Any]]:
+        return self._model.run(inputs, output_names)
+
+    def close(self) -> None:
+        pass
+
+
+def _load_onnx(request: LoadRequest, max_output_bytes: int) -> Model:
+    model = onnx_backend.load(
+        request["path"],
+        intra_op=request["intra_op"],
+        inter_op=request["inter_op"],
+        max_output_bytes=max_output_bytes,
+    )
+    return _OnnxModel(model)
+
+
+def _load_tensorflow(request: LoadRequest, max_output_bytes: int) -> Model:
+    """``path`` is the SavedModel directory; ``tags`` the MetaGraphDef's tags. TensorFlow's
+    native start-up lines are kept out of the log (:func:`channel.logs.native_stderr`); its
+    outputs are bounded only when written (``max_output_bytes`` is not used)."""
+    with logs.native_stderr():
+        return tf_backend.load(
+            request["path"],
+            tags=request["tags"],
+            intra_op=request["intra_op"],
+            inter_op=request["inter_op"],
+        )
+
+
+LOADERS: dict[str, Callable[[LoadRequest, int], Model]] = {
+    "onnx": _load_onnx,
+    "tensorflow": _load_tensorflow,
+}
+"""Model loaders by ``platform``, given the load request and the bytes one run's outputs may
+take (the output area's capacity)."""
