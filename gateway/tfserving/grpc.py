@@ -198,10 +198,3 @@ class ModelService(model_service_pb2_grpc.ModelServiceServicer):
         log.info("HandleReloadConfigRequest: %d model(s): %s", len(specs), [s.name for s in specs])
         await self._core.reload(specs)
         return messages.reload_response(request)
-
-
-def add_services(
-    server: grpc.aio.Server, prediction: PredictionService, model: ModelService
-) -> None:
-    prediction_service_pb2_grpc.add_PredictionServiceServicer_to_server(prediction, server)
-    model_service_pb2_grpc.add_ModelServiceServicer_to_server(model, server)

@@ -17,7 +17,7 @@ from gateway._pb.tensorflow_serving.apis import input_pb2
 from gateway.errors import InvalidArgument
 from gateway.serving.signature import TensorSpec
 from gateway.tfserving.codec.example import ExampleBatch, input_from_json
-from gateway.tfserving.inference import classifications, regressions
+from gateway.tfserving.inference_results import classifications, regressions
 
 
 def batch(body: dict[str, Any]) -> ExampleBatch:

@@ -1,612 +1,178 @@
-"""The REST API end to end: real RestServers on port 0 in front of a real ServingCore, WorkerPool
-and ONNX worker, driven by aiohttp's client; the same core behind a grpc.aio server for parity.
+"""The HTTP server core, protocol-neutral: real servers on port 0 driven by aiohttp's client, with
+a small API of the tests' own registered as a protocol package registers its own (TF Serving's
+routes over a real core are tests/tfserving/rest/test_routes.py).
 
-The servers run on their own uvloop in a background thread (as in the gateway, one loop serves
-everything); each test talks to them over TCP from the test thread.
+Each test runs its servers and its client on one event loop of its own.
 """
 
 from __future__ import annotations
 
 import asyncio
-import base64
+import contextlib
 import json
-import os
-import queue
-import signal
-import threading
-from collections.abc import AsyncIterator, Callable, Iterator
+from collections.abc import AsyncIterator, Callable
 from dataclasses import dataclass
-from pathlib import Path
 from typing import Any
 
 import aiohttp
-import grpc
-import numpy as np
 import pytest
-import uvloop
 from aiohttp import web
-from google.protobuf import json_format
-from multidict import CIMultiDict
 
-from gateway._pb.tensorflow_serving.apis import (
-    get_model_metadata_pb2,
-    get_model_status_pb2,
-    model_service_pb2_grpc,
-    prediction_service_pb2_grpc,
-)
-from gateway.config.model_config import ModelSpecConfig
-from gateway.errors import from_wire
-from gateway.parallel.pool import WorkerPool
-from gateway.serving.core import ModelRef, ServingCore
-from gateway.tfserving.grpc import ModelService, PredictionService, add_services
-from gateway.tfserving.rest.server import RestServer
-from tests.support import onnx_models, rest_models
-from tests.support.grpc_calls import outputs_of, predict_request
-from tests.support.onnx_models import IDENTITY_DTYPES
-from tests.support.ort import run_reference
-from tests.support.stack import serving_stack
+from gateway.errors import InvalidArgument, from_wire
+from gateway.transport.admission import DRAINING
+from gateway.transport.auth import BearerTokens
+from gateway.transport.http.bounds import CallBounds
+from gateway.transport.http.front import Front, HttpError
+from gateway.transport.http.json_error import STATUS_KEY
+from gateway.transport.http.routes import UNKNOWN_API, Answer, ApiCall, Observe, Routes
+from gateway.transport.http.server import HttpServer
+from tests.support.rest import Reply, request
 
-START_TIMEOUT_S = 120
 ALT_TIMEOUT_MS = 300
 ALT_MAX_BODY = 4096
-ALT_MAX_ELEMENTS = 100
+PROTOCOL = "test"
 
 
-@dataclass
-class Stack:
-    """Base URLs of the servers, and what the tests inspect or disturb."""
+class Echo:
+    """The tests' protocol, under ``/t/``: ``POST /t/{model}:{verb}`` reads its JSON body and
+    answers ``{"model", "verb", "bytes"}``, unless the body says otherwise — ``{"raise": CODE}``
+    fails with that code, ``{"crash": 1}`` raises RuntimeError, ``{"hang": 1}`` never ends (the
+    deadline ends it), ``{"gate": 1}`` sets :attr:`entered` and waits for :attr:`release`.
+    ``GET /t/{model}`` answers ``{"model"}``. Another GET or POST is refused 400, another method
+    405. :attr:`parses` counts the request lines parsed."""
 
-    rest: str  # no CORS, generous limits, no classify/regress hook
-    alt: str  # CORS, small limits, a short deadline, the test hook, an extra route
-    grpc_target: str
-    root: Path
-    pool: WorkerPool
-    core: ServingCore
-    loop: asyncio.AbstractEventLoop
+    def __init__(self) -> None:
+        self.parses = 0
+        self.entered = asyncio.Event()
+        self.release = asyncio.Event()
 
+    def owns(self, path: str) -> bool:
+        return path.startswith("/t/")
 
-async def _hook(
-    method: str, ref: ModelRef, body: dict[str, Any], deadline: float
-) -> dict[str, Any]:
-    """Stands in for issue 6's classify/regress: raises, crashes, hangs or echoes on request."""
-    if "raise" in body:
-        raise from_wire(body["raise"], f"hook says {body['raise']}")
-    if "crash" in body:
-        raise RuntimeError("hook crashed")
-    if "hang" in body:
-        await asyncio.Event().wait()
-    echo = {"method": method, "model": ref.name, "version": ref.version, "label": ref.label}
-    return {"results": [[["label", 0.5]]], "echo": echo, "body": body}
+    def parse(self, method: str, path: str) -> ApiCall[str]:
+        self.parses += 1
+        model, _, verb = path.removeprefix("/t/").partition(":")
+        if method == "POST" and verb:
+            return ApiCall(
+                PROTOCOL, verb.capitalize(), model, route=f"/t/{{m}}:{verb}", detail=verb
+            )
+        if method == "GET" and not verb:
+            return ApiCall(PROTOCOL, "Status", model, route="/t/{m}", detail="status")
+        if method in ("GET", "POST"):
+            refusal: Exception = InvalidArgument(f"Malformed request: {method} {path}")
+        else:
+            refusal = HttpError(405, f"{path} answers POST, not {method}", Allow="POST")
+        return ApiCall(PROTOCOL, UNKNOWN_API, refusal=refusal)
+
+    async def serve(
+        self, request: web.BaseRequest, call: ApiCall[str], bounds: CallBounds
+    ) -> web.StreamResponse:
+        if call.detail == "status":
+            return web.json_response({"model": call.model})
+        body = await bounds.read_body(request)
+        deadline = bounds.deadline()
+        document = json.loads(body) if body.strip() else {}
+        return await bounds.until(deadline, self._run(call, document, len(body)))
+
+    async def _run(self, call: ApiCall[str], document: dict[str, Any], size: int) -> web.Response:
+        if "raise" in document:
+            raise from_wire(document["raise"], f"hook says {document['raise']}")
+        if "crash" in document:
+            raise RuntimeError("hook crashed")
+        if "hang" in document:
+            await asyncio.Event().wait()
+        if "gate" in document:
+            self.entered.set()
+            await self.release.wait()
+        return web.json_response({"model": call.model, "verb": call.detail, "bytes": size})
 
 
 async def _extra(request: web.BaseRequest) -> web.StreamResponse:
     return web.Response(text=f"extra {request.method}\n")
 
 
-def _model(root: Path, name: str, **config: Any) -> ModelSpecConfig:
-    return ModelSpecConfig(name=name, base_path=str(root / name), **config)
-
-
-def _build_models(root: Path) -> list[ModelSpecConfig]:
-    onnx_models.mlp(root / "mlp" / "1" / "model.onnx", seed=1)
-    onnx_models.mlp(root / "mlp" / "2" / "model.onnx", seed=2)
-    onnx_models.add_two(root / "add_two" / "7" / "model.onnx")
-    onnx_models.scaled(root / "scaled" / "1" / "model.onnx", 2.0)
-    onnx_models.identities(root / "identities" / "1" / "model.onnx")
-    rest_models.strings(root / "strings" / "1" / "model.onnx")
-    rest_models.scalar_sum(root / "scalar_sum" / "1" / "model.onnx")
-    return [
-        _model(root, "mlp", policy="all", labels={"stable": 1, "canary": 2}),
-        *(
-            _model(root, name)
-            for name in ("add_two", "scaled", "identities", "strings", "scalar_sum")
-        ),
-    ]
-
-
-@pytest.fixture(scope="module")
-def stack(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Stack]:
-    root = tmp_path_factory.mktemp("rest_models")
-    specs = _build_models(root)
-    started: queue.Queue[Stack | BaseException] = queue.Queue()
-    failures: list[BaseException] = []
-    done: list[Callable[[], None]] = []
-
-    async def serve() -> None:
-        loop = asyncio.get_running_loop()
-        finished = asyncio.Event()
-        try:
-            async with serving_stack(specs) as serving:
-                await _serve(serving.pool, serving.core, loop, finished)
-        except BaseException as exc:
-            failures.append(exc)
-            started.put(exc)
-
-    async def _serve(
-        pool: WorkerPool,
-        core: ServingCore,
-        loop: asyncio.AbstractEventLoop,
-        finished: asyncio.Event,
-    ) -> None:
-        rest = RestServer(
-            core, timeout_ms=30_000, enable_cors=False, max_body_bytes=2**24, max_elements=2**20
-        )
-        alt = RestServer(
-            core,
-            timeout_ms=ALT_TIMEOUT_MS,
-            enable_cors=True,
-            max_body_bytes=ALT_MAX_BODY,
-            max_elements=ALT_MAX_ELEMENTS,
-            classify_regress=_hook,
-            extra_routes={"/extra": _extra},
-        )
-        server = grpc.aio.server(options=[("grpc.so_reuseport", 0)])
-        add_services(
-            server,
-            PredictionService(core, max_elements=2**20, as_tensor_content=False),
-            ModelService(core),
-        )
-        grpc_port = server.add_insecure_port("127.0.0.1:0")
-        await server.start()
-        rest_port = await rest.start("127.0.0.1", 0)
-        alt_port = await alt.start("127.0.0.1", 0)
-        done.append(lambda: loop.call_soon_threadsafe(finished.set))
-        started.put(
-            Stack(
-                rest=f"http://127.0.0.1:{rest_port}",
-                alt=f"http://127.0.0.1:{alt_port}",
-                grpc_target=f"127.0.0.1:{grpc_port}",
-                root=root,
-                pool=pool,
-                core=core,
-                loop=loop,
-            )
-        )
-        await finished.wait()
-        await rest.stop(5)
-        await alt.stop(5)
-        await server.stop(None)
-
-    thread = threading.Thread(target=uvloop.run, args=(serve(),), name="rest-e2e")
-    thread.start()
-    try:
-        result = started.get(timeout=START_TIMEOUT_S)
-        if isinstance(result, BaseException):
-            raise result
-        yield result
-    finally:
-        for stop in done:
-            stop()
-        thread.join(START_TIMEOUT_S)
-    assert not thread.is_alive(), "the server thread did not stop"
-    assert not failures, failures
-
-
-# -- client helpers --------------------------------------------------------------------------------
 @dataclass
-class Reply:
-    status: int
-    headers: CIMultiDict[str]
-    body: bytes
+class Served:
+    url: str
+    server: HttpServer
+    api: Echo
+    session: aiohttp.ClientSession
 
-    def json(self) -> Any:
-        return json.loads(self.body)  # the standard library reads NaN and Infinity
-
-    def error(self) -> str:
-        assert self.headers["Content-Type"] == "application/json"
-        document = self.json()
-        assert list(document) == ["error"], document
-        message: str = document["error"]
-        return message
+    async def ask(
+        self, method: str, path: str, body: Any = None, headers: dict[str, str] | None = None
+    ) -> Reply:
+        return await request(self.session, method, self.url + path, body, headers)
 
 
-async def _request(
-    session: aiohttp.ClientSession, method: str, url: str, body: Any, headers: dict[str, str]
-) -> Reply:
-    if body is not None and not isinstance(body, bytes | str) and not hasattr(body, "__aiter__"):
-        body = json.dumps(body, allow_nan=True)
-    async with session.request(method, url, data=body, headers=headers) as response:
-        return Reply(response.status, response.headers.copy(), await response.read())
-
-
-def http(method: str, url: str, body: Any = None, headers: dict[str, str] | None = None) -> Reply:
-    """One request from a fresh client session (``body``: bytes, str, or a JSON-able value)."""
-
-    async def go() -> Reply:
+@contextlib.asynccontextmanager
+async def serving(
+    *,
+    extra: bool = False,
+    ready: Callable[[], bool] = lambda: True,
+    timeout_ms: int = 30_000,
+    max_body_bytes: int = 2**20,
+    enable_cors: bool = False,
+    observe: Observe | None = None,
+    front: Front | None = None,
+) -> AsyncIterator[Served]:
+    """An HttpServer with :class:`Echo` (and ``/extra`` as an exact route when ``extra``)."""
+    api = Echo()
+    routes = Routes()
+    if extra:
+        routes.add_exact("/extra", _extra)
+    routes.add_api(api)
+    server = HttpServer(
+        routes,
+        ready=ready,
+        timeout_ms=timeout_ms,
+        max_body_bytes=max_body_bytes,
+        enable_cors=enable_cors,
+        observe=observe,
+        front=front,
+    )
+    port = await server.start("127.0.0.1", 0)
+    try:
         async with aiohttp.ClientSession() as session:
-            return await _request(session, method, url, body, headers or {})
-
-    return asyncio.run(go())
-
-
-def post(url: str, body: Any, headers: dict[str, str] | None = None) -> Reply:
-    return http("POST", url, body, headers)
+            yield Served(f"http://127.0.0.1:{port}", server, api, session)
+    finally:
+        await server.stop(5)
 
 
-def get(url: str) -> Reply:
-    return http("GET", url)
+# -- bodies, deadlines, errors ---------------------------------------------------------------------
+def test_expect_100_continue_is_answered() -> None:
+    body = json.dumps({"inputs": [[1, 2]] * 500})
 
-
-def b64(data: bytes) -> str:
-    return base64.b64encode(data).decode()
-
-
-@pytest.fixture
-def channel(stack: Stack) -> Iterator[grpc.Channel]:
-    with grpc.insecure_channel(stack.grpc_target) as ch:
-        yield ch
-
-
-# -- predict ---------------------------------------------------------------------------------------
-def test_row_and_columnar_single_input_two_outputs(stack: Stack) -> None:
-    x = np.random.default_rng(3).standard_normal((3, 64)).astype(np.float32)
-    expected = run_reference(stack.root / "mlp" / "2" / "model.onnx", {"x": x})
-    row = post(f"{stack.rest}/v1/models/mlp:predict", {"instances": x.tolist()})
-    assert row.status == 200, row.body
-    assert row.headers["Content-Type"] == "application/json"
-    predictions = row.json()["predictions"]
-    assert len(predictions) == 3
-    assert all(set(p) == {"logits", "probs"} for p in predictions)
-    for name in ("logits", "probs"):
-        got = np.array([p[name] for p in predictions], np.float32)
-        np.testing.assert_array_equal(got, expected[name])
-    body = {"signature_name": "serving_default", "inputs": {"x": x.tolist()}}
-    columnar = post(f"{stack.rest}/v1/models/mlp:predict", body)
-    assert columnar.status == 200, columnar.body
-    outputs = columnar.json()["outputs"]
-    assert set(outputs) == {"logits", "probs"}
-    for name in ("logits", "probs"):
-        np.testing.assert_array_equal(np.array(outputs[name], np.float32), expected[name])
-
-
-def test_single_output_drops_its_name(stack: Stack) -> None:
-    url = f"{stack.rest}/v1/models/scaled:predict"
-    assert post(url, {"instances": [[1, 2], [3, 4.5]]}).json() == {
-        "predictions": [[2.0, 4.0], [6.0, 9.0]]
-    }
-    assert post(url, {"inputs": [[1, 2]]}).json() == {"outputs": [[2.0, 4.0]]}
-
-
-def test_row_and_columnar_multiple_inputs_and_outputs(stack: Stack) -> None:
-    url = f"{stack.rest}/v1/models/add_two:predict"
-    rows = [{"a": [1, 2, 3], "b": [0.5, 0.5, 0.5]}, {"a": [4, 5, 6], "b": [1, 1, 1]}]
-    assert post(url, {"instances": rows}).json() == {
-        "predictions": [
-            {"sum": [1.5, 2.5, 3.5], "diff": [0.5, 1.5, 2.5]},
-            {"sum": [5.0, 6.0, 7.0], "diff": [3.0, 4.0, 5.0]},
-        ]
-    }
-    columns = {"a": [[1, 2, 3]], "b": [[3, 2, 1]]}
-    assert post(url, {"inputs": columns}).json() == {
-        "outputs": {"sum": [[4.0, 4.0, 4.0]], "diff": [[-2.0, 0.0, 2.0]]}
-    }
-
-
-def test_scalar_output_needs_the_columnar_format(stack: Stack) -> None:
-    url = f"{stack.rest}/v1/models/scalar_sum:predict"
-    assert post(url, {"inputs": [1, 2, 3.5]}).json() == {"outputs": 6.5}
-    reply = post(url, {"instances": [1, 2, 3.5]})
-    assert reply.status == 400
-    assert reply.error().startswith("Tensor name: total has no shape information")
-
-
-def test_expect_100_continue_is_answered(stack: Stack) -> None:
-    async def go() -> tuple[int, Any]:
+    async def scenario() -> tuple[int, Any]:
         async with (
-            aiohttp.ClientSession() as session,
-            session.post(
-                f"{stack.rest}/v1/models/scaled:predict",
-                data=json.dumps({"inputs": [[1, 2]] * 500}),
-                expect100=True,
-            ) as response,
+            serving() as served,
+            served.session.post(f"{served.url}/t/m:run", data=body, expect100=True) as response,
         ):
             return response.status, await response.json()
 
-    status, document = asyncio.run(go())
-    assert status == 200
-    assert document == {"outputs": [[2.0, 4.0]] * 500}
+    assert asyncio.run(scenario()) == (200, {"model": "m", "verb": "run", "bytes": len(body)})
 
 
-def test_b64_in_and_bytes_outputs_out(stack: Stack) -> None:
-    url = f"{stack.rest}/v1/models/strings:predict"
-    text = "héllo wörld"
-    reply = post(url, {"instances": [{"b64": b64(text.encode())}, "plain"]})
-    assert reply.status == 200, reply.body
-    assert reply.json() == {
-        "predictions": [
-            {"text_out": text, "text_bytes": {"b64": b64(text.encode())}},
-            {"text_out": "plain", "text_bytes": {"b64": b64(b"plain")}},
-        ]
-    }
-    reply = post(url, {"inputs": {"text": ["a", {"b64": b64(b"b")}]}})
-    assert reply.json() == {
-        "outputs": {"text_out": ["a", "b"], "text_bytes": [{"b64": "YQ=="}, {"b64": "Yg=="}]}
-    }
-
-
-def test_nan_and_infinity_in_and_out(stack: Stack) -> None:
-    body = b'{"instances": [[NaN, Infinity], [-Infinity, 1.5]]}'
-    reply = post(f"{stack.rest}/v1/models/scaled:predict", body)
-    assert reply.status == 200, reply.body
-    assert reply.body == b'{"predictions":[[NaN,Infinity],[-Infinity,3.0]]}'
-
-
-def _sample(dtype: str) -> np.ndarray:
-    if dtype == "string":
-        return np.array([["a", "été"], ["", "long " * 5]], dtype=object)
-    if dtype == "bool":
-        return np.array([[True, False], [False, True]])
-    if dtype.startswith(("int", "uint")):
-        info = np.iinfo(dtype)
-        return np.array([[info.min, info.max], [0, 1]], dtype=dtype)
-    return np.array([[np.nan, np.inf], [-np.inf, 0.5]], dtype=dtype)
-
-
-def test_every_dtype_round_trips(stack: Stack) -> None:
-    inputs = {f"in_{d}": _sample(d) for d in IDENTITY_DTYPES}
-    body = {"inputs": {name: value.tolist() for name, value in inputs.items()}}
-    reply = post(f"{stack.rest}/v1/models/identities:predict", body)
-    assert reply.status == 200, reply.body
-    outputs = reply.json()["outputs"]
-    for dtype in IDENTITY_DTYPES:
-        sent = inputs[f"in_{dtype}"]
-        got = np.array(outputs[f"out_{dtype}"], dtype=sent.dtype)
-        np.testing.assert_array_equal(got, sent)
-
-
-@pytest.mark.parametrize(
-    ("prefix", "verb", "version"),
-    [
-        ("/v1/models/mlp", ":predict", 2),
-        ("/v1/models/mlp/versions/1", ":predict", 1),
-        ("/v1/models/mlp/versions/2", ":predict", 2),
-        ("/v1/models/mlp/labels/stable", ":predict", 1),
-        ("/v1/models/mlp/labels/canary", ":predict", 2),
-        ("/V1/MODELS/mlp/VERSIONS/1", ":PREDICT", 1),
-        ("/v1/Models/mlp/Labels/canary", ":Predict", 2),
-    ],
-)
-def test_every_path_form(stack: Stack, prefix: str, verb: str, version: int) -> None:
-    x = np.ones((1, 64), np.float32)
-    expected = run_reference(stack.root / "mlp" / str(version) / "model.onnx", {"x": x})
-    reply = post(f"{stack.rest}{prefix}{verb}", {"instances": x.tolist()})
-    assert reply.status == 200, reply.body
-    logits = np.array(reply.json()["predictions"][0]["logits"], np.float32)
-    np.testing.assert_array_equal(logits, expected["logits"][0])
-    statuses = get(f"{stack.rest}{prefix}").json()["model_version_status"]
-    listed = [s["version"] for s in statuses]
-    assert listed == (["1", "2"] if prefix.lower() == "/v1/models/mlp" else [str(version)])
-    metadata = get(f"{stack.rest}{prefix}/metadata").json()
-    assert metadata["model_spec"] == {"name": "mlp", "signature_name": "", "version": str(version)}
-    for method in ("classify", "regress"):
-        reply = post(f"{stack.rest}{prefix}:{method}", {"examples": [{}]})
-        assert reply.status == 501
-        assert reply.error() == f"{method.capitalize()} is not implemented yet by tensorgate"
-
-
-# -- status, metadata, parity with gRPC ------------------------------------------------------------
-def test_status_json_as_tf_serving(stack: Stack, channel: grpc.Channel) -> None:
-    reply = get(f"{stack.rest}/v1/models/mlp")
-    assert reply.status == 200
-    ok = {"error_code": "OK", "error_message": ""}
-    assert reply.json() == {
-        "model_version_status": [
-            {"version": "1", "state": "AVAILABLE", "status": ok},
-            {"version": "2", "state": "AVAILABLE", "status": ok},
-        ]
-    }
-    stub = model_service_pb2_grpc.ModelServiceStub(channel)
-    request = get_model_status_pb2.GetModelStatusRequest()
-    request.model_spec.name = "mlp"
-    response = stub.GetModelStatus(request, timeout=30)
-    assert [s.version for s in response.model_version_status] == [1, 2]
-
-
-@pytest.mark.parametrize("model", ["mlp", "add_two", "strings", "identities"])
-def test_metadata_json_as_tf_serving_and_as_grpc(
-    stack: Stack, channel: grpc.Channel, model: str
-) -> None:
-    reply = get(f"{stack.rest}/v1/models/{model}/metadata")
-    assert reply.status == 200
-    document = reply.json()
-    assert set(document) == {"model_spec", "metadata"}
-    stub = prediction_service_pb2_grpc.PredictionServiceStub(channel)
-    request = get_model_metadata_pb2.GetModelMetadataRequest(metadata_field=["signature_def"])
-    request.model_spec.name = model
-    response = stub.GetModelMetadata(request, timeout=30)
-    signature_map = get_model_metadata_pb2.SignatureDefMap()
-    assert response.metadata["signature_def"].Unpack(signature_map)
-    fields: dict[str, Any] = {
-        "always_print_fields_with_no_presence": True,
-        "preserving_proto_field_name": True,
-    }
-    assert document == {
-        "model_spec": json_format.MessageToDict(response.model_spec, **fields),
-        "metadata": {"signature_def": json_format.MessageToDict(signature_map, **fields)},
-    }
-    serving = document["metadata"]["signature_def"]["signature_def"]["serving_default"]
-    assert serving["method_name"] == "tensorflow/serving/predict"
-    assert all("dtype" in info and "tensor_shape" in info for info in serving["inputs"].values())
-
-
-@pytest.mark.parametrize(
-    ("model", "inputs"),
-    [
-        ("mlp", {"x": np.random.default_rng(9).standard_normal((4, 64)).astype(np.float32)}),
-        ("add_two", {"a": np.eye(3, dtype=np.float32), "b": np.full((3, 3), 0.1, np.float32)}),
-        ("scaled", {"x": np.array([[np.nan, 1e-30], [np.inf, -3.3]], np.float32)}),
-        ("strings", {"text": np.array(["é", "", "x y"], dtype=object)}),
-    ],
-)
-def test_rest_and_grpc_answer_identically(
-    stack: Stack, channel: grpc.Channel, model: str, inputs: dict[str, np.ndarray]
-) -> None:
-    stub = prediction_service_pb2_grpc.PredictionServiceStub(channel)
-    as_bytes = {
-        k: np.array([s.encode() for s in v], dtype=object) if v.dtype == object else v
-        for k, v in inputs.items()
-    }
-    by_grpc = outputs_of(stub.Predict(predict_request(model, as_bytes), timeout=30))
-    body = {"inputs": {name: value.tolist() for name, value in inputs.items()}}
-    reply = post(f"{stack.rest}/v1/models/{model}:predict", body)
-    assert reply.status == 200, reply.body
-    outputs = reply.json()["outputs"]
-    if len(by_grpc) == 1:
-        outputs = {next(iter(by_grpc)): outputs}
-    assert set(outputs) == set(by_grpc)
-    for name, expected in by_grpc.items():
-        if expected.dtype == object:
-            decode = (
-                (lambda v: base64.b64decode(v["b64"])) if name.endswith("_bytes") else str.encode
+def test_limits_of_body_size() -> None:
+    async def scenario() -> None:
+        async with serving(max_body_bytes=ALT_MAX_BODY) as served:
+            reply = await served.ask("POST", "/t/m:run", b" " * (ALT_MAX_BODY + 1))
+            assert reply.status == 400
+            assert reply.error() == (
+                f"Request body of {ALT_MAX_BODY + 1} bytes is over the limit of {ALT_MAX_BODY} "
+                "bytes (--rest_api_max_body_bytes)"
             )
-            got = np.array([decode(v) for v in outputs[name]], dtype=object)
-        else:
-            got = np.array(outputs[name], dtype=expected.dtype)
-        np.testing.assert_array_equal(got, expected)
 
+            async def chunks() -> AsyncIterator[bytes]:  # no Content-Length: counted while read
+                for _ in range(ALT_MAX_BODY // 512 + 1):
+                    yield b" " * 512
 
-# -- errors ----------------------------------------------------------------------------------------
-X_ROW = {"instances": [[0.5] * 64]}
+            reply = await served.ask("POST", "/t/m:run", chunks())
+            assert reply.status == 400
+            assert "over the limit of 4096 bytes" in reply.error()
+            reply = await served.ask("POST", "/t/m:run", b" " * ALT_MAX_BODY)
+            assert (reply.status, reply.json()["bytes"]) == (200, ALT_MAX_BODY)
 
-
-@pytest.mark.parametrize(
-    ("method", "path", "body", "status", "message"),
-    [
-        (
-            "POST",
-            "/v1/models/nope:predict",
-            X_ROW,
-            404,
-            "Servable not found for request: Latest(nope)",
-        ),
-        ("POST", "/v1/models/mlp/versions/9:predict", X_ROW, 404, "Specific(mlp, 9)"),
-        (
-            "POST",
-            "/v1/models/mlp/labels/x:predict",
-            X_ROW,
-            400,
-            "Unrecognized servable version label",
-        ),
-        ("GET", "/v1/models/nope", None, 404, "Could not find any versions of model nope"),
-        ("GET", "/v1/models/mlp/versions/9", None, 404, "Could not find version 9 of model mlp"),
-        ("GET", "/v1/models/nope/metadata", None, 404, "Servable not found for request"),
-        ("GET", "/v1/models", None, 400, "Missing model name in request."),
-        ("GET", "/v1/models/mlp/versions/1/labels/stable", None, 400, "Malformed request: GET "),
-        ("POST", "/v1/models/mlp/versions/1/labels/x:predict", X_ROW, 400, "Malformed request"),
-        ("POST", "/v1/models/mlp", X_ROW, 400, "Malformed request: POST /v1/models/mlp"),
-        ("DELETE", "/v1/models/mlp", None, 405, "/v1/models/mlp answers GET, not DELETE"),
-        ("OPTIONS", "/v1/models/mlp:predict", None, 405, "answers POST, not OPTIONS"),
-        ("PUT", "/v1/models/mlp/labels/x", None, 405, "answers GET, not PUT"),
-        ("DELETE", "/v1/models/mlp/versions/x", None, 400, "Malformed request: DELETE"),
-        ("GET", "/v2/models/mlp", None, 404, "Not found: GET /v2/models/mlp"),
-        ("POST", "/v1/models/mlp:predict", b"{", 400, "JSON Parse error: Expecting"),
-        ("POST", "/v1/models/mlp:predict", b"", 400, "JSON Parse error: The document is empty"),
-        ("POST", "/v1/models/mlp:predict", [1], 400, "JSON Value: [1] Is not object"),
-        ("POST", "/v1/models/mlp:predict", {}, 400, "Missing 'inputs' or 'instances' key"),
-        ("POST", "/v1/models/mlp:predict", {"inputs": 1, "instances": 1}, 400, "only one of"),
-        (
-            "POST",
-            "/v1/models/mlp:predict",
-            {"instances": [[1] * 64, [1] * 63]},
-            400,
-            "instances[1]: list of 63 values",
-        ),
-        (
-            "POST",
-            "/v1/models/mlp:predict",
-            {"instances": [[[1] * 64]]},
-            400,
-            "has shape [1, 1, 64]",
-        ),
-        (
-            "POST",
-            "/v1/models/mlp:predict",
-            {"instances": [["1"] * 64]},
-            400,
-            "instances[0][0]: JSON Value",
-        ),
-        (
-            "POST",
-            "/v1/models/mlp:predict",
-            {"instances": [[1e39] * 64]},
-            400,
-            "without loss of precision",
-        ),
-        (
-            "POST",
-            "/v1/models/mlp:predict",
-            b'{"instances": [[1e999]]}',
-            400,
-            "number 1e999 is out of a double's range",
-        ),
-        (
-            "POST",
-            "/v1/models/mlp:predict",
-            {"signature_name": "n", **X_ROW},
-            400,
-            'signature key "n"',
-        ),
-        ("POST", "/v1/models/mlp:predict", {"signature_name": 1, **X_ROW}, 400, "must be a string"),
-        (
-            "POST",
-            "/v1/models/mlp:predict",
-            {"inputs": {"y": [[1] * 64]}},
-            400,
-            "Missing named input: x",
-        ),
-        (
-            "POST",
-            "/v1/models/add_two:predict",
-            {"instances": [[1, 2, 3]]},
-            400,
-            "instances is a plain list",
-        ),
-        (
-            "POST",
-            "/v1/models/add_two:predict",
-            {"inputs": {"a": [[1, 2, 3]], "b": [[1, 2]]}},
-            400,
-            "input 'b' has shape [1, 2]",
-        ),
-        (
-            "POST",
-            "/v1/models/strings:predict",
-            {"inputs": [{"b64": b64(b"\xff")}]},
-            400,
-            "not valid UTF-8",
-        ),
-    ],
-)
-def test_errors(method: str, path: str, body: Any, status: int, message: str, stack: Stack) -> None:
-    reply = http(method, f"{stack.rest}{path}", body)
-    assert reply.status == status, reply.body
-    assert message in reply.error()
-    assert "Retry-After" not in reply.headers
-    assert "Access-Control-Allow-Origin" not in reply.headers
-
-
-def test_limits_of_body_size_and_elements(stack: Stack) -> None:
-    url = f"{stack.alt}/v1/models/mlp:predict"
-    reply = post(url, b" " * (ALT_MAX_BODY + 1))
-    assert reply.status == 400
-    assert reply.error() == (
-        f"Request body of {ALT_MAX_BODY + 1} bytes is over the limit of {ALT_MAX_BODY} bytes "
-        "(--rest_api_max_body_bytes)"
-    )
-
-    async def chunks() -> AsyncIterator[bytes]:  # no Content-Length: counted while reading
-        for _ in range(ALT_MAX_BODY // 512 + 1):
-            yield b" " * 512
-
-    reply = post(url, chunks())
-    assert reply.status == 400
-    assert "over the limit of 4096 bytes" in reply.error()
-    reply = post(url, {"inputs": [[1] * 64] * 2})
-    assert reply.status == 400
-    assert (
-        "inputs: tensor of shape [2, 64] has 128 elements, over the limit of 100" in reply.error()
-    )
-    assert post(url, {"inputs": [[1] * 64]}).status == 200
+    asyncio.run(scenario())
 
 
 @pytest.mark.parametrize(
@@ -624,147 +190,180 @@ def test_limits_of_body_size_and_elements(stack: Stack) -> None:
         ("DEADLINE_EXCEEDED", 504),
     ],
 )
-def test_error_codes_map_to_tf_serving_http_statuses(stack: Stack, code: str, status: int) -> None:
-    reply = post(f"{stack.alt}/v1/models/mlp:classify", {"raise": code})
+def test_error_codes_map_to_tf_serving_http_statuses(code: str, status: int) -> None:
+    async def scenario() -> Reply:
+        async with serving() as served:
+            return await served.ask("POST", "/t/m:run", {"raise": code})
+
+    reply = asyncio.run(scenario())
     assert reply.status == status
     assert reply.error() == f"hook says {code}"
     assert reply.headers.get("Retry-After") == ("1" if status in (429, 503) else None)
 
 
-def test_unexpected_failures_and_deadlines(stack: Stack) -> None:
-    reply = post(f"{stack.alt}/v1/models/mlp:regress", {"crash": True})
-    assert reply.status == 500
-    assert reply.error() == "RuntimeError: hook crashed"
-    reply = post(f"{stack.alt}/v1/models/mlp:regress", {"hang": True})
-    assert reply.status == 504
-    assert reply.error() == (
-        f"Deadline exceeded: the call took longer than {ALT_TIMEOUT_MS} ms "
-        "(--rest_api_timeout_in_ms)"
-    )
+def test_unexpected_failures_and_deadlines() -> None:
+    async def scenario() -> None:
+        async with serving(timeout_ms=ALT_TIMEOUT_MS) as served:
+            reply = await served.ask("POST", "/t/m:run", {"crash": True})
+            assert reply.status == 500
+            assert reply.error() == "RuntimeError: hook crashed"
+            reply = await served.ask("POST", "/t/m:run", {"hang": True})
+            assert reply.status == 504
+            assert reply.error() == (
+                f"Deadline exceeded: the call took longer than {ALT_TIMEOUT_MS} ms "
+                "(--rest_api_timeout_in_ms)"
+            )
+
+    asyncio.run(scenario())
 
 
-def test_predict_deadline_when_the_worker_does_not_answer(stack: Stack) -> None:
-    (pid,) = stack.pool.pids()
-    os.kill(pid, signal.SIGSTOP)
-    try:
-        reply = post(f"{stack.alt}/v1/models/scaled:predict", {"instances": [[1, 2]]})
-    finally:
-        os.kill(pid, signal.SIGCONT)
-    assert reply.status == 504
-    assert reply.error().startswith("Deadline exceeded")
-    assert post(f"{stack.rest}/v1/models/scaled:predict", {"instances": [[1, 2]]}).status == 200
-
-
-def test_classify_and_regress_go_to_the_hook(stack: Stack) -> None:
-    body = {"signature_name": "s", "examples": [{"f": [1.5]}]}
-    reply = post(f"{stack.alt}/v1/models/mlp/labels/stable:regress", body)
-    assert reply.status == 200
-    assert reply.json() == {
-        "results": [[["label", 0.5]]],
-        "echo": {"method": "regress", "model": "mlp", "version": None, "label": "stable"},
-        "body": body,
-    }
-    reply = post(f"{stack.alt}/v1/models/mlp/versions/2:classify", {"examples": []})
-    assert reply.json()["echo"] == {
-        "method": "classify",
-        "model": "mlp",
-        "version": 2,
-        "label": None,
-    }
-
-
-# -- CORS, probes, extra routes, stop --------------------------------------------------------------
-def test_cors_preflight_and_headers(stack: Stack) -> None:
+# -- CORS, probes, routes --------------------------------------------------------------------------
+def test_cors_preflight_and_headers() -> None:
     asked = {
         "Origin": "http://example.com",
         "Access-Control-Request-Method": "POST",
         "Access-Control-Request-Headers": "content-type, authorization",
     }
-    reply = http("OPTIONS", f"{stack.alt}/v1/models/mlp:predict", headers=asked)
-    assert reply.status == 200
-    assert reply.headers["Access-Control-Allow-Origin"] == "*"
-    assert "POST" in reply.headers["Access-Control-Allow-Methods"]
-    assert reply.headers["Access-Control-Allow-Headers"] == "content-type, authorization"
     origin = {"Origin": "http://example.com"}
-    ok = post(f"{stack.alt}/v1/models/scaled:predict", {"inputs": [[1, 1]]}, origin)
-    assert ok.status == 200
-    assert ok.headers["Access-Control-Allow-Origin"] == "*"
-    failed = post(f"{stack.alt}/v1/models/nope:predict", {"inputs": [[1, 1]]}, origin)
-    assert failed.status == 404
-    assert failed.headers["Access-Control-Allow-Origin"] == "*"
-    plain = post(f"{stack.rest}/v1/models/scaled:predict", {"inputs": [[1, 1]]}, origin)
-    assert "Access-Control-Allow-Origin" not in plain.headers
 
-
-def test_probes_and_extra_routes(stack: Stack) -> None:
-    for base in (stack.rest, stack.alt):
-        live = get(f"{base}/healthz")
-        assert (live.status, live.body) == (200, b"ok\n")
-        assert live.headers["Content-Type"].startswith("text/plain")
-        ready = get(f"{base}/readyz")
-        assert (ready.status, ready.body) == (200, b"ready\n")
-    assert get(f"{stack.alt}/extra").body == b"extra GET\n"
-    assert get(f"{stack.rest}/extra").status == 404
-
-
-def test_stop_finishes_calls_in_flight_then_refuses(stack: Stack) -> None:
     async def scenario() -> None:
-        entered, release = asyncio.Event(), asyncio.Event()
+        async with serving(enable_cors=True) as alt, serving() as plain:
+            reply = await alt.ask("OPTIONS", "/t/m:run", headers=asked)
+            assert reply.status == 200
+            assert reply.headers["Access-Control-Allow-Origin"] == "*"
+            assert "POST" in reply.headers["Access-Control-Allow-Methods"]
+            assert reply.headers["Access-Control-Allow-Headers"] == "content-type, authorization"
+            ok = await alt.ask("POST", "/t/m:run", {}, origin)
+            assert ok.status == 200
+            assert ok.headers["Access-Control-Allow-Origin"] == "*"
+            failed = await alt.ask("POST", "/t/m:run", {"raise": "NOT_FOUND"}, origin)
+            assert failed.status == 404
+            assert failed.headers["Access-Control-Allow-Origin"] == "*"
+            reply = await plain.ask("POST", "/t/m:run", {}, origin)
+            assert reply.status == 200
+            assert "Access-Control-Allow-Origin" not in reply.headers
+            refused = await plain.ask("OPTIONS", "/t/m:run", headers=asked)
+            assert (refused.status, refused.headers["Allow"]) == (405, "POST")
 
-        async def gated(*_: Any) -> dict[str, Any]:
-            entered.set()
-            await release.wait()
-            return {"results": []}
+    asyncio.run(scenario())
 
-        server = RestServer(
-            stack.core,
-            timeout_ms=60_000,
-            enable_cors=False,
-            max_body_bytes=1024,
-            max_elements=10,
-            classify_regress=gated,
-        )
-        url = f"http://127.0.0.1:{await server.start('127.0.0.1', 0)}/v1/models/mlp:classify"
-        async with aiohttp.ClientSession() as session:
-            call = asyncio.create_task(_request(session, "POST", url, b"{}", {}))
-            await entered.wait()
-            stopping = asyncio.create_task(server.stop(60))
+
+def test_probes_and_extra_routes() -> None:
+    async def scenario() -> None:
+        async with serving(extra=True) as alt, serving() as plain:
+            for served in (plain, alt):
+                live = await served.ask("GET", "/healthz")
+                assert (live.status, live.body) == (200, b"ok\n")
+                assert live.headers["Content-Type"].startswith("text/plain")
+                ready = await served.ask("GET", "/readyz")
+                assert (ready.status, ready.body) == (200, b"ready\n")
+            assert (await alt.ask("GET", "/extra")).body == b"extra GET\n"
+            assert (await alt.ask("DELETE", "/extra")).body == b"extra DELETE\n"
+            missing = await plain.ask("GET", "/extra")
+            assert (missing.status, missing.error()) == (404, "Not found: GET /extra")
+
+    asyncio.run(scenario())
+
+
+def test_readiness_follows_the_core_and_draining_and_probes_take_get_and_head() -> None:
+    ready = [False]
+
+    async def scenario() -> None:
+        async with serving(ready=lambda: ready[0]) as served:
+            reply = await served.ask("GET", "/readyz")
+            assert (reply.status, reply.body) == (503, b"not ready\n")
+            ready[0] = True
+            assert (await served.ask("HEAD", "/readyz")).status == 200
+            refused = await served.ask("POST", "/healthz")
+            assert (refused.status, refused.headers["Allow"]) == (405, "GET, HEAD")
+            assert refused.error() == "/healthz answers GET and HEAD, not POST"
+            served.server.start_draining()
+            assert (await served.ask("GET", "/readyz")).status == 503
+            assert (await served.ask("GET", "/healthz")).status == 200
+            call = await served.ask("POST", "/t/m:run", {})
+            assert (call.status, call.error(), call.headers["Retry-After"]) == (503, DRAINING, "1")
+
+    asyncio.run(scenario())
+
+
+def test_a_refused_request_line_is_answered_after_the_token_and_the_bound() -> None:
+    front = Front(auth=BearerTokens(["secret"]), max_concurrent=1)
+    token = {"Authorization": "Bearer secret"}
+
+    async def scenario() -> None:
+        async with serving(front=front) as served:
+            assert (await served.ask("POST", "/t/m")).status == 401
+            malformed = await served.ask("POST", "/t/m", headers=token)
+            assert (malformed.status, malformed.error()) == (400, "Malformed request: POST /t/m")
+            wrong = await served.ask("DELETE", "/t/m:run", headers=token)
+            assert (wrong.status, wrong.headers["Allow"]) == (405, "POST")
+            busy = asyncio.create_task(served.ask("POST", "/t/m:run", {"gate": 1}, token))
+            await served.api.entered.wait()
+            refused = await served.ask("POST", "/t/m", headers=token)
+            assert refused.status == 503 and "--max_concurrent_requests" in refused.error()
+            served.api.release.set()
+            assert (await busy).status == 200
+            assert front.in_flight == 0
+
+    asyncio.run(scenario())
+
+
+def test_each_api_call_is_parsed_once_and_observed_with_that_parse() -> None:
+    seen: list[tuple[str, str, str | None, int]] = []
+
+    async def observe(
+        request: web.BaseRequest, call: ApiCall[Any], answer: Answer
+    ) -> web.StreamResponse:
+        response = await answer()
+        seen.append((call.api, call.model, response.get(STATUS_KEY), response.status))
+        return response
+
+    async def scenario() -> int:
+        async with serving(extra=True, observe=observe) as served:
+            await served.ask("POST", "/t/m:run", {})
+            await served.ask("POST", "/t/n:run", {"raise": "NOT_FOUND"})
+            await served.ask("GET", "/t/m")
+            await served.ask("POST", "/t/m")
+            for path in ("/healthz", "/extra", "/nope"):
+                await served.ask("GET", path)
+            return served.api.parses
+
+    assert asyncio.run(scenario()) == 4
+    assert seen == [
+        ("Run", "m", None, 200),
+        ("Run", "n", "NOT_FOUND", 404),
+        ("Status", "m", None, 200),
+        (UNKNOWN_API, "", "INVALID_ARGUMENT", 400),
+    ]
+
+
+# -- stop ------------------------------------------------------------------------------------------
+def test_stop_finishes_calls_in_flight_then_refuses() -> None:
+    async def scenario() -> None:
+        async with serving() as served:
+            call = asyncio.create_task(served.ask("POST", "/t/m:run", {"gate": 1}))
+            await served.api.entered.wait()
+            stopping = asyncio.create_task(served.server.stop(60))
             finished, _ = await asyncio.wait({stopping}, timeout=0.2)
             assert not finished, "stop() returned while a call was in flight"
-            release.set()
+            served.api.release.set()
             reply = await call
-            assert (reply.status, reply.json()) == (200, {"results": []})
+            assert (reply.status, reply.json()["verb"]) == (200, "run")
             await stopping
             with pytest.raises(aiohttp.ClientConnectionError):
-                await _request(session, "POST", url, b"{}", {})
-        await server.stop(1)  # a second stop is a no-op
+                await served.ask("POST", "/t/m:run", {})
+            await served.server.stop(1)  # a second stop is a no-op
 
-    asyncio.run_coroutine_threadsafe(scenario(), stack.loop).result(START_TIMEOUT_S)
+    asyncio.run(scenario())
 
 
-def test_stop_cancels_calls_past_the_grace_period(stack: Stack) -> None:
+def test_stop_cancels_calls_past_the_grace_period() -> None:
     async def scenario() -> None:
-        entered = asyncio.Event()
-
-        async def stuck(*_: Any) -> dict[str, Any]:
-            entered.set()
-            await asyncio.Event().wait()
-            raise AssertionError("unreachable")
-
-        server = RestServer(
-            stack.core,
-            timeout_ms=60_000,
-            enable_cors=False,
-            max_body_bytes=1024,
-            max_elements=10,
-            classify_regress=stuck,
-        )
-        url = f"http://127.0.0.1:{await server.start('127.0.0.1', 0)}/v1/models/mlp:regress"
-        async with aiohttp.ClientSession() as session:
-            call = asyncio.create_task(_request(session, "POST", url, b"{}", {}))
-            await entered.wait()
-            await server.stop(0.05)
+        async with serving(timeout_ms=60_000) as served:
+            call = asyncio.create_task(served.ask("POST", "/t/m:run", {"gate": 1}))
+            await served.api.entered.wait()
+            await served.server.stop(0.05)
             with pytest.raises(aiohttp.ClientError):
                 await call
 
-    asyncio.run_coroutine_threadsafe(scenario(), stack.loop).result(START_TIMEOUT_S)
+    asyncio.run(scenario())
