@@ -1,9 +1,9 @@
 """gRPC adapters: PredictionService and ModelService on grpc.aio, a few lines per method.
 
 Each method converts the request (:mod:`gateway.tfserving.codec.messages`), awaits the core and
-converts back.
-A :class:`~gateway.errors.ServingError` becomes its gRPC status; anything else is INTERNAL.
-HandleReloadConfigRequest answers UNIMPLEMENTED unless the management API is on.
+converts back. A :class:`~gateway.errors.ServingError` becomes its gRPC status; anything else is
+INTERNAL. HandleReloadConfigRequest answers UNIMPLEMENTED unless the management API is on. The
+front door registers them as :mod:`gateway.tfserving.surface` describes them.
 """
 
 from __future__ import annotations
