@@ -27,7 +27,7 @@ import grpc
 
 from gateway.observability.calls import Recorder
 from gateway.transport.gate import Handler, Registrar, ServiceRegistry
-from gateway.transport.surface import GrpcService
+from gateway.transport.surface import GrpcService, ModelOf
 
 SERVER_ERRORS = frozenset(
     {"UNKNOWN", "DEADLINE_EXCEEDED", "UNIMPLEMENTED", "INTERNAL", "UNAVAILABLE", "DATA_LOSS"}
@@ -49,12 +49,13 @@ class ObservingRegistry(Registrar):
     ) -> None:
         super().__init__(server)
         self.recorder = recorder
-        self.observed = {s.name: s for s in services if s.model_of is not None}
+        self.observed = {s.name: (s, s.model_of) for s in services if s.model_of is not None}
+        """Service name → the service and how to tell a request's model."""
 
     def add_registered_method_handlers(self, service: str, handlers: Mapping[str, Handler]) -> None:
         described = self.observed.get(service)
         if described is not None:
-            observed = {name: self._wrap(described, name, h) for name, h in handlers.items()}
+            observed = {name: self._wrap(*described, name, h) for name, h in handlers.items()}
             if self.recorder.needs_parent:
                 dispatch = ParentDispatch(service, handlers, observed)
                 self._server.add_generic_rpc_handlers((dispatch,))
@@ -62,15 +63,19 @@ class ObservingRegistry(Registrar):
             handlers = observed
         self.register(service, handlers)
 
-    def _wrap(self, service: GrpcService, name: str, handler: Handler) -> Handler:
+    def _wrap(
+        self, service: GrpcService, model_of: ModelOf, name: str, handler: Handler
+    ) -> Handler:
         if handler.unary_unary is None:
             return handler
-        return handler._replace(unary_unary=self._observe(service, name, handler.unary_unary))
+        observed = self._observe(service, model_of, name, handler.unary_unary)
+        return handler._replace(unary_unary=observed)
 
-    def _observe(self, service: GrpcService, api: str, inner: Behavior) -> Behavior:
+    def _observe(
+        self, service: GrpcService, model_of: ModelOf, api: str, inner: Behavior
+    ) -> Behavior:
         recorder = self.recorder
-        protocol, model_of, rows_of = service.protocol, service.model_of, service.rows_of.get(api)
-        assert model_of is not None  # only observed services are wrapped
+        protocol, rows_of = service.protocol, service.rows_of.get(api)
         span_name = f"{service.name}/{api}"
         attributes = {"rpc.system": "grpc", "rpc.service": service.name, "rpc.method": api}
 
