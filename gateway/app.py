@@ -25,7 +25,6 @@ import grpc
 from grpc_health.v1 import health, health_pb2, health_pb2_grpc
 from grpc_reflection.v1alpha import reflection, reflection_pb2_grpc
 
-from gateway._pb.tensorflow_serving.apis import model_service_pb2, prediction_service_pb2
 from gateway.config.model_config import ModelSpecConfig
 from gateway.config.platform import resolve_worker_threads
 from gateway.config.settings import Settings
@@ -39,23 +38,19 @@ from gateway.parallel.pool import PoolOptions, WorkerPool
 from gateway.serving.core import ServingCore
 from gateway.serving.policy import BatchingPolicy
 from gateway.serving.queues import BatchQueues
-from gateway.tfserving.grpc import ModelService, PredictionService, add_services
-from gateway.tfserving.rest.examples import ClassifyRegressHandler
-from gateway.tfserving.rest.server import RestServer
+from gateway.tfserving.surface import TfServingOptions, TfServingSurface
 from gateway.tfserving.warmup import WarmupPlanner
 from gateway.transport.auth import load_tokens
 from gateway.transport.gate import Gate
 from gateway.transport.http.connections import rest_limits
 from gateway.transport.http.front import Front
+from gateway.transport.http.routes import Routes
+from gateway.transport.http.server import HttpServer
+from gateway.transport.surface import GrpcService, ProtocolSurface, service_names
 
 log = logging.getLogger(__name__)
 
-SERVICE_NAMES = (
-    prediction_service_pb2.DESCRIPTOR.services_by_name["PredictionService"].full_name,
-    model_service_pb2.DESCRIPTOR.services_by_name["ModelService"].full_name,
-    health_pb2.DESCRIPTOR.services_by_name["Health"].full_name,
-    reflection.SERVICE_NAME,
-)
+HEALTH_SERVICE = health_pb2.DESCRIPTOR.services_by_name["Health"].full_name
 
 
 def grpc_options(settings: Settings) -> list[tuple[str, Any]]:
@@ -135,7 +130,7 @@ class Gateway:
         )
         self.health = health.aio.HealthServicer()
         self.server: grpc.aio.Server | None = None
-        self.rest: RestServer | None = None
+        self.rest: HttpServer | None = None
         self.grpc_port = 0
         self.rest_port = 0
         self.tls = TlsMaterial.load(settings.ssl_config_file) if settings.ssl_config_file else None
@@ -165,24 +160,10 @@ class Gateway:
         await self.models.apply(self.specs)  # TF Serving's checks (labels) apply at start too
         await self._update_health()
         log.info("%s", self.observability.describe())
+        surfaces = self._surfaces()
         server = grpc.aio.server(options=grpc_options(settings))
         self.server = server
-        registrar = self.gate.registrar(self.observability.grpc_registry(server))
-        add_services(
-            registrar,
-            PredictionService(
-                self.core,
-                max_elements=settings.max_tensor_elements,
-                max_request_bytes=settings.max_request_bytes,
-                as_tensor_content=settings.enable_serialization_as_tensor_content,
-                method_name_check=settings.enable_signature_method_name_check,
-            ),
-            ModelService(self.core, management=settings.enable_model_management_api),
-        )
-        health_pb2_grpc.add_HealthServicer_to_server(self.health, registrar)
-        reflection_pb2_grpc.add_ServerReflectionServicer_to_server(
-            reflection.aio.ReflectionServicer(SERVICE_NAMES), registrar
-        )
+        self._add_grpc_services(server, [s for p in surfaces for s in p.grpc_services()])
         self.grpc_port, self._socket = bind_grpc(
             server,
             host=settings.grpc_bind_address,
@@ -192,21 +173,7 @@ class Gateway:
         )
         await server.start()
         if settings.rest_api_port:
-            self.rest = RestServer(
-                self.core,
-                timeout_ms=settings.rest_api_timeout_in_ms,
-                enable_cors=settings.rest_api_enable_cors_support,
-                max_body_bytes=settings.rest_api_max_body_bytes,
-                max_elements=settings.max_tensor_elements,
-                max_request_bytes=settings.max_request_bytes,
-                classify_regress=ClassifyRegressHandler(
-                    self.core, method_name_check=settings.enable_signature_method_name_check
-                ),
-                extra_routes=self.observability.routes(self.pool),
-                middleware=self.observability.rest_middleware(),
-                front=Front(auth=self.auth, max_concurrent=settings.max_concurrent_requests),
-                limits=rest_limits(settings),
-            )
+            self.rest = self._http_server(surfaces)
             self.rest_port = await self.rest.start(
                 settings.rest_api_bind_address,
                 settings.rest_api_port,
@@ -218,6 +185,42 @@ class Gateway:
             every_s = settings.model_config_file_poll_wait_seconds
             self._spawn(poll_config_file(settings.model_config_file, every_s, self.models))
         self._report_ready()
+
+    def _surfaces(self) -> list[ProtocolSurface]:
+        """The protocols served, each on the gRPC port and the REST port."""
+        return [TfServingSurface(self.core, TfServingOptions.from_settings(self.settings))]
+
+    def _add_grpc_services(self, server: grpc.aio.Server, services: list[GrpcService]) -> None:
+        """The protocols' services, health and reflection, each behind the gate (and observed
+        when observability records calls)."""
+        observed = self.observability.grpc_registry(server, services)
+        registrar = self.gate.registrar(observed, [s.name for s in services if s.bounded])
+        for service in services:
+            service.add(registrar)
+        health_pb2_grpc.add_HealthServicer_to_server(self.health, registrar)
+        names = service_names(services, HEALTH_SERVICE, reflection.SERVICE_NAME)
+        reflection_pb2_grpc.add_ServerReflectionServicer_to_server(
+            reflection.aio.ReflectionServicer(names), registrar
+        )
+
+    def _http_server(self, surfaces: list[ProtocolSurface]) -> HttpServer:
+        """The REST server: the protocols' APIs, the probes and observability's pages."""
+        settings = self.settings
+        routes = Routes()
+        for path, page in self.observability.routes(self.pool).items():
+            routes.add_exact(path, page)
+        for surface in surfaces:
+            surface.add_routes(routes)
+        return HttpServer(
+            routes,
+            ready=self.core.ready,
+            timeout_ms=settings.rest_api_timeout_in_ms,
+            max_body_bytes=settings.rest_api_max_body_bytes,
+            enable_cors=settings.rest_api_enable_cors_support,
+            observe=self.observability.rest_observer(),
+            front=Front(auth=self.auth, max_concurrent=settings.max_concurrent_requests),
+            limits=rest_limits(settings),
+        )
 
     async def stop(self) -> None:
         """Stop accepting, drain, stop workers, release everything. Safe to call twice."""

@@ -22,10 +22,10 @@ import time
 from collections.abc import Sequence
 from dataclasses import dataclass
 
-from gateway.observability.calls import CURRENT, RUNTIME_APIS, Call
+from gateway.observability.call_record import CURRENT, Call
 from gateway.observability.metrics import GatewayMetrics
 from gateway.observability.span_records import BatchSpan
-from gateway.observability.tfs_metrics import TfServingMetrics
+from gateway.observability.tfs_metrics import RUNTIME_APIS, TfServingMetrics
 from gateway.observability.tracing import Tracing
 from gateway.parallel.dispatcher import RunResult
 

@@ -1,14 +1,14 @@
-"""The gRPC side: observed method handlers for PredictionService and ModelService, put in place
-where the servicers are registered (:class:`ObservingRegistry`), in one place, as an interceptor
-would be.
+"""The gRPC side: observed method handlers for the services a protocol lets observability see
+(:class:`~gateway.transport.surface.GrpcService` with a ``model_of``: TF Serving's
+PredictionService and ModelService), put in place where the services are registered
+(:class:`ObservingRegistry`), in one place, as an interceptor would be.
 
 Each call gets a server span (continuing a W3C ``traceparent`` from its metadata; attributes from
 OpenTelemetry's RPC conventions: ``rpc.system``, ``rpc.service``, ``rpc.method``,
-``rpc.grpc.status_code``) and the metrics TF Serving's ``prediction_service_impl.cc`` records:
-``request_count`` {model_name, status} and, when OK, ``request_latency`` {model_name, API,
-entrypoint="GRPC"} for Predict, Classify and Regress only (upstream records nothing for
-GetModelMetadata or MultiInference at this level; a successful MultiInference records its example
-count, as its ``multi_inference.cc``). Health and reflection calls pass untouched.
+``rpc.grpc.status_code``) and a call record: its protocol, method, the model its request names and,
+once it succeeded, the rows the service says it carries (TF Serving's metrics are an output format
+of these records: :meth:`~gateway.observability.tfs_metrics.TfServingMetrics.record_call`). Health
+and reflection calls pass untouched.
 
 Why not a ``grpc.aio.ServerInterceptor``: grpc.aio runs every call through its interceptors'
 coroutine chain (two coroutine frames and a ``functools.partial`` per interceptor) before the
@@ -20,23 +20,15 @@ costs its wrapper's one frame, and at ratio 0 (:attr:`Recorder.needs_parent`) a 
 from __future__ import annotations
 
 import asyncio
-from collections.abc import Awaitable, Callable, Mapping
+from collections.abc import Awaitable, Callable, Iterable, Mapping
 from typing import Any
 
 import grpc
 
-from gateway._pb.tensorflow_serving.apis import model_service_pb2, prediction_service_pb2
 from gateway.observability.calls import Recorder
-from gateway.tfserving.codec.messages import example_count, model_name
 from gateway.transport.gate import Handler, Registrar, ServiceRegistry
+from gateway.transport.surface import GrpcService, ModelOf
 
-SERVICES = frozenset(
-    {
-        prediction_service_pb2.DESCRIPTOR.services_by_name["PredictionService"].full_name,
-        model_service_pb2.DESCRIPTOR.services_by_name["ModelService"].full_name,
-    }
-)
-TF_COUNTED = frozenset({"Predict", "Classify", "Regress"})
 SERVER_ERRORS = frozenset(
     {"UNKNOWN", "DEADLINE_EXCEEDED", "UNIMPLEMENTED", "INTERNAL", "UNAVAILABLE", "DATA_LOSS"}
 )
@@ -46,19 +38,24 @@ Behavior = Callable[[Any, grpc.aio.ServicerContext], Awaitable[Any]]
 
 
 class ObservingRegistry(Registrar):
-    """Registers, in place of the handlers it is given, observed ones: each unary method of
-    :data:`SERVICES` wrapped once, the other services as given. When only a sampled parent makes
-    a call worth recording (``Recorder.needs_parent``), an observed service is registered only
-    through :class:`ParentDispatch` (handlers registered by name would be found first), so a
-    call without a ``traceparent`` gets the unwrapped handler."""
+    """Registers, in place of the handlers it is given, observed ones: each unary method of the
+    observed ``services`` (those with a ``model_of``) wrapped once, the other services as given.
+    When only a sampled parent makes a call worth recording (``Recorder.needs_parent``), an
+    observed service is registered only through :class:`ParentDispatch` (handlers registered by
+    name would be found first), so a call without a ``traceparent`` gets the unwrapped handler."""
 
-    def __init__(self, recorder: Recorder, server: ServiceRegistry) -> None:
+    def __init__(
+        self, recorder: Recorder, server: ServiceRegistry, services: Iterable[GrpcService]
+    ) -> None:
         super().__init__(server)
         self.recorder = recorder
+        self.observed = {s.name: (s, s.model_of) for s in services if s.model_of is not None}
+        """Service name → the service and how to tell a request's model."""
 
     def add_registered_method_handlers(self, service: str, handlers: Mapping[str, Handler]) -> None:
-        if service in SERVICES:
-            observed = {name: self._wrap(service, name, h) for name, h in handlers.items()}
+        described = self.observed.get(service)
+        if described is not None:
+            observed = {name: self._wrap(*described, name, h) for name, h in handlers.items()}
             if self.recorder.needs_parent:
                 dispatch = ParentDispatch(service, handlers, observed)
                 self._server.add_generic_rpc_handlers((dispatch,))
@@ -66,16 +63,21 @@ class ObservingRegistry(Registrar):
             handlers = observed
         self.register(service, handlers)
 
-    def _wrap(self, service: str, name: str, handler: Handler) -> Handler:
+    def _wrap(
+        self, service: GrpcService, model_of: ModelOf, name: str, handler: Handler
+    ) -> Handler:
         if handler.unary_unary is None:
             return handler
-        return handler._replace(unary_unary=self._observe(service, name, handler.unary_unary))
+        observed = self._observe(service, model_of, name, handler.unary_unary)
+        return handler._replace(unary_unary=observed)
 
-    def _observe(self, service: str, api: str, inner: Behavior) -> Behavior:
+    def _observe(
+        self, service: GrpcService, model_of: ModelOf, api: str, inner: Behavior
+    ) -> Behavior:
         recorder = self.recorder
-        span_name = f"{service}/{api}"
-        latency_api = api if api in TF_COUNTED else None
-        attributes = {"rpc.system": "grpc", "rpc.service": service, "rpc.method": api}
+        protocol, rows_of = service.protocol, service.rows_of.get(api)
+        span_name = f"{service.name}/{api}"
+        attributes = {"rpc.system": "grpc", "rpc.service": service.name, "rpc.method": api}
 
         async def behavior(request: Any, context: grpc.aio.ServicerContext) -> Any:
             traceparent = tracestate = None
@@ -86,7 +88,7 @@ class ObservingRegistry(Registrar):
                     elif key == "tracestate":
                         tracestate = value
             call, token = recorder.begin(
-                api, "GRPC", span_name, traceparent, tracestate, attributes
+                protocol, api, "GRPC", span_name, traceparent, tracestate, attributes
             )
             status = "OK"
             try:
@@ -99,22 +101,18 @@ class ObservingRegistry(Registrar):
                 status = code.name if isinstance(code, grpc.StatusCode) else "UNKNOWN"
                 raise
             finally:
-                model = model_name(request)
+                call.model = model_of(request)
+                call.status = status
+                if rows_of is not None and status == "OK":
+                    call.rows = rows_of(request)
                 recorder.end(
                     call,
                     token,
-                    model=model,
-                    status=status,
-                    latency_api=latency_api,
                     error=status if status in SERVER_ERRORS else None,
                     attributes=None
                     if call.span is None
                     else {"rpc.grpc.status_code": CODES[status]},
                 )
-                if api == "MultiInference" and status == "OK" and recorder.tfs is not None:
-                    count = example_count(request)
-                    recorder.tfs.request_example_counts.observe((model,), count)
-                    recorder.tfs.request_example_count_total.inc((model,), count)
 
         return behavior
 

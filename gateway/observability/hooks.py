@@ -1,7 +1,10 @@
 """What the gateway wires in: metrics and tracing built from the settings and ``OTEL_*``, and the
-hooks that carry them — observed gRPC method handlers, a REST middleware, the metrics page route
-and an observer per batch queue. With neither metrics nor tracing on, every hook is absent and
-nothing is recorded.
+hooks that carry them — observed gRPC method handlers, an observer of REST API calls, the metrics
+page route and an observer per batch queue. With neither metrics nor tracing on, every hook is
+absent and nothing is recorded. The hooks are written against the front door's extension points
+(:mod:`gateway.transport`) and import no protocol package: what they learn of a call, its protocol
+tells them (:class:`~gateway.transport.surface.GrpcService`,
+:class:`~gateway.transport.http.routes.ApiCall`).
 """
 
 from __future__ import annotations
@@ -9,7 +12,7 @@ from __future__ import annotations
 import asyncio
 import logging
 import os
-from collections.abc import Mapping
+from collections.abc import Iterable, Mapping
 
 from gateway.batching.scheduler import BatchObserver
 from gateway.config.batching_options import thread_pool_name
@@ -25,8 +28,9 @@ from gateway.observability.tracing import Tracing
 from gateway.observability.workers import WorkerFigures
 from gateway.parallel.pool import WorkerPool
 from gateway.serving.registry import Registry, Servable, State
-from gateway.tfserving.rest.server import ExtraRoute, Middleware
 from gateway.transport.gate import ServiceRegistry
+from gateway.transport.http.routes import ExtraRoute, Observe
+from gateway.transport.surface import GrpcService
 
 log = logging.getLogger(__name__)
 
@@ -71,15 +75,19 @@ class Observability:
             thread_pool=pool,
         )
 
-    def grpc_registry(self, server: ServiceRegistry) -> ServiceRegistry:
+    def grpc_registry(
+        self, server: ServiceRegistry, services: Iterable[GrpcService]
+    ) -> ServiceRegistry:
         """Where to register the gRPC services: ``server`` itself when nothing is recorded, else
-        an :class:`~gateway.observability.grpc_hook.ObservingRegistry` in front of it."""
+        an :class:`~gateway.observability.grpc_hook.ObservingRegistry` in front of it, observing
+        the calls of ``services`` that have a ``model_of``."""
         if self.recorder is None:
             return server
-        return grpc_hook.ObservingRegistry(self.recorder, server)
+        return grpc_hook.ObservingRegistry(self.recorder, server, services)
 
-    def rest_middleware(self) -> Middleware | None:
-        return None if self.recorder is None else rest_hook.middleware(self.recorder)
+    def rest_observer(self) -> Observe | None:
+        """The HTTP server's observer of API calls (None when nothing is recorded)."""
+        return None if self.recorder is None else rest_hook.observer(self.recorder)
 
     def routes(self, pool: WorkerPool) -> dict[str, ExtraRoute]:
         """The metrics page, served on the REST port, when metrics are on."""

@@ -1,99 +1,71 @@
-"""The REST side: a middleware around TF Serving's ``/v1/`` API of the REST server.
+"""The REST side: an observer around each API call of the HTTP server
+(:data:`~gateway.transport.http.routes.Observe`), whatever the protocol.
 
-Each API call (any path under ``/v1/``, as TF Serving's dispatcher) gets a server span named
-``<METHOD> <route>`` (continuing a W3C ``traceparent`` header; attributes from OpenTelemetry's HTTP
-conventions) and the metrics TF Serving's ``http_server.cc`` records: ``request_count``
-{model_name, status} for every call, and ``request_latency`` {model_name, API, entrypoint="REST"}
-when the answer is 200, where ``API`` is the verb as upstream's URL regex captures it
-(``predict``, ``classify``, ``regress``; empty for status and metadata GETs). Other paths (probes,
-the metrics page) pass untouched.
+The call's meaning comes from its API's parse of the request line
+(:class:`~gateway.transport.http.routes.ApiCall`: protocol, method name, model, version, URL
+template), never from parsing URLs here. Each call gets a server span named
+``<METHOD> <route>`` (continuing a W3C ``traceparent`` header; attributes from OpenTelemetry's
+HTTP conventions) and a call record (TF Serving's REST metrics are an output format of these
+records: :meth:`~gateway.observability.tfs_metrics.TfServingMetrics.record_call`). Exact routes
+and probes (the metrics page, ``/healthz``) are not API calls and pass untouched.
 """
 
 from __future__ import annotations
 
 import asyncio
+from typing import Any
 
 from aiohttp import web
 
-from gateway.errors import ServingError
 from gateway.observability.calls import Recorder
-from gateway.tfserving.rest import paths
-from gateway.tfserving.rest.server import STATUS_KEY, ExtraRoute, Middleware
-from gateway.transport.http.front import parse_once
-
-APIS = {
-    "predict": "Predict",
-    "classify": "Classify",
-    "regress": "Regress",
-    "metadata": "GetModelMetadata",
-    "status": "GetModelStatus",
-}
-"""REST verbs as the gRPC method names (tensorgate's ``api`` label, the runtime API)."""
+from gateway.transport.http.json_error import STATUS_KEY
+from gateway.transport.http.routes import Answer, ApiCall, Observe
 
 
-def middleware(recorder: Recorder) -> Middleware:
-    """The middleware recording into ``recorder``."""
+def observer(recorder: Recorder) -> Observe:
+    """The observer recording into ``recorder``."""
 
-    async def observe(request: web.BaseRequest, handler: ExtraRoute) -> web.StreamResponse:
-        path = request.raw_path.partition("?")[0]
+    async def observe(
+        request: web.BaseRequest, api: ApiCall[Any], answer: Answer
+    ) -> web.StreamResponse:
         traceparent = request.headers.get("traceparent")
-        if not paths.is_api_path(path) or (traceparent is None and recorder.needs_parent):
-            return await handler(request)
-        try:
-            parsed: paths.RestCall | None = parse_once(request, path)
-        except ServingError:
-            parsed = None
-        model = parsed.model if parsed is not None else ""
-        verb = parsed.verb if parsed is not None else ""
-        route = _route(request.method, parsed)
+        if traceparent is None and recorder.needs_parent:
+            return await answer()
+        route = api.route
         attributes = {
             "http.request.method": request.method,
-            "url.path": path,
+            "url.path": request.raw_path.partition("?")[0],
             "url.scheme": request.scheme,
             "network.protocol.version": f"{request.version.major}.{request.version.minor}",
         }
         if route:
             attributes["http.route"] = route
         call, token = recorder.begin(
-            APIS.get(verb, "unknown"),
+            api.protocol,
+            api.api,
             "REST",
             f"{request.method} {route}" if route else request.method,
             traceparent,
             request.headers.get("tracestate"),
             attributes,
         )
-        status, http = "INTERNAL", 500
+        call.model, call.version = api.model, api.version
+        http = 500
+        call.status = "INTERNAL"
         try:
-            response = await handler(request)
+            response = await answer()
             http = response.status
-            status = response.get(STATUS_KEY, "OK" if http < 400 else "UNKNOWN")
+            call.status = response.get(STATUS_KEY, "OK" if http < 400 else "UNKNOWN")
             return response
         except asyncio.CancelledError:
-            status, http = "CANCELLED", 499
+            call.status, http = "CANCELLED", 499
             raise
         finally:
             recorder.end(
                 call,
                 token,
-                model=model,
-                status=status,
-                latency_api=verb if verb in ("predict", "classify", "regress") else "",
                 error=f"HTTP {http}" if http >= 500 else None,
                 attributes=None if call.span is None else {"http.response.status_code": http},
             )
 
     return observe
-
-
-def _route(method: str, call: paths.RestCall | None) -> str:
-    """The URL template of a parsed call (OpenTelemetry's ``http.route``); "" if unparsed."""
-    if call is None:
-        return ""
-    route = "/v1/models/{model_name}"
-    if call.version is not None:
-        route += "/versions/{version}"
-    elif call.label is not None:
-        route += "/labels/{label}"
-    if method == "POST":
-        return f"{route}:{call.verb}"
-    return route + "/metadata" if call.verb == "metadata" else route

@@ -15,6 +15,16 @@ counter lines ``name{l="v",...} <int>``; histogram lines ``name_bucket{l="v",...
 
 Metrics upstream registers at program start are always listed (a ``# TYPE`` line even with no
 samples); the three batch-size metrics of ``batching_util.h`` appear on first use, as upstream.
+
+The request metrics are an output format of the neutral call records
+(:meth:`TfServingMetrics.record_call`), for the calls of TF Serving's own API (protocol
+:data:`TF_SERVING`), as its transports record them: over gRPC (``prediction_service_impl.cc``),
+``request_count`` {model_name, status} and, when OK, ``request_latency`` {model_name, API,
+entrypoint="GRPC"} for Predict, Classify and Regress only (nothing for GetModelMetadata or
+MultiInference at this level; a successful MultiInference records its example count, as its
+``multi_inference.cc``); over REST (``http_server.cc``), ``request_count`` for every call under
+``/v1/`` and, when OK, ``request_latency`` with ``API`` the verb as upstream's URL regex captures
+it (``predict``, ``classify``, ``regress``; empty for status and metadata GETs).
 """
 
 from __future__ import annotations
@@ -23,6 +33,7 @@ import re
 from dataclasses import dataclass
 from typing import Literal
 
+from gateway.observability.call_record import Call
 from gateway.observability.cells import Counter, Histogram, Labels, exponential_buckets
 
 LATENCY_BUCKETS = exponential_buckets(10, 1.8, 33)
@@ -33,6 +44,15 @@ QUEUING_BUCKETS = exponential_buckets(100, 1.2, 52)
 """Microseconds: 100 × 1.2^i, 52 bounds (~1 s), upstream's batching queuing latency."""
 
 PREFIX = "/tensorflow/serving/"
+
+TF_SERVING = "tfserving"
+"""The protocol whose calls these metrics count (TF Serving's own API)."""
+GRPC_COUNTED = frozenset({"Predict", "Classify", "Regress"})
+"""The gRPC methods upstream counts in ``request_count`` and ``request_latency``."""
+REST_APIS = {"Predict": "predict", "Classify": "classify", "Regress": "regress"}
+"""The REST ``API`` label of a call's method (any other method: "")."""
+RUNTIME_APIS = frozenset({"Predict", "Classify", "Regress"})
+"""The APIs TF Serving records ``runtime_latency`` for (its predict/classifier/regressor)."""
 
 
 @dataclass
@@ -82,6 +102,24 @@ class TfServingMetrics:
             ],
             key=lambda family: family.path,
         )
+
+    def record_call(self, call: Call) -> None:
+        """The request metrics of one ended call (see the module doc)."""
+        if call.protocol != TF_SERVING:
+            return
+        if call.entrypoint == "REST":
+            api = REST_APIS.get(call.api, "")
+        elif call.api in GRPC_COUNTED:
+            api = call.api
+        else:
+            if call.api == "MultiInference" and call.status == "OK" and call.rows is not None:
+                self.request_example_counts.observe((call.model,), call.rows)
+                self.request_example_count_total.inc((call.model,), call.rows)
+            return
+        self.request_count.inc((call.model, call.status))
+        if call.status == "OK":
+            labels = (call.model, api, call.entrypoint)
+            self.request_latency.observe(labels, int(call.elapsed_s * 1e6))
 
     def record_warmup(self, model_path: str, status: str, micros: float, records: int) -> None:
         """One model warmup (upstream's ``status.ToString()``: ``OK`` or ``<CODE>: message``)."""

@@ -1,9 +1,9 @@
 """gRPC adapters: PredictionService and ModelService on grpc.aio, a few lines per method.
 
 Each method converts the request (:mod:`gateway.tfserving.codec.messages`), awaits the core and
-converts back.
-A :class:`~gateway.errors.ServingError` becomes its gRPC status; anything else is INTERNAL.
-HandleReloadConfigRequest answers UNIMPLEMENTED unless the management API is on.
+converts back. A :class:`~gateway.errors.ServingError` becomes its gRPC status; anything else is
+INTERNAL. HandleReloadConfigRequest answers UNIMPLEMENTED unless the management API is on. The
+front door registers them as :mod:`gateway.tfserving.surface` describes them.
 """
 
 from __future__ import annotations
@@ -198,10 +198,3 @@ class ModelService(model_service_pb2_grpc.ModelServiceServicer):
         log.info("HandleReloadConfigRequest: %d model(s): %s", len(specs), [s.name for s in specs])
         await self._core.reload(specs)
         return messages.reload_response(request)
-
-
-def add_services(
-    server: grpc.aio.Server, prediction: PredictionService, model: ModelService
-) -> None:
-    prediction_service_pb2_grpc.add_PredictionServiceServicer_to_server(prediction, server)
-    model_service_pb2_grpc.add_ModelServiceServicer_to_server(model, server)

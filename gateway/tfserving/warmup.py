@@ -41,7 +41,7 @@ from gateway.serving.registry import Servable
 from gateway.serving.signature import find_signature
 from gateway.tfserving.codec import messages, tfrecord
 from gateway.tfserving.codec.example import ExampleBatch
-from gateway.tfserving.inference import (
+from gateway.tfserving.inference_plans import (
     CLASSIFY_METHOD,
     REGRESS_METHOD,
     TaskPlan,

@@ -12,9 +12,10 @@ per call and no interceptor. In order:
 3. **Draining** (:meth:`Gate.start_draining`, on SIGTERM): every new call except grpc.health.v1's
    is refused with UNAVAILABLE while the listeners stay open, so clients retry elsewhere; calls
    already running finish (:meth:`Gate.wait_idle`).
-4. **Admission**: at most ``max_concurrent`` unary calls of the limited services
-   (PredictionService) run at once; the next one is refused at once with UNAVAILABLE "retry
-   later" instead of queueing inside grpc.aio until its deadline. 0: no bound.
+4. **Admission**: at most ``max_concurrent`` unary calls of the bounded services (those a
+   protocol marks so: TF Serving's PredictionService) run at once; the next one is refused at once
+   with UNAVAILABLE "retry later" instead of queueing inside grpc.aio until its deadline. 0: no
+   bound.
 
 Only unary calls count as in flight: streams (health ``Watch``) may last as long as a connection.
 """
@@ -38,7 +39,6 @@ from gateway.transport.quiet_log import Throttled
 log = logging.getLogger(__name__)
 
 HEALTH_SERVICE = "grpc.health.v1.Health"
-PREDICTION_SERVICE = "tensorflow.serving.PredictionService"
 AUTHORIZATION = "authorization"
 
 Handler = Any
@@ -84,31 +84,26 @@ def _guarded(deserializer: Callable[[bytes], Any] | None) -> Callable[[bytes], A
 class Gate(Admission):
     """The checks above for one gRPC server; counters are for tests and metrics."""
 
-    def __init__(
-        self,
-        *,
-        auth: BearerTokens | None = None,
-        max_concurrent: int = 0,
-        limited: Collection[str] = (PREDICTION_SERVICE,),
-    ) -> None:
+    def __init__(self, *, auth: BearerTokens | None = None, max_concurrent: int = 0) -> None:
         super().__init__(max_concurrent)
         self.auth = auth
-        self.limited = frozenset(limited)
         self._undecodable = Throttled(log, "undecodable gRPC requests answered INVALID_ARGUMENT")
         self._unauthenticated = Throttled(log, "gRPC calls refused without a valid token")
 
     # -- registration -----------------------------------------------------------------------------
-    def registrar(self, server: ServiceRegistry) -> _Registrar:
-        """What to pass to ``add_*_to_server`` instead of ``server``."""
-        return _Registrar(self, server)
+    def registrar(self, server: ServiceRegistry, bounded: Collection[str] = ()) -> _Registrar:
+        """What to pass to ``add_*_to_server`` instead of ``server``; the unary calls of the
+        services named in ``bounded`` count against ``max_concurrent``."""
+        return _Registrar(self, server, frozenset(bounded))
 
-    def wrap(self, service: str, method: str, handler: Handler) -> Handler:
-        """``handler`` with its deserializer guarded and its behaviour behind the checks."""
+    def wrap(self, service: str, method: str, handler: Handler, *, bounded: bool) -> Handler:
+        """``handler`` with its deserializer guarded and its behaviour behind the checks
+        (``bounded``: its unary calls count against ``max_concurrent``)."""
         path = f"/{service}/{method}"
         health = service == HEALTH_SERVICE
         open_path = self.auth is None or self.auth.is_open(path)
         counted = not (handler.request_streaming or handler.response_streaming or health)
-        limited = counted and service in self.limited and self.max_concurrent > 0
+        limited = counted and bounded and self.max_concurrent > 0
         check = functools.partial(self._check, path, open_path, health, limited)
         kind = _kind(handler)
         behaviour = getattr(handler, kind)
@@ -171,13 +166,16 @@ class Registrar:
 class _Registrar(Registrar):
     """Registers each handler wrapped by :meth:`Gate.wrap`."""
 
-    def __init__(self, gate: Gate, server: ServiceRegistry) -> None:
+    def __init__(self, gate: Gate, server: ServiceRegistry, bounded: frozenset[str]) -> None:
         super().__init__(server)
         self._gate = gate
+        self._bounded = bounded
 
     def add_registered_method_handlers(self, service: str, handlers: Mapping[str, Handler]) -> None:
+        bounded = service in self._bounded
+        wrap = self._gate.wrap
         self.register(
-            service, {name: self._gate.wrap(service, name, h) for name, h in handlers.items()}
+            service, {name: wrap(service, name, h, bounded=bounded) for name, h in handlers.items()}
         )
 
 

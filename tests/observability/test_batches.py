@@ -6,7 +6,7 @@ from opentelemetry.sdk.resources import Resource
 from opentelemetry.trace import SpanKind
 
 from gateway.observability.batches import BatchNote, QueueLabels, QueueObserver
-from gateway.observability.calls import Call
+from gateway.observability.call_record import Call
 from gateway.observability.metrics import GatewayMetrics
 from gateway.observability.span_records import Record, ServerSpan
 from gateway.observability.tracing import Sampling, Tracing
@@ -27,7 +27,7 @@ def _observer(metrics: GatewayMetrics | None = None) -> tuple[QueueObserver, Tra
 
 
 def _call(tracing: Tracing | None) -> Call:
-    call = Call("Predict", "GRPC", 0.0)
+    call = Call("tfserving", "Predict", "GRPC", 0.0)
     if tracing is not None:
         call.span = tracing.start("rpc", SpanKind.SERVER, T0, None, None, {})
     return call

@@ -1,26 +1,18 @@
-"""Span records: the spans each stands for, their OTLP bytes written straight from the records
-(the same bytes as from the ``ReadableSpan`` values), and how the record exporter hands them on."""
+"""Span records: the spans each stands for, and their OTLP bytes written straight from the records
+(the same bytes as from the ``ReadableSpan`` values). How the record exporter hands them on:
+test_span_export.py."""
 
 from __future__ import annotations
 
 import logging
-from collections.abc import Sequence
 
 import pytest
-from hypothesis import given
-from hypothesis import strategies as st
-from opentelemetry.exporter.http.transport._requests import RequestsHTTPTransport
-from opentelemetry.exporter.http.transport._urllib3 import Urllib3HTTPTransport
 from opentelemetry.sdk.resources import Resource
-from opentelemetry.sdk.trace import ReadableSpan
-from opentelemetry.sdk.trace.export import SpanExportResult
-from opentelemetry.sdk.trace.export.in_memory_span_exporter import InMemorySpanExporter
 from opentelemetry.trace import SpanKind
 from opentelemetry.trace.status import StatusCode
 
 from channel.wire import WorkerSpans
 from gateway.observability.otlp_wire import encode_records, encode_request
-from gateway.observability.span_export import HttpSpanExporter, RecordExporter
 from gateway.observability.span_records import (
     BatchSpan,
     Record,
@@ -212,51 +204,3 @@ def test_a_run_s_span_that_does_not_decode_is_dropped_every_time(
         for _ in "ab":
             assert encode_records([batch], forms) == encode_request(forms.spans(batch))
     assert caplog.text.count("Dropped the worker's spans") == 4  # each encoding, both times
-
-
-class _Recording(InMemorySpanExporter):
-    def __init__(self) -> None:
-        super().__init__()
-        self.calls: list[int] = []
-
-    def export(self, spans: Sequence[ReadableSpan]) -> SpanExportResult:
-        self.calls.append(len(spans))
-        return super().export(spans)
-
-
-@given(st.lists(st.integers(0, 3), max_size=40), st.integers(1, 12))
-def test_the_record_exporter_sends_at_most_the_batch_size_in_spans_per_call(
-    phases: list[int], limit: int
-) -> None:
-    batch = _batch(0xB1, 101)
-    records: list[Record] = [
-        _server(0x100 + i, phases=[(T0, batch)] * n, done_ns=batch.end_ns, child_ids=i + 1)
-        for i, n in enumerate(phases)
-    ]
-    inner = _Recording()
-    exporter = RecordExporter(inner, GATEWAY, {"OTEL_BSP_MAX_EXPORT_BATCH_SIZE": str(limit)})
-    assert exporter.export(records) is SpanExportResult.SUCCESS  # type: ignore[arg-type]
-    counts = iter([span_count(r) for r in records])
-    for call in inner.calls:  # each call: a run of whole records, one alone if over the limit
-        run = [next(counts)]
-        while sum(run) < call:
-            run.append(next(counts))
-        assert sum(run) == call and (call <= limit or len(run) == 1)
-    assert next(counts, None) is None
-    names = [s.name for s in inner.get_finished_spans()]
-    assert names == [s.name for r in records for s in exporter.forms.spans(r)]
-
-
-def test_the_http_exporter_posts_through_urllib3_unless_given_a_session() -> None:
-    import requests
-
-    plain = HttpSpanExporter(endpoint="http://127.0.0.1:9/v1/traces")
-    given_session = HttpSpanExporter(
-        endpoint="http://127.0.0.1:9/v1/traces", session=requests.Session()
-    )
-    try:
-        assert isinstance(plain._client._transport, Urllib3HTTPTransport)
-        assert isinstance(given_session._client._transport, RequestsHTTPTransport)
-    finally:
-        plain.shutdown()
-        given_session.shutdown()

@@ -3,6 +3,9 @@ and the names, labels and buckets of util.cc / batching_util.h / batching_sessio
 
 from __future__ import annotations
 
+import pytest
+
+from gateway.observability.call_record import Call
 from gateway.observability.cells import Counter, Histogram, exponential_buckets
 from gateway.observability.tfs_metrics import (
     LATENCY_BUCKETS,
@@ -112,3 +115,59 @@ def test_counts_by_model_and_status() -> None:
         ':tensorflow:serving:request_count{model_name="mlp",status="INVALID_ARGUMENT"} 1',
         ':tensorflow:serving:request_count{model_name="mlp",status="OK"} 2',
     ]
+
+
+def _record(
+    metrics: TfServingMetrics, entrypoint: str, api: str, status: str = "OK", **kw: object
+) -> None:
+    call = Call("tfserving", api, entrypoint, 0.0, model="m", status=status, elapsed_s=0.002)
+    for name, value in kw.items():
+        setattr(call, name, value)
+    metrics.record_call(call)
+
+
+@pytest.mark.parametrize(
+    ("entrypoint", "api", "latency_api"),
+    [
+        ("GRPC", "Predict", "Predict"),
+        ("GRPC", "Classify", "Classify"),
+        ("GRPC", "Regress", "Regress"),
+        ("REST", "Predict", "predict"),
+        ("REST", "Classify", "classify"),
+        ("REST", "Regress", "regress"),
+        ("REST", "GetModelStatus", ""),
+        ("REST", "GetModelMetadata", ""),
+        ("REST", "unknown", ""),
+    ],
+)
+def test_call_records_count_as_upstream_s_transports_do(
+    entrypoint: str, api: str, latency_api: str
+) -> None:
+    metrics = TfServingMetrics()
+    _record(metrics, entrypoint, api)
+    _record(metrics, entrypoint, api, "NOT_FOUND")
+    assert dict(metrics.request_count.items()) == {("m", "OK"): 1, ("m", "NOT_FOUND"): 1}
+    ((labels, cell),) = metrics.request_latency.items()
+    assert labels == ("m", latency_api, entrypoint)
+    assert (cell.total, cell.cumulative()[-1]) == (2000, 1)  # microseconds, the OK call only
+
+
+@pytest.mark.parametrize("api", ["GetModelMetadata", "GetModelStatus", "HandleReloadConfigRequest"])
+def test_grpc_calls_upstream_does_not_count_are_not_counted(api: str) -> None:
+    metrics = TfServingMetrics()
+    _record(metrics, "GRPC", api)
+    assert not metrics.request_count.values and not metrics.request_latency.cells
+
+
+def test_a_multi_inference_that_succeeded_counts_its_examples_only() -> None:
+    metrics = TfServingMetrics()
+    _record(metrics, "GRPC", "MultiInference", rows=3)
+    _record(metrics, "GRPC", "MultiInference", "INVALID_ARGUMENT", rows=5)
+    assert dict(metrics.request_example_count_total.items()) == {("m",): 3}
+    assert not metrics.request_count.values
+
+
+def test_only_tf_serving_s_own_calls_count() -> None:
+    metrics = TfServingMetrics()
+    metrics.record_call(Call("v2", "Predict", "GRPC", 0.0, model="m"))
+    assert not metrics.request_count.values

@@ -223,7 +223,7 @@ def test_rest_calls_get_http_server_spans_and_json_logs_carry_their_ids(
     stream = io.StringIO()
     handler = logging.StreamHandler(stream)
     handler.setFormatter(JsonFormatter("gateway"))
-    rest_log = logging.getLogger("gateway.tfserving.rest.server")
+    rest_log = logging.getLogger("gateway.transport.http.server")
     rest_log.addHandler(handler)
     old_level = rest_log.level
     rest_log.setLevel(logging.DEBUG)

@@ -1,14 +1,11 @@
-"""Throttled log lines and bearer tokens: the small pieces of the front doors, in process."""
+"""Throttled log lines: one line per interval, with a count."""
 
 from __future__ import annotations
 
 import logging
-from pathlib import Path
 
 import pytest
 
-from gateway.errors import Unauthenticated
-from gateway.transport.auth import BearerTokens
 from gateway.transport.quiet_log import Throttled
 
 
@@ -26,19 +23,3 @@ def test_one_line_per_interval_with_the_count(caplog: pytest.LogCaptureFixture) 
         "bad things: 501 in the last 60 s, the latest: later",
     ]
     assert throttled.total == 502
-
-
-def test_bearer_tokens(tmp_path: Path) -> None:
-    path = tmp_path / "tokens"
-    path.write_text("# the team's tokens\nalpha\n\n  beta  \n")
-    tokens = BearerTokens.load(str(path), ["/healthz", "/grpc.health.v1.Health/", ""])
-    tokens.check("Bearer alpha")
-    tokens.check("bearer beta")
-    for bad in (None, "Bearer gamma", "Basic alpha", "Bearer", "alpha", "Bearer alph"):
-        with pytest.raises(Unauthenticated):
-            tokens.check(bad)
-    assert tokens.is_open("/healthz") and tokens.is_open("/grpc.health.v1.Health/Check")
-    assert not tokens.is_open("/healthz/x") and not tokens.is_open("/v1/models/m")
-    path.write_text("# nothing\n\n")
-    with pytest.raises(ValueError, match="holds no token"):
-        BearerTokens.load(str(path))

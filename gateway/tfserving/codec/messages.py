@@ -36,7 +36,9 @@ from gateway.serving.registry import VersionStatus
 from gateway.serving.signature import Signature, TensorSpec
 from gateway.tfserving.codec import tensor as tensor_codec
 from gateway.tfserving.codec.example import ExampleBatch
-from gateway.tfserving.inference import Classifications, InferenceResult, InferenceTask, Regressions
+from gateway.tfserving.inference import InferenceResult
+from gateway.tfserving.inference_plans import InferenceTask
+from gateway.tfserving.inference_results import Classifications, Regressions
 
 SIGNATURE_DEF_FIELD = "signature_def"
 

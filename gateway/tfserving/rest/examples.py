@@ -25,7 +25,8 @@ from gateway.errors import NotFound
 from gateway.serving.core import ModelRef, ServingCore
 from gateway.tfserving.codec import example as example_codec
 from gateway.tfserving.codec.example import ExampleBatch
-from gateway.tfserving.inference import Classifications, InferenceService
+from gateway.tfserving.inference import InferenceService
+from gateway.tfserving.inference_results import Classifications
 from gateway.tfserving.rest import json_request
 
 RESULTS_KEY: Final = "results"

@@ -90,6 +90,18 @@ def parse(method: str, raw_path: str) -> RestCall:
     return RestCall(verb, model, version, label)
 
 
+def route(method: str, call: RestCall) -> str:
+    """The URL template of a parsed call (OpenTelemetry's ``http.route``)."""
+    template = "/v1/models/{model_name}"
+    if call.version is not None:
+        template += "/versions/{version}"
+    elif call.label is not None:
+        template += "/labels/{label}"
+    if method == "POST":
+        return f"{template}:{call.verb}"
+    return template + "/metadata" if call.verb == "metadata" else template
+
+
 def _decode(text: str, what: str) -> str:
     try:
         return unquote(text, errors="strict")

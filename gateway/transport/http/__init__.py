@@ -1,2 +1,4 @@
-"""The HTTP server core: connections and their limits, the front door of every request, JSON
-errors of the HTTP layer."""
+"""The HTTP server core, protocol-neutral: the server and its lifecycle (``server.py``), the route
+table each protocol registers its REST API with (``routes.py``), the front door of every request
+(``front.py``), a call's body and deadline (``bounds.py``), connections and their limits
+(``connections.py``, ``chunks.py``), JSON errors (``json_error.py``)."""

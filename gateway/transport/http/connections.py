@@ -35,12 +35,10 @@ from aiohttp.http_exceptions import BadHttpMethod, HttpProcessingError, LineTooL
 
 from gateway.config.settings import Settings
 from gateway.transport.http.chunks import ChunkWatch
-from gateway.transport.http.json_error import error_body
+from gateway.transport.http.json_error import JSON, error_body
 from gateway.transport.quiet_log import Throttled
 
 log = logging.getLogger(__name__)
-
-JSON = "application/json"
 
 
 @dataclass(frozen=True)

@@ -1,38 +1,25 @@
-"""The REST front door: what a request goes through before it is routed (the gRPC side is
+"""The REST front door: what a request goes through before it is served (the gRPC side is
 :mod:`gateway.transport.gate`).
 
-1. **Methods**: ``/healthz`` and ``/readyz`` answer GET and HEAD; an API path answers the one
-   method its grammar takes (POST for ``:predict``/``:classify``/``:regress``, GET otherwise).
-   Another method on such a path is ``405 {"error": ...}`` with ``Allow`` (TF Serving said
-   "Malformed request"); a path the grammar does not match stays TF Serving's 400.
-2. **Authentication** (``--auth_token_file``): ``Authorization: Bearer <token>`` unless the path
+1. **Authentication** (``--auth_token_file``): ``Authorization: Bearer <token>`` unless the path
    is open; else 401.
-3. **Draining**: API calls get 503 with ``Retry-After`` (probes and extra routes still answer).
-4. **Admission**: at most ``max_concurrent`` API calls at once (0: no bound); the next gets 503
+2. **Draining**: API calls get 503 with ``Retry-After`` (probes and exact routes still answer).
+3. **Admission**: at most ``max_concurrent`` API calls at once (0: no bound); the next gets 503
    with ``Retry-After`` at once.
+4. **Methods**: ``/healthz`` and ``/readyz`` answer GET and HEAD, else ``405 {"error": ...}`` with
+   ``Allow``; an API's grammar decides its own paths' methods (its refusals are kept in the
+   :class:`~gateway.transport.http.routes.ApiCall` and may be an :class:`HttpError` 405).
 """
 
 from __future__ import annotations
 
 from aiohttp import web
 
-from gateway.tfserving.rest import paths
 from gateway.transport.admission import Admission
 from gateway.transport.auth import BearerTokens
 from gateway.transport.http.connections import error_response
 
 PROBE_METHODS = ("GET", "HEAD")
-REST_CALL = web.RequestKey("rest_call", paths.RestCall)
-
-
-def parse_once(request: web.BaseRequest, path: str) -> paths.RestCall:
-    """:func:`paths.parse` of ``request`` (``path``: its raw path without the query), done once
-    per request: the observing middleware and the server share the result. Refusals are not
-    kept."""
-    call = request.get(REST_CALL)
-    if call is None:
-        call = request[REST_CALL] = paths.parse(request.method, path)
-    return call
 
 
 class HttpError(Exception):
@@ -48,17 +35,10 @@ class HttpError(Exception):
         return error_response(self.status, self.message, **self.headers)
 
 
-def check_method(method: str, path: str, probe: bool) -> None:
-    """HttpError 405 (with ``Allow``) for a method the path does not take."""
-    if probe:
-        if method not in PROBE_METHODS:
-            raise HttpError(405, f"{path} answers GET and HEAD, not {method}", Allow="GET, HEAD")
-        return
-    if method in ("GET", "POST"):
-        return  # the grammar decides (TF Serving's "Malformed request" for the wrong one)
-    allowed = paths.allowed_method(path)
-    if allowed is not None:
-        raise HttpError(405, f"{path} answers {allowed}, not {method}", Allow=allowed)
+def check_probe_method(method: str, path: str) -> None:
+    """HttpError 405 (with ``Allow``) for a probe asked with a method other than GET or HEAD."""
+    if method not in PROBE_METHODS:
+        raise HttpError(405, f"{path} answers GET and HEAD, not {method}", Allow="GET, HEAD")
 
 
 class Front(Admission):

@@ -1,5 +1,5 @@
-"""tf.Example ⇄ tensors / JSON (gateway/tfserving/codec/example.py) and the result checks of
-gateway/tfserving/inference.py, in process: no worker, no TensorFlow."""
+"""tf.Example ⇄ tensors / JSON (gateway/tfserving/codec/example.py), in process: no worker, no
+TensorFlow (classify's and regress's result checks: tests/tfserving/test_inference_results.py)."""
 
 from __future__ import annotations
 
@@ -17,7 +17,6 @@ from gateway._pb.tensorflow_serving.apis import input_pb2
 from gateway.errors import InvalidArgument
 from gateway.serving.signature import TensorSpec
 from gateway.tfserving.codec.example import ExampleBatch, input_from_json
-from gateway.tfserving.inference import classifications, regressions
 
 
 def batch(body: dict[str, Any]) -> ExampleBatch:
@@ -186,48 +185,3 @@ def test_dense_floats_round_trip(rows: list[list[float]]) -> None:
         [spec("x", "float32", (-1, -1))]
     )
     np.testing.assert_array_equal(dense["x"], np.array(rows, np.float32))
-
-
-# -- result checks (TF Serving's PostProcess*Result) ----------------------------------------------
-def labels(*rows: list[bytes]) -> np.ndarray:
-    out = np.empty((len(rows), len(rows[0])), dtype=object)
-    out[:] = [list(row) for row in rows]
-    return out
-
-
-def test_classification_checks() -> None:
-    scores = np.array([[0.1, 0.9]], np.float32)
-    result = classifications(1, labels([b"a", b"b"]), scores)
-    assert result.shape == (1, 2)
-    assert classifications(1, None, scores).shape == (1, 2)
-    cases = [
-        ((1, None, np.zeros(2, np.float32)), "Expected Tensor shape: [batch_size num_classes] "
-         "but got [2]"),
-        ((1, None, np.zeros((1, 2))), "Expected scores Tensor of DT_FLOAT. Got: DT_DOUBLE"),
-        ((1, np.zeros((1, 2), np.int64), None), "Expected classes Tensor of DT_STRING. "
-         "Got: DT_INT64"),
-        ((2, None, scores), "Expected scores output batch size of 2. Got: 1"),
-        ((1, labels([b"a"]), scores), "Tensors class and score should match in dim_size(1). "
-         "Got 1 vs. 2"),
-    ]  # fmt: skip
-    for args, message in cases:
-        with pytest.raises(InvalidArgument) as info:
-            classifications(*args)
-        assert info.value.message == message
-
-
-def test_regression_checks() -> None:
-    np.testing.assert_array_equal(
-        regressions(2, np.array([[1.0], [2.0]], np.float32)).values, [1.0, 2.0]
-    )
-    cases = [
-        ((1, np.zeros((1, 2), np.float32)), "Expected output Tensor shape to be either "
-         "[batch_size] or [batch_size, 1] but got [1,2]"),
-        ((2, np.zeros(1, np.float32)), "Input batch size did not match output batch size: "
-         "2 vs. 1"),
-        ((1, np.zeros(1, np.int32)), "Expected output Tensor of DT_FLOAT.  Got: DT_INT32"),
-    ]  # fmt: skip
-    for args, message in cases:
-        with pytest.raises(InvalidArgument) as info:
-            regressions(*args)
-        assert info.value.message == message

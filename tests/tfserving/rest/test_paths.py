@@ -5,7 +5,7 @@ from __future__ import annotations
 import pytest
 
 from gateway.errors import InvalidArgument
-from gateway.tfserving.rest.paths import RestCall, is_api_path, parse
+from gateway.tfserving.rest.paths import RestCall, allowed_method, is_api_path, parse, route
 
 
 @pytest.mark.parametrize(
@@ -101,3 +101,26 @@ def test_calls_outside_the_grammar(method: str, path: str, message: str | None) 
 )
 def test_api_prefix(path: str, api: bool) -> None:
     assert is_api_path(path) is api
+
+
+@pytest.mark.parametrize(
+    ("method", "path", "template"),
+    [
+        ("POST", "/v1/models/m:predict", "/v1/models/{model_name}:predict"),
+        (
+            "POST",
+            "/V1/MODELS/m/versions/2:Regress",
+            "/v1/models/{model_name}/versions/{version}:regress",
+        ),
+        ("GET", "/v1/models/m/labels/x", "/v1/models/{model_name}/labels/{label}"),
+        ("GET", "/v1/models/m/metadata", "/v1/models/{model_name}/metadata"),
+    ],
+)
+def test_the_route_template_of_a_call(method: str, path: str, template: str) -> None:
+    assert route(method, parse(method, path)) == template
+
+
+def test_the_method_the_grammar_takes() -> None:
+    assert allowed_method("/v1/models/m:predict") == "POST"
+    assert allowed_method("/v1/models/m/versions/1") == "GET"
+    assert allowed_method("/v1/models/m/versions/x") is None

@@ -1,6 +1,7 @@
-"""REST ``:classify`` / ``:regress`` end to end: a real RestServer with the ClassifyRegressHandler
-hook in front of a real ServingCore, WorkerPool and worker serving TensorFlow and ONNX models
-(TF Serving's testClassifyREST / testRegressREST on half_plus_two included)."""
+"""REST ``:classify`` / ``:regress`` end to end: a real HTTP server with TF Serving's routes and the
+ClassifyRegressHandler hook in front of a real ServingCore, WorkerPool and worker serving
+TensorFlow and ONNX models (TF Serving's testClassifyREST / testRegressREST on half_plus_two
+included)."""
 
 from __future__ import annotations
 
@@ -16,8 +17,8 @@ import pytest
 from gateway.config.batching_options import BatchingOptions
 from gateway.config.model_config import ModelSpecConfig
 from gateway.tfserving.rest.examples import ClassifyRegressHandler
-from gateway.tfserving.rest.server import RestServer
 from tests.support.onnx_models import onnx_examples
+from tests.support.rest import tf_rest_server
 from tests.support.stack import serving_stack
 from tests.support.tf_models_script import models_root
 
@@ -50,12 +51,10 @@ def _calls(
         options = BatchingOptions(max_batch_size=BURST, batch_timeout_micros=100_000)
         async with serving_stack(specs, batching=options) as stack:
             core = stack.core
-            rest = RestServer(
+            rest = tf_rest_server(
                 core,
                 timeout_ms=60_000,
-                enable_cors=False,
                 max_body_bytes=2**20,
-                max_elements=2**20,
                 classify_regress=ClassifyRegressHandler(core),
             )
             port = await rest.start("127.0.0.1", 0)

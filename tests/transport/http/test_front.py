@@ -1,20 +1,46 @@
-"""The REST front door's per-request parse, shared by the observing middleware and the server."""
+"""The REST front door's checks, in process: tokens, draining and the bound, the probes' methods."""
 
 from __future__ import annotations
 
+import json
+
 import pytest
-from aiohttp.test_utils import make_mocked_request
 
-from gateway.errors import InvalidArgument
-from gateway.transport.http.front import parse_once
+from gateway.errors import Code, ServingError, Unauthenticated
+from gateway.transport.auth import BearerTokens
+from gateway.transport.http.front import Front, HttpError, check_probe_method
 
 
-def test_a_request_is_parsed_once_and_refusals_are_not_kept() -> None:
-    request = make_mocked_request("POST", "/v1/models/m/versions/2:predict")
-    first = parse_once(request, "/v1/models/m/versions/2:predict")
-    assert (first.model, first.version, first.verb) == ("m", 2, "predict")
-    assert parse_once(request, "/v1/models/other:predict") is first
-    bad = make_mocked_request("POST", "/v1/models/m:nope")
-    for _ in range(2):
-        with pytest.raises(InvalidArgument):
-            parse_once(bad, "/v1/models/m:nope")
+def test_only_open_paths_go_without_a_token() -> None:
+    front = Front(auth=BearerTokens(["t"], open_paths=["/healthz"]))
+    front.authenticate("/healthz", None)
+    front.authenticate("/v1/models/m", "Bearer t")
+    with pytest.raises(Unauthenticated):
+        front.authenticate("/v1/models/m", None)
+    Front().authenticate("/v1/models/m", None)  # no tokens configured: everything is open
+
+
+def test_calls_enter_until_the_bound_and_none_while_draining() -> None:
+    front = Front(max_concurrent=1)
+    front.enter()
+    with pytest.raises(ServingError) as busy:
+        front.enter()
+    assert busy.value.code == Code.UNAVAILABLE and front.in_flight == 1
+    front.leave()
+    front.start_draining()
+    with pytest.raises(ServingError, match="shutting down"):
+        front.enter()
+    assert front.in_flight == 0
+
+
+def test_probes_answer_get_and_head_only_and_http_errors_close_the_connection() -> None:
+    for method in ("GET", "HEAD"):
+        check_probe_method(method, "/healthz")
+    with pytest.raises(HttpError) as refused:
+        check_probe_method("POST", "/readyz")
+    response = refused.value.response()
+    assert (response.status, response.headers["Allow"]) == (405, "GET, HEAD")
+    assert response.body is not None and json.loads(bytes(response.body)) == {
+        "error": "/readyz answers GET and HEAD, not POST"
+    }
+    assert response.keep_alive is False

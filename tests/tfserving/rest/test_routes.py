@@ -1,32 +1,30 @@
-"""The REST API end to end: real RestServers on port 0 in front of a real ServingCore, WorkerPool
-and ONNX worker, driven by aiohttp's client; the same core behind a grpc.aio server for parity.
+"""TF Serving's REST API (``/v1/``) end to end: real HTTP servers on port 0 with the TF Serving
+routes in front of a real ServingCore, WorkerPool and ONNX worker, driven by aiohttp's client; the
+same core behind a grpc.aio server for parity.
 
 The servers run on their own uvloop in a background thread (as in the gateway, one loop serves
-everything); each test talks to them over TCP from the test thread.
+everything); each test talks to them over TCP from the test thread. The protocol-neutral server
+core (probes, CORS, body and deadline bounds, stop) is tests/transport/http/test_server.py.
 """
 
 from __future__ import annotations
 
 import asyncio
 import base64
-import json
 import os
 import queue
 import signal
 import threading
-from collections.abc import AsyncIterator, Callable, Iterator
+from collections.abc import Callable, Iterator
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-import aiohttp
 import grpc
 import numpy as np
 import pytest
 import uvloop
-from aiohttp import web
 from google.protobuf import json_format
-from multidict import CIMultiDict
 
 from gateway._pb.tensorflow_serving.apis import (
     get_model_metadata_pb2,
@@ -35,15 +33,19 @@ from gateway._pb.tensorflow_serving.apis import (
     prediction_service_pb2_grpc,
 )
 from gateway.config.model_config import ModelSpecConfig
-from gateway.errors import from_wire
+from gateway.errors import InvalidArgument
 from gateway.parallel.pool import WorkerPool
 from gateway.serving.core import ModelRef, ServingCore
-from gateway.tfserving.grpc import ModelService, PredictionService, add_services
-from gateway.tfserving.rest.server import RestServer
+from gateway.tfserving import PROTOCOL
+from gateway.tfserving.rest.routes import TfServingRest
+from gateway.tfserving.surface import TfServingOptions, TfServingSurface
+from gateway.transport.http.front import HttpError
+from gateway.transport.http.routes import UNKNOWN_API
 from tests.support import onnx_models, rest_models
 from tests.support.grpc_calls import outputs_of, predict_request
 from tests.support.onnx_models import IDENTITY_DTYPES
 from tests.support.ort import run_reference
+from tests.support.rest import get, http, post, tf_rest_server
 from tests.support.stack import serving_stack
 
 START_TIMEOUT_S = 120
@@ -56,31 +58,20 @@ ALT_MAX_ELEMENTS = 100
 class Stack:
     """Base URLs of the servers, and what the tests inspect or disturb."""
 
-    rest: str  # no CORS, generous limits, no classify/regress hook
-    alt: str  # CORS, small limits, a short deadline, the test hook, an extra route
+    rest: str  # generous limits, no classify/regress hook
+    alt: str  # small limits, a short deadline, the test hook
     grpc_target: str
     root: Path
     pool: WorkerPool
     core: ServingCore
-    loop: asyncio.AbstractEventLoop
 
 
 async def _hook(
     method: str, ref: ModelRef, body: dict[str, Any], deadline: float
 ) -> dict[str, Any]:
-    """Stands in for issue 6's classify/regress: raises, crashes, hangs or echoes on request."""
-    if "raise" in body:
-        raise from_wire(body["raise"], f"hook says {body['raise']}")
-    if "crash" in body:
-        raise RuntimeError("hook crashed")
-    if "hang" in body:
-        await asyncio.Event().wait()
+    """Stands in for classify/regress: echoes what the route handed it."""
     echo = {"method": method, "model": ref.name, "version": ref.version, "label": ref.label}
     return {"results": [[["label", 0.5]]], "echo": echo, "body": body}
-
-
-async def _extra(request: web.BaseRequest) -> web.StreamResponse:
-    return web.Response(text=f"extra {request.method}\n")
 
 
 def _model(root: Path, name: str, **config: Any) -> ModelSpecConfig:
@@ -128,24 +119,18 @@ def stack(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Stack]:
         loop: asyncio.AbstractEventLoop,
         finished: asyncio.Event,
     ) -> None:
-        rest = RestServer(
-            core, timeout_ms=30_000, enable_cors=False, max_body_bytes=2**24, max_elements=2**20
-        )
-        alt = RestServer(
+        rest = tf_rest_server(core)
+        alt = tf_rest_server(
             core,
             timeout_ms=ALT_TIMEOUT_MS,
-            enable_cors=True,
             max_body_bytes=ALT_MAX_BODY,
             max_elements=ALT_MAX_ELEMENTS,
             classify_regress=_hook,
-            extra_routes={"/extra": _extra},
         )
         server = grpc.aio.server(options=[("grpc.so_reuseport", 0)])
-        add_services(
-            server,
-            PredictionService(core, max_elements=2**20, as_tensor_content=False),
-            ModelService(core),
-        )
+        options = TfServingOptions(max_elements=2**20, max_request_bytes=2**31 - 1)
+        for service in TfServingSurface(core, options).grpc_services():
+            service.add(server)
         grpc_port = server.add_insecure_port("127.0.0.1:0")
         await server.start()
         rest_port = await rest.start("127.0.0.1", 0)
@@ -159,7 +144,6 @@ def stack(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Stack]:
                 root=root,
                 pool=pool,
                 core=core,
-                loop=loop,
             )
         )
         await finished.wait()
@@ -180,51 +164,6 @@ def stack(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Stack]:
         thread.join(START_TIMEOUT_S)
     assert not thread.is_alive(), "the server thread did not stop"
     assert not failures, failures
-
-
-# -- client helpers --------------------------------------------------------------------------------
-@dataclass
-class Reply:
-    status: int
-    headers: CIMultiDict[str]
-    body: bytes
-
-    def json(self) -> Any:
-        return json.loads(self.body)  # the standard library reads NaN and Infinity
-
-    def error(self) -> str:
-        assert self.headers["Content-Type"] == "application/json"
-        document = self.json()
-        assert list(document) == ["error"], document
-        message: str = document["error"]
-        return message
-
-
-async def _request(
-    session: aiohttp.ClientSession, method: str, url: str, body: Any, headers: dict[str, str]
-) -> Reply:
-    if body is not None and not isinstance(body, bytes | str) and not hasattr(body, "__aiter__"):
-        body = json.dumps(body, allow_nan=True)
-    async with session.request(method, url, data=body, headers=headers) as response:
-        return Reply(response.status, response.headers.copy(), await response.read())
-
-
-def http(method: str, url: str, body: Any = None, headers: dict[str, str] | None = None) -> Reply:
-    """One request from a fresh client session (``body``: bytes, str, or a JSON-able value)."""
-
-    async def go() -> Reply:
-        async with aiohttp.ClientSession() as session:
-            return await _request(session, method, url, body, headers or {})
-
-    return asyncio.run(go())
-
-
-def post(url: str, body: Any, headers: dict[str, str] | None = None) -> Reply:
-    return http("POST", url, body, headers)
-
-
-def get(url: str) -> Reply:
-    return http("GET", url)
 
 
 def b64(data: bytes) -> str:
@@ -288,23 +227,6 @@ def test_scalar_output_needs_the_columnar_format(stack: Stack) -> None:
     reply = post(url, {"instances": [1, 2, 3.5]})
     assert reply.status == 400
     assert reply.error().startswith("Tensor name: total has no shape information")
-
-
-def test_expect_100_continue_is_answered(stack: Stack) -> None:
-    async def go() -> tuple[int, Any]:
-        async with (
-            aiohttp.ClientSession() as session,
-            session.post(
-                f"{stack.rest}/v1/models/scaled:predict",
-                data=json.dumps({"inputs": [[1, 2]] * 500}),
-                expect100=True,
-            ) as response,
-        ):
-            return response.status, await response.json()
-
-    status, document = asyncio.run(go())
-    assert status == 200
-    assert document == {"outputs": [[2.0, 4.0]] * 500}
 
 
 def test_b64_in_and_bytes_outputs_out(stack: Stack) -> None:
@@ -585,62 +507,14 @@ def test_errors(method: str, path: str, body: Any, status: int, message: str, st
     assert "Access-Control-Allow-Origin" not in reply.headers
 
 
-def test_limits_of_body_size_and_elements(stack: Stack) -> None:
+def test_limits_of_tensor_elements(stack: Stack) -> None:
     url = f"{stack.alt}/v1/models/mlp:predict"
-    reply = post(url, b" " * (ALT_MAX_BODY + 1))
-    assert reply.status == 400
-    assert reply.error() == (
-        f"Request body of {ALT_MAX_BODY + 1} bytes is over the limit of {ALT_MAX_BODY} bytes "
-        "(--rest_api_max_body_bytes)"
-    )
-
-    async def chunks() -> AsyncIterator[bytes]:  # no Content-Length: counted while reading
-        for _ in range(ALT_MAX_BODY // 512 + 1):
-            yield b" " * 512
-
-    reply = post(url, chunks())
-    assert reply.status == 400
-    assert "over the limit of 4096 bytes" in reply.error()
     reply = post(url, {"inputs": [[1] * 64] * 2})
     assert reply.status == 400
     assert (
         "inputs: tensor of shape [2, 64] has 128 elements, over the limit of 100" in reply.error()
     )
     assert post(url, {"inputs": [[1] * 64]}).status == 200
-
-
-@pytest.mark.parametrize(
-    ("code", "status"),
-    [
-        ("INVALID_ARGUMENT", 400),
-        ("FAILED_PRECONDITION", 400),
-        ("NOT_FOUND", 404),
-        ("ABORTED", 409),
-        ("RESOURCE_EXHAUSTED", 429),
-        ("CANCELLED", 499),
-        ("INTERNAL", 500),
-        ("UNIMPLEMENTED", 501),
-        ("UNAVAILABLE", 503),
-        ("DEADLINE_EXCEEDED", 504),
-    ],
-)
-def test_error_codes_map_to_tf_serving_http_statuses(stack: Stack, code: str, status: int) -> None:
-    reply = post(f"{stack.alt}/v1/models/mlp:classify", {"raise": code})
-    assert reply.status == status
-    assert reply.error() == f"hook says {code}"
-    assert reply.headers.get("Retry-After") == ("1" if status in (429, 503) else None)
-
-
-def test_unexpected_failures_and_deadlines(stack: Stack) -> None:
-    reply = post(f"{stack.alt}/v1/models/mlp:regress", {"crash": True})
-    assert reply.status == 500
-    assert reply.error() == "RuntimeError: hook crashed"
-    reply = post(f"{stack.alt}/v1/models/mlp:regress", {"hang": True})
-    assert reply.status == 504
-    assert reply.error() == (
-        f"Deadline exceeded: the call took longer than {ALT_TIMEOUT_MS} ms "
-        "(--rest_api_timeout_in_ms)"
-    )
 
 
 def test_predict_deadline_when_the_worker_does_not_answer(stack: Stack) -> None:
@@ -673,98 +547,25 @@ def test_classify_and_regress_go_to_the_hook(stack: Stack) -> None:
     }
 
 
-# -- CORS, probes, extra routes, stop --------------------------------------------------------------
-def test_cors_preflight_and_headers(stack: Stack) -> None:
-    asked = {
-        "Origin": "http://example.com",
-        "Access-Control-Request-Method": "POST",
-        "Access-Control-Request-Headers": "content-type, authorization",
-    }
-    reply = http("OPTIONS", f"{stack.alt}/v1/models/mlp:predict", headers=asked)
-    assert reply.status == 200
-    assert reply.headers["Access-Control-Allow-Origin"] == "*"
-    assert "POST" in reply.headers["Access-Control-Allow-Methods"]
-    assert reply.headers["Access-Control-Allow-Headers"] == "content-type, authorization"
-    origin = {"Origin": "http://example.com"}
-    ok = post(f"{stack.alt}/v1/models/scaled:predict", {"inputs": [[1, 1]]}, origin)
-    assert ok.status == 200
-    assert ok.headers["Access-Control-Allow-Origin"] == "*"
-    failed = post(f"{stack.alt}/v1/models/nope:predict", {"inputs": [[1, 1]]}, origin)
-    assert failed.status == 404
-    assert failed.headers["Access-Control-Allow-Origin"] == "*"
-    plain = post(f"{stack.rest}/v1/models/scaled:predict", {"inputs": [[1, 1]]}, origin)
-    assert "Access-Control-Allow-Origin" not in plain.headers
-
-
-def test_probes_and_extra_routes(stack: Stack) -> None:
-    for base in (stack.rest, stack.alt):
-        live = get(f"{base}/healthz")
-        assert (live.status, live.body) == (200, b"ok\n")
-        assert live.headers["Content-Type"].startswith("text/plain")
-        ready = get(f"{base}/readyz")
-        assert (ready.status, ready.body) == (200, b"ready\n")
-    assert get(f"{stack.alt}/extra").body == b"extra GET\n"
-    assert get(f"{stack.rest}/extra").status == 404
-
-
-def test_stop_finishes_calls_in_flight_then_refuses(stack: Stack) -> None:
-    async def scenario() -> None:
-        entered, release = asyncio.Event(), asyncio.Event()
-
-        async def gated(*_: Any) -> dict[str, Any]:
-            entered.set()
-            await release.wait()
-            return {"results": []}
-
-        server = RestServer(
-            stack.core,
-            timeout_ms=60_000,
-            enable_cors=False,
-            max_body_bytes=1024,
-            max_elements=10,
-            classify_regress=gated,
-        )
-        url = f"http://127.0.0.1:{await server.start('127.0.0.1', 0)}/v1/models/mlp:classify"
-        async with aiohttp.ClientSession() as session:
-            call = asyncio.create_task(_request(session, "POST", url, b"{}", {}))
-            await entered.wait()
-            stopping = asyncio.create_task(server.stop(60))
-            finished, _ = await asyncio.wait({stopping}, timeout=0.2)
-            assert not finished, "stop() returned while a call was in flight"
-            release.set()
-            reply = await call
-            assert (reply.status, reply.json()) == (200, {"results": []})
-            await stopping
-            with pytest.raises(aiohttp.ClientConnectionError):
-                await _request(session, "POST", url, b"{}", {})
-        await server.stop(1)  # a second stop is a no-op
-
-    asyncio.run_coroutine_threadsafe(scenario(), stack.loop).result(START_TIMEOUT_S)
-
-
-def test_stop_cancels_calls_past_the_grace_period(stack: Stack) -> None:
-    async def scenario() -> None:
-        entered = asyncio.Event()
-
-        async def stuck(*_: Any) -> dict[str, Any]:
-            entered.set()
-            await asyncio.Event().wait()
-            raise AssertionError("unreachable")
-
-        server = RestServer(
-            stack.core,
-            timeout_ms=60_000,
-            enable_cors=False,
-            max_body_bytes=1024,
-            max_elements=10,
-            classify_regress=stuck,
-        )
-        url = f"http://127.0.0.1:{await server.start('127.0.0.1', 0)}/v1/models/mlp:regress"
-        async with aiohttp.ClientSession() as session:
-            call = asyncio.create_task(_request(session, "POST", url, b"{}", {}))
-            await entered.wait()
-            await server.stop(0.05)
-            with pytest.raises(aiohttp.ClientError):
-                await call
-
-    asyncio.run_coroutine_threadsafe(scenario(), stack.loop).result(START_TIMEOUT_S)
+# -- the grammar, applied once per request ---------------------------------------------------------
+def test_a_request_line_is_parsed_once_into_its_call_and_refusals_are_kept() -> None:
+    api = TfServingRest(None, max_elements=1)  # type: ignore[arg-type]  # parse reads no core
+    call = api.parse("POST", "/v1/models/m/versions/2:predict")
+    assert (call.protocol, call.api, call.model, call.version) == (PROTOCOL, "Predict", "m", 2)
+    assert call.route == "/v1/models/{model_name}/versions/{version}:predict"
+    assert call.refusal is None and call.detail is not None and call.detail.verb == "predict"
+    status = api.parse("GET", "/v1/models/m/labels/stable")
+    assert (status.api, status.version, status.route) == (
+        "GetModelStatus",
+        None,
+        "/v1/models/{model_name}/labels/{label}",
+    )
+    assert api.parse("GET", "/v1/models/m/metadata").api == "GetModelMetadata"
+    bad = api.parse("POST", "/v1/models/m:nope")
+    assert (bad.api, bad.model, bad.route, bad.detail) == (UNKNOWN_API, "", "", None)
+    assert isinstance(bad.refusal, InvalidArgument)
+    assert bad.refusal.message == "Malformed request: POST /v1/models/m:nope"
+    wrong_method = api.parse("DELETE", "/v1/models/m:predict")
+    assert isinstance(wrong_method.refusal, HttpError)
+    assert (wrong_method.refusal.status, wrong_method.refusal.headers) == (405, {"Allow": "POST"})
+    assert api.owns("/V1/models/m") and not api.owns("/v2/models/m")

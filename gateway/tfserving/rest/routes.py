@@ -1,0 +1,157 @@
+"""TF Serving's REST API: the ``/v1/`` routes, registered with the HTTP server core
+(:class:`~gateway.transport.http.server.HttpServer`), a few lines each — convert in
+(:mod:`gateway.tfserving.rest.json_request`), await the core, convert out:
+
+- ``POST /v1/models/{m}[/versions/{v}|/labels/{l}]:predict`` (and ``:classify``, ``:regress``
+  through the ``classify_regress`` hook; without one they answer 501);
+- ``GET .../{m}[...]`` (status) and ``GET .../metadata``.
+
+The grammar is :mod:`gateway.tfserving.rest.paths`, applied once per request
+(:meth:`TfServingRest.parse`): a path under ``/v1/`` outside it is TF Serving's 400 ``Malformed
+request``, or 405 with ``Allow`` when the path is in the grammar for another method. Each call's
+body and deadline are the core's :class:`~gateway.transport.http.bounds.CallBounds`.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Awaitable, Callable
+from typing import Any
+
+import numpy as np
+from aiohttp import web
+
+from gateway.errors import ServingError, Unimplemented
+from gateway.serving.core import ModelRef, ServingCore
+from gateway.serving.signature import Signature
+from gateway.tfserving import PROTOCOL
+from gateway.tfserving.codec import messages
+from gateway.tfserving.rest import json_request, json_response, paths
+from gateway.transport.http.bounds import CallBounds
+from gateway.transport.http.front import HttpError
+from gateway.transport.http.json_error import JSON
+from gateway.transport.http.routes import UNKNOWN_API, ApiCall
+
+ClassifyRegress = Callable[[str, ModelRef, dict[str, Any], float], Awaitable[dict[str, Any]]]
+"""``(method: "classify" | "regress", ref, parsed JSON body, deadline) -> JSON-able dict``; raises
+ServingError for failures. ``deadline`` is in ``time.monotonic()`` seconds."""
+
+APIS = {
+    "predict": "Predict",
+    "classify": "Classify",
+    "regress": "Regress",
+    "metadata": "GetModelMetadata",
+    "status": "GetModelStatus",
+}
+"""REST verbs as the gRPC method names (what call records name the API)."""
+
+
+class TfServingRest:
+    """TF Serving's REST API over one :class:`ServingCore` (an
+    :class:`~gateway.transport.http.routes.HttpApi`).
+
+    ``max_elements``: largest element count of one input tensor. ``max_request_bytes``: most bytes
+    one request's decoded tensors may take (None: no bound). ``classify_regress``: serves
+    ``:classify`` / ``:regress`` (None: 501).
+    """
+
+    def __init__(
+        self,
+        core: ServingCore,
+        *,
+        max_elements: int,
+        max_request_bytes: int | None = None,
+        classify_regress: ClassifyRegress | None = None,
+    ) -> None:
+        if max_elements < 1:
+            raise ValueError(f"max_elements must be >= 1, got {max_elements}")
+        self._core = core
+        self._max_elements = max_elements
+        self._max_request_bytes = max_request_bytes
+        self._classify_regress = classify_regress
+
+    def owns(self, path: str) -> bool:
+        return paths.is_api_path(path)
+
+    def parse(self, method: str, path: str) -> ApiCall[paths.RestCall]:
+        """The call of one request line; a refusal (400 ``Malformed request``, 405) is kept."""
+        try:
+            if method not in ("GET", "POST"):
+                allowed = paths.allowed_method(path)
+                if allowed is not None:
+                    raise HttpError(405, f"{path} answers {allowed}, not {method}", Allow=allowed)
+            call = paths.parse(method, path)
+        except (ServingError, HttpError) as exc:
+            return ApiCall(PROTOCOL, UNKNOWN_API, refusal=exc)
+        return ApiCall(
+            PROTOCOL,
+            APIS[call.verb],
+            call.model,
+            call.version,
+            paths.route(method, call),
+            detail=call,
+        )
+
+    async def serve(
+        self, request: web.BaseRequest, call: ApiCall[paths.RestCall], bounds: CallBounds
+    ) -> web.StreamResponse:
+        rest = call.detail
+        if rest is None:
+            raise ValueError("a refused call is not served")
+        ref = ModelRef(rest.model, rest.version, rest.label)
+        if rest.verb == "status":
+            return self._status(rest)
+        if rest.verb == "metadata":
+            return self._metadata(ref)
+        body = await bounds.read_body(request)
+        deadline = bounds.deadline()
+        if rest.verb == "predict":
+            return await self._predict(ref, body, deadline, bounds)
+        return await self._classify_or_regress(rest.verb, ref, body, deadline, bounds)
+
+    # -- routes ---------------------------------------------------------------------------------
+    async def _predict(
+        self, ref: ModelRef, body: bytes, deadline: float, bounds: CallBounds
+    ) -> web.Response:
+        request = json_request.loads(body)
+        name = json_request.signature_name(request)
+        formats: list[json_request.Format] = []
+
+        def decode(signature: Signature) -> dict[str, np.ndarray]:
+            inputs, fmt = json_request.predict_inputs(
+                request,
+                signature,
+                max_elements=self._max_elements,
+                max_bytes=self._max_request_bytes,
+            )
+            formats.append(fmt)
+            return inputs
+
+        result = await bounds.until(deadline, self._core.predict(ref, name, decode, (), deadline))
+        try:
+            return _json(json_response.predict_response(result.outputs, formats[0]))
+        finally:
+            result.release()  # the JSON holds copies now; the worker may reuse the space
+
+    async def _classify_or_regress(
+        self, method: str, ref: ModelRef, body: bytes, deadline: float, bounds: CallBounds
+    ) -> web.Response:
+        if self._classify_regress is None:
+            raise Unimplemented(f"{method.capitalize()} is not implemented yet by tensorgate")
+        request = json_request.loads(body)
+        result = await bounds.until(
+            deadline, self._classify_regress(method, ref, request, deadline)
+        )
+        return _json(json_response.dumps(result))
+
+    def _status(self, call: paths.RestCall) -> web.Response:
+        statuses = self._core.status(call.model, call.version, call.label)
+        return _json(json_response.status_body(messages.status_response(call.model, statuses)))
+
+    def _metadata(self, ref: ModelRef) -> web.Response:
+        servable, signatures = self._core.metadata(ref)
+        response = messages.metadata_response(servable.model, servable.version, signatures)
+        return _json(json_response.metadata_body(response))
+
+
+def _json(body: bytes) -> web.Response:
+    return web.Response(body=body, content_type=JSON)

@@ -1,0 +1,92 @@
+"""The workers' own figures on the metrics page, asked of a real worker pool at each scrape: live
+workers only, a busy worker's previous answer, a replacement's own figures."""
+
+from __future__ import annotations
+
+import asyncio
+import os
+import signal
+from collections.abc import Awaitable, Callable
+
+from prometheus_client.core import Metric
+
+from gateway.observability.workers import WorkerFigures
+from gateway.parallel.pool import PoolOptions, WorkerPool
+
+WAIT_S = 60.0
+ARENA = 1 << 16
+
+
+def _with_pool(scenario: Callable[[WorkerPool, asyncio.Event], Awaitable[None]]) -> None:
+    """Run ``scenario`` with a started pool; the event is set on each of its notifications."""
+
+    async def main() -> None:
+        changed = asyncio.Event()
+        options = PoolOptions(
+            workers=1, input_bytes=ARENA, output_bytes=ARENA, ping_interval_s=3600
+        )
+        pool = WorkerPool(options, on_change=changed.set)
+        try:
+            await asyncio.wait_for(pool.start(), WAIT_S)
+            await scenario(pool, changed)
+        finally:
+            await pool.close()
+
+    asyncio.run(main())
+
+
+async def _until(changed: asyncio.Event, condition: Callable[[], bool]) -> None:
+    """Wait for the pool's notifications until ``condition()`` holds."""
+    async with asyncio.timeout(WAIT_S):
+        while not condition():
+            changed.clear()
+            await changed.wait()
+
+
+def _samples(families: list[Metric]) -> dict[tuple[str, tuple[tuple[str, str], ...]], float]:
+    return {
+        (sample.name, tuple(sorted(sample.labels.items()))): sample.value
+        for family in families
+        for sample in family.samples
+    }
+
+
+def test_each_scrape_asks_every_live_worker_and_reads_the_pool() -> None:
+    async def scenario(pool: WorkerPool, changed: asyncio.Event) -> None:
+        figures = WorkerFigures(pool)
+        assert not any(f.samples for f in list(figures.families())[:7])  # nothing asked yet
+        await figures.refresh()
+        (pid,) = pool.pids()
+        samples = _samples(list(figures.families()))
+        assert samples[("tensorgate_worker_info", (("pid", str(pid)), ("worker", "0")))] == 1
+        assert samples[("tensorgate_worker_runs_total", (("worker", "0"),))] == 0
+        assert samples[("tensorgate_worker_cpu_seconds_total", (("worker", "0"),))] > 0
+        assert samples[("tensorgate_worker_restarts_total", ())] == 0
+        capacity = ("tensorgate_shm_capacity_bytes", (("area", "input"), ("worker", "0")))
+        assert samples[capacity] == ARENA
+
+    _with_pool(scenario)
+
+
+def test_a_busy_worker_shows_its_previous_answer_and_a_replaced_one_its_own() -> None:
+    async def scenario(pool: WorkerPool, changed: asyncio.Event) -> None:
+        figures = WorkerFigures(pool, timeout_s=0.2)
+        await figures.refresh()
+        (old_pid,) = pool.pids()
+        os.kill(old_pid, signal.SIGSTOP)  # does not answer the next ping
+        try:
+            await figures.refresh()
+            assert figures.latest[0]["pid"] == old_pid
+        finally:
+            os.kill(old_pid, signal.SIGKILL)
+        await _until(changed, lambda: pool.restarts == 1 and pool.all_alive())
+        (new_pid,) = pool.pids()
+        assert new_pid != old_pid
+        await figures.refresh()
+        assert figures.latest[0]["pid"] == new_pid
+        samples = _samples(list(figures.families()))
+        assert samples[("tensorgate_worker_restarts_total", ())] == 1
+        info = [labels for name, labels in samples if name == "tensorgate_worker_info"]
+        assert info == [(("pid", str(new_pid)), ("worker", "0"))]  # the dead one is gone
+
+    _with_pool(scenario)

@@ -1,0 +1,90 @@
+"""REST helpers shared by the tests: TF Serving's REST API on the HTTP server core, and a small
+aiohttp client that returns whole answers."""
+
+from __future__ import annotations
+
+import asyncio
+import json
+from dataclasses import dataclass
+from typing import Any
+
+import aiohttp
+from multidict import CIMultiDict
+
+from gateway.serving.core import ServingCore
+from gateway.tfserving.rest.routes import ClassifyRegress, TfServingRest
+from gateway.transport.http.routes import Routes
+from gateway.transport.http.server import HttpServer
+
+
+def tf_rest_server(
+    core: ServingCore,
+    *,
+    timeout_ms: int = 30_000,
+    max_body_bytes: int = 2**24,
+    max_elements: int = 2**20,
+    enable_cors: bool = False,
+    classify_regress: ClassifyRegress | None = None,
+) -> HttpServer:
+    """An HTTP server with TF Serving's REST API over ``core`` (and nothing else)."""
+    routes = Routes()
+    routes.add_api(
+        TfServingRest(core, max_elements=max_elements, classify_regress=classify_regress)
+    )
+    return HttpServer(
+        routes,
+        ready=core.ready,
+        timeout_ms=timeout_ms,
+        max_body_bytes=max_body_bytes,
+        enable_cors=enable_cors,
+    )
+
+
+@dataclass
+class Reply:
+    status: int
+    headers: CIMultiDict[str]
+    body: bytes
+
+    def json(self) -> Any:
+        return json.loads(self.body)  # the standard library reads NaN and Infinity
+
+    def error(self) -> str:
+        assert self.headers["Content-Type"] == "application/json"
+        document = self.json()
+        assert list(document) == ["error"], document
+        message: str = document["error"]
+        return message
+
+
+async def request(
+    session: aiohttp.ClientSession,
+    method: str,
+    url: str,
+    body: Any = None,
+    headers: dict[str, str] | None = None,
+) -> Reply:
+    """One request on ``session`` (``body``: bytes, str, an async iterator of bytes, or a
+    JSON-able value)."""
+    if body is not None and not isinstance(body, bytes | str) and not hasattr(body, "__aiter__"):
+        body = json.dumps(body, allow_nan=True)
+    async with session.request(method, url, data=body, headers=headers or {}) as response:
+        return Reply(response.status, response.headers.copy(), await response.read())
+
+
+def http(method: str, url: str, body: Any = None, headers: dict[str, str] | None = None) -> Reply:
+    """One request from a fresh client session, on a loop of its own."""
+
+    async def go() -> Reply:
+        async with aiohttp.ClientSession() as session:
+            return await request(session, method, url, body, headers)
+
+    return asyncio.run(go())
+
+
+def post(url: str, body: Any, headers: dict[str, str] | None = None) -> Reply:
+    return http("POST", url, body, headers)
+
+
+def get(url: str) -> Reply:
+    return http("GET", url)

@@ -1,0 +1,369 @@
+"""The HTTP server core, protocol-neutral: real servers on port 0 driven by aiohttp's client, with
+a small API of the tests' own registered as a protocol package registers its own (TF Serving's
+routes over a real core are tests/tfserving/rest/test_routes.py).
+
+Each test runs its servers and its client on one event loop of its own.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import contextlib
+import json
+from collections.abc import AsyncIterator, Callable
+from dataclasses import dataclass
+from typing import Any
+
+import aiohttp
+import pytest
+from aiohttp import web
+
+from gateway.errors import InvalidArgument, from_wire
+from gateway.transport.admission import DRAINING
+from gateway.transport.auth import BearerTokens
+from gateway.transport.http.bounds import CallBounds
+from gateway.transport.http.front import Front, HttpError
+from gateway.transport.http.json_error import STATUS_KEY
+from gateway.transport.http.routes import UNKNOWN_API, Answer, ApiCall, Observe, Routes
+from gateway.transport.http.server import HttpServer
+from tests.support.rest import Reply, request
+
+ALT_TIMEOUT_MS = 300
+ALT_MAX_BODY = 4096
+PROTOCOL = "test"
+
+
+class Echo:
+    """The tests' protocol, under ``/t/``: ``POST /t/{model}:{verb}`` reads its JSON body and
+    answers ``{"model", "verb", "bytes"}``, unless the body says otherwise — ``{"raise": CODE}``
+    fails with that code, ``{"crash": 1}`` raises RuntimeError, ``{"hang": 1}`` never ends (the
+    deadline ends it), ``{"gate": 1}`` sets :attr:`entered` and waits for :attr:`release`.
+    ``GET /t/{model}`` answers ``{"model"}``. Another GET or POST is refused 400, another method
+    405. :attr:`parses` counts the request lines parsed."""
+
+    def __init__(self) -> None:
+        self.parses = 0
+        self.entered = asyncio.Event()
+        self.release = asyncio.Event()
+
+    def owns(self, path: str) -> bool:
+        return path.startswith("/t/")
+
+    def parse(self, method: str, path: str) -> ApiCall[str]:
+        self.parses += 1
+        model, _, verb = path.removeprefix("/t/").partition(":")
+        if method == "POST" and verb:
+            return ApiCall(
+                PROTOCOL, verb.capitalize(), model, route=f"/t/{{m}}:{verb}", detail=verb
+            )
+        if method == "GET" and not verb:
+            return ApiCall(PROTOCOL, "Status", model, route="/t/{m}", detail="status")
+        if method in ("GET", "POST"):
+            refusal: Exception = InvalidArgument(f"Malformed request: {method} {path}")
+        else:
+            refusal = HttpError(405, f"{path} answers POST, not {method}", Allow="POST")
+        return ApiCall(PROTOCOL, UNKNOWN_API, refusal=refusal)
+
+    async def serve(
+        self, request: web.BaseRequest, call: ApiCall[str], bounds: CallBounds
+    ) -> web.StreamResponse:
+        if call.detail == "status":
+            return web.json_response({"model": call.model})
+        body = await bounds.read_body(request)
+        deadline = bounds.deadline()
+        document = json.loads(body) if body.strip() else {}
+        return await bounds.until(deadline, self._run(call, document, len(body)))
+
+    async def _run(self, call: ApiCall[str], document: dict[str, Any], size: int) -> web.Response:
+        if "raise" in document:
+            raise from_wire(document["raise"], f"hook says {document['raise']}")
+        if "crash" in document:
+            raise RuntimeError("hook crashed")
+        if "hang" in document:
+            await asyncio.Event().wait()
+        if "gate" in document:
+            self.entered.set()
+            await self.release.wait()
+        return web.json_response({"model": call.model, "verb": call.detail, "bytes": size})
+
+
+async def _extra(request: web.BaseRequest) -> web.StreamResponse:
+    return web.Response(text=f"extra {request.method}\n")
+
+
+@dataclass
+class Served:
+    url: str
+    server: HttpServer
+    api: Echo
+    session: aiohttp.ClientSession
+
+    async def ask(
+        self, method: str, path: str, body: Any = None, headers: dict[str, str] | None = None
+    ) -> Reply:
+        return await request(self.session, method, self.url + path, body, headers)
+
+
+@contextlib.asynccontextmanager
+async def serving(
+    *,
+    extra: bool = False,
+    ready: Callable[[], bool] = lambda: True,
+    timeout_ms: int = 30_000,
+    max_body_bytes: int = 2**20,
+    enable_cors: bool = False,
+    observe: Observe | None = None,
+    front: Front | None = None,
+) -> AsyncIterator[Served]:
+    """An HttpServer with :class:`Echo` (and ``/extra`` as an exact route when ``extra``)."""
+    api = Echo()
+    routes = Routes()
+    if extra:
+        routes.add_exact("/extra", _extra)
+    routes.add_api(api)
+    server = HttpServer(
+        routes,
+        ready=ready,
+        timeout_ms=timeout_ms,
+        max_body_bytes=max_body_bytes,
+        enable_cors=enable_cors,
+        observe=observe,
+        front=front,
+    )
+    port = await server.start("127.0.0.1", 0)
+    try:
+        async with aiohttp.ClientSession() as session:
+            yield Served(f"http://127.0.0.1:{port}", server, api, session)
+    finally:
+        await server.stop(5)
+
+
+# -- bodies, deadlines, errors ---------------------------------------------------------------------
+def test_expect_100_continue_is_answered() -> None:
+    body = json.dumps({"inputs": [[1, 2]] * 500})
+
+    async def scenario() -> tuple[int, Any]:
+        async with (
+            serving() as served,
+            served.session.post(f"{served.url}/t/m:run", data=body, expect100=True) as response,
+        ):
+            return response.status, await response.json()
+
+    assert asyncio.run(scenario()) == (200, {"model": "m", "verb": "run", "bytes": len(body)})
+
+
+def test_limits_of_body_size() -> None:
+    async def scenario() -> None:
+        async with serving(max_body_bytes=ALT_MAX_BODY) as served:
+            reply = await served.ask("POST", "/t/m:run", b" " * (ALT_MAX_BODY + 1))
+            assert reply.status == 400
+            assert reply.error() == (
+                f"Request body of {ALT_MAX_BODY + 1} bytes is over the limit of {ALT_MAX_BODY} "
+                "bytes (--rest_api_max_body_bytes)"
+            )
+
+            async def chunks() -> AsyncIterator[bytes]:  # no Content-Length: counted while read
+                for _ in range(ALT_MAX_BODY // 512 + 1):
+                    yield b" " * 512
+
+            reply = await served.ask("POST", "/t/m:run", chunks())
+            assert reply.status == 400
+            assert "over the limit of 4096 bytes" in reply.error()
+            reply = await served.ask("POST", "/t/m:run", b" " * ALT_MAX_BODY)
+            assert (reply.status, reply.json()["bytes"]) == (200, ALT_MAX_BODY)
+
+    asyncio.run(scenario())
+
+
+@pytest.mark.parametrize(
+    ("code", "status"),
+    [
+        ("INVALID_ARGUMENT", 400),
+        ("FAILED_PRECONDITION", 400),
+        ("NOT_FOUND", 404),
+        ("ABORTED", 409),
+        ("RESOURCE_EXHAUSTED", 429),
+        ("CANCELLED", 499),
+        ("INTERNAL", 500),
+        ("UNIMPLEMENTED", 501),
+        ("UNAVAILABLE", 503),
+        ("DEADLINE_EXCEEDED", 504),
+    ],
+)
+def test_error_codes_map_to_tf_serving_http_statuses(code: str, status: int) -> None:
+    async def scenario() -> Reply:
+        async with serving() as served:
+            return await served.ask("POST", "/t/m:run", {"raise": code})
+
+    reply = asyncio.run(scenario())
+    assert reply.status == status
+    assert reply.error() == f"hook says {code}"
+    assert reply.headers.get("Retry-After") == ("1" if status in (429, 503) else None)
+
+
+def test_unexpected_failures_and_deadlines() -> None:
+    async def scenario() -> None:
+        async with serving(timeout_ms=ALT_TIMEOUT_MS) as served:
+            reply = await served.ask("POST", "/t/m:run", {"crash": True})
+            assert reply.status == 500
+            assert reply.error() == "RuntimeError: hook crashed"
+            reply = await served.ask("POST", "/t/m:run", {"hang": True})
+            assert reply.status == 504
+            assert reply.error() == (
+                f"Deadline exceeded: the call took longer than {ALT_TIMEOUT_MS} ms "
+                "(--rest_api_timeout_in_ms)"
+            )
+
+    asyncio.run(scenario())
+
+
+# -- CORS, probes, routes --------------------------------------------------------------------------
+def test_cors_preflight_and_headers() -> None:
+    asked = {
+        "Origin": "http://example.com",
+        "Access-Control-Request-Method": "POST",
+        "Access-Control-Request-Headers": "content-type, authorization",
+    }
+    origin = {"Origin": "http://example.com"}
+
+    async def scenario() -> None:
+        async with serving(enable_cors=True) as alt, serving() as plain:
+            reply = await alt.ask("OPTIONS", "/t/m:run", headers=asked)
+            assert reply.status == 200
+            assert reply.headers["Access-Control-Allow-Origin"] == "*"
+            assert "POST" in reply.headers["Access-Control-Allow-Methods"]
+            assert reply.headers["Access-Control-Allow-Headers"] == "content-type, authorization"
+            ok = await alt.ask("POST", "/t/m:run", {}, origin)
+            assert ok.status == 200
+            assert ok.headers["Access-Control-Allow-Origin"] == "*"
+            failed = await alt.ask("POST", "/t/m:run", {"raise": "NOT_FOUND"}, origin)
+            assert failed.status == 404
+            assert failed.headers["Access-Control-Allow-Origin"] == "*"
+            reply = await plain.ask("POST", "/t/m:run", {}, origin)
+            assert reply.status == 200
+            assert "Access-Control-Allow-Origin" not in reply.headers
+            refused = await plain.ask("OPTIONS", "/t/m:run", headers=asked)
+            assert (refused.status, refused.headers["Allow"]) == (405, "POST")
+
+    asyncio.run(scenario())
+
+
+def test_probes_and_extra_routes() -> None:
+    async def scenario() -> None:
+        async with serving(extra=True) as alt, serving() as plain:
+            for served in (plain, alt):
+                live = await served.ask("GET", "/healthz")
+                assert (live.status, live.body) == (200, b"ok\n")
+                assert live.headers["Content-Type"].startswith("text/plain")
+                ready = await served.ask("GET", "/readyz")
+                assert (ready.status, ready.body) == (200, b"ready\n")
+            assert (await alt.ask("GET", "/extra")).body == b"extra GET\n"
+            assert (await alt.ask("DELETE", "/extra")).body == b"extra DELETE\n"
+            missing = await plain.ask("GET", "/extra")
+            assert (missing.status, missing.error()) == (404, "Not found: GET /extra")
+
+    asyncio.run(scenario())
+
+
+def test_readiness_follows_the_core_and_draining_and_probes_take_get_and_head() -> None:
+    ready = [False]
+
+    async def scenario() -> None:
+        async with serving(ready=lambda: ready[0]) as served:
+            reply = await served.ask("GET", "/readyz")
+            assert (reply.status, reply.body) == (503, b"not ready\n")
+            ready[0] = True
+            assert (await served.ask("HEAD", "/readyz")).status == 200
+            refused = await served.ask("POST", "/healthz")
+            assert (refused.status, refused.headers["Allow"]) == (405, "GET, HEAD")
+            assert refused.error() == "/healthz answers GET and HEAD, not POST"
+            served.server.start_draining()
+            assert (await served.ask("GET", "/readyz")).status == 503
+            assert (await served.ask("GET", "/healthz")).status == 200
+            call = await served.ask("POST", "/t/m:run", {})
+            assert (call.status, call.error(), call.headers["Retry-After"]) == (503, DRAINING, "1")
+
+    asyncio.run(scenario())
+
+
+def test_a_refused_request_line_is_answered_after_the_token_and_the_bound() -> None:
+    front = Front(auth=BearerTokens(["secret"]), max_concurrent=1)
+    token = {"Authorization": "Bearer secret"}
+
+    async def scenario() -> None:
+        async with serving(front=front) as served:
+            assert (await served.ask("POST", "/t/m")).status == 401
+            malformed = await served.ask("POST", "/t/m", headers=token)
+            assert (malformed.status, malformed.error()) == (400, "Malformed request: POST /t/m")
+            wrong = await served.ask("DELETE", "/t/m:run", headers=token)
+            assert (wrong.status, wrong.headers["Allow"]) == (405, "POST")
+            busy = asyncio.create_task(served.ask("POST", "/t/m:run", {"gate": 1}, token))
+            await served.api.entered.wait()
+            refused = await served.ask("POST", "/t/m", headers=token)
+            assert refused.status == 503 and "--max_concurrent_requests" in refused.error()
+            served.api.release.set()
+            assert (await busy).status == 200
+            assert front.in_flight == 0
+
+    asyncio.run(scenario())
+
+
+def test_each_api_call_is_parsed_once_and_observed_with_that_parse() -> None:
+    seen: list[tuple[str, str, str | None, int]] = []
+
+    async def observe(
+        request: web.BaseRequest, call: ApiCall[Any], answer: Answer
+    ) -> web.StreamResponse:
+        response = await answer()
+        seen.append((call.api, call.model, response.get(STATUS_KEY), response.status))
+        return response
+
+    async def scenario() -> int:
+        async with serving(extra=True, observe=observe) as served:
+            await served.ask("POST", "/t/m:run", {})
+            await served.ask("POST", "/t/n:run", {"raise": "NOT_FOUND"})
+            await served.ask("GET", "/t/m")
+            await served.ask("POST", "/t/m")
+            for path in ("/healthz", "/extra", "/nope"):
+                await served.ask("GET", path)
+            return served.api.parses
+
+    assert asyncio.run(scenario()) == 4
+    assert seen == [
+        ("Run", "m", None, 200),
+        ("Run", "n", "NOT_FOUND", 404),
+        ("Status", "m", None, 200),
+        (UNKNOWN_API, "", "INVALID_ARGUMENT", 400),
+    ]
+
+
+# -- stop ------------------------------------------------------------------------------------------
+def test_stop_finishes_calls_in_flight_then_refuses() -> None:
+    async def scenario() -> None:
+        async with serving() as served:
+            call = asyncio.create_task(served.ask("POST", "/t/m:run", {"gate": 1}))
+            await served.api.entered.wait()
+            stopping = asyncio.create_task(served.server.stop(60))
+            finished, _ = await asyncio.wait({stopping}, timeout=0.2)
+            assert not finished, "stop() returned while a call was in flight"
+            served.api.release.set()
+            reply = await call
+            assert (reply.status, reply.json()["verb"]) == (200, "run")
+            await stopping
+            with pytest.raises(aiohttp.ClientConnectionError):
+                await served.ask("POST", "/t/m:run", {})
+            await served.server.stop(1)  # a second stop is a no-op
+
+    asyncio.run(scenario())
+
+
+def test_stop_cancels_calls_past_the_grace_period() -> None:
+    async def scenario() -> None:
+        async with serving(timeout_ms=60_000) as served:
+            call = asyncio.create_task(served.ask("POST", "/t/m:run", {"gate": 1}))
+            await served.api.entered.wait()
+            await served.server.stop(0.05)
+            with pytest.raises(aiohttp.ClientError):
+                await call
+
+    asyncio.run(scenario())

@@ -1,0 +1,167 @@
+"""The gRPC gate on a real grpc.aio server (port 0): undecodable messages, bearer tokens,
+draining and the concurrency bound, for services registered through its registrar."""
+
+from __future__ import annotations
+
+import asyncio
+import contextlib
+from collections.abc import AsyncIterator
+from dataclasses import dataclass
+from typing import Any
+
+import grpc
+import pytest
+from grpc_health.v1 import health_pb2
+
+from gateway.transport.auth import BearerTokens
+from gateway.transport.gate import Gate
+
+BOUNDED = "test.Bounded"
+FREE = "test.Free"
+HEALTH = "grpc.health.v1.Health"
+REQUEST = health_pb2.HealthCheckRequest
+TOKEN = (("authorization", "Bearer secret"),)
+
+
+class Backend:
+    """The servicers behind the gate: ``Call`` answers at once unless the request's service is
+    ``"gate"`` (then it waits for :attr:`release`); ``Watch`` streams two answers."""
+
+    def __init__(self) -> None:
+        self.entered = asyncio.Event()
+        self.release = asyncio.Event()
+
+    async def call(self, request: Any, context: Any) -> health_pb2.HealthCheckResponse:
+        if request.service == "gate":
+            self.entered.set()
+            await self.release.wait()
+        return health_pb2.HealthCheckResponse(status=health_pb2.HealthCheckResponse.SERVING)
+
+    async def watch(self, request: Any, context: Any) -> AsyncIterator[Any]:
+        for _ in range(2):
+            yield health_pb2.HealthCheckResponse(status=health_pb2.HealthCheckResponse.SERVING)
+
+
+def _handlers(backend: Backend) -> dict[str, grpc.RpcMethodHandler]:
+    codec: dict[str, Any] = {
+        "request_deserializer": REQUEST.FromString,
+        "response_serializer": health_pb2.HealthCheckResponse.SerializeToString,
+    }
+    return {
+        "Call": grpc.unary_unary_rpc_method_handler(backend.call, **codec),
+        "Watch": grpc.unary_stream_rpc_method_handler(backend.watch, **codec),
+    }
+
+
+@dataclass
+class Gated:
+    gate: Gate
+    backend: Backend
+    channel: grpc.aio.Channel
+
+    async def ask(self, service: str, body: bytes, metadata: Any = TOKEN) -> grpc.StatusCode:
+        """Call ``service``'s ``Call`` with raw ``body``; the status it ends with."""
+        try:
+            await self.channel.unary_unary(f"/{service}/Call")(body, metadata=metadata, timeout=30)
+        except grpc.aio.AioRpcError as error:
+            self.last_error = error.details()
+            return error.code()
+        return grpc.StatusCode.OK
+
+    last_error: str | None = None
+
+
+@contextlib.asynccontextmanager
+async def gated(gate: Gate) -> AsyncIterator[Gated]:
+    backend = Backend()
+    server = grpc.aio.server(options=[("grpc.so_reuseport", 0)])
+    registrar = gate.registrar(server, bounded=[BOUNDED])
+    for service in (BOUNDED, FREE, HEALTH):
+        registrar.add_registered_method_handlers(service, _handlers(backend))
+    port = server.add_insecure_port("127.0.0.1:0")
+    await server.start()
+    try:
+        async with grpc.aio.insecure_channel(f"127.0.0.1:{port}") as channel:
+            yield Gated(gate, backend, channel)
+    finally:
+        await server.stop(None)
+
+
+def _serialized(service: str) -> bytes:
+    return REQUEST(service=service).SerializeToString()
+
+
+def test_undecodable_messages_are_invalid_argument_and_never_reach_the_servicer() -> None:
+    async def scenario() -> None:
+        async with gated(Gate()) as g:
+            assert await g.ask(FREE, b"\xff\xff\xff") == grpc.StatusCode.INVALID_ARGUMENT
+            assert g.last_error == (
+                "the request is not a valid grpc.health.v1.HealthCheckRequest message"
+            )
+            assert await g.ask(FREE, _serialized("x")) == grpc.StatusCode.OK
+
+    asyncio.run(scenario())
+
+
+def test_a_token_is_needed_unless_the_method_is_open() -> None:
+    auth = BearerTokens(["secret"], open_paths=[f"/{HEALTH}/"])
+
+    async def scenario() -> None:
+        async with gated(Gate(auth=auth)) as g:
+            assert await g.ask(FREE, _serialized("x"), ()) == grpc.StatusCode.UNAUTHENTICATED
+            wrong = (("authorization", "Bearer nope"),)
+            assert await g.ask(FREE, _serialized("x"), wrong) == grpc.StatusCode.UNAUTHENTICATED
+            assert await g.ask(FREE, _serialized("x")) == grpc.StatusCode.OK
+            assert await g.ask(HEALTH, _serialized("x"), ()) == grpc.StatusCode.OK
+
+    asyncio.run(scenario())
+
+
+def test_draining_refuses_every_call_but_health_and_waits_for_the_running_ones() -> None:
+    async def scenario() -> None:
+        async with gated(Gate()) as g:
+            running = asyncio.create_task(g.ask(FREE, _serialized("gate")))
+            await g.backend.entered.wait()
+            g.gate.start_draining()
+            assert await g.ask(BOUNDED, _serialized("x")) == grpc.StatusCode.UNAVAILABLE
+            assert g.last_error == "the server is shutting down; retry on another replica"
+            assert await g.ask(HEALTH, _serialized("x")) == grpc.StatusCode.OK
+            idle = asyncio.create_task(g.gate.wait_idle())
+            finished, _ = await asyncio.wait({idle}, timeout=0.05)
+            assert not finished, "wait_idle returned while a call was running"
+            g.backend.release.set()
+            assert await running == grpc.StatusCode.OK
+            await idle
+
+    asyncio.run(scenario())
+
+
+@pytest.mark.parametrize("service", [BOUNDED, FREE])
+def test_only_bounded_services_count_against_the_bound(service: str) -> None:
+    async def scenario() -> grpc.StatusCode:
+        async with gated(Gate(max_concurrent=1)) as g:
+            busy = asyncio.create_task(g.ask(BOUNDED, _serialized("gate")))
+            await g.backend.entered.wait()
+            assert g.gate.in_flight == 1
+            second = await g.ask(service, _serialized("x"))
+            g.backend.release.set()
+            assert await busy == grpc.StatusCode.OK
+            return second
+
+    status = asyncio.run(scenario())
+    assert status == (grpc.StatusCode.UNAVAILABLE if service == BOUNDED else grpc.StatusCode.OK)
+
+
+def test_streams_are_checked_but_not_counted_in_flight() -> None:
+    async def scenario() -> None:
+        async with gated(Gate(max_concurrent=1)) as g:
+            watch = g.channel.unary_stream(f"/{BOUNDED}/Watch")
+            answers = [a async for a in watch(_serialized("x"), metadata=TOKEN, timeout=30)]
+            assert len(answers) == 2 and g.gate.in_flight == 0
+            g.gate.start_draining()
+            with pytest.raises(grpc.aio.AioRpcError) as refused:
+                async for _ in watch(_serialized("x"), metadata=TOKEN, timeout=30):
+                    pass
+            assert refused.value.code() == grpc.StatusCode.UNAVAILABLE
+
+    asyncio.run(scenario())
