@@ -27,7 +27,7 @@ from gateway.observability.metrics import GatewayMetrics
 from gateway.observability.span_records import BatchSpan
 from gateway.observability.tfs_metrics import TfServingMetrics
 from gateway.observability.tracing import Tracing
-from gateway.parallel.dispatcher import RunResult
+from gateway.parallel.lease import RunResult
 
 RUNTIMES = {"tensorflow": "TF1", "onnx": "ONNX"}
 

@@ -13,7 +13,7 @@ def test_least_loaded_live_worker_is_chosen() -> None:
     a.runs_in_flight, b.runs_in_flight, c.runs_in_flight = 2, 1, 0
     c.alive = False
     assert dispatcher.pick("m:1") is b
-    b.loaded = set()
+    b.routed = set()
     assert dispatcher.pick("m:1") is a
 
 

@@ -17,8 +17,10 @@ import numpy as np
 import pytest
 
 from gateway.errors import InvalidArgument, NotFound, Unavailable
-from gateway.parallel.dispatcher import RunResult, WorkerLink
-from gateway.parallel.pool import LoadSpec, PoolOptions, WorkerPool
+from gateway.parallel.hosting import LoadSpec
+from gateway.parallel.lease import RunResult
+from gateway.parallel.pool import PoolOptions, WorkerPool
+from gateway.parallel.run_link import RunLink
 from gateway.parallel.warmup import Planner, WarmupRun
 from tests.support import onnx_models
 
@@ -39,7 +41,7 @@ def _options(workers: int = 1, **kw: float) -> PoolOptions:
     return PoolOptions(workers=workers, input_bytes=1 << 16, output_bytes=1 << 16, **kw)
 
 
-def _run(link: WorkerLink, x: np.ndarray) -> asyncio.Future[RunResult]:
+def _run(link: RunLink, x: np.ndarray) -> asyncio.Future[RunResult]:
     def fill(name: str, dest: np.ndarray) -> None:
         dest[...] = x
 
@@ -55,7 +57,7 @@ async def _outputs(run: asyncio.Future[RunResult]) -> dict[str, np.ndarray]:
         result.release()
 
 
-def _link(pool: WorkerPool) -> WorkerLink:
+def _link(pool: WorkerPool) -> RunLink:
     link = pool.dispatcher.pick(KEY)
     assert link is not None
     return link
@@ -157,7 +159,7 @@ def test_a_servable_placed_on_one_worker_is_warmed_there_and_comes_back_there(
             LoadSpec(KEY, model, "onnx", 1, 1, workers=1), _warmup_runs(records=3, iterations=2)
         )
         (slot,) = pool.placed(KEY)
-        holders = [link.index for link in pool.dispatcher.links if KEY in link.loaded]
+        holders = [link.index for link in pool.dispatcher.links if KEY in link.routed]
         assert holders == [slot]
         (report,) = loaded.warmup
         assert (report.worker, report.runs) == (slot, 6)  # counted by that worker
@@ -170,11 +172,12 @@ def test_a_servable_placed_on_one_worker_is_warmed_there_and_comes_back_there(
         pid = pool.pids()[slot]
         os.kill(pid, signal.SIGKILL)
         await _until(changed, lambda: pool.restarts == 1 and pool.all_alive())
-        link = _link(pool)
-        assert link.index == slot and link.pid != pid
-        runs = await asyncio.wait_for(link.ping(KEY), WAIT_S)
+        assert _link(pool).index == slot
+        control = pool.links[slot]
+        assert control.pid != pid
+        runs = await asyncio.wait_for(control.ping(KEY), WAIT_S)
         assert runs["runs"] == 6  # warmed up again before it took traffic
-        assert all(KEY not in x.loaded for x in pool.dispatcher.links if x.index != slot)
+        assert all(KEY not in x.routed for x in pool.dispatcher.links if x.index != slot)
 
     _with_pool(_options(ping_interval_s=3600, workers=2), scenario)
 

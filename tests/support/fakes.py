@@ -1,4 +1,5 @@
-"""The one seam for batcher unit tests: an injected clock and worker links that block on purpose."""
+"""The seams of unit tests: an injected clock, run links that block on purpose (behind a real
+dispatcher), and a worker pool that loads nothing."""
 
 from __future__ import annotations
 
@@ -12,9 +13,9 @@ from typing import Any
 import numpy as np
 
 from gateway.errors import ServingError
-from gateway.parallel.dispatcher import Dispatcher, RunResult
-from gateway.parallel.lease import OutputLease
-from gateway.parallel.pool import Loaded
+from gateway.parallel.dispatcher import Dispatcher
+from gateway.parallel.hosting import Loaded
+from gateway.parallel.lease import OutputLease, RunResult
 from gateway.parallel.warmup import WarmupReport
 
 
@@ -63,10 +64,10 @@ class SentBatch:
 
 @dataclass
 class FakeLink:
-    """Accepts batches and holds them until the test completes or fails them."""
+    """A run link that accepts batches and holds them until the test completes or fails them."""
 
     index: int
-    loaded: set[str] = field(default_factory=lambda: {"m:1"})
+    routed: set[str] = field(default_factory=lambda: {"m:1"})
     alive: bool = True
     runs_in_flight: int = 0
     on_run_done: Callable[[], None] | None = None
