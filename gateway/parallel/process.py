@@ -100,7 +100,9 @@ class WorkerProcess:
         return code
 
     def kill(self) -> None:
-        """SIGKILL the process (its exit is then reaped as any other)."""
+        """SIGKILL the process (its exit is then reaped as any other); nothing once reaped."""
+        if self.process.returncode is not None:
+            return  # reaped: the pid may be another process's by now
         with contextlib.suppress(ProcessLookupError):
             os.kill(self.process.pid, signal.SIGKILL)
 

@@ -60,6 +60,8 @@ class SentBatch:
     deadline: float | None
     future: asyncio.Future[RunResult]
     trace: tuple[int, int] | None = None
+    key: str = ""
+    signature: str = ""
 
 
 @dataclass
@@ -88,9 +90,19 @@ class FakeLink:
             inputs[name] = np.empty(shape, dtype=dtype)
             fill(name, inputs[name])
         future: asyncio.Future[RunResult] = asyncio.get_running_loop().create_future()
-        self.sent.append(SentBatch(inputs, list(outputs or []), deadline, future, trace))
+        sent = SentBatch(inputs, list(outputs or []), deadline, future, trace, key, signature)
+        self.sent.append(sent)
         self.runs_in_flight += 1
         return future
+
+    def oldest_run(self) -> tuple[str, int, float] | None:
+        """The first batch not yet completed, computing since 0.0 (``time.monotonic()``'s
+        origin: long ago)."""
+        for batch in self.sent:
+            if not batch.future.done():
+                rows = next((len(a) for a in batch.inputs.values() if a.ndim), 0)
+                return batch.key, rows, 0.0
+        return None
 
     def complete(
         self,
