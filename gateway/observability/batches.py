@@ -46,7 +46,7 @@ class QueueLabels:
 
 
 class QueueObserver:
-    """A :class:`~gateway.batching.scheduler.BatchObserver` recording one queue."""
+    """A :class:`~gateway.batching.observer.BatchObserver` recording one queue."""
 
     def __init__(
         self,
