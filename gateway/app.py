@@ -26,18 +26,13 @@ from grpc_health.v1 import health, health_pb2, health_pb2_grpc
 from grpc_reflection.v1alpha import reflection, reflection_pb2_grpc
 
 from gateway.config.model_config import ModelSpecConfig
-from gateway.config.platform import resolve_worker_threads
 from gateway.config.settings import Settings
 from gateway.drain import Signals, Surface, drain
 from gateway.errors import Unavailable
 from gateway.listen import TlsMaterial, UnixSocket, bind_grpc
 from gateway.models.config_poll import poll_config_file
-from gateway.models.manager import LoadOptions, ModelManager
 from gateway.observability.hooks import Observability
-from gateway.parallel.pool import PoolOptions, WorkerPool
-from gateway.serving.core import ServingCore
-from gateway.serving.policy import BatchingPolicy
-from gateway.serving.queues import BatchQueues
+from gateway.roles import Options, build
 from gateway.tfserving.surface import TfServingOptions, TfServingSurface
 from gateway.tfserving.warmup import WarmupPlanner
 from gateway.transport.auth import load_tokens
@@ -95,39 +90,19 @@ class Gateway:
         """``observability``: metrics and tracing (default: as the settings and ``OTEL_*`` ask)."""
         self.settings = settings
         self.specs = list(specs)
-        workers, self.intra_op, self.inter_op = resolve_worker_threads(settings)
+        options = Options.from_settings(settings, self.specs)
         self.observability = observability or Observability.from_settings(settings)
-        arena = settings.worker_arena_bytes
-        self.pool = WorkerPool(
-            PoolOptions(
-                workers=workers,
-                input_bytes=arena,
-                output_bytes=arena,
-                ping_interval_s=settings.worker_ping_interval_seconds,
-                ping_timeout_s=settings.worker_ping_timeout_seconds,
-                log_format=settings.log_format,
-            ),
-            on_change=self._models_changed,
-        )
-        policy = BatchingPolicy.from_settings(settings, self.specs, workers)
-        self.queues = BatchQueues(
-            policy, self.pool.dispatcher, observer=self.observability.queue_observer
-        )
-        self.models = ModelManager(
-            self.pool,
+        stack = build(
+            options,
             self.specs,
-            intra_op=self.intra_op,
-            inter_op=self.inter_op,
-            saved_model_tags=sorted(settings.saved_model_tag_set),
-            options=LoadOptions.from_settings(settings),
             on_change=self._models_changed,
-            before_load=policy.check_version,
-            before_unload=self.queues.drain,
-            warmup=WarmupPlanner.from_settings(settings, policy),
+            observer=self.observability.queue_observer,
+            warmup=WarmupPlanner.from_settings(settings, options.batching),
         )
-        self.core = ServingCore(
-            self.models, self.queues, inflight_bytes=settings.max_inflight_bytes
-        )
+        self.pool = stack.pool
+        self.models = stack.models
+        self.queues = stack.queues
+        self.core = stack.core
         self.health = health.aio.HealthServicer()
         self.server: grpc.aio.Server | None = None
         self.rest: HttpServer | None = None

@@ -1,23 +1,113 @@
-"""Handing a run's rows to its requests, and reassembling split requests, without losing the
-lease references the rows hold.
+"""A batch's run and its results: the batch posted to the worker the scheduler picked, then each
+request handed its own rows, or the run's error.
 
-A task's future resolves with :class:`~gateway.parallel.lease.Outputs` holding one reference on
-its run's output space (awaited with :func:`~gateway.parallel.lease.take`). A reference is never
-held while waiting for another run: a split request's chunks are copied into the request's own
-arrays as each arrives (see :mod:`gateway.parallel.lease`).
+:func:`post` lays the batch out (the members' rows merged and padded to an allowed size, or one
+request alone in unbatched mode), lets the queue's observer note the batch (its trace context
+travels with the run) and posts it over the worker's run link. :func:`finish` resolves every member
+still waiting: each gets its own rows of its own outputs as views sharing the run's lease
+(:meth:`RunResult.share <gateway.parallel.lease.RunResult.share>`), then the run's own reference
+goes back; padding rows and members that left hold none. Every failure resolves every member,
+only ``if not fut.done()``.
 """
 
 from __future__ import annotations
 
 import asyncio
 from collections.abc import Sequence
-
-import numpy as np
+from dataclasses import dataclass
 
 from gateway.batching import merge
+from gateway.batching.observer import BatchObserver, BatchRecord
 from gateway.batching.queue import Task
-from gateway.parallel.dispatcher import RunResult
-from gateway.parallel.lease import Outputs, release_result
+from gateway.config.batching_options import BatchingOptions
+from gateway.errors import Internal, ServingError, Unavailable
+from gateway.parallel.lease import RunResult
+from gateway.parallel.run_link import RunLink
+
+
+@dataclass(eq=False)
+class Posted:
+    """A batch whose run is in flight: its live members, their rows, the rows with padding,
+    when it was posted (the scheduler's clock) and the observer's record of it."""
+
+    tasks: list[Task]
+    rows: int
+    padded: int
+    sent_at: float
+    record: BatchRecord | None
+
+
+def post(
+    link: RunLink,
+    tasks: list[Task],
+    *,
+    key: str,
+    signature: str,
+    options: BatchingOptions,
+    observer: BatchObserver | None,
+    now: float,
+) -> tuple[asyncio.Future[RunResult], Posted]:
+    """Post ``tasks`` (live, at least one) as one run of ``key`` over ``link``.
+
+    The run's deadline is the latest member's (none when a member has none); its outputs, the
+    union of the members'. Raises the link's ServingError when the run cannot be posted (the
+    observer's record is then done without a result; the tasks are left as they were).
+    """
+    rows = sum(t.size for t in tasks)
+    solo = options.solo
+    padded = rows if solo else merge.padded_size(rows, options.allowed_batch_sizes)
+    parts = [t.inputs for t in tasks]
+    if solo:
+        layout = {n: (a.dtype, tuple(a.shape)) for n, a in parts[0].items()}
+    else:
+        layout = merge.batch_layout(parts, padded)
+    outputs = list(dict.fromkeys(name for t in tasks for name in t.outputs))
+    deadlines = [t.deadline for t in tasks]
+    deadline = None if None in deadlines else max(d for d in deadlines if d is not None)
+    record = None
+    if observer is not None:
+        tags = [t.tag for t in tasks]
+        if observer.sees_untagged or tags.count(None) < len(tags):
+            waits = [now - t.enqueued_at for t in tasks]
+            sizes = [t.size for t in tasks]
+            record = observer.on_batch(tags, waits, sizes, padded)
+    try:
+        future = link.submit(
+            key,
+            layout,
+            lambda name, dest: merge.fill_rows(name, dest, parts),
+            outputs,
+            deadline,
+            signature,
+            trace=None if record is None else record.trace,
+        )
+    except ServingError:
+        if record is not None:
+            record.done(None)
+        raise
+    return future, Posted(tasks, rows, padded, now, record)
+
+
+def finish(posted: Posted, future: asyncio.Future[RunResult], *, solo: bool) -> bool:
+    """Resolve every member still waiting from the run's ``future`` (done): its rows, or the
+    run's error (UNAVAILABLE when the run was cancelled: shutdown). True when the run itself
+    succeeded (its time then counts as a batch's service time), even if its outputs could not
+    be handed out."""
+    succeeded = not future.cancelled() and future.exception() is None
+    if posted.record is not None:
+        posted.record.done(future.result() if succeeded else None)
+    try:
+        if future.cancelled():
+            raise Unavailable("the server is shutting down")
+        error = future.exception()
+        if error is not None:
+            raise error
+        hand_out(posted.tasks, future.result(), posted.padded, solo=solo)
+    except ServingError as exc:
+        fail(posted.tasks, exc)
+    except Exception as exc:
+        fail(posted.tasks, Internal(f"{type(exc).__name__}: {exc}"))
+    return succeeded
 
 
 def hand_out(tasks: Sequence[Task], run: RunResult, padded: int, *, solo: bool) -> None:
@@ -27,38 +117,15 @@ def hand_out(tasks: Sequence[Task], run: RunResult, padded: int, *, solo: bool) 
     try:
         sizes = [t.size for t in tasks]
         per_task = [run.outputs] if solo else merge.split_outputs(run.outputs, sizes, padded)
-        lease = run.lease
         for task, outs in zip(tasks, per_task, strict=True):
             if not task.future.done():
-                rows = {name: outs[name] for name in task.outputs}
-                task.future.set_result(Outputs(rows, None if lease is None else lease.acquire()))
+                task.future.set_result(run.share({name: outs[name] for name in task.outputs}))
     finally:
         run.release()
 
 
-async def gather_chunks(futures: list[asyncio.Future[Outputs]], sizes: list[int]) -> Outputs:
-    """Await a split request's chunks (``sizes`` rows each) in order, copying each into the
-    request's own arrays and returning its reference at once: a chunk held while a later one
-    waits could keep the worker from writing that very chunk. On any failure cancel the chunks
-    still waiting (they leave) and return the references of those that resolved."""
-    arrays: dict[str, np.ndarray] = {}
-    row, rows = 0, sum(sizes)
-    try:
-        for future, size in zip(futures, sizes, strict=True):
-            chunk = await future
-            try:
-                for name, part in chunk.items():
-                    if name not in arrays:
-                        arrays[name] = np.empty((rows, *part.shape[1:]), part.dtype)
-                    arrays[name][row : row + size] = part
-            finally:
-                chunk.release()
-            row += size
-    except BaseException:
-        for future in futures:
-            if future.done():
-                release_result(future)
-            else:
-                future.cancel()
-        raise
-    return Outputs(arrays)
+def fail(tasks: Sequence[Task], error: ServingError) -> None:
+    """Fail every task still waiting with ``error``."""
+    for task in tasks:
+        if not task.future.done():
+            task.future.set_exception(error)

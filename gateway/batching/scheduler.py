@@ -14,9 +14,10 @@ Contract (see :class:`~gateway.config.batching_options.BatchingOptions` for each
 - An expired request (its deadline timer fires) or a cancelled one leaves its batch before the batch
   runs and never takes a slot; a batch left empty is not run, and a request that can no longer
   finish in time is dropped with DEADLINE_EXCEEDED at dispatch. Every request gets exactly its own
-  rows back, each with its own output selection; padding rows are never returned. The rows are
-  read-only views on the worker's output space holding one lease reference each: the caller
-  returns it with ``Outputs.release()`` once it has encoded them (:mod:`gateway.parallel.lease`).
+  rows back, each with its own output selection; padding rows are never returned
+  (:mod:`gateway.batching.results`). The rows are read-only views on the worker's output space
+  holding one lease reference each: the caller returns it with ``Outputs.release()`` once it has
+  encoded them (:mod:`gateway.parallel.lease`).
 - Every failure resolves every waiting future (only ``if not fut.done()``).
 
 Time comes from an injectable :class:`~gateway.batching.clock.Clock` so tests drive timeouts
@@ -29,55 +30,18 @@ import asyncio
 import functools
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
-from typing import Protocol
 
-from gateway.batching import merge
+from gateway.batching import merge, results
 from gateway.batching.admission import Admission
 from gateway.batching.clock import Clock, LoopClock
 from gateway.batching.merge import Array, CompatKey
+from gateway.batching.observer import BatchObserver
 from gateway.batching.queue import Batch, BatchQueue, Task
-from gateway.batching.results import gather_chunks, hand_out
 from gateway.config.batching_options import BatchingOptions
-from gateway.errors import DeadlineExceeded, Internal, InvalidArgument, ServingError, Unavailable
-from gateway.parallel.dispatcher import Dispatcher, RunResult, WorkerLink
-from gateway.parallel.lease import Outputs, take
-
-
-class BatchRecord(Protocol):
-    """What an observer keeps of one batch: the trace context its run carries to the worker
-    (the batch span's trace id and span id; None: untraced), and :meth:`done` once the run has
-    finished or failed."""
-
-    trace: tuple[int, int] | None
-
-    def done(self, result: RunResult | None) -> None: ...
-
-
-class BatchObserver(Protocol):
-    """Sees one queue's requests and batches (metrics, traces); every call is on the loop.
-
-    ``on_enqueue`` runs in the submitting request's task as it joins the queue; its value becomes
-    the request's :attr:`Task.tag`. ``on_batch`` runs once per batch before its run is posted,
-    with the members' tags, queue waits (seconds) and rows, and the batch's padded rows.
-    ``on_refused`` names why a request left without running: ``queue_full``, ``deadline``
-    (refused: it would wait past its deadline) or ``expired`` (dropped in the queue).
-    ``sees_untagged``: False when ``on_batch`` has no use for a batch whose members' tags are
-    all None (it is then not called for one: tracing that records only sampled requests).
-    """
-
-    sees_untagged: bool
-
-    def on_enqueue(self) -> object: ...
-
-    def on_batch(
-        self,
-        tags: Sequence[object],
-        queue_waits_s: Sequence[float],
-        sizes: Sequence[int],
-        padded_rows: int,
-    ) -> BatchRecord | None: ...
-
-    def on_refused(self, reason: str) -> None: ...
+from gateway.errors import DeadlineExceeded, InvalidArgument, ServingError, Unavailable
+from gateway.parallel.dispatcher import Dispatcher
+from gateway.parallel.lease import Outputs, RunResult, gather_chunks, take
+from gateway.parallel.run_link import RunLink
 
 
 @dataclass
@@ -254,7 +218,7 @@ class BatchScheduler:
             try:
                 link = self._dispatcher.pick(self.servable_key)
             except ServingError as exc:
-                self._fail(self._queue.pop(batch), exc)
+                results.fail(self._queue.pop(batch), exc)
                 self._check_idle()
                 continue
             if link is None:
@@ -262,81 +226,38 @@ class BatchScheduler:
                 return
             self._send(batch, link)
 
-    def _send(self, batch: Batch, link: WorkerLink) -> None:
+    def _send(self, batch: Batch, link: RunLink) -> None:
         tasks = self._drop_late(self._queue.pop(batch))
         if not tasks:
             self._check_idle()
             return
-        rows = sum(t.size for t in tasks)
-        solo = self.options.solo
-        padded = rows if solo else merge.padded_size(rows, self.options.allowed_batch_sizes)
-        parts = [t.inputs for t in tasks]
-        if solo:
-            layout = {n: (a.dtype, tuple(a.shape)) for n, a in parts[0].items()}
-        else:
-            layout = merge.batch_layout(parts, padded)
-        outputs = list(dict.fromkeys(name for t in tasks for name in t.outputs))
-        deadlines = [t.deadline for t in tasks]
-        deadline = None if None in deadlines else max(d for d in deadlines if d is not None)
-        now = self._clock.now()
-        record = None
-        observer = self._observer
-        if observer is not None:
-            tags = [t.tag for t in tasks]
-            if observer.sees_untagged or tags.count(None) < len(tags):
-                waits = [now - t.enqueued_at for t in tasks]
-                sizes = [t.size for t in tasks]
-                record = observer.on_batch(tags, waits, sizes, padded)
         try:
-            future = link.submit(
-                self.servable_key,
-                layout,
-                lambda name, dest: merge.fill_rows(name, dest, parts),
-                outputs,
-                deadline,
-                self.signature,
-                trace=None if record is None else record.trace,
+            future, posted = results.post(
+                link,
+                tasks,
+                key=self.servable_key,
+                signature=self.signature,
+                options=self.options,
+                observer=self._observer,
+                now=self._clock.now(),
             )
         except ServingError as exc:
-            if record is not None:
-                record.done(None)
-            self._fail(tasks, exc)
+            results.fail(tasks, exc)
             self._check_idle()
             return
         self.stats.batches += 1
-        self.stats.rows += rows
-        self.stats.padding_rows += padded - rows
+        self.stats.rows += posted.rows
+        self.stats.padding_rows += posted.padded - posted.rows
         self.in_flight += 1
         self._runs.add(future)
-        future.add_done_callback(functools.partial(self._finish, tasks, padded, now, record))
+        future.add_done_callback(functools.partial(self._finish, posted))
 
-    def _finish(
-        self,
-        tasks: list[Task],
-        padded: int,
-        sent_at: float,
-        record: BatchRecord | None,
-        future: asyncio.Future[RunResult],
-    ) -> None:
+    def _finish(self, posted: results.Posted, future: asyncio.Future[RunResult]) -> None:
         """Done-callback of a batch's run: hand each task its rows (or the error), send more."""
         self._runs.discard(future)
         self.in_flight -= 1
-        if record is not None:
-            failed = future.cancelled() or future.exception() is not None
-            record.done(None if failed else future.result())
-        try:
-            if future.cancelled():
-                raise Unavailable("the server is shutting down")
-            error = future.exception()
-            if error is not None:
-                raise error
-            run = future.result()
-            self._admission.record(self._clock.now() - sent_at)
-            hand_out(tasks, run, padded, solo=self.options.solo)
-        except ServingError as exc:
-            self._fail(tasks, exc)
-        except Exception as exc:
-            self._fail(tasks, Internal(f"{type(exc).__name__}: {exc}"))
+        if results.finish(posted, future, solo=self.options.solo):
+            self._admission.record(self._clock.now() - posted.sent_at)
         self._check_idle()
         self._pump()
 
@@ -351,7 +272,7 @@ class BatchScheduler:
         self.stats.expired += len(late)
         for _ in late:
             self._refused("expired")
-        self._fail(
+        results.fail(
             late,
             DeadlineExceeded(
                 f"Deadline exceeded: a batch of {self.servable_key} takes about "
@@ -363,12 +284,6 @@ class BatchScheduler:
     def _refused(self, reason: str) -> None:
         if self._observer is not None:
             self._observer.on_refused(reason)
-
-    @staticmethod
-    def _fail(tasks: Sequence[Task], error: ServingError) -> None:
-        for task in tasks:
-            if not task.future.done():
-                task.future.set_exception(error)
 
     # -- lifecycle --------------------------------------------------------------------------------
     async def drain(self) -> None:
@@ -390,7 +305,7 @@ class BatchScheduler:
         """Refuse new requests and fail every queued one with ``error`` (shutdown)."""
         self._refusal = error
         for batch in list(self._queue.batches):
-            self._fail(self._queue.pop(batch), error)
+            results.fail(self._queue.pop(batch), error)
         for run in list(self._runs):
             run.cancel()  # its done-callback fails the batch's tasks
 

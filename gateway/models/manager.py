@@ -8,7 +8,8 @@ versions on disk (``latest`` N — default 1 —, ``all``, ``specific``; layout 
 versions leaving the policy are unloaded, so a swap never leaves the model without a serving
 version; a model left out of a new config is unloaded once its queued and in-flight requests are
 done. A failed load is retried ``retries`` times, ``retry_interval_s`` apart, unless a new config
-drops or changes the model meanwhile; then the version ends with its error, the others serve on.
+drops or changes the model meanwhile (:mod:`gateway.models.loader`); then the version ends with its
+error, the others serve on.
 Version states follow TF Serving's ``ModelVersionStatus.State`` (START, LOADING, AVAILABLE,
 UNLOADING, END).
 """
@@ -16,49 +17,17 @@ UNLOADING, END).
 from __future__ import annotations
 
 import asyncio
-import contextlib
 import logging
-from collections.abc import Awaitable, Callable, Mapping, Sequence
+from collections.abc import Awaitable, Callable, Sequence
 from dataclasses import dataclass, field
-from typing import Any
 
 from gateway.config.model_config import ModelSpecConfig
-from gateway.config.model_workers import workers_for
-from gateway.config.settings import Settings
 from gateway.errors import InvalidArgument, NotFound, ServingError, servable_not_found
 from gateway.models import reload_rules, versions
-from gateway.parallel.pool import LoadSpec, WorkerPool
-from gateway.parallel.warmup import WarmupReport, WarmupRun
+from gateway.models.loader import LoadOptions, VersionLoader, Warmup, Workers
 from gateway.serving.registry import Servable, State, VersionStatus
 
 log = logging.getLogger(__name__)
-
-
-@dataclass(frozen=True)
-class LoadOptions:
-    """How versions are loaded: ``retries`` after a failed load (TF Serving's
-    ``--max_num_load_retries``), ``retry_interval_s`` apart (``--load_retry_interval_micros``);
-    ``allow_unavailable_labels`` (``--allow_version_labels_for_unavailable_models``);
-    ``placement``: model name (or ``*``) → workers hosting it (``--model_workers``; absent:
-    all)."""
-
-    retries: int = 0
-    retry_interval_s: float = 0.0
-    allow_unavailable_labels: bool = False
-    placement: Mapping[str, int] = field(default_factory=dict)
-
-    @classmethod
-    def from_settings(cls, settings: Settings) -> LoadOptions:
-        return cls(
-            retries=settings.max_num_load_retries,
-            retry_interval_s=max(0, settings.load_retry_interval_micros) / 1e6,
-            allow_unavailable_labels=settings.allow_version_labels_for_unavailable_models,
-            placement=settings.model_worker_counts,
-        )
-
-
-Warmup = Callable[[Servable], Awaitable[Sequence[WarmupRun]]]
-"""The warmup runs of a servable being loaded (ServingError: its warmup data is unusable)."""
 
 
 @dataclass
@@ -73,11 +42,15 @@ class _Model:
 
 
 class ModelManager:
-    """Keeps the served versions of every configured model in line with config, disk and policy."""
+    """Keeps the served versions of every configured model in line with config, disk and policy.
+
+    It is the :class:`~gateway.serving.registry.Models` the request core reads and asks for a
+    new config.
+    """
 
     def __init__(
         self,
-        pool: WorkerPool,
+        workers: Workers,
         specs: Sequence[ModelSpecConfig],
         *,
         intra_op: int,
@@ -89,23 +62,28 @@ class ModelManager:
         before_unload: Callable[[Servable], Awaitable[None]] | None = None,
         warmup: Warmup | None = None,
     ) -> None:
-        """``specs``: the models to serve from the first :meth:`reconcile` (no config checks:
+        """``workers``: where versions load (a :class:`~gateway.parallel.pool.WorkerPool`).
+        ``specs``: the models to serve from the first :meth:`reconcile` (no config checks:
         :meth:`apply` them to check). ``on_change``: called whenever a version's state changes.
         ``before_load``: called with (model, version, version directory) before a load; a
         ServingError it raises fails that attempt (e.g. a bad per-model batching_params.pbtxt).
         ``before_unload``: awaited after a servable stops taking new requests and before it is
         unloaded (its queues drain). ``warmup``: the runs replayed before a version serves."""
-        self._pool = pool
-        self._tags = tuple(saved_model_tags)
-        self._intra_op = intra_op
-        self._inter_op = inter_op
+        self._workers = workers
         self._options = options or LoadOptions()
+        self._loader = VersionLoader(
+            workers,
+            intra_op,
+            inter_op,
+            tuple(saved_model_tags),
+            self._options,
+            before_load,
+            warmup,
+        )
         self._models: dict[str, _Model] = {s.name: _Model(s) for s in specs}
         self._lock = asyncio.Lock()
         self._on_change = on_change
-        self._before_load = before_load
         self._before_unload = before_unload
-        self._warmup = warmup
 
     # -- queries --------------------------------------------------------------------------------
     def model_names(self) -> list[str]:
@@ -121,7 +99,7 @@ class ModelManager:
         model = self._models.get(name)
         if model is None or not model.active:
             return False
-        return any(self._pool.hosts(s.key) for s in model.servables.values())
+        return any(self._workers.hosts(s.key) for s in model.servables.values())
 
     def all_available(self) -> bool:
         return all(self.is_available(m.spec.name) for m in self._models.values() if m.active)
@@ -260,31 +238,19 @@ class ModelManager:
                     await self._unload(model, version)
 
     async def _load(self, model: _Model, version: int, directory: str) -> None:
-        name, retries = model.spec.name, self._options.retries
+        name = model.spec.name
         status = VersionStatus(version, State.LOADING)
         model.versions[version] = status
         self._changed()
-        stop = model.superseded
-        attempt = 0
-        while True:
-            try:
-                servable, reports = await self._load_once(model.spec, version, directory)
-                break
-            except ServingError as exc:
-                attempt += 1
-                if attempt <= retries and not stop.is_set():
-                    interval = self._options.retry_interval_s
-                    log.warning(
-                        "loading %s version %d failed (attempt %d of %d); retrying in %g s: %s",
-                        name, version, attempt, retries + 1, interval, exc.message,
-                    )  # fmt: skip
-                    await _pause(stop, interval)
-                    if not stop.is_set():
-                        continue
-                log.error("failed to load %s version %d: %s", name, version, exc.message)
-                status.state, status.error = State.END, exc
-                self._changed()
-                return
+        try:
+            servable, reports = await self._loader.load(
+                model.spec, version, directory, model.superseded
+            )
+        except ServingError as exc:
+            log.error("failed to load %s version %d: %s", name, version, exc.message)
+            status.state, status.error = State.END, exc
+            self._changed()
+            return
         model.servables[version] = servable
         status.state, status.warmup = State.AVAILABLE, reports
         if any(r.runs for r in reports):
@@ -294,35 +260,6 @@ class ModelManager:
         log.info("serving %s version %d (%s)", name, version, servable.platform)
         self._changed()
 
-    async def _load_once(
-        self, spec: ModelSpecConfig, version: int, directory: str
-    ) -> tuple[Servable, tuple[WarmupReport, ...]]:
-        """One attempt: load on the model's workers, warm up, route; ServingError on failure."""
-        if self._before_load is not None:
-            self._before_load(spec.name, version, directory)
-        platform = versions.detect_platform(spec.platform, directory)
-        key = f"{spec.name}:{version}"
-        options = self._options
-        load = LoadSpec(
-            key=key,
-            path=versions.model_path(platform, directory),
-            platform=platform,
-            intra_op=self._intra_op,
-            inter_op=self._inter_op,
-            tags=self._tags,
-            workers=workers_for(spec.name, options.placement),
-        )
-        built: list[Servable] = []
-
-        async def plan(wire: Mapping[str, Any]) -> Sequence[WarmupRun]:
-            signatures = versions.signatures_of(wire, check_shapes=platform != "tensorflow")
-            servable = Servable(spec.name, version, key, platform, signatures, directory)
-            built.append(servable)
-            return () if self._warmup is None else await self._warmup(servable)
-
-        loaded = await self._pool.load(load, plan)
-        return built[0], loaded.warmup
-
     async def _unload(self, model: _Model, version: int) -> None:
         servable = model.servables.pop(version)
         status = model.versions[version]
@@ -330,7 +267,7 @@ class ModelManager:
         self._changed()
         if self._before_unload is not None:
             await self._before_unload(servable)
-        await self._pool.unload(servable.key)
+        await self._workers.unload(servable.key)
         status.state = State.END
         log.info("unloaded %s version %d", model.spec.name, version)
         self._changed()
@@ -338,10 +275,3 @@ class ModelManager:
     def _changed(self) -> None:
         if self._on_change is not None:
             self._on_change()
-
-
-async def _pause(stop: asyncio.Event, seconds: float) -> None:
-    """Wait ``seconds`` (none when <= 0), or until ``stop`` is set."""
-    if seconds > 0:
-        with contextlib.suppress(TimeoutError):
-            await asyncio.wait_for(stop.wait(), seconds)

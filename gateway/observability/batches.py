@@ -27,7 +27,7 @@ from gateway.observability.metrics import GatewayMetrics
 from gateway.observability.span_records import BatchSpan
 from gateway.observability.tfs_metrics import RUNTIME_APIS, TfServingMetrics
 from gateway.observability.tracing import Tracing
-from gateway.parallel.dispatcher import RunResult
+from gateway.parallel.lease import RunResult
 
 RUNTIMES = {"tensorflow": "TF1", "onnx": "ONNX"}
 
@@ -46,7 +46,7 @@ class QueueLabels:
 
 
 class QueueObserver:
-    """A :class:`~gateway.batching.scheduler.BatchObserver` recording one queue."""
+    """A :class:`~gateway.batching.observer.BatchObserver` recording one queue."""
 
     def __init__(
         self,

@@ -14,7 +14,7 @@ import logging
 import os
 from collections.abc import Iterable, Mapping
 
-from gateway.batching.scheduler import BatchObserver
+from gateway.batching.observer import BatchObserver
 from gateway.config.batching_options import thread_pool_name
 from gateway.config.settings import Settings
 from gateway.errors import NotFound

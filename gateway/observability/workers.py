@@ -48,7 +48,7 @@ class WorkerFigures:
 
     async def refresh(self) -> None:
         """Ask every live worker for its figures (concurrently, bounded); forget dead ones."""
-        links = [link for link in self.pool.dispatcher.links if link.alive]
+        links = [link for link in self.pool.links if link.alive]
         replies = await asyncio.gather(*(self._ask(link.ping()) for link in links))
         fresh: dict[int, WorkerStats] = {}
         for link, stats in zip(links, replies, strict=True):
@@ -117,7 +117,7 @@ class WorkerFigures:
             labels=["worker", "area"],
         )
         options = self.pool.options
-        for link in self.pool.dispatcher.links:
+        for link in self.pool.links:
             if not link.alive:
                 continue
             worker = str(link.index)

@@ -3,16 +3,18 @@
 Responses are encoded straight from the worker's output area: the arrays a run hands out are
 read-only numpy views on it (``writeable=False``), never copies. The ownership rule:
 
-- Each run's output range is covered by one :class:`OutputLease`, a reference count. The run's
-  result (:class:`~gateway.parallel.dispatcher.RunResult`) holds the first reference.
-- Whoever hands views to a request part takes one reference for it (:meth:`OutputLease.acquire`)
-  and passes it on with the views as :class:`Outputs`; the batcher does this for each request
-  that receives rows, then returns the run's own reference. Rows nobody receives (padding, a
-  request that left: cancelled, expired, failed) hold nothing.
+- Each run's output range is covered by one :class:`OutputLease`, a reference count, created by
+  the run link that reads the run's reply. The run's result (:class:`RunResult`) holds the first
+  reference.
+- Whoever hands views to a request part shares the run (:meth:`RunResult.share`): the part gets
+  the views with one reference of its own, as :class:`Outputs`. The batcher shares each
+  request's rows this way, then returns the run's own reference (:meth:`RunResult.release`).
+  Rows nobody receives (padding, a request that left: cancelled, expired, failed) hold nothing.
 - The holder of an :class:`Outputs` returns its reference exactly once
   (:meth:`Outputs.release`): a protocol handler in the ``finally`` that follows encoding (the
   outermost point of the call, so errors, cancellation and deadlines return it too); code that
-  copies the rows (split reassembly, MultiInference tasks, warmup) as soon as it has them.
+  copies the rows (split reassembly: :func:`gather_chunks`, MultiInference tasks, warmup) as soon
+  as it has them.
 - A reference is never held while awaiting another run: the output area is a ring, so a held
   range stops the worker once it comes round to it, and the awaited run could be the one that
   cannot be written (a deadlock). Encoding right after the await is synchronous.
@@ -26,11 +28,13 @@ read-only numpy views on it (``writeable=False``), never copies. The ownership r
 from __future__ import annotations
 
 import asyncio
+from dataclasses import dataclass
 from typing import Any, Protocol, TypeVar
 
 import numpy as np
 
 from channel.shm.channel import Channel
+from channel.wire import WorkerSpans
 
 
 class OutputLease:
@@ -81,6 +85,29 @@ class Outputs(dict[str, np.ndarray]):
             lease.release()
 
 
+@dataclass
+class RunResult:
+    """Outputs of one run: read-only views on the worker's output area, readable while
+    ``lease`` (the run's own reference; None for owned arrays) is held."""
+
+    outputs: dict[str, np.ndarray]
+    compute_us: float
+    spans: WorkerSpans | None = None
+    """The worker's spans, when the run was traced (still encoded)."""
+    lease: OutputLease | None = None
+
+    def share(self, rows: dict[str, np.ndarray]) -> Outputs:
+        """``rows`` (views on this run's outputs) for one request part, holding one reference of
+        their own; the run's reference is still held."""
+        return Outputs(rows, None if self.lease is None else self.lease.acquire())
+
+    def release(self) -> None:
+        """Return the run's own reference (once; later calls do nothing)."""
+        lease, self.lease = self.lease, None
+        if lease is not None:
+            lease.release()
+
+
 class _Held(Protocol):
     def release(self) -> None: ...
 
@@ -106,3 +133,31 @@ def release_result(future: asyncio.Future[Any]) -> None:
         release = getattr(result, "release", None)
         if release is not None:
             release()
+
+
+async def gather_chunks(futures: list[asyncio.Future[Outputs]], sizes: list[int]) -> Outputs:
+    """Await a split request's chunks (``sizes`` rows each) in order, copying each into the
+    request's own arrays and returning its reference at once: a chunk held while a later one
+    waits could keep the worker from writing that very chunk. On any failure cancel the chunks
+    still waiting (they leave) and return the references of those that resolved."""
+    arrays: dict[str, np.ndarray] = {}
+    row, rows = 0, sum(sizes)
+    try:
+        for future, size in zip(futures, sizes, strict=True):
+            chunk = await future
+            try:
+                for name, part in chunk.items():
+                    if name not in arrays:
+                        arrays[name] = np.empty((rows, *part.shape[1:]), part.dtype)
+                    arrays[name][row : row + size] = part
+            finally:
+                chunk.release()
+            row += size
+    except BaseException:
+        for future in futures:
+            if future.done():
+                release_result(future)
+            else:
+                future.cancel()
+        raise
+    return Outputs(arrays)

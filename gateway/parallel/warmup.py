@@ -19,8 +19,10 @@ from typing import Any
 import numpy as np
 
 from gateway.errors import ResourceExhausted, ServingError
-from gateway.parallel.dispatcher import Dispatcher, WorkerLink
+from gateway.parallel.control import ControlLink
+from gateway.parallel.dispatcher import Dispatcher
 from gateway.parallel.lease import take
+from gateway.parallel.run_link import RunLink
 
 log = logging.getLogger(__name__)
 
@@ -56,9 +58,15 @@ ServingError when the warmup data is unusable (the load then fails)."""
 
 
 async def warm_up(
-    link: WorkerLink, key: str, runs: Sequence[WarmupRun], dispatcher: Dispatcher
+    link: RunLink,
+    control: ControlLink,
+    key: str,
+    runs: Sequence[WarmupRun],
+    dispatcher: Dispatcher,
 ) -> WarmupReport:
-    """Replay ``runs`` on ``link``'s worker, one at a time, and ask it how many runs it saw.
+    """Replay ``runs`` over ``link``, one at a time, and ask the worker (over ``control``) how
+    many runs of ``key`` it saw. ``dispatcher`` says when a run finished somewhere (room may have
+    freed in a full input area).
 
     Raises the ServingError of the first failing required run, prefixed with its ``what``.
     """
@@ -72,13 +80,11 @@ async def warm_up(
                     raise type(exc)(f"{run.what}: {exc.message}", exc.code) from None
                 log.warning("%s on %s failed (ignored): %s", run.what, key, exc.message)
                 break
-    reply = await link.ping(key)
+    reply = await control.ping(key)
     return WarmupReport(link.index, int(reply.get("runs", 0)), time.monotonic() - started)
 
 
-async def _run_with_room(
-    link: WorkerLink, key: str, run: WarmupRun, dispatcher: Dispatcher
-) -> None:
+async def _run_with_room(link: RunLink, key: str, run: WarmupRun, dispatcher: Dispatcher) -> None:
     """Submit ``run``; while the worker's input area or ring is full of other servables' runs,
     wait for one of them to finish and try again. Full with nothing in flight: it cannot fit.
     The outputs are not read: their lease goes back as soon as the run is done."""

@@ -11,7 +11,8 @@ import logging
 from collections.abc import Callable
 
 from gateway.batching.clock import Clock
-from gateway.batching.scheduler import BatchObserver, BatchScheduler
+from gateway.batching.observer import BatchObserver
+from gateway.batching.scheduler import BatchScheduler
 from gateway.config.model_config import ConfigError
 from gateway.errors import FailedPrecondition, ServingError
 from gateway.parallel.dispatcher import Dispatcher

@@ -1,9 +1,11 @@
 """What the request core knows of the models: a read-only registry of servables and states.
 
-The model lifecycle (:mod:`gateway.models`) owns the registry and changes it; the request core and
-the protocol adapters only read it through :class:`Registry`, and ask for a new config through
-:class:`ModelControl`. With several front ends, each front end's registry is a copy the supervisor
-pushes, and its control forwards to the supervisor.
+The model lifecycle (:mod:`gateway.models`) owns the registry and changes it; the request core, the
+batch queues and the protocol adapters only read it through :class:`Registry` (the values here:
+:class:`Servable`, :class:`VersionStatus`, :class:`State`), and ask for a new config through
+:class:`ModelControl`. Nothing in :mod:`gateway.serving` imports :mod:`gateway.models`. With
+several front ends, each front end's registry will be a copy the supervisor pushes, and its
+control will forward to the supervisor.
 """
 
 from __future__ import annotations
@@ -37,7 +39,9 @@ class Servable:
     model: str
     version: int
     key: str
+    """``<model>:<version>``: the name the workers and the batch queues know it by."""
     platform: str
+    """``onnx`` or ``tensorflow``."""
     signatures: dict[str, Signature]
     directory: str = ""
     """The version's directory (``<base_path>/<version dir>``)."""
@@ -56,14 +60,16 @@ class VersionStatus:
 
 
 class Registry(Protocol):
-    """Read-only view of the served models (a :class:`~gateway.models.manager.ModelManager`)."""
+    """Read-only view of the served models (kept by
+    :class:`~gateway.models.manager.ModelManager`)."""
 
     def model_names(self) -> list[str]:
-        """Every configured model, in config order."""
+        """Every model configured since start, in config order (those a later config removed
+        included: their states stay visible)."""
         ...
 
     def is_available(self, name: str) -> bool:
-        """True when ``name`` has an AVAILABLE version routed to a live worker."""
+        """True when ``name`` is configured and has a version routed to a live worker."""
         ...
 
     def all_available(self) -> bool:
@@ -83,7 +89,9 @@ class ModelControl(Protocol):
     """Changes to the served models (HandleReloadConfigRequest, V2's repository extension)."""
 
     async def apply(self, specs: Sequence[ModelSpecConfig]) -> None:
-        """Serve exactly ``specs``; returns once new models are available or failed."""
+        """Serve exactly ``specs``; returns once new and changed models are available or failed
+        and dropped ones unloaded. Raises ServingError when the config is refused (nothing
+        changed) or names new models that did not become available."""
         ...
 
 

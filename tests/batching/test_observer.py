@@ -13,7 +13,7 @@ import pytest
 from gateway.batching.scheduler import BatchScheduler
 from gateway.config.batching_options import BatchingOptions
 from gateway.errors import Internal, Unavailable
-from gateway.parallel.dispatcher import RunResult
+from gateway.parallel.lease import RunResult
 from tests.support.fakes import FakeClock, fake_dispatcher, settle
 
 

@@ -12,7 +12,8 @@ import pytest
 
 from gateway.config.model_config import ModelSpecConfig
 from gateway.errors import Code, FailedPrecondition, InvalidArgument, NotFound, ServingError
-from gateway.models.manager import LoadOptions, ModelManager
+from gateway.models.loader import LoadOptions
+from gateway.models.manager import ModelManager
 from gateway.parallel.warmup import WarmupRun
 from gateway.serving.registry import Servable, State
 from tests.support.fakes import FakePool, settle

@@ -15,10 +15,10 @@ import pytest
 from gateway.config.batching_options import BatchingOptions
 from gateway.config.model_config import ModelSpecConfig
 from gateway.errors import InvalidArgument, NotFound, ResourceExhausted
-from gateway.models.manager import ModelManager
+from gateway.parallel.pool import PoolOptions
+from gateway.roles import Options, build
 from gateway.serving.core import ModelRef, ServingCore
 from gateway.serving.policy import BatchingPolicy
-from gateway.serving.queues import BatchQueues
 from gateway.serving.signature import Signature
 from tests.support.fakes import FakeLink, FakePool, fake_dispatcher, settle
 
@@ -28,13 +28,19 @@ X = np.ones((2, 4), np.float32)
 async def core_with_link(
     tmp_path: Path, inflight_bytes: int | None = None
 ) -> tuple[ServingCore, list[FakeLink]]:
+    """The core as the gateway builds it, over a fake pool and one fake worker link."""
     (tmp_path / "1").mkdir()
     (tmp_path / "1" / "model.onnx").write_bytes(b"onnx")
-    models = ModelManager(FakePool(), [ModelSpecConfig("m", str(tmp_path))], intra_op=1, inter_op=1)  # type: ignore[arg-type]
-    await models.reconcile()
+    options = Options(
+        pool=PoolOptions(workers=1, input_bytes=0, output_bytes=0),
+        batching=BatchingPolicy(BatchingOptions.unbatched(), 1),
+        inflight_bytes=inflight_bytes,
+    )
     dispatcher, links = fake_dispatcher()
-    queues = BatchQueues(BatchingPolicy(BatchingOptions.unbatched(), 1), dispatcher)
-    return ServingCore(models, queues, inflight_bytes=inflight_bytes), links
+    specs = [ModelSpecConfig("m", str(tmp_path))]
+    stack = build(options, specs, workers=FakePool(), dispatcher=dispatcher)
+    await stack.models.reconcile()
+    return stack.core, links
 
 
 def test_an_unknown_model_is_not_found_before_its_tensors_are_decoded(tmp_path: Path) -> None:

@@ -1,4 +1,5 @@
-"""The one seam for batcher unit tests: an injected clock and worker links that block on purpose."""
+"""The seams of unit tests: an injected clock, run links that block on purpose (behind a real
+dispatcher), and a worker pool that loads nothing."""
 
 from __future__ import annotations
 
@@ -12,9 +13,9 @@ from typing import Any
 import numpy as np
 
 from gateway.errors import ServingError
-from gateway.parallel.dispatcher import Dispatcher, RunResult
-from gateway.parallel.lease import OutputLease
-from gateway.parallel.pool import Loaded
+from gateway.parallel.dispatcher import Dispatcher
+from gateway.parallel.hosting import Loaded
+from gateway.parallel.lease import OutputLease, RunResult
 from gateway.parallel.warmup import WarmupReport
 
 
@@ -59,14 +60,16 @@ class SentBatch:
     deadline: float | None
     future: asyncio.Future[RunResult]
     trace: tuple[int, int] | None = None
+    key: str = ""
+    signature: str = ""
 
 
 @dataclass
 class FakeLink:
-    """Accepts batches and holds them until the test completes or fails them."""
+    """A run link that accepts batches and holds them until the test completes or fails them."""
 
     index: int
-    loaded: set[str] = field(default_factory=lambda: {"m:1"})
+    routed: set[str] = field(default_factory=lambda: {"m:1"})
     alive: bool = True
     runs_in_flight: int = 0
     on_run_done: Callable[[], None] | None = None
@@ -87,9 +90,19 @@ class FakeLink:
             inputs[name] = np.empty(shape, dtype=dtype)
             fill(name, inputs[name])
         future: asyncio.Future[RunResult] = asyncio.get_running_loop().create_future()
-        self.sent.append(SentBatch(inputs, list(outputs or []), deadline, future, trace))
+        sent = SentBatch(inputs, list(outputs or []), deadline, future, trace, key, signature)
+        self.sent.append(sent)
         self.runs_in_flight += 1
         return future
+
+    def oldest_run(self) -> tuple[str, int, float] | None:
+        """The first batch not yet completed, computing since 0.0 (``time.monotonic()``'s
+        origin: long ago)."""
+        for batch in self.sent:
+            if not batch.future.done():
+                rows = next((len(a) for a in batch.inputs.values() if a.ndim), 0)
+                return batch.key, rows, 0.0
+        return None
 
     def complete(
         self,

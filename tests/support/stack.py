@@ -1,29 +1,19 @@
 """The serving stack in the test's own process: real worker processes, models, queues and core,
-without the gRPC/REST servers (tests add the surfaces they drive)."""
+built as the gateway builds them (:func:`gateway.roles.build`), without the gRPC/REST servers
+(tests add the surfaces they drive)."""
 
 from __future__ import annotations
 
 import contextlib
 from collections.abc import AsyncIterator, Sequence
-from dataclasses import dataclass
 
 from gateway.config.batching_options import BatchingOptions
 from gateway.config.model_config import ModelSpecConfig
-from gateway.models.manager import ModelManager
 from gateway.parallel.pool import PoolOptions, WorkerPool
-from gateway.serving.core import ServingCore
+from gateway.roles import Options, Stack, build
 from gateway.serving.policy import BatchingPolicy
-from gateway.serving.queues import BatchQueues
 
 ARENA_BYTES = 2**22
-
-
-@dataclass
-class Stack:
-    pool: WorkerPool
-    models: ModelManager
-    queues: BatchQueues
-    core: ServingCore
 
 
 @contextlib.asynccontextmanager
@@ -33,18 +23,17 @@ async def serving_stack(
     workers: int = 1,
     batching: BatchingOptions | None = None,
     arena_bytes: int = ARENA_BYTES,
-) -> AsyncIterator[Stack]:
+) -> AsyncIterator[Stack[WorkerPool]]:
     """Start ``workers`` worker processes, load ``specs`` and yield the stack; stop the workers
     on exit. ``batching``: the options of every queue (None: unbatched)."""
-    pool = WorkerPool(
-        PoolOptions(workers=workers, input_bytes=arena_bytes, output_bytes=arena_bytes)
+    options = Options(
+        pool=PoolOptions(workers=workers, input_bytes=arena_bytes, output_bytes=arena_bytes),
+        batching=BatchingPolicy(batching or BatchingOptions.unbatched(), workers),
     )
-    await pool.start()
+    stack = build(options, specs)
+    await stack.pool.start()
     try:
-        policy = BatchingPolicy(batching or BatchingOptions.unbatched(), workers)
-        queues = BatchQueues(policy, pool.dispatcher)
-        models = ModelManager(pool, specs, intra_op=1, inter_op=1, before_unload=queues.drain)
-        await models.reconcile()
-        yield Stack(pool, models, queues, ServingCore(models, queues))
+        await stack.models.reconcile()
+        yield stack
     finally:
-        await pool.close()
+        await stack.pool.close()

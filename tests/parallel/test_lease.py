@@ -1,7 +1,8 @@
 """Who holds a run's output space: one lease reference per request that receives rows.
 
-A real channel (no worker: only its gateway-side accounting is used) and the fake link at the
-one seam; the lease's counter and the channel's ``outputs_held`` say what is still held.
+A real channel (no worker: only its gateway-side accounting is used), the lease's own operations
+directly, then through the batcher with the fake link at the one seam; the lease's counter and
+the channel's ``outputs_held`` say what is still held.
 """
 
 from __future__ import annotations
@@ -15,8 +16,15 @@ import pytest
 from channel.shm.channel import Channel
 from gateway.batching.scheduler import BatchScheduler
 from gateway.config.batching_options import BatchingOptions
-from gateway.errors import Internal
-from gateway.parallel.lease import OutputLease, Outputs
+from gateway.errors import Internal, Unavailable
+from gateway.parallel.lease import (
+    OutputLease,
+    Outputs,
+    RunResult,
+    gather_chunks,
+    release_result,
+    take,
+)
 from tests.support.fakes import FakeClock, FakeLink, fake_dispatcher, settle
 
 OUT_END = 4096
@@ -29,6 +37,92 @@ def channel() -> Iterator[Channel]:
         yield channel
 
 
+# -- the lease's own operations ------------------------------------------------------------------
+def test_the_last_reference_hands_the_range_back_and_no_count_goes_below_zero(
+    channel: Channel,
+) -> None:
+    lease = OutputLease(channel, OUT_END)
+    assert channel.outputs_held == 1 and lease.refs == 1
+    assert lease.acquire() is lease and lease.refs == 2
+    lease.release()
+    assert channel.outputs_held == 1  # one reference still out
+    lease.release()
+    assert lease.refs == 0 and channel.outputs_held == 0
+    with pytest.raises(RuntimeError, match="released more often than acquired"):
+        lease.release()
+    with pytest.raises(RuntimeError, match="already released"):
+        lease.acquire()
+
+
+def test_an_empty_range_holds_nothing_and_a_closed_channel_takes_nothing_back() -> None:
+    channel = Channel.create(index=0, input_bytes=1 << 12, output_bytes=1 << 13)
+    first = OutputLease(channel, OUT_END)
+    empty = OutputLease(channel, OUT_END)  # a run that wrote nothing: the same end
+    assert channel.outputs_held == 1
+    empty.release()
+    assert channel.outputs_held == 1
+    channel.close()
+    first.release()  # the worker is gone: nothing to hand back, no error
+    assert first.refs == 0
+
+
+def test_a_run_shares_its_rows_one_reference_each_and_returns_its_own_once(
+    channel: Channel,
+) -> None:
+    y = np.arange(4, dtype=np.float32).reshape(2, 2)
+    run = RunResult({"y": y}, 1.0, lease=OutputLease(channel, OUT_END))
+    parts = [run.share({"y": y[i : i + 1]}) for i in range(2)]
+    assert run.lease is not None and run.lease.refs == 3
+    run.release()
+    run.release()  # once: later calls do nothing
+    assert parts[0].lease is not None and parts[0].lease.refs == 2
+    for part in parts:
+        part.release()
+        part.release()  # idempotent per holder
+    assert channel.outputs_held == 0
+    owned = RunResult({"y": y}, 1.0).share({"y": y})  # a fake worker's arrays: nothing held
+    assert owned.lease is None and np.shares_memory(owned["y"], y)
+
+
+def test_a_cancelled_awaiter_returns_the_reference_of_what_resolved(channel: Channel) -> None:
+    async def scenario() -> None:
+        future: asyncio.Future[Outputs] = asyncio.get_running_loop().create_future()
+        waiter = asyncio.create_task(take(future))
+        await asyncio.sleep(0)
+        lease = OutputLease(channel, OUT_END)
+        future.set_result(Outputs({"y": np.zeros(1)}, lease))
+        waiter.cancel()  # cancelled after its future resolved, before it ran
+        with pytest.raises(asyncio.CancelledError):
+            await waiter
+        assert lease.refs == 0 and channel.outputs_held == 0
+        failed: asyncio.Future[Outputs] = asyncio.get_running_loop().create_future()
+        failed.set_exception(Unavailable("gone"))
+        release_result(failed)  # nothing held, nothing raised
+        failed.exception()
+
+    asyncio.run(scenario())
+
+
+def test_chunks_are_copied_as_they_arrive_and_a_failure_cancels_the_rest(channel: Channel) -> None:
+    async def scenario() -> None:
+        loop = asyncio.get_running_loop()
+        futures: list[asyncio.Future[Outputs]] = [loop.create_future() for _ in range(3)]
+        gathering = asyncio.create_task(gather_chunks(futures, [1, 1, 1]))
+        first = OutputLease(channel, OUT_END)
+        futures[0].set_result(Outputs({"y": np.ones((1, 2), np.float32)}, first))
+        await settle()
+        assert first.refs == 0  # copied and returned while the next chunk waits
+        futures[1].set_exception(Internal("the batch failed"))
+        with pytest.raises(Internal):
+            await gathering
+        assert futures[2].cancelled()  # the chunk still waiting leaves
+        futures[1].exception()
+        assert channel.outputs_held == 0
+
+    asyncio.run(scenario())
+
+
+# -- through the batcher --------------------------------------------------------------------------
 def _scheduler(options: BatchingOptions) -> tuple[BatchScheduler, FakeLink, FakeClock]:
     dispatcher, (link,) = fake_dispatcher(1, 1)
     clock = FakeClock()

@@ -1,0 +1,146 @@
+"""Loading one model version on the workers: one attempt, and the retries around it.
+
+An attempt checks the version (the ``before_load`` hook: e.g. its ``batching_params.pbtxt``),
+detects its platform (:mod:`gateway.models.versions`), and has the workers load it, warm it up
+and route to it (:meth:`Workers.load`); the worker's reply gives the version's signatures. A
+failed attempt is retried ``retries`` times, ``retry_interval_s`` apart, unless the model is
+superseded meanwhile (a new config drops or changes it); then the last error stands.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import contextlib
+import logging
+from collections.abc import Awaitable, Callable, Mapping, Sequence
+from dataclasses import dataclass, field
+from typing import Any, Protocol
+
+from gateway.config.model_config import ModelSpecConfig
+from gateway.config.model_workers import workers_for
+from gateway.config.settings import Settings
+from gateway.errors import ServingError
+from gateway.models import versions
+from gateway.parallel.hosting import Loaded, LoadSpec
+from gateway.parallel.warmup import Planner, WarmupReport, WarmupRun
+from gateway.serving.registry import Servable
+
+log = logging.getLogger(__name__)
+
+
+@dataclass(frozen=True)
+class LoadOptions:
+    """How versions are loaded: ``retries`` after a failed load (TF Serving's
+    ``--max_num_load_retries``), ``retry_interval_s`` apart (``--load_retry_interval_micros``);
+    ``allow_unavailable_labels`` (``--allow_version_labels_for_unavailable_models``);
+    ``placement``: model name (or ``*``) → workers hosting it (``--model_workers``; absent:
+    all)."""
+
+    retries: int = 0
+    retry_interval_s: float = 0.0
+    allow_unavailable_labels: bool = False
+    placement: Mapping[str, int] = field(default_factory=dict)
+
+    @classmethod
+    def from_settings(cls, settings: Settings) -> LoadOptions:
+        return cls(
+            retries=settings.max_num_load_retries,
+            retry_interval_s=max(0, settings.load_retry_interval_micros) / 1e6,
+            allow_unavailable_labels=settings.allow_version_labels_for_unavailable_models,
+            placement=settings.model_worker_counts,
+        )
+
+
+Warmup = Callable[[Servable], Awaitable[Sequence[WarmupRun]]]
+"""The warmup runs of a servable being loaded (ServingError: its warmup data is unusable)."""
+
+
+class Workers(Protocol):
+    """What the model lifecycle asks of the workers (a
+    :class:`~gateway.parallel.pool.WorkerPool`)."""
+
+    async def load(self, spec: LoadSpec, warmup: Planner | None = None) -> Loaded:
+        """Load, warm up and route a servable; ServingError when it cannot serve."""
+        ...
+
+    async def unload(self, key: str) -> None:
+        """Stop routing a servable and unload it everywhere."""
+        ...
+
+    def hosts(self, key: str) -> bool:
+        """True when a live worker serves ``key``."""
+        ...
+
+
+@dataclass(frozen=True)
+class VersionLoader:
+    """Loads versions on ``workers`` with ``intra_op`` / ``inter_op`` runtime threads and
+    SavedModel ``tags``. ``before_load``: called with (model, version, version directory) before
+    each attempt; a ServingError it raises fails that attempt. ``warmup``: the runs replayed
+    before a version serves."""
+
+    workers: Workers
+    intra_op: int
+    inter_op: int
+    tags: tuple[str, ...] = ("serve",)
+    options: LoadOptions = field(default_factory=LoadOptions)
+    before_load: Callable[[str, int, str], None] | None = None
+    warmup: Warmup | None = None
+
+    async def load(
+        self, spec: ModelSpecConfig, version: int, directory: str, superseded: asyncio.Event
+    ) -> tuple[Servable, tuple[WarmupReport, ...]]:
+        """Load ``version`` of ``spec`` from ``directory``, retrying as the options say while
+        ``superseded`` is not set; the servable and its warmup per worker, or the last
+        attempt's ServingError."""
+        retries, attempt = self.options.retries, 0
+        while True:
+            try:
+                return await self._load_once(spec, version, directory)
+            except ServingError as exc:
+                attempt += 1
+                if attempt > retries or superseded.is_set():
+                    raise
+                interval = self.options.retry_interval_s
+                log.warning(
+                    "loading %s version %d failed (attempt %d of %d); retrying in %g s: %s",
+                    spec.name, version, attempt, retries + 1, interval, exc.message,
+                )  # fmt: skip
+                await _pause(superseded, interval)
+                if superseded.is_set():
+                    raise
+
+    async def _load_once(
+        self, spec: ModelSpecConfig, version: int, directory: str
+    ) -> tuple[Servable, tuple[WarmupReport, ...]]:
+        """One attempt: load on the model's workers, warm up, route; ServingError on failure."""
+        if self.before_load is not None:
+            self.before_load(spec.name, version, directory)
+        platform = versions.detect_platform(spec.platform, directory)
+        key = f"{spec.name}:{version}"
+        load = LoadSpec(
+            key=key,
+            path=versions.model_path(platform, directory),
+            platform=platform,
+            intra_op=self.intra_op,
+            inter_op=self.inter_op,
+            tags=self.tags,
+            workers=workers_for(spec.name, self.options.placement),
+        )
+        built: list[Servable] = []
+
+        async def plan(wire: Mapping[str, Any]) -> Sequence[WarmupRun]:
+            signatures = versions.signatures_of(wire, check_shapes=platform != "tensorflow")
+            servable = Servable(spec.name, version, key, platform, signatures, directory)
+            built.append(servable)
+            return () if self.warmup is None else await self.warmup(servable)
+
+        loaded = await self.workers.load(load, plan)
+        return built[0], loaded.warmup
+
+
+async def _pause(stop: asyncio.Event, seconds: float) -> None:
+    """Wait ``seconds`` (none when <= 0), or until ``stop`` is set."""
+    if seconds > 0:
+        with contextlib.suppress(TimeoutError):
+            await asyncio.wait_for(stop.wait(), seconds)

@@ -1,0 +1,118 @@
+"""The gateway's end of one worker's channel: request ids, who awaits each reply, the doorbell.
+
+A worker's :class:`~channel.shm.channel.Channel` carries two kinds of traffic, each sent by its own
+link: control requests (load, unload, ping, stop: :class:`~gateway.parallel.control.ControlLink`,
+what the supervisor does) and runs (:class:`~gateway.parallel.run_link.RunLink`, what a front end
+does). An :class:`Endpoint` numbers the requests of every link attached to it, posts them on the
+channel's submit ring and, when the completion doorbell rings (watched with ``loop.add_reader``),
+hands each reply, in completion order, to the link that sent the request. Today one endpoint per
+worker carries both links; with several front ends each will hold an endpoint of its own for its
+run link, and the supervisor's endpoint the control link (and the runs of warmup).
+
+Every failure path resolves every future: :meth:`Endpoint.close` (the worker died or is retired)
+has every attached link fail what it still awaits.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import itertools
+import logging
+from typing import Protocol
+
+from channel import messages
+from channel.messages import Reply, Request
+from channel.shm.channel import Channel, ChannelFull
+from gateway.errors import ResourceExhausted, ServingError
+
+log = logging.getLogger(__name__)
+
+
+class Replies(Protocol):
+    """A link's side of an endpoint: it takes the replies to its own requests (on the loop)."""
+
+    def take(self, reply: Reply) -> None:
+        """One reply to a request this link posted (or expects, see :meth:`Endpoint.expect`)."""
+        ...
+
+    def taken(self) -> None:
+        """Every reply ready at one ring of the doorbell has been taken."""
+        ...
+
+    def fail_all(self, error: ServingError) -> None:
+        """Resolve everything this link awaits with ``error`` (the endpoint is closing)."""
+        ...
+
+
+class Endpoint:
+    """The gateway's end of worker ``index``'s ``channel``, watched on ``loop`` until closed."""
+
+    def __init__(self, index: int, channel: Channel, loop: asyncio.AbstractEventLoop) -> None:
+        self.index = index
+        self.channel = channel
+        self.alive = False
+        """True from when the supervisor sees the worker ready until the endpoint closes: links
+        refuse requests (but ``load``) while it is False."""
+        self._loop = loop
+        self._ids = itertools.count(messages.READY_ID + 1)
+        self._owners: dict[int, Replies] = {}
+        self._links: list[Replies] = []
+        self._closed = False
+        loop.add_reader(channel.complete_fd, self._on_completions)
+
+    def attach(self, link: Replies) -> None:
+        """Let ``link`` post requests here; it fails what it awaits when the endpoint closes."""
+        self._links.append(link)
+
+    def expect(self, request_id: int, link: Replies) -> None:
+        """Hand the reply numbered ``request_id`` to ``link`` though nobody posted it (the
+        worker's ``ready`` message)."""
+        self._owners[request_id] = link
+
+    def next_id(self) -> int:
+        """A new request id (unique on this endpoint)."""
+        return next(self._ids)
+
+    def post(self, link: Replies, request: Request) -> None:
+        """Post ``request`` on the submit ring; its reply will go to ``link``.
+
+        Raises ResourceExhausted when the ring is full (nothing was posted).
+        """
+        try:
+            self.channel.submit(messages.encode(request))
+        except ChannelFull as exc:
+            raise ResourceExhausted(f"worker {self.index} request ring is full") from exc
+        self._owners[request["id"]] = link
+
+    def _on_completions(self) -> None:
+        if self._closed:
+            return
+        took = False
+        for data in self.channel.completions():
+            try:
+                reply = messages.decode_reply(data)
+            except ValueError as exc:
+                log.error("worker %d: %s", self.index, exc)
+                continue
+            link = self._owners.pop(reply["id"], None)
+            if link is None:
+                log.warning("worker %d sent a reply for an unknown id: %r", self.index, reply)
+                continue
+            link.take(reply)
+            took = True
+        if took:
+            for link in self._links:
+                link.taken()
+
+    def close(self, error: ServingError) -> None:
+        """Stop watching the channel, have every link fail what it awaits with ``error``, release
+        the channel. Idempotent."""
+        if self._closed:
+            return
+        self._closed = True
+        self.alive = False
+        self._loop.remove_reader(self.channel.complete_fd)
+        self._owners.clear()
+        for link in self._links:
+            link.fail_all(error)
+        self.channel.close()

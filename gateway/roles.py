@@ -1,0 +1,165 @@
+"""Who builds the serving parts, and how they are wired: the supervisor's and a front end's.
+
+The **supervisor** holds the worker processes with their control links
+(:class:`~gateway.parallel.pool.WorkerPool`) and the model lifecycle
+(:class:`~gateway.models.manager.ModelManager`). A **front end** holds its run side (a
+:class:`~gateway.parallel.dispatcher.Dispatcher`: one run link per worker), its batch queues
+(:class:`~gateway.serving.queues.BatchQueues`) and the request core
+(:class:`~gateway.serving.core.ServingCore`), which reads the models through the read-only
+registry (:mod:`gateway.serving.registry`). In one process, today's only shape, three wires join
+the two roles: the pool attaches each worker's channel to the front end's dispatcher, the manager
+drains the front end's queues before it unloads a servable, and the core reads the manager. With
+several front-end processes those wires become messages; the parts stay as they are.
+
+:func:`build` is the one composition: the gateway (:class:`~gateway.app.Gateway`), the in-process
+test stack and the core's unit tests all use it. Its options come from the settings
+(:meth:`Options.from_settings`) or are given (tests); the two seams of unit tests replace the
+pool (a fake that loads nothing) and the dispatcher (fake worker links).
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Sequence
+from dataclasses import dataclass, field
+from typing import Any, Generic, TypeVar, overload
+
+from gateway.batching.clock import Clock
+from gateway.batching.observer import BatchObserver
+from gateway.config.model_config import ModelSpecConfig
+from gateway.config.platform import resolve_worker_threads
+from gateway.config.settings import Settings
+from gateway.models.loader import LoadOptions, Warmup, Workers
+from gateway.models.manager import ModelManager
+from gateway.parallel.dispatcher import Dispatcher
+from gateway.parallel.pool import PoolOptions, WorkerPool
+from gateway.serving.core import ServingCore
+from gateway.serving.policy import BatchingPolicy
+from gateway.serving.queues import BatchQueues
+from gateway.serving.registry import Servable
+
+W = TypeVar("W", bound=Workers)
+
+QueueObserver = Callable[[Servable, str], BatchObserver | None]
+"""Gives each new batch queue, of (servable, signature name), its observer (metrics, traces)."""
+
+
+@dataclass(frozen=True)
+class Options:
+    """What both roles are built with.
+
+    ``pool``: the worker processes and their shared memory. ``batching``: each queue's options.
+    ``intra_op`` / ``inter_op``: each model runtime's threads. ``saved_model_tags``: the
+    SavedModel MetaGraph to load. ``load``: retries, labels and placement of versions.
+    ``inflight_bytes``: the bound on decoded inputs held by in-flight requests (None: unbounded).
+    """
+
+    pool: PoolOptions
+    batching: BatchingPolicy
+    intra_op: int = 1
+    inter_op: int = 1
+    saved_model_tags: tuple[str, ...] = ("serve",)
+    load: LoadOptions = field(default_factory=LoadOptions)
+    inflight_bytes: int | None = None
+
+    @classmethod
+    def from_settings(cls, settings: Settings, specs: Sequence[ModelSpecConfig]) -> Options:
+        """The options the flags ask for (ConfigError for a bad batching parameters file)."""
+        workers, intra_op, inter_op = resolve_worker_threads(settings)
+        arena = settings.worker_arena_bytes
+        return cls(
+            pool=PoolOptions(
+                workers=workers,
+                input_bytes=arena,
+                output_bytes=arena,
+                ping_interval_s=settings.worker_ping_interval_seconds,
+                ping_timeout_s=settings.worker_ping_timeout_seconds,
+                log_format=settings.log_format,
+            ),
+            batching=BatchingPolicy.from_settings(settings, specs, workers),
+            intra_op=intra_op,
+            inter_op=inter_op,
+            saved_model_tags=tuple(sorted(settings.saved_model_tag_set)),
+            load=LoadOptions.from_settings(settings),
+            inflight_bytes=settings.max_inflight_bytes,
+        )
+
+
+@dataclass(frozen=True)
+class Stack(Generic[W]):
+    """One process's serving parts: the supervisor's ``pool`` and ``models``; the front end's
+    ``dispatcher``, ``queues`` and ``core``. Nothing is started: start the pool, then apply or
+    reconcile the models."""
+
+    pool: W
+    models: ModelManager
+    dispatcher: Dispatcher
+    queues: BatchQueues
+    core: ServingCore
+
+
+@overload
+def build(
+    options: Options,
+    specs: Sequence[ModelSpecConfig],
+    *,
+    on_change: Callable[[], None] | None = ...,
+    observer: QueueObserver | None = ...,
+    warmup: Warmup | None = ...,
+    clock: Clock | None = ...,
+) -> Stack[WorkerPool]: ...
+
+
+@overload
+def build(
+    options: Options,
+    specs: Sequence[ModelSpecConfig],
+    *,
+    workers: W,
+    dispatcher: Dispatcher,
+    on_change: Callable[[], None] | None = ...,
+    observer: QueueObserver | None = ...,
+    warmup: Warmup | None = ...,
+    clock: Clock | None = ...,
+) -> Stack[W]: ...
+
+
+def build(
+    options: Options,
+    specs: Sequence[ModelSpecConfig],
+    *,
+    workers: Workers | None = None,
+    dispatcher: Dispatcher | None = None,
+    on_change: Callable[[], None] | None = None,
+    observer: QueueObserver | None = None,
+    warmup: Warmup | None = None,
+    clock: Clock | None = None,
+) -> Stack[Any]:
+    """Build both roles' parts for ``specs`` in one process, wired together.
+
+    ``on_change``: called when a worker comes up or dies and when a version's state changes.
+    ``observer``: each batch queue's observer. ``warmup``: the runs a version replays before it
+    serves. ``clock``: the batch schedulers' clock (tests). ``workers`` and ``dispatcher``: the
+    unit tests' seams, given together (a fake pool; a dispatcher over fake links); by default a
+    :class:`WorkerPool` attached to a new dispatcher.
+    """
+    # The front end's run side and queues: they need nothing of the supervisor.
+    dispatcher = dispatcher or Dispatcher()
+    queues = BatchQueues(options.batching, dispatcher, clock=clock, observer=observer)
+    # The supervisor: workers attached to that run side, versions that drain those queues first.
+    if workers is None:
+        workers = WorkerPool(options.pool, dispatcher=dispatcher, on_change=on_change)
+    models = ModelManager(
+        workers,
+        specs,
+        intra_op=options.intra_op,
+        inter_op=options.inter_op,
+        saved_model_tags=options.saved_model_tags,
+        options=options.load,
+        on_change=on_change,
+        before_load=options.batching.check_version,
+        before_unload=queues.drain,
+        warmup=warmup,
+    )
+    # The front end's core reads the models through the registry.
+    core = ServingCore(models, queues, inflight_bytes=options.inflight_bytes)
+    return Stack(workers, models, dispatcher, queues, core)

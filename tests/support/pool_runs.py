@@ -1,0 +1,76 @@
+"""A started worker pool in the test's loop, and runs of the ``scaled`` model (y = 3x) over it.
+
+Every wait is on the pool's own notifications (``on_change``, ``wait_all_alive``) or on a
+request's future, bounded by WAIT_S, which is never reached when things work.
+"""
+
+from __future__ import annotations
+
+import asyncio
+from collections.abc import Awaitable, Callable
+
+import numpy as np
+
+from gateway.parallel.hosting import LoadSpec
+from gateway.parallel.lease import RunResult
+from gateway.parallel.pool import PoolOptions, WorkerPool
+from gateway.parallel.run_link import RunLink
+
+WAIT_S = 60.0
+KEY = "scaled:1"
+
+
+def spec(path: str) -> LoadSpec:
+    return LoadSpec(key=KEY, path=path, platform="onnx", intra_op=1, inter_op=1)
+
+
+def options(workers: int = 1, **kw: float) -> PoolOptions:
+    return PoolOptions(workers=workers, input_bytes=1 << 16, output_bytes=1 << 16, **kw)
+
+
+def run(link: RunLink, x: np.ndarray) -> asyncio.Future[RunResult]:
+    def fill(name: str, dest: np.ndarray) -> None:
+        dest[...] = x
+
+    return link.submit(KEY, {"x": (x.dtype, x.shape)}, fill, None, None)
+
+
+async def outputs(run: asyncio.Future[RunResult]) -> dict[str, np.ndarray]:
+    """A run's outputs, copied; its output space goes back to the worker."""
+    result = await asyncio.wait_for(run, WAIT_S)
+    try:
+        return {name: array.copy() for name, array in result.outputs.items()}
+    finally:
+        result.release()
+
+
+def link(pool: WorkerPool) -> RunLink:
+    """The run link the dispatcher picks for ``KEY`` now."""
+    picked = pool.dispatcher.pick(KEY)
+    assert picked is not None
+    return picked
+
+
+def with_pool(
+    options: PoolOptions, scenario: Callable[[WorkerPool, asyncio.Event], Awaitable[None]]
+) -> None:
+    """Run ``scenario`` with a started pool; the event is set on each of its notifications."""
+
+    async def main() -> None:
+        changed = asyncio.Event()
+        pool = WorkerPool(options, on_change=changed.set)
+        try:
+            await asyncio.wait_for(pool.start(), WAIT_S)
+            await scenario(pool, changed)
+        finally:
+            await pool.close()
+
+    asyncio.run(main())
+
+
+async def until(changed: asyncio.Event, condition: Callable[[], bool]) -> None:
+    """Wait for the pool's notifications until ``condition()`` holds."""
+    async with asyncio.timeout(WAIT_S):
+        while not condition():
+            changed.clear()
+            await changed.wait()
