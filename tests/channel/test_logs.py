@@ -84,7 +84,11 @@ def test_native_stderr_while_tensorflow_loads_is_kept_out_but_errors_are_logged(
     monkeypatch.setattr(logs, "_quiet", False)
     for name in logs.NOISY_LOGGERS:
         monkeypatch.setattr(logging.getLogger(name), "level", logging.NOTSET)
-    monkeypatch.delenv("TF_CPP_MIN_LOG_LEVEL", raising=False)
+    # set, then deleted: monkeypatch records the variable's absence and restores it afterwards
+    # (a plain delenv of an absent variable records nothing, and quiet_tensorflow's value would
+    # leak into later tests' gateways)
+    monkeypatch.setenv("TF_CPP_MIN_LOG_LEVEL", "0")
+    monkeypatch.delenv("TF_CPP_MIN_LOG_LEVEL")
     logs.quiet_tensorflow()
     caplog.set_level(logging.DEBUG)  # even at DEBUG, the noise stays out
     with logs.native_stderr():
