@@ -9,7 +9,8 @@ Contract (see :class:`~gateway.config.batching_options.BatchingOptions` for each
   shares one batch, one descriptor and one doorbell (work-conserving: no timer, no idle worker).
 - Refusals are immediate and never block: a request larger than ``max_batch_size`` →
   INVALID_ARGUMENT (unless splitting is on, which cuts it across batches and reassembles its
-  outputs); a full queue or a request that would wait past its deadline → UNAVAILABLE
+  outputs); a full queue or a queue over the latency target → UNAVAILABLE (retryable); a
+  request whose deadline ends before its batch could → DEADLINE_EXCEEDED
   (:mod:`gateway.batching.admission`).
 - An expired request (its deadline timer fires) or a cancelled one leaves its batch before the batch
   runs and never takes a slot; a batch left empty is not run, and a request that can no longer

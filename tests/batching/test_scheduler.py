@@ -454,7 +454,7 @@ def test_request_that_would_wait_past_its_deadline_is_refused_at_once() -> None:
         h = Harness(batched(max_batch_size=8))
         await _time_one_batch(h, 0.1)
         assert h.scheduler.service_s == pytest.approx(0.1)
-        with pytest.raises(Unavailable, match="past its deadline"):
+        with pytest.raises(DeadlineExceeded, match="more than its deadline leaves"):
             await h.scheduler.submit({"x": rows(0, 1)}, ("y",), h.clock.now() + 0.05)
         assert h.scheduler.stats.rejected_late == 1
         ok = h.send(rows(1, 1), deadline=h.clock.now() + 0.5)  # enough time: accepted
@@ -535,5 +535,45 @@ def test_latency_target_refuses_what_would_wait_too_long_even_without_a_deadline
         h.link.complete(2, double)
         np.testing.assert_array_equal((await first)["y"], rows(1, 1) * 2)
         np.testing.assert_array_equal((await second)["y"], rows(2, 1) * 2)
+
+    run(scenario)
+
+
+def test_a_deadline_too_short_for_one_batch_on_an_idle_queue_is_deadline_exceeded() -> None:
+    """Issue 30, defect 6: a 2 ms deadline on an idle queue whose batches take 5 ms (no latency
+    target) cannot be met by this request's own batch: DEADLINE_EXCEEDED as TF Serving answers
+    an expired deadline, not UNAVAILABLE (which clients retry, with the same deadline)."""
+
+    async def scenario() -> None:
+        h = Harness(batched(max_batch_size=8))
+        await _time_one_batch(h, 0.005)
+        assert h.scheduler.in_flight == 0 and h.scheduler.queued_tasks == 0  # idle
+        with pytest.raises(DeadlineExceeded) as info:
+            await h.scheduler.submit({"x": rows(0, 1)}, ("y",), h.clock.now() + 0.002)
+        assert info.value.message == (
+            "Deadline exceeded: a batch of m:1 takes about 5 ms, more than its deadline leaves "
+            "(2 ms)"
+        )
+        assert h.scheduler.stats.rejected_late == 1 and len(h.link.sent) == 1  # never sent
+
+    run(scenario)
+
+
+def test_over_the_latency_target_stays_a_retryable_refusal_whatever_the_deadline() -> None:
+    """Under overload with ``--max_queue_delay_ms`` the excess is refused UNAVAILABLE (retryable),
+    even when its deadline is also too short: the queue, not the request, is the reason."""
+
+    async def scenario() -> None:
+        h = Harness(batched(max_batch_size=1, max_enqueued_batches=100, max_queue_delay_s=0.15))
+        await _time_one_batch(h, 0.1)
+        first, second = h.send(rows(1, 1)), h.send(rows(2, 1))
+        await settle()
+        with pytest.raises(Unavailable, match="over the latency target"):
+            await h.scheduler.submit({"x": rows(3, 1)}, ("y",), h.clock.now() + 0.01)
+        h.link.complete(1, double)
+        await settle()
+        h.link.complete(2, double)
+        await first
+        await second
 
     run(scenario)
