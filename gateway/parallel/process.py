@@ -49,6 +49,9 @@ class WorkerProcess:
         """Servables loaded in this process, warm or still warming."""
         self.routed: set[str] = set()
         """Servables whose runs are routed here (warm)."""
+        self.started = False
+        """Set by the pool once the worker is alive with its servables: from then on its exit
+        calls for a replacement (before, its start fails instead)."""
         loop = asyncio.get_running_loop()
         self.exited: asyncio.Future[None] = loop.create_future()
         self._pidfd = os.pidfd_open(process.pid)

@@ -196,6 +196,10 @@ class RunLink:
             if not run.future.done():
                 run.future.set_exception(error)
                 run.future.exception()
+        if runs and self.on_run_done is not None:
+            # Its slots are free: whoever waits for capacity looks again (the other workers'),
+            # once the endpoint has finished closing.
+            self._loop.call_soon(self.on_run_done)
 
     def _read(self, reply: Reply) -> tuple[RunResult | None, ServingError | None]:
         """Wrap a run's outputs as read-only views on the worker's output area, held by a lease

@@ -133,12 +133,29 @@ def test_close_fails_every_link_once_and_stops_taking_replies(channel: Channel) 
         a, b = Recorder(), Recorder()
         endpoint.attach(a)
         endpoint.attach(b)
-        endpoint.alive = True
+        endpoint.open()
         endpoint.post(a, messages.ping_request(endpoint.next_id()))
         error = Unavailable("worker 3 exited (code -9)")
         endpoint.close(error)
         endpoint.close(Unavailable("again"))  # idempotent
         assert a.failed == [error] and b.failed == [error]
         assert not endpoint.alive and channel.closed
+
+    _run(scenario, channel)
+
+
+def test_a_closed_endpoint_is_never_alive_again_and_posts_nothing(channel: Channel) -> None:
+    """Issue 30, defect 2: the worker's exit seen before its ready report was acted on left the
+    endpoint marked alive over a released channel; every later request raised ValueError."""
+
+    async def scenario(endpoint: Endpoint, worker: WorkerEnd) -> None:
+        link = Recorder()
+        endpoint.attach(link)
+        endpoint.close(Unavailable("worker 3 exited (code 0)"))
+        with pytest.raises(Unavailable, match=r"^worker 3 exited \(code 0\)$"):
+            endpoint.open()
+        assert not endpoint.alive
+        with pytest.raises(Unavailable, match=r"^worker 3 exited \(code 0\)$"):
+            endpoint.post(link, messages.ping_request(endpoint.next_id()))
 
     _run(scenario, channel)

@@ -43,7 +43,7 @@ def _run(scenario: Callable[[RunLink, WorkerEnd, Done], Awaitable[None]]) -> Non
         loop = asyncio.get_running_loop()
         channel = Channel.create(index=2, input_bytes=INPUT_BYTES, output_bytes=1 << 13)
         endpoint = Endpoint(2, channel, loop)
-        endpoint.alive = True
+        endpoint.open()
         done = Done()
         link = RunLink(endpoint, loop, on_run_done=done, run_times=RunTimes())
         try:
@@ -146,12 +146,12 @@ def test_a_batch_the_input_area_cannot_hold_is_refused_and_nothing_is_posted() -
     _run(scenario)
 
 
-def test_no_run_is_posted_to_a_worker_that_is_not_alive() -> None:
+def test_no_run_is_posted_to_a_worker_that_is_gone() -> None:
     async def scenario(link: RunLink, worker: WorkerEnd, done: Done) -> None:
-        link.endpoint.alive = False
+        link.endpoint.close(Unavailable("worker 2 exited (code -9)"))
         with pytest.raises(Unavailable, match="worker 2 is not available"):
             _submit(link, x=np.ones((1, 2), np.float32))
-        assert worker.requests() == []
+        assert link.runs_in_flight == 0 and link.channel.input_used == 0
 
     _run(scenario)
 
