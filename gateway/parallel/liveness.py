@@ -39,7 +39,7 @@ class Liveness:
         ping_interval_s: float,
         ping_timeout_s: float,
         hang: HangPolicy,
-        spawn: Callable[[Coroutine[Any, Any, None]], None],
+        spawn: Callable[[Coroutine[Any, Any, None]], object],
     ) -> None:
         self._live = live
         self._dispatcher = dispatcher
