@@ -11,7 +11,6 @@ workers stop (SIGKILL after a timeout) → every channel and shared-memory regio
 from __future__ import annotations
 
 import asyncio
-import contextlib
 import gc
 import json
 import logging
@@ -32,6 +31,7 @@ from gateway.errors import Unavailable
 from gateway.listen import TlsMaterial, UnixSocket, bind_grpc
 from gateway.models.config_poll import poll_config_file
 from gateway.observability.hooks import Observability
+from gateway.parallel.supervised import Tasks, every
 from gateway.roles import Options, build
 from gateway.tfserving.surface import TfServingOptions, TfServingSurface
 from gateway.tfserving.warmup import WarmupPlanner
@@ -113,13 +113,20 @@ class Gateway:
         self._socket: UnixSocket | None = None
         self.signals = Signals()
         self.gate = Gate(auth=self.auth, max_concurrent=settings.max_concurrent_requests)
-        self._tasks: set[asyncio.Task[None]] = set()
+        self._tasks = Tasks(log)
+        self._ready_fd = settings.ready_fd
+        self.started = False
+        """True once :meth:`start` has completed (the gateway serves)."""
 
     async def serve(self) -> None:
         """Run until SIGTERM/SIGINT (or :meth:`request_stop`), then drain and shut down in order."""
         self.signals.install()
         try:
-            await self.start()
+            try:
+                await self.start()
+            except BaseException:
+                self._report_not_ready()
+                raise
             settle_heap()
             await self.signals.stop.wait()
         finally:
@@ -155,10 +162,14 @@ class Gateway:
                 self.tls.ssl_context() if self.tls and settings.rest_api_enable_tls else None,
             )
         if settings.file_system_poll_wait_seconds > 0:
-            self._spawn(self._poll_models(settings.file_system_poll_wait_seconds))
+            every_s = settings.file_system_poll_wait_seconds
+            poll = every(every_s, self.models.scan, what="file system poll", logger=log)
+            self._tasks.spawn(poll, "file system poll")
         if settings.model_config_file and settings.model_config_file_poll_wait_seconds > 0:
             every_s = settings.model_config_file_poll_wait_seconds
-            self._spawn(poll_config_file(settings.model_config_file, every_s, self.models))
+            poll = poll_config_file(settings.model_config_file, every_s, self.models)
+            self._tasks.spawn(poll, "config file poll")
+        self.started = True
         self._report_ready()
 
     def _surfaces(self) -> list[ProtocolSurface]:
@@ -217,11 +228,8 @@ class Gateway:
             self.rest = None
         await asyncio.gather(*servers)
         self.queues.fail_all(Unavailable("the server is shutting down"))
-        for task in list(self._tasks):
-            task.cancel()
-        for task in list(self._tasks):
-            with contextlib.suppress(asyncio.CancelledError):
-                await task
+        await self._tasks.close()
+        await self.models.close()
         await self.pool.close()
         await self.observability.close()
         if self._socket is not None:
@@ -234,14 +242,9 @@ class Gateway:
         await self.health.enter_graceful_shutdown()
         self.queues.flush()
 
-    async def _poll_models(self, every_s: float) -> None:
-        while True:
-            await asyncio.sleep(every_s)
-            await self.models.reconcile()
-
     def _models_changed(self) -> None:
         self.observability.record_warmups(self.models)
-        self._spawn(self._update_health())
+        self._tasks.spawn(self._update_health(), "health update")
 
     async def _update_health(self) -> None:
         serving = health_pb2.HealthCheckResponse.SERVING
@@ -252,14 +255,17 @@ class Gateway:
 
     def _report_ready(self) -> None:
         """Write one JSON line to ``--ready_fd`` (if given) and close it: for supervisors/tests."""
-        if self.settings.ready_fd >= 0:
+        fd, self._ready_fd = self._ready_fd, -1
+        if fd >= 0:
             info = {"pid": os.getpid(), "grpc_port": self.grpc_port, "rest_port": self.rest_port}
-            report_ready(self.settings.ready_fd, info)
+            report_ready(fd, info)
 
-    def _spawn(self, coro: Any) -> None:
-        task = asyncio.get_running_loop().create_task(coro)
-        self._tasks.add(task)
-        task.add_done_callback(self._tasks.discard)
+    def _report_not_ready(self) -> None:
+        """The start failed: close ``--ready_fd`` without a line, so whoever waits on it sees
+        end-of-file at once (not only once the process has stopped its workers and exited)."""
+        fd, self._ready_fd = self._ready_fd, -1
+        if fd >= 0:
+            os.close(fd)
 
 
 YOUNG_COLLECTION_THRESHOLD = 10_000
