@@ -141,6 +141,10 @@ class Channel:
         """Offset of a 64-byte aligned input block, or None when the input area is full."""
         return self._inputs.alloc(nbytes)
 
+    def input_fits(self, nbytes: int) -> bool:
+        """Whether :meth:`alloc_input` of ``nbytes`` would succeed now."""
+        return self._inputs.fits(nbytes)
+
     def free_input(self, offset: int) -> None:
         """Free an input block once the worker has replied to the batch that used it."""
         self._inputs.free(offset)

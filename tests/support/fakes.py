@@ -95,6 +95,9 @@ class FakeLink:
         self.runs_in_flight += 1
         return future
 
+    def check_room(self, layout: Mapping[str, tuple[np.dtype[Any], tuple[int, ...]]]) -> None:
+        """A fake worker always has room."""
+
     def oldest_run(self) -> tuple[str, int, float] | None:
         """The first batch not yet completed, computing since 0.0 (``time.monotonic()``'s
         origin: long ago)."""
