@@ -3,7 +3,8 @@
 TF Serving loads on a pool of ``num_load_threads`` threads (0: one at a time, in the manager's
 own thread), and the first config on ``num_initial_load_threads`` (4 × the CPUs). Here a load
 attempt — the workers' load and the warmup — holds one of :class:`LoadSlots` while it runs;
-a version waiting for its next retry holds none, so it never delays the others.
+a version waiting for its next retry holds none, so it never delays the others, and one whose
+model a new config changes or drops stops waiting for a slot at once.
 """
 
 from __future__ import annotations
@@ -11,11 +12,10 @@ from __future__ import annotations
 import asyncio
 import contextlib
 from collections import deque
-from types import TracebackType
 
 
 class LoadSlots:
-    """At most :attr:`limit` holders at once (``async with``), served in arrival order."""
+    """At most :attr:`limit` holders at once, served in arrival order."""
 
     def __init__(self, limit: int) -> None:
         self._limit = max(1, limit)
@@ -37,30 +37,33 @@ class LoadSlots:
         """Slots held now."""
         return self._busy
 
-    async def __aenter__(self) -> None:
+    async def take(self, stop: asyncio.Event) -> bool:
+        """Wait for a slot: True once it is held (give it back with :meth:`release`), False
+        when ``stop`` is set first (none is held)."""
+        if stop.is_set():
+            return False
         if self._busy < self._limit and not self._waiting:
             self._busy += 1
-            return
+            return True
         turn: asyncio.Future[None] = asyncio.get_running_loop().create_future()
         self._waiting.append(turn)
+        stopped = asyncio.ensure_future(stop.wait())
         try:
-            await turn
+            await asyncio.wait((turn, stopped), return_when=asyncio.FIRST_COMPLETED)
         except asyncio.CancelledError:
             if turn.done() and not turn.cancelled():
-                self._leave()  # admitted as it was cancelled: the slot goes on
-            with contextlib.suppress(ValueError):
-                self._waiting.remove(turn)
+                self.release()  # admitted as it was cancelled: the slot goes on
             raise
+        finally:
+            stopped.cancel()
+            if not turn.done():
+                turn.cancel()
+                with contextlib.suppress(ValueError):
+                    self._waiting.remove(turn)
+        return not turn.cancelled()
 
-    async def __aexit__(
-        self,
-        kind: type[BaseException] | None,
-        error: BaseException | None,
-        traceback: TracebackType | None,
-    ) -> None:
-        self._leave()
-
-    def _leave(self) -> None:
+    def release(self) -> None:
+        """Give back a slot :meth:`take` gave."""
         self._busy -= 1
         self._admit()
 

@@ -25,7 +25,7 @@ from gateway.config.model_config import ModelSpecConfig
 from gateway.config.model_workers import workers_for
 from gateway.config.platform import available_cpus
 from gateway.config.settings import Settings
-from gateway.errors import Internal, ServingError
+from gateway.errors import Cancelled, Internal, ServingError
 from gateway.models import versions
 from gateway.models.load_slots import LoadSlots
 from gateway.parallel.hosting import Loaded, LoadSpec
@@ -64,6 +64,9 @@ class LoadOptions:
             initial_threads=max(threads, INITIAL_THREADS_PER_CPU * available_cpus()),
         )
 
+
+CANCELLED = "Loading of servable cancelled"
+"""TF Serving's text (``LoaderHarness``) for a load its model no longer wants."""
 
 INITIAL_THREADS_PER_CPU = 4
 """TF Serving's ``num_initial_load_threads``: 4 × the schedulable CPUs."""
@@ -123,7 +126,7 @@ class VersionLoader:
         retries, attempt = self.options.retries, 0
         while True:
             try:
-                return await self._attempt(spec, version, directory)
+                return await self._attempt(spec, version, directory, superseded)
             except ServingError as exc:
                 attempt += 1
                 if attempt > retries or superseded.is_set():
@@ -140,19 +143,24 @@ class VersionLoader:
                     raise
 
     async def _attempt(
-        self, spec: ModelSpecConfig, version: int, directory: str
+        self, spec: ModelSpecConfig, version: int, directory: str, superseded: asyncio.Event
     ) -> tuple[Servable, tuple[WarmupReport, ...]]:
-        """One attempt in a slot; whatever it raises becomes a ServingError."""
+        """One attempt in a slot; whatever it raises becomes a ServingError. Cancelled (TF
+        Serving's "Loading of servable cancelled") when the model is superseded before a slot
+        is free."""
+        slots = self.slots
+        if slots is not None and not await slots.take(superseded):
+            raise Cancelled(CANCELLED)
         try:
-            if self.slots is None:
-                return await self._load_once(spec, version, directory)
-            async with self.slots:
-                return await self._load_once(spec, version, directory)
+            return await self._load_once(spec, version, directory)
         except ServingError:
             raise
         except Exception as exc:
             log.exception("loading %s version %d raised %s", spec.name, version, type(exc).__name__)
             raise Internal(f"{type(exc).__name__}: {exc}") from exc
+        finally:
+            if slots is not None:
+                slots.release()
 
     async def _load_once(
         self, spec: ModelSpecConfig, version: int, directory: str

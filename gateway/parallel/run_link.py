@@ -112,6 +112,7 @@ class RunLink:
         Unavailable when the worker dies, or with the worker's error.
         ``trace``: the batch span's (trace id, span id), for the worker's spans (None: untraced).
         """
+        self.endpoint.check_open()  # gone: the reason it closed with
         if not self.endpoint.alive:
             raise Unavailable(f"worker {self.index} is not available")
         strings: dict[str, np.ndarray] = {}

@@ -139,3 +139,34 @@ def test_at_most_num_load_threads_attempts_run_at_once(tmp_path: Path) -> None:
         assert pool.peak == 1 and [models.resolve(x).version for x in "abc"] == [2, 2, 2]
 
     run(scenario())
+
+
+def test_a_new_config_stops_a_load_still_waiting_for_a_slot(tmp_path: Path) -> None:
+    """A reload that drops a model whose load waits behind others ends that wait at once (TF
+    Serving's "Loading of servable cancelled") instead of waiting for the loads ahead."""
+    versions(tmp_path / "a", 1)
+    versions(tmp_path / "b", 1)
+    a, b = (ModelSpecConfig(x, str(tmp_path / x)) for x in "ab")
+    pool = FakePool()
+    models = manager(pool, a, b, options=LoadOptions(threads=1))
+
+    async def scenario() -> None:
+        pool.gate = asyncio.Event()
+        loading = asyncio.create_task(models.reconcile())
+        await settle()
+        assert pool.calls == [("load", "a:1")]  # b waits for the one slot
+        dropped = asyncio.create_task(models.apply([a]))
+        await settle()
+        assert dropped.done(), "the reload waits for the load ahead of b's"
+        await dropped
+        (status,) = models.statuses("b")
+        assert status.state == State.END and status.error is not None
+        assert (status.error.code, status.error.message) == (
+            Code.CANCELLED,
+            "Loading of servable cancelled",
+        )
+        pool.gate.set()
+        await asyncio.wait_for(loading, WAIT_S)
+        assert pool.calls == [("load", "a:1")] and models.all_available()
+
+    run(scenario())
