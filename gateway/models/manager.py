@@ -306,14 +306,24 @@ class ModelManager:
         model.versions[version] = VersionStatus(version, State.LOADING)
         self._changed()
         what = f"load of {model.spec.name} version {version}"
-        job = self._jobs.spawn(self._load(model, version, directory), what)
+        job = self._jobs.spawn(
+            self._load(model, model.spec, model.superseded, version, directory), what
+        )
         model.jobs[version] = job
         job.add_done_callback(lambda _: model.jobs.pop(version, None))
         return job
 
-    async def _load(self, model: _Model, version: int, directory: str) -> None:
-        """One version's job: its attempts and retries, then the swap (stale versions go)."""
-        name, status = model.spec.name, model.versions[version]
+    async def _load(
+        self,
+        model: _Model,
+        spec: ModelSpecConfig,
+        superseded: asyncio.Event,
+        version: int,
+        directory: str,
+    ) -> None:
+        """One version's job (for the config ``spec`` until ``superseded``): its attempts and
+        retries, then the swap (stale versions go)."""
+        name, status = spec.name, model.versions[version]
 
         def failed(error: ServingError) -> None:
             status.error = error  # GetModelStatus shows it while the retry waits
@@ -321,7 +331,7 @@ class ModelManager:
 
         try:
             servable, reports = await self._loader.load(
-                model.spec, version, directory, model.superseded, failed
+                spec, version, directory, superseded, failed
             )
         except ServingError as exc:
             log.error("failed to load %s version %d: %s", name, version, exc.message)
