@@ -115,10 +115,21 @@ class Hosting:
                 await w.control.unload(key)
 
     async def restore(self, worker: WorkerProcess) -> None:
-        """Give a respawned worker the servables placed on its slot: load, warm up, route."""
+        """Give a respawned worker the servables placed on its slot: load, warm up, route. One
+        that fails to load there is logged and not routed there (the worker serves the others);
+        the worker's death raises its UNAVAILABLE."""
         for load in list(self._loads.values()):
             if worker.index in self._placed.get(load.spec.key, ()):
-                await self._reload_on(worker, load)
+                try:
+                    await self._reload_on(worker, load)
+                except ServingError as exc:
+                    worker.endpoint.check_open()  # it died: its start fails instead
+                    log.error(
+                        "reloading %s on respawned worker %d failed (not served there): %s",
+                        load.spec.key,
+                        worker.index,
+                        exc.message,
+                    )
 
     async def _reload_on(self, worker: WorkerProcess, load: _Load) -> None:
         reply = await _load_on(worker, load.spec)

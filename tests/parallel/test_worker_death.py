@@ -16,6 +16,7 @@ import os
 import signal
 import subprocess
 import sys
+from pathlib import Path
 from typing import Any
 
 import numpy as np
@@ -26,6 +27,7 @@ from channel.shm.channel import Channel
 from gateway.errors import Unavailable
 from gateway.parallel import process as process_module
 from gateway.parallel.pool import WorkerPool
+from tests.support import onnx_models
 from tests.support.pool_runs import KEY, WAIT_S, link, options, outputs, run, spec, until
 
 
@@ -99,5 +101,28 @@ def test_a_respawned_worker_dead_as_it_reports_ready_is_replaced_again(
         finally:
             await pool.close()
         assert [c.get("exception") for c in failures] == []
+
+    asyncio.run(main())
+
+
+def test_a_replacement_that_cannot_load_a_servable_serves_without_it(tmp_path: Path) -> None:
+    """The model file went away before the worker died: its replacement starts all the same
+    (before: killed and respawned without end), logs the failure and is not routed that key."""
+    path = str(onnx_models.scaled(tmp_path / "model.onnx", 3.0))
+
+    async def main() -> None:
+        changed = asyncio.Event()
+        pool = WorkerPool(options(restart_delay_s=0.0), on_change=changed.set)
+        try:
+            await asyncio.wait_for(pool.start(), WAIT_S)
+            await asyncio.wait_for(pool.load(spec(path)), WAIT_S)
+            os.remove(path)
+            (first,) = pool.pids()
+            os.kill(first, signal.SIGKILL)
+            await until(changed, lambda: pool.restarts >= 1 and pool.all_alive())
+            assert pool.pids() != [first] and not pool.hosts(KEY)
+            assert pool.restarts == 1  # the replacement stays
+        finally:
+            await pool.close()
 
     asyncio.run(main())
