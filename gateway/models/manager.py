@@ -10,13 +10,13 @@ versions leaving the policy are unloaded, so a swap never leaves the model witho
 version; a model left out of a new config is unloaded once its queued and in-flight requests are
 done.
 
-Each version loads in a job of its own (:mod:`gateway.models.loader`): at most
-``--num_load_threads`` attempts run at once (:mod:`gateway.models.load_slots`), and a failed
-one is retried ``retries`` times, ``retry_interval_s`` apart, showing its last error while it
-waits, unless a new config drops or changes the model meanwhile; then the version ends with its
-error, the others serve on. Nothing waits for another version's load: a scan of the disk and a
-new config start jobs and return once the jobs *they* started are done; the lock they share is
-never held while a job loads.
+Each version loads in a job of its own (:mod:`gateway.models.jobs`; attempts and retries in
+:mod:`gateway.models.loader`): at most ``--num_load_threads`` attempts run at once
+(:mod:`gateway.models.load_slots`), and a failed one is retried ``retries`` times,
+``retry_interval_s`` apart, showing its last error while it waits, unless a new config drops or
+changes the model meanwhile; then the version ends with its error, the others serve on. Nothing
+waits for another version's load: a scan of the disk and a new config start jobs and return once
+the jobs *they* started are done; the lock they share is never held while a job loads.
 Version states follow TF Serving's ``ModelVersionStatus.State`` (START, LOADING, AVAILABLE,
 UNLOADING, END).
 """
@@ -27,34 +27,17 @@ import asyncio
 import logging
 import time
 from collections.abc import Awaitable, Callable, Sequence
-from dataclasses import dataclass, field
 
 from gateway.config.model_config import ModelSpecConfig
 from gateway.errors import InvalidArgument, NotFound, ServingError, servable_not_found
 from gateway.models import reload_rules
 from gateway.models.base_path import BasePathWatch
+from gateway.models.jobs import ModelState, VersionJobs, settle
 from gateway.models.load_slots import LoadSlots
 from gateway.models.loader import LoadOptions, VersionLoader, Warmup, Workers
-from gateway.parallel.supervised import Tasks
 from gateway.serving.registry import Servable, State, VersionStatus
 
 log = logging.getLogger(__name__)
-
-
-@dataclass
-class _Model:
-    spec: ModelSpecConfig
-    watch: BasePathWatch
-    versions: dict[int, VersionStatus] = field(default_factory=dict)
-    servables: dict[int, Servable] = field(default_factory=dict)
-    active: bool = True
-    """False once a new config left the model out (its states stay for GetModelStatus)."""
-    superseded: asyncio.Event = field(default_factory=asyncio.Event)
-    """Set when a new config drops or changes the model: its load retries stop."""
-    jobs: dict[int, asyncio.Task[None]] = field(default_factory=dict)
-    """The load job of each version being loaded."""
-    aspired: tuple[int, ...] | None = None
-    """The versions the policy chose at the last scan that could list the base path."""
 
 
 class ModelManager:
@@ -102,15 +85,14 @@ class ModelManager:
             self._slots,
         )
         self._clock = clock
-        self._models: dict[str, _Model] = {s.name: self._new_model(s) for s in specs}
+        self._models: dict[str, ModelState] = {s.name: self._new_model(s) for s in specs}
         self._lock = asyncio.Lock()
         """Held while the config or the disk is read and jobs started, never while one loads."""
-        self._jobs = Tasks(log)
         self._on_change = on_change
-        self._before_unload = before_unload
+        self._versions = VersionJobs(self._loader, workers, self._changed, before_unload)
 
-    def _new_model(self, spec: ModelSpecConfig) -> _Model:
-        return _Model(spec, BasePathWatch(spec.name, self._clock))
+    def _new_model(self, spec: ModelSpecConfig) -> ModelState:
+        return ModelState(spec, BasePathWatch(spec.name, self._clock))
 
     # -- queries --------------------------------------------------------------------------------
     def model_names(self) -> list[str]:
@@ -185,10 +167,16 @@ class ModelManager:
                 model.superseded.set()  # its load retries stop; its jobs end sooner
         started: list[asyncio.Task[None]] = []
         async with self._lock:
-            self._check(specs)  # again: versions may have come and gone while waiting
+            active = [m for m in self._models.values() if m.active]
+            changed = [m for m in active if wanted.get(m.spec.name) != m.spec]
+            try:
+                self._check(specs)  # again: versions may have come and gone while waiting
+            except ServingError:
+                for model in changed:  # not changed after all: later loads may go on
+                    model.superseded = asyncio.Event()
+                raise
             new = [n for n in wanted if not self._is_active(n)]
-            changed = [m for m in self._models.values() if m.active and m.superseded.is_set()]
-            await _settle([job for model in changed for job in model.jobs.values()])
+            await settle([job for model in changed for job in model.jobs.values()])
             for model in changed:
                 if model.spec.name not in wanted:
                     await self._retire(model)
@@ -223,7 +211,7 @@ class ModelManager:
             allow_unavailable=self._options.allow_unavailable_labels,
         )
 
-    def _configure(self, spec: ModelSpecConfig) -> _Model | None:
+    def _configure(self, spec: ModelSpecConfig) -> ModelState | None:
         """Take ``spec`` into the config: the model when it is new or changed (a changed model
         gets a fresh try at versions that failed before), None when it is as it was."""
         model = self._models.get(spec.name)
@@ -240,10 +228,10 @@ class ModelManager:
                 del model.versions[version]
         return model
 
-    async def _retire(self, model: _Model) -> None:
+    async def _retire(self, model: ModelState) -> None:
         """Unload every version of a model the config no longer lists."""
         for version in sorted(model.servables):
-            await self._unload(model, version)
+            await self._versions.unload(model, version)
         model.active = False
         log.info("model %s removed from the config", model.spec.name)
         self._changed()
@@ -265,7 +253,7 @@ class ModelManager:
 
     async def close(self) -> None:
         """Stop every load under way (shutdown)."""
-        await self._jobs.close()
+        await self._versions.close()
 
     async def unload_all(self) -> None:
         """Stop every load under way and unload every servable (shutdown)."""
@@ -273,19 +261,19 @@ class ModelManager:
         async with self._lock:
             for model in self._models.values():
                 for version in sorted(model.servables):
-                    await self._unload(model, version)
+                    await self._versions.unload(model, version)
 
     async def _loaded(self, jobs: list[asyncio.Task[None]]) -> None:
         """Wait for ``jobs``; the first config's loads done, later ones take
         ``--num_load_threads``."""
         try:
-            await _settle(jobs)
+            await settle(jobs)
         finally:
             if self._first_config:
                 self._first_config = False
                 self._slots.limit = self._options.threads
 
-    async def _scan_model(self, model: _Model) -> list[asyncio.Task[None]]:
+    async def _scan_model(self, model: ModelState) -> list[asyncio.Task[None]]:
         on_disk = model.watch.scan(model.spec.base_path, len(model.servables))
         if on_disk is None:
             return []  # TF Serving publishes nothing for a base path it cannot list
@@ -298,87 +286,10 @@ class ModelManager:
             status = model.versions.get(version)
             if status is not None and status.state == State.END and status.error is not None:
                 continue  # failed before (retries spent); a changed config tries again
-            started.append(self._start_load(model, version, on_disk[version]))
-        await self._unload_stale(model)
+            started.append(self._versions.start(model, version, on_disk[version]))
+        await self._versions.unload_stale(model)
         return started
-
-    def _start_load(self, model: _Model, version: int, directory: str) -> asyncio.Task[None]:
-        model.versions[version] = VersionStatus(version, State.LOADING)
-        self._changed()
-        what = f"load of {model.spec.name} version {version}"
-        job = self._jobs.spawn(
-            self._load(model, model.spec, model.superseded, version, directory), what
-        )
-        model.jobs[version] = job
-        job.add_done_callback(lambda _: model.jobs.pop(version, None))
-        return job
-
-    async def _load(
-        self,
-        model: _Model,
-        spec: ModelSpecConfig,
-        superseded: asyncio.Event,
-        version: int,
-        directory: str,
-    ) -> None:
-        """One version's job (for the config ``spec`` until ``superseded``): its attempts and
-        retries, then the swap (stale versions go)."""
-        name, status = spec.name, model.versions[version]
-
-        def failed(error: ServingError) -> None:
-            status.error = error  # GetModelStatus shows it while the retry waits
-            self._changed()
-
-        try:
-            servable, reports = await self._loader.load(
-                spec, version, directory, superseded, failed
-            )
-        except ServingError as exc:
-            log.error("failed to load %s version %d: %s", name, version, exc.message)
-            status.state, status.error = State.END, exc
-            self._changed()
-            return
-        model.servables[version] = servable
-        status.state, status.error, status.warmup = State.AVAILABLE, None, reports
-        if any(r.runs for r in reports):
-            runs = ", ".join(f"{r.runs} runs on worker {r.worker}" for r in reports)
-            took = 1000 * max(r.seconds for r in reports)
-            log.info("warmed up %s version %d: %s in %.1f ms", name, version, runs, took)
-        log.info("serving %s version %d (%s)", name, version, servable.platform)
-        self._changed()
-        await self._unload_stale(model)
-
-    async def _unload_stale(self, model: _Model) -> None:
-        """Unload the versions out of the policy, once an aspired version serves (or none is
-        aspired: the base path holds no version)."""
-        aspired = model.aspired
-        if aspired is None or not model.active:
-            return
-        if any(v in model.servables for v in aspired) or not aspired:
-            for version in sorted(model.servables):
-                if version not in aspired:
-                    await self._unload(model, version)
-
-    async def _unload(self, model: _Model, version: int) -> None:
-        servable = model.servables.pop(version, None)
-        if servable is None:
-            return  # being unloaded already
-        status = model.versions[version]
-        status.state = State.UNLOADING
-        self._changed()
-        if self._before_unload is not None:
-            await self._before_unload(servable)
-        await self._workers.unload(servable.key)
-        status.state = State.END
-        log.info("unloaded %s version %d", model.spec.name, version)
-        self._changed()
 
     def _changed(self) -> None:
         if self._on_change is not None:
             self._on_change()
-
-
-async def _settle(jobs: list[asyncio.Task[None]]) -> None:
-    """Return once every job has ended (a caller cancelled meanwhile leaves them running)."""
-    if jobs:
-        await asyncio.wait(jobs)
