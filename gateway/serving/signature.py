@@ -14,9 +14,6 @@ from collections.abc import Collection, Iterable, Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
-import numpy as np
-
-from channel.dtypes import dtype_name
 from channel.messages import DEFAULT_SIGNATURE as DEFAULT_SIGNATURE  # re-exported
 from gateway.errors import FailedPrecondition, InvalidArgument
 
@@ -87,15 +84,6 @@ class Signature:
 
     def output_names(self) -> list[str]:
         return [t.name for t in self.outputs]
-
-    def validate_inputs(
-        self, inputs: Mapping[str, np.ndarray], *, check_dtypes: bool = True
-    ) -> None:
-        """Check names, dtypes (with ``check_dtypes``) and shapes; raise InvalidArgument saying
-        what is wrong."""
-        self.check_input_names(inputs)
-        for name, array in inputs.items():
-            self.check_input(name, dtype_name(array.dtype), array.shape, check_dtype=check_dtypes)
 
     def check_input_names(self, names: Collection[str]) -> None:
         """InvalidArgument (TF Serving's text) unless ``names`` are exactly the inputs'."""

@@ -84,12 +84,15 @@ class PredictionService(prediction_service_pb2_grpc.PredictionServiceServicer):
         self._max_request_bytes = max_request_bytes
         self._as_tensor_content = as_tensor_content
         self._inference = InferenceService(core, method_name_check=method_name_check)
+        self._encode = functools.partial(
+            messages.predict_response, as_tensor_content=as_tensor_content
+        )
 
     @_rpc
     async def Predict(
         self, request: predict_pb2.PredictRequest, context: grpc.aio.ServicerContext
     ) -> predict_pb2.PredictResponse:
-        result = await self._core.predict(
+        return await self._core.predict(
             messages.model_ref(request),
             request.model_spec.signature_name,
             functools.partial(
@@ -98,13 +101,10 @@ class PredictionService(prediction_service_pb2_grpc.PredictionServiceServicer):
                 max_elements=self._max_elements,
                 max_bytes=self._max_request_bytes,
             ),
+            self._encode,
             list(request.output_filter),
             deadline_of(context),
         )
-        try:
-            return messages.predict_response(result, as_tensor_content=self._as_tensor_content)
-        finally:
-            result.release()  # the response holds copies now; the worker may reuse the space
 
     @_rpc
     async def GetModelMetadata(
@@ -126,11 +126,9 @@ class PredictionService(prediction_service_pb2_grpc.PredictionServiceServicer):
         ref = messages.model_ref(request)
         examples = messages.examples(request.input)
         signature_name = request.model_spec.signature_name
-        result = await self._inference.classify(ref, signature_name, examples, deadline_of(context))
-        try:
-            return messages.classification_response(result)
-        finally:
-            result.release()
+        return await self._inference.classify(
+            ref, signature_name, examples, messages.classification_response, deadline_of(context)
+        )
 
     @_rpc
     async def Regress(
@@ -139,11 +137,9 @@ class PredictionService(prediction_service_pb2_grpc.PredictionServiceServicer):
         ref = messages.model_ref(request)
         examples = messages.examples(request.input)
         signature_name = request.model_spec.signature_name
-        result = await self._inference.regress(ref, signature_name, examples, deadline_of(context))
-        try:
-            return messages.regression_response(result)
-        finally:
-            result.release()
+        return await self._inference.regress(
+            ref, signature_name, examples, messages.regression_response, deadline_of(context)
+        )
 
     @_rpc
     async def MultiInference(
@@ -154,11 +150,7 @@ class PredictionService(prediction_service_pb2_grpc.PredictionServiceServicer):
         tasks = messages.tasks(request)
         examples = messages.examples(request.input)
         results = await self._inference.multi_inference(tasks, examples, deadline_of(context))
-        try:
-            return messages.multi_inference_response(results)
-        finally:
-            for result in results:
-                result.release()
+        return messages.multi_inference_response(results)
 
 
 class ModelService(model_service_pb2_grpc.ModelServiceServicer):

@@ -36,6 +36,7 @@ from gateway._pb.tensorflow_serving.apis import prediction_log_pb2
 from gateway.config.settings import Settings
 from gateway.errors import Code, InvalidArgument, ServingError, Unimplemented
 from gateway.parallel.warmup import WarmupRun
+from gateway.serving.inputs import ready, validated
 from gateway.serving.policy import BatchingPolicy
 from gateway.serving.registry import Servable
 from gateway.serving.signature import find_signature
@@ -134,10 +135,12 @@ class WarmupPlanner:
         if kind == "predict_log":
             predict = log.predict_log.request
             signature = find_signature(servable.signatures, predict.model_spec.signature_name)
-            inputs = messages.predict_inputs(
-                predict, signature, max_elements=self.max_elements, max_bytes=self.max_bytes
+            inputs = validated(
+                signature,
+                messages.predict_inputs(
+                    predict, signature, max_elements=self.max_elements, max_bytes=self.max_bytes
+                ),
             )
-            signature.validate_inputs(inputs)
             outputs = tuple(signature.select_outputs(list(predict.output_filter)))
             return [WarmupRun(signature.name, inputs, outputs, self.iterations, what)]
         if kind in ("classify_log", "regress_log"):
@@ -165,8 +168,9 @@ class WarmupPlanner:
     def _example_run(self, plan: TaskPlan, examples: ExampleBatch, what: str) -> WarmupRun:
         if examples.count == 0:
             raise InvalidArgument("Input is empty.")
-        inputs = plan.feed(examples)
-        plan.signature.validate_inputs(inputs, check_dtypes=plan.input_spec is None)
+        inputs = validated(
+            plan.signature, ready(plan.feed(examples)), check_dtypes=plan.input_spec is None
+        )
         return WarmupRun(plan.signature.name, inputs, plan.outputs, self.iterations, what)
 
 

@@ -10,7 +10,7 @@ name (``serving_default`` when it was empty) and the version that served it. Lab
 
 from __future__ import annotations
 
-from collections.abc import Mapping
+from collections.abc import Collection, Iterator, Mapping
 from typing import Literal, Protocol
 
 import numpy as np
@@ -32,6 +32,7 @@ from gateway._pb.xla.tsl.protobuf import error_codes_pb2
 from gateway.config.model_config import ConfigError, ModelSpecConfig, model_specs
 from gateway.errors import InvalidArgument, ResourceExhausted
 from gateway.serving.core import ModelRef, PredictResult
+from gateway.serving.inputs import Header
 from gateway.serving.registry import VersionStatus
 from gateway.serving.signature import Signature, TensorSpec
 from gateway.tfserving.codec import tensor as tensor_codec
@@ -87,42 +88,62 @@ def example_count(request: inference_pb2.MultiInferenceRequest) -> int:
     return 0
 
 
+class PredictInputs:
+    """A PredictRequest's input tensors (:class:`gateway.serving.inputs.Decoded`): each tensor's
+    declared dtype and shape, its element count bounded (INVALID_ARGUMENT naming the input), then
+    the bytes all of them would take once decoded, which must not exceed ``max_bytes``
+    (RESOURCE_EXHAUSTED; None: no bound) — typed values repeat to fill a shape, so a few bytes on
+    the wire may declare gigabytes. Nothing is expanded before the core has validated every
+    header."""
+
+    __slots__ = ("_inputs", "_max_bytes", "_max_elements")
+
+    def __init__(
+        self, request: predict_pb2.PredictRequest, *, max_elements: int, max_bytes: int | None
+    ) -> None:
+        self._inputs = request.inputs
+        self._max_elements = max_elements
+        self._max_bytes = max_bytes
+
+    @property
+    def names(self) -> Collection[str]:
+        return self._inputs.keys()
+
+    def headers(self) -> Iterator[Header]:
+        total = 0
+        for name, proto in self._inputs.items():
+            try:
+                dtype, shape, nbytes = tensor_codec.declared(proto, max_elements=self._max_elements)
+            except InvalidArgument as exc:
+                raise InvalidArgument(f"input '{name}': {exc.message}") from None
+            yield name, dtype, shape
+            total += nbytes
+        if self._max_bytes is not None and total > self._max_bytes:
+            raise ResourceExhausted(
+                f"the request's input tensors would take {total} bytes once decoded, over the "
+                f"limit of {self._max_bytes} bytes (--max_request_bytes)"
+            )
+
+    def arrays(self) -> dict[str, np.ndarray]:
+        inputs: dict[str, np.ndarray] = {}
+        for name, proto in self._inputs.items():
+            try:
+                inputs[name] = tensor_codec.to_ndarray(proto, max_elements=self._max_elements)
+            except InvalidArgument as exc:
+                raise InvalidArgument(f"input '{name}': {exc.message}") from None
+        return inputs
+
+
 def predict_inputs(
     request: predict_pb2.PredictRequest,
     signature: Signature,
     *,
     max_elements: int,
     max_bytes: int | None = None,
-) -> dict[str, np.ndarray]:
-    """Decode every input tensor of a PredictRequest meant for ``signature``.
-
-    Nothing is expanded before the whole request has been checked against the signature: input
-    names, then each tensor's declared dtype, shape and element count (INVALID_ARGUMENT naming the
-    bad input), then the bytes all its tensors would take once decoded, which must not exceed
-    ``max_bytes`` (RESOURCE_EXHAUSTED; None: no bound): typed values repeat to fill a shape, so
-    a few bytes on the wire may declare gigabytes.
-    """
-    signature.check_input_names(request.inputs)
-    total = 0
-    for name, proto in request.inputs.items():
-        try:
-            dtype, shape, nbytes = tensor_codec.declared(proto, max_elements=max_elements)
-        except InvalidArgument as exc:
-            raise InvalidArgument(f"input '{name}': {exc.message}") from None
-        signature.check_input(name, dtype, shape)
-        total += nbytes
-    if max_bytes is not None and total > max_bytes:
-        raise ResourceExhausted(
-            f"the request's input tensors would take {total} bytes once decoded, over the limit "
-            f"of {max_bytes} bytes (--max_request_bytes)"
-        )
-    inputs: dict[str, np.ndarray] = {}
-    for name, proto in request.inputs.items():
-        try:
-            inputs[name] = tensor_codec.to_ndarray(proto, max_elements=max_elements)
-        except InvalidArgument as exc:
-            raise InvalidArgument(f"input '{name}': {exc.message}") from None
-    return inputs
+) -> PredictInputs:
+    """The :data:`~gateway.serving.core.Decoder` of a PredictRequest (``signature`` unused: a
+    TensorProto says its own dtype)."""
+    return PredictInputs(request, max_elements=max_elements, max_bytes=max_bytes)
 
 
 def predict_response(
