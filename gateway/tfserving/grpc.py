@@ -29,7 +29,7 @@ from gateway._pb.tensorflow_serving.apis import (
 )
 from gateway.errors import Internal, ServingError, Unimplemented, grpc_status
 from gateway.serving.core import ServingCore
-from gateway.tfserving.codec import messages
+from gateway.tfserving.codec import inference_messages, messages
 from gateway.tfserving.inference import InferenceService
 
 log = logging.getLogger(__name__)
@@ -124,10 +124,14 @@ class PredictionService(prediction_service_pb2_grpc.PredictionServiceServicer):
         context: grpc.aio.ServicerContext,
     ) -> classification_pb2.ClassificationResponse:
         ref = messages.model_ref(request)
-        examples = messages.examples(request.input)
+        examples = inference_messages.examples(request.input)
         signature_name = request.model_spec.signature_name
         return await self._inference.classify(
-            ref, signature_name, examples, messages.classification_response, deadline_of(context)
+            ref,
+            signature_name,
+            examples,
+            inference_messages.classification_response,
+            deadline_of(context),
         )
 
     @_rpc
@@ -135,10 +139,14 @@ class PredictionService(prediction_service_pb2_grpc.PredictionServiceServicer):
         self, request: regression_pb2.RegressionRequest, context: grpc.aio.ServicerContext
     ) -> regression_pb2.RegressionResponse:
         ref = messages.model_ref(request)
-        examples = messages.examples(request.input)
+        examples = inference_messages.examples(request.input)
         signature_name = request.model_spec.signature_name
         return await self._inference.regress(
-            ref, signature_name, examples, messages.regression_response, deadline_of(context)
+            ref,
+            signature_name,
+            examples,
+            inference_messages.regression_response,
+            deadline_of(context),
         )
 
     @_rpc
@@ -147,10 +155,10 @@ class PredictionService(prediction_service_pb2_grpc.PredictionServiceServicer):
         request: inference_pb2.MultiInferenceRequest,
         context: grpc.aio.ServicerContext,
     ) -> inference_pb2.MultiInferenceResponse:
-        tasks = messages.tasks(request)
-        examples = messages.examples(request.input)
+        tasks = inference_messages.tasks(request)
+        examples = inference_messages.examples(request.input)
         results = await self._inference.multi_inference(tasks, examples, deadline_of(context))
-        return messages.multi_inference_response(results)
+        return inference_messages.multi_inference_response(results)
 
 
 class ModelService(model_service_pb2_grpc.ModelServiceServicer):

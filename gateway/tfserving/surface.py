@@ -22,7 +22,7 @@ from gateway._pb.tensorflow_serving.apis import (
 from gateway.config.settings import Settings
 from gateway.serving.core import ServingCore
 from gateway.tfserving import PROTOCOL
-from gateway.tfserving.codec import messages
+from gateway.tfserving.codec import inference_messages, messages
 from gateway.tfserving.grpc import ModelService, PredictionService
 from gateway.tfserving.rest.examples import ClassifyRegressHandler
 from gateway.tfserving.rest.routes import TfServingRest
@@ -88,7 +88,7 @@ class TfServingSurface:
                 ),
                 bounded=True,
                 model_of=messages.model_name,
-                rows_of={"MultiInference": messages.example_count},
+                rows_of={"MultiInference": inference_messages.example_count},
             ),
             GrpcService(
                 MODEL_SERVICE,
