@@ -101,8 +101,8 @@ def tf_container(
     tf_image: BuiltImage, tmp_path_factory: pytest.TempPathFactory
 ) -> Iterator[Container]:
     """TF Serving's half_plus_two SavedModel (built here) mounted at /models/half_plus_two, the
-    image's default MODEL_BASE_PATH, with JSON logs asked for by an appended flag. A TensorFlow
-    worker needs a writable /tmp (podman's tmpfs here, an emptyDir in deploy/k8s)."""
+    image's default MODEL_BASE_PATH, with JSON logs asked for by an appended flag, on a read-only
+    root without a writable /tmp either (TensorFlow's start-up output is captured in memory)."""
     from tests.support.tf_models_script import models_root
 
     models = models_root(tmp_path_factory.mktemp("tf"))
@@ -112,6 +112,7 @@ def tf_container(
         env={"MODEL_NAME": "half_plus_two"},
         volumes=[(models / "half_plus_two", "/models/half_plus_two")],
         flags=["--workers=1", "--log_format=json"],
+        writable_tmp=False,
     ) as container:
         yield container
 
