@@ -5,8 +5,8 @@ from __future__ import annotations
 import json
 import logging
 import os
-import tempfile
 import re
+import tempfile
 
 import pytest
 
