@@ -28,8 +28,8 @@ from gateway._pb.tensorflow_serving.apis import (
     regression_pb2,
 )
 from gateway.errors import Internal, ServingError, Unimplemented, grpc_status
-from gateway.serving.core import ServingCore
-from gateway.tfserving.codec import inference_messages, messages
+from gateway.serving.core import PredictResult, ServingCore
+from gateway.tfserving.codec import inference_messages, messages, response_wire
 from gateway.tfserving.inference import InferenceService
 
 log = logging.getLogger(__name__)
@@ -61,6 +61,18 @@ def _rpc(method: Handler[Req, Resp]) -> Handler[Req, Resp]:
     return wrapper
 
 
+def encoded_response(result: PredictResult, *, as_tensor_content: bool) -> bytes:
+    """A Predict's answer, written as wire bytes straight from the outputs
+    (:mod:`~gateway.tfserving.codec.response_wire`; the gate passes bytes through)."""
+    return response_wire.predict_response(
+        result.model,
+        result.version,
+        result.signature_name,
+        result.outputs,
+        as_tensor_content=as_tensor_content,
+    )
+
+
 def deadline_of(context: grpc.aio.ServicerContext) -> float | None:
     """The call's deadline as a ``time.monotonic()`` timestamp (None when the client set none)."""
     remaining = context.time_remaining()
@@ -84,14 +96,13 @@ class PredictionService(prediction_service_pb2_grpc.PredictionServiceServicer):
         self._max_request_bytes = max_request_bytes
         self._as_tensor_content = as_tensor_content
         self._inference = InferenceService(core, method_name_check=method_name_check)
-        self._encode = functools.partial(
-            messages.predict_response, as_tensor_content=as_tensor_content
-        )
+        self._encode = functools.partial(encoded_response, as_tensor_content=as_tensor_content)
 
     @_rpc
-    async def Predict(
+    async def Predict(  # type: ignore[override]  # answers the encoded response
         self, request: predict_pb2.PredictRequest, context: grpc.aio.ServicerContext
-    ) -> predict_pb2.PredictResponse:
+    ) -> bytes:
+        """The PredictResponse, already encoded (see :func:`encoded_response`)."""
         return await self._core.predict(
             messages.model_ref(request),
             request.model_spec.signature_name,

@@ -26,6 +26,7 @@ from gateway.tfserving.codec import inference_messages, messages
 from gateway.tfserving.grpc import ModelService, PredictionService
 from gateway.tfserving.rest.examples import ClassifyRegressHandler
 from gateway.tfserving.rest.routes import TfServingRest
+from gateway.transport.gate import EncodedResponses, ServiceRegistry
 from gateway.transport.http.routes import Routes
 from gateway.transport.surface import GrpcService
 
@@ -82,9 +83,11 @@ class TfServingSurface:
             GrpcService(
                 PREDICTION_SERVICE,
                 PROTOCOL,
-                functools.partial(
-                    prediction_service_pb2_grpc.add_PredictionServiceServicer_to_server,
-                    prediction,
+                lambda registry: (
+                    prediction_service_pb2_grpc.add_PredictionServiceServicer_to_server(
+                        prediction,
+                        EncodedResponses(registry),  # Predict answers encoded bytes
+                    )
                 ),
                 bounded=True,
                 model_of=messages.model_name,
@@ -110,3 +113,10 @@ class TfServingSurface:
                 ),
             )
         )
+
+
+def _add_prediction_service(servicer: PredictionService, registry: ServiceRegistry) -> None:
+    """Register PredictionService; its Predict answers encoded bytes, passed through."""
+    prediction_service_pb2_grpc.add_PredictionServiceServicer_to_server(
+        servicer, EncodedResponses(registry)
+    )
