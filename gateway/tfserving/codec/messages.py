@@ -14,6 +14,7 @@ from typing import Literal, Protocol
 import numpy as np
 
 from gateway._pb.tensorflow.core.framework import tensor_shape_pb2
+from gateway._pb.tensorflow.core.framework.tensor_pb2 import TensorProto
 from gateway._pb.tensorflow.core.protobuf import meta_graph_pb2
 from gateway._pb.tensorflow_serving.apis import (
     get_model_metadata_pb2,
@@ -77,7 +78,7 @@ class PredictInputs:
     the wire may declare gigabytes. Nothing is expanded before the core has validated every
     header."""
 
-    __slots__ = ("_inputs", "_max_bytes", "_max_elements")
+    __slots__ = ("_headers", "_inputs", "_max_bytes", "_max_elements")
 
     def __init__(
         self, request: predict_pb2.PredictRequest, *, max_elements: int, max_bytes: int | None
@@ -85,6 +86,7 @@ class PredictInputs:
         self._inputs = request.inputs
         self._max_elements = max_elements
         self._max_bytes = max_bytes
+        self._headers: list[tuple[str, TensorProto, tensor_codec.Declared]] = []
 
     @property
     def names(self) -> Collection[str]:
@@ -92,13 +94,15 @@ class PredictInputs:
 
     def headers(self) -> Iterator[Header]:
         total = 0
+        kept = self._headers
         for name, proto in self._inputs.items():
             try:
-                dtype, shape, nbytes = tensor_codec.declared(proto, max_elements=self._max_elements)
+                header = tensor_codec.declared(proto, max_elements=self._max_elements)
             except InvalidArgument as exc:
                 raise InvalidArgument(f"input '{name}': {exc.message}") from None
-            yield name, dtype, shape
-            total += nbytes
+            kept.append((name, proto, header))
+            yield name, header.dtype, header.shape
+            total += header.nbytes
         if self._max_bytes is not None and total > self._max_bytes:
             raise ResourceExhausted(
                 f"the request's input tensors would take {total} bytes once decoded, over the "
@@ -107,9 +111,9 @@ class PredictInputs:
 
     def arrays(self) -> dict[str, np.ndarray]:
         inputs: dict[str, np.ndarray] = {}
-        for name, proto in self._inputs.items():
+        for name, proto, header in self._headers:
             try:
-                inputs[name] = tensor_codec.to_ndarray(proto, max_elements=self._max_elements)
+                inputs[name] = tensor_codec.values(proto, header)
             except InvalidArgument as exc:
                 raise InvalidArgument(f"input '{name}': {exc.message}") from None
         return inputs
