@@ -136,13 +136,13 @@ def test_signature_choice() -> None:
 
 
 def test_server_metadata_and_health() -> None:
-    assert metadata.server_metadata_json("0.1.0", model_repository=False) == {
+    assert metadata.server_metadata_json("0.1.0") == {
         "name": "tensorgate",
         "version": "0.1.0",
-        "extensions": ["binary_tensor_data", "parameters", "statistics"],
+        "extensions": ["binary_tensor_data", "parameters", "statistics", "model_repository"],
     }
-    proto = metadata.server_metadata("0.1.0", model_repository=True)
-    assert list(proto.extensions)[-1] == "model_repository"
+    proto = metadata.server_metadata("0.1.0")
+    assert list(proto.extensions) == metadata.server_metadata_json("0.1.0")["extensions"]
     assert metadata.live_json(True) == {"live": True}
     assert metadata.ready_json(False) == {"ready": False}
     assert metadata.model_ready_json("m", True) == {"name": "m", "ready": True}
