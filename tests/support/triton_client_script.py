@@ -9,15 +9,16 @@ one. Usage: ``python triton_client_script.py PLAN.json OUT_DIR``. PLAN::
                 "op": "infer" | "is_server_live" | "is_server_ready" | "is_model_ready" |
                       "server_metadata" | "model_metadata" | "statistics" | "repository_index" |
                       "load_model" | "unload_model" | "system_shm_status" | "cuda_shm_status" |
-                      "system_shm_register",
+                      "system_shm_register" | "model_config",
                 "model": "m", "version": "",                       # where the op takes them
                 "inputs": {"x": {"datatype": "FP32", "npz": "a.x"},   # arrays in PLAN's inputs.npz
                            "s": {"datatype": "BYTES", "b64": ["aGk="], "shape": [1]}},
                 "binary": true,          # HTTP: inputs as binary data (false: JSON)
-                "outputs": [{"name": "y", "binary": true}],   # optional: all outputs
+                "outputs": [{"name": "y", "binary": true, "class_count": 0}],  # or all
                 "request_id": "r1", "parameters": {"signature_name": "s"},
                 "timeout": 200000,       # infer: the request's ``timeout`` parameter (µs)
                 "client_timeout": 1.5,   # gRPC infer: the call's deadline (s)
+                "kwargs": {"sequence_id": 1},                 # infer: more keyword arguments
                 "headers": {"authorization": "Bearer t"}}]}      # any op
 
 Writes ``OUT_DIR/results.json``: one entry per call id, ``{"ok": true, "result": ...}`` or
@@ -80,14 +81,17 @@ def _infer_args(call: dict[str, Any], arrays: Any) -> dict[str, Any]:
     outputs = None
     if call.get("outputs") is not None:
         outputs = [
-            module.InferRequestedOutput(o["name"], binary_data=o.get("binary", True))
+            module.InferRequestedOutput(
+                o["name"], binary_data=o.get("binary", True), class_count=o.get("class_count", 0)
+            )
             if is_http
-            else module.InferRequestedOutput(o["name"])
+            else module.InferRequestedOutput(o["name"], class_count=o.get("class_count", 0))
             for o in call["outputs"]
         ]
     extra = {"timeout": call["timeout"]} if "timeout" in call else {}
     if "client_timeout" in call:
         extra["client_timeout"] = call["client_timeout"]
+    extra.update(call.get("kwargs", {}))
     return {
         "model_name": call["model"],
         "inputs": inputs,
@@ -131,6 +135,7 @@ def _op(client: Any, call: dict[str, Any], is_http: bool) -> tuple[Any, Any]:
         "unload_model": ("unload_model", model),
         "system_shm_status": ("get_system_shared_memory_status", as_json),
         "cuda_shm_status": ("get_cuda_shared_memory_status", as_json),
+        "model_config": ("get_model_config", {**versioned, **as_json}),
         "system_shm_register": (
             "register_system_shared_memory",
             {"name": "region", "key": "/tensorgate-test", "byte_size": 64},

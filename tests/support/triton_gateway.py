@@ -18,6 +18,7 @@ from __future__ import annotations
 import asyncio
 import re
 from collections.abc import Iterator
+from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
@@ -63,8 +64,19 @@ def v2_repo(root: Path) -> Path:
     return root
 
 
+@dataclass(frozen=True)
+class V2Gateway:
+    """The gateway process and the models it serves."""
+
+    process: GatewayProcess
+    models: Path
+
+    def model(self, name: str, version: int) -> Path:
+        return self.models / name / str(version) / "model.onnx"
+
+
 @pytest.fixture(scope="session")
-def v2_gateway(tmp_path_factory: pytest.TempPathFactory) -> Iterator[GatewayProcess]:
+def v2_gateway(tmp_path_factory: pytest.TempPathFactory) -> Iterator[V2Gateway]:
     root = v2_repo(tmp_path_factory.mktemp("v2_models"))
     args = [
         f"--model_config_file={root / 'models.config'}",
@@ -79,7 +91,7 @@ def v2_gateway(tmp_path_factory: pytest.TempPathFactory) -> Iterator[GatewayProc
         "--file_system_poll_wait_seconds=0",
     ]
     with running_gateway(args, tmp_path_factory.mktemp("v2_logs")) as process:
-        yield process
+        yield V2Gateway(process, root)
 
 
 def targets(gateway: GatewayProcess) -> tuple[str, str]:
@@ -87,27 +99,47 @@ def targets(gateway: GatewayProcess) -> tuple[str, str]:
     return gateway.target, f"127.0.0.1:{gateway.rest_port}"
 
 
-def session(
-    gateway: GatewayProcess,
-    calls: list[dict[str, Any]],
-    arrays: dict[str, np.ndarray],
-    workdir: Path,
-    **plan: Any,
-) -> tuple[dict[str, Any], dict[str, np.ndarray]]:
-    """Run ``calls`` with tritonclient in its own process (see triton_client_script.py)."""
-    grpc_target, http_target = targets(gateway)
-    return asyncio.run(
-        triton_client.run_calls(grpc_target, http_target, calls, arrays, workdir, **plan)
-    )
+Plan = tuple[list[dict[str, Any]], dict[str, np.ndarray]]
+"""tritonclient calls and the input arrays they need."""
 
 
-def infer_call(
-    call_id: str, client: str, model: str, inputs: dict[str, tuple[str, np.ndarray]], **extra: Any
-) -> tuple[dict[str, Any], dict[str, np.ndarray]]:
-    """An ``infer`` call of the plan and the arrays it needs."""
-    entry, arrays = triton_client.plan_inputs(call_id, inputs)
-    call = {"id": call_id, "client": client, "op": "infer", "model": model, "inputs": entry}
-    return {**call, **extra}, arrays
+class Calls:
+    """A plan being written: calls in order, and their arrays."""
+
+    def __init__(self) -> None:
+        self.calls: list[dict[str, Any]] = []
+        self.arrays: dict[str, np.ndarray] = {}
+
+    def infer(
+        self,
+        call_id: str,
+        client: str,
+        model: str,
+        inputs: dict[str, tuple[str, np.ndarray]],
+        **extra: Any,
+    ) -> Calls:
+        """Add an ``infer`` call (``inputs``: name → (datatype, array))."""
+        entry, arrays = triton_client.plan_inputs(call_id, inputs)
+        call = {"id": call_id, "client": client, "op": "infer", "model": model, "inputs": entry}
+        self.calls.append({**call, **extra})
+        self.arrays.update(arrays)
+        return self
+
+    def op(self, call_id: str, client: str, op: str, **extra: Any) -> Calls:
+        """Add any other call."""
+        self.calls.append({"id": call_id, "client": client, "op": op, **extra})
+        return self
+
+    def run(
+        self, gateway: GatewayProcess, workdir: Path, *, ca: str | None = None
+    ) -> tuple[dict[str, Any], dict[str, np.ndarray]]:
+        """Run the calls with tritonclient in its own process (triton_client_script.py)."""
+        grpc_target, http_target = targets(gateway)
+        return asyncio.run(
+            triton_client.run_calls(
+                grpc_target, http_target, self.calls, self.arrays, workdir, ca=ca
+            )
+        )
 
 
 def scrape(gateway: GatewayProcess) -> str:

@@ -7,7 +7,7 @@ import json
 import grpc
 import pytest
 
-from gateway.errors import Code, InvalidArgument, NotFound, ServingError, Unavailable
+from gateway.errors import Code, InvalidArgument, NotFound, ServingError
 from gateway.serving.registry import State, VersionStatus
 from gateway.v2 import errors, metadata, repository, statistics, versions
 from gateway.v2.call import InferCall
@@ -44,13 +44,12 @@ def test_triton_not_found_texts() -> None:
     assert versions.unknown(Target("m", version=4)).message == (
         "Request for unknown model: 'm' version 4 is not found"
     )
-    with (
-        pytest.raises(NotFound, match="'m' has no available versions"),
-        versions.triton_not_found(Target("m"), known=["m"]),
-    ):
-        raise NotFound("Servable not found for request: Latest(m)")
-    with pytest.raises(Unavailable), versions.triton_not_found(Target("m")):
-        raise Unavailable("other errors pass unchanged")
+    assert versions.unknown(Target("m", label="beta")).message == (
+        "Request for unknown model: 'm' version beta is not found"
+    )
+    unserved = versions.unknown(Target("m"), no_versions=True)
+    assert isinstance(unserved, NotFound)
+    assert unserved.message == "Request for unknown model: 'm' has no available versions"
     assert versions.version_strings([10, 2]) == ["2", "10"]
 
 
