@@ -14,6 +14,7 @@ from typing import Any
 import grpc
 import numpy as np
 import pytest
+from grpc_reflection.v1alpha import reflection_pb2, reflection_pb2_grpc
 
 from gateway._pb.tensorflow_serving.apis import prediction_service_pb2_grpc
 from tests.support import triton_client
@@ -314,3 +315,12 @@ def test_metrics_are_kept_per_protocol(
         assert _grown(before, after, f":tensorflow:serving:{tf_series}") == 0, tf_series
     assert _grown(before, after, "tensorgate_compute_seconds_count", model_name="mlp") == 3
     assert 'tensorgate_requests_in_flight{entrypoint="GRPC",protocol="v2"} 0.0' in after
+
+
+def test_reflection_lists_the_v2_service(v2_gateway: V2Gateway) -> None:  # noqa: F811
+    with grpc.insecure_channel(v2_gateway.process.target) as channel:
+        stub = reflection_pb2_grpc.ServerReflectionStub(channel)
+        request = reflection_pb2.ServerReflectionRequest(list_services="")
+        (response,) = list(stub.ServerReflectionInfo(iter([request]), timeout=30))
+    names = {s.name for s in response.list_services_response.service}
+    assert {"inference.GRPCInferenceService", "tensorflow.serving.PredictionService"} <= names
