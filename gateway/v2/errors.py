@@ -96,6 +96,8 @@ def not_supported(what: str) -> Unimplemented:
 def datatype_mismatch(error: DtypeMismatch) -> InvalidArgument:
     """The core's dtype mismatch (canonical dtype names) said with V2 datatype names: "input 'x'
     has datatype FP64 but the model expects FP32"."""
+    if not error.name:  # only its message is known
+        return InvalidArgument(error.message)
     got, expected = _datatype(error.got), _datatype(error.expected)
     return InvalidArgument(
         f"input '{error.name}' has datatype {got} but the model expects {expected}"

@@ -244,3 +244,15 @@ def test_repository_load_and_unload() -> None:
         repository.from_json("m", {"parameters": {"x": 1}}, unload=False)
     with pytest.raises(InvalidArgument, match="'unload_dependents' must be a boolean"):
         repository.from_json("m", {"parameters": {"unload_dependents": 1}}, unload=True)
+
+
+def test_a_dtype_mismatch_in_v2_datatype_names() -> None:
+    from gateway.serving.signature import DtypeMismatch
+
+    said = errors.datatype_mismatch(DtypeMismatch.of("x", "float64", "string"))
+    assert said.message == "input 'x' has datatype FP64 but the model expects BYTES"
+    assert said.code == Code.INVALID_ARGUMENT
+    unknown = errors.datatype_mismatch(DtypeMismatch.of("x", "complex64", "float32"))
+    assert unknown.message == "input 'x' has datatype complex64 but the model expects FP32"
+    rewrapped = DtypeMismatch("warmup record 1: input 'x' has dtype ...", Code.INVALID_ARGUMENT)
+    assert errors.datatype_mismatch(rewrapped).message == rewrapped.message
