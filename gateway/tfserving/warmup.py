@@ -40,7 +40,7 @@ from gateway.serving.inputs import ready, validated
 from gateway.serving.policy import BatchingPolicy
 from gateway.serving.registry import Servable
 from gateway.serving.signature import find_signature
-from gateway.tfserving.codec import messages, tfrecord
+from gateway.tfserving.codec import inference_messages, messages, tfrecord
 from gateway.tfserving.codec.example import ExampleBatch
 from gateway.tfserving.inference_plans import (
     CLASSIFY_METHOD,
@@ -152,15 +152,15 @@ class WarmupPlanner:
                 method,
                 method_name_check=self.method_name_check,
             )
-            return [self._example_run(plan, messages.examples(request.input), what)]
+            return [self._example_run(plan, inference_messages.examples(request.input), what)]
         if kind == "multi_inference_log":
             multi = log.multi_inference_log.request
             if not multi.tasks:
                 raise InvalidArgument("MultiInferenceRequest has no tasks")
             plans = multi_inference_plans(
-                servable, messages.tasks(multi), method_name_check=self.method_name_check
+                servable, inference_messages.tasks(multi), method_name_check=self.method_name_check
             )
-            examples = messages.examples(multi.input)
+            examples = inference_messages.examples(multi.input)
             return [self._example_run(plan, examples, what) for plan in plans]
         number = prediction_log_pb2.PredictionLog.DESCRIPTOR.fields_by_name[kind].number
         raise Unimplemented(f"Unsupported log_type for warmup: {number}")

@@ -79,7 +79,8 @@ def onnx_container(
     onnx_image: BuiltImage, tmp_path_factory: pytest.TempPathFactory
 ) -> Iterator[Container]:
     """The demo model mounted as "mnist" under MODEL_BASE_PATH=/srv/models, a monitoring config
-    mounted at /etc/tensorgate and named by an appended flag, one worker."""
+    mounted at /etc/tensorgate and named by an appended flag, one worker; nothing writable, not
+    even /tmp."""
     root = tmp_path_factory.mktemp("onnx")
     shutil.copytree(REPO_ROOT / "models" / "digits", root / "mnist")
     (root / "config").mkdir()
@@ -90,6 +91,7 @@ def onnx_container(
         env={"MODEL_NAME": "mnist", "MODEL_BASE_PATH": "/srv/models"},
         volumes=[(root / "mnist", "/srv/models/mnist"), (root / "config", "/etc/tensorgate")],
         flags=["--workers=1", "--monitoring_config_file=/etc/tensorgate/monitoring.config"],
+        writable_tmp=False,
     ) as container:
         yield container
 
@@ -99,7 +101,8 @@ def tf_container(
     tf_image: BuiltImage, tmp_path_factory: pytest.TempPathFactory
 ) -> Iterator[Container]:
     """TF Serving's half_plus_two SavedModel (built here) mounted at /models/half_plus_two, the
-    image's default MODEL_BASE_PATH, with JSON logs asked for by an appended flag."""
+    image's default MODEL_BASE_PATH, with JSON logs asked for by an appended flag, on a read-only
+    root without a writable /tmp either (TensorFlow's start-up output is captured in memory)."""
     from tests.support.tf_models_script import models_root
 
     models = models_root(tmp_path_factory.mktemp("tf"))
@@ -109,6 +112,7 @@ def tf_container(
         env={"MODEL_NAME": "half_plus_two"},
         volumes=[(models / "half_plus_two", "/models/half_plus_two")],
         flags=["--workers=1", "--log_format=json"],
+        writable_tmp=False,
     ) as container:
         yield container
 
@@ -253,8 +257,9 @@ def test_runs_unprivileged_on_a_read_only_root(onnx_container: Container) -> Non
     assert uids == {"10001"}, done.stdout
     comm = onnx_container.exec("cat", "/proc/1/cmdline").stdout.split("\0")
     assert comm[1].endswith("/tensorgate") and "--model_name=mnist" in comm, comm
-    done = onnx_container.exec("touch", "/opt/tensorgate/written")
-    assert done.returncode != 0 and "Read-only file system" in done.stderr, done
+    for path in ("/opt/tensorgate/written", "/tmp/written"):
+        done = onnx_container.exec("touch", path)
+        assert done.returncode != 0 and "Read-only file system" in done.stderr, done
 
 
 def test_logs_are_in_the_project_format(onnx_container: Container) -> None:

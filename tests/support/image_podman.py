@@ -210,15 +210,16 @@ def running(
     env: Mapping[str, str] | None = None,
     volumes: Sequence[tuple[Path, str]] = (),
     flags: Sequence[str] = (),
-    read_only: bool = True,
+    writable_tmp: bool = True,
 ) -> Iterator[Container]:
-    """``podman run -d`` of ``image`` with gRPC and REST published on 127.0.0.1, ``volumes``
-    mounted read-only and ``flags`` appended to the entry point's; ready when entered; removed
-    when left."""
+    """``podman run -d`` of ``image`` with gRPC and REST published on 127.0.0.1, a read-only root
+    file system (with a tmpfs at /tmp, /var/tmp and /run, podman's default, unless not
+    ``writable_tmp``), ``volumes`` mounted read-only and ``flags`` appended to the entry point's;
+    ready when entered; removed when left."""
     name = f"tensorgate-test-{os.getpid()}-{name}"
     command = ["run", "--detach", f"--name={name}", "--publish=127.0.0.1::8500"]
     command += ["--publish=127.0.0.1::8501"]
-    command += ["--read-only"] if read_only else []
+    command += ["--read-only"] + ([] if writable_tmp else ["--read-only-tmpfs=false"])
     command += [f"--env={key}={value}" for key, value in (env or {}).items()]
     command += [f"--volume={source}:{target}:ro" for source, target in volumes]
     container = Container(name, image)

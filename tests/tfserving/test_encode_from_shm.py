@@ -16,6 +16,7 @@ from typing import Any
 import numpy as np
 import pytest
 
+from gateway._pb.tensorflow_serving.apis import predict_pb2
 from gateway.config.model_config import ModelSpecConfig
 from gateway.parallel.lease import Outputs
 from gateway.serving.core import ModelRef, PredictResult
@@ -121,7 +122,7 @@ def test_the_grpc_encoder_reads_shared_memory_and_the_lease_ends_with_the_call(
 ) -> None:
     seen: list[dict[str, Any]] = []
     views: list[weakref.ref[np.ndarray]] = []
-    encode = grpc_adapter.messages.predict_response
+    encode = grpc_adapter.encoded_response
     holder: dict[str, Any] = {}
 
     def spy(result: PredictResult, **kwargs: Any) -> Any:
@@ -136,7 +137,7 @@ def test_the_grpc_encoder_reads_shared_memory_and_the_lease_ends_with_the_call(
         views.append(weakref.ref(y))
         return encode(result, **kwargs)
 
-    monkeypatch.setattr(grpc_adapter.messages, "predict_response", spy)
+    monkeypatch.setattr(grpc_adapter, "encoded_response", spy)
 
     async def scenario() -> None:
         async with serving_stack([spec]) as stack:
@@ -149,7 +150,9 @@ def test_the_grpc_encoder_reads_shared_memory_and_the_lease_ends_with_the_call(
                     service.Predict(request, _Context()),  # type: ignore[arg-type]
                     WAIT_S,
                 )
-                np.testing.assert_array_equal(outputs_of(response)["y"], _x(6.0))
+                assert isinstance(response, bytes)  # encoded here, passed through by the gate
+                decoded = predict_pb2.PredictResponse.FromString(response)
+                np.testing.assert_array_equal(outputs_of(decoded)["y"], _x(6.0))
             assert link.channel.outputs_held == 0 and link.channel.output_used == 0
 
     asyncio.run(scenario())

@@ -1,11 +1,9 @@
-"""Serving API messages ⇄ core types: ModelSpec, SignatureDef, ModelVersionStatus, Predict, and
-Classification / Regression / MultiInference.
+"""Serving API messages ⇄ core types: ModelSpec, Predict, SignatureDef (metadata),
+ModelVersionStatus and the reload request.
 
-Tensors themselves go through :mod:`gateway.tfserving.codec.tensor` and tf.Examples through
-:mod:`gateway.tfserving.codec.example`; this module owns the message envelopes. Classify, Regress
-and MultiInference responses carry TF Serving's ModelSpec: the request's model name, its signature
-name (``serving_default`` when it was empty) and the version that served it. Labels are proto3
-``string`` fields: a label that is not UTF-8 is decoded with replacement characters.
+Tensors themselves go through :mod:`gateway.tfserving.codec.tensor`; Classification, Regression
+and MultiInference envelopes through :mod:`gateway.tfserving.codec.inference_messages`; this
+module owns the other message envelopes.
 """
 
 from __future__ import annotations
@@ -18,15 +16,12 @@ import numpy as np
 from gateway._pb.tensorflow.core.framework import tensor_shape_pb2
 from gateway._pb.tensorflow.core.protobuf import meta_graph_pb2
 from gateway._pb.tensorflow_serving.apis import (
-    classification_pb2,
     get_model_metadata_pb2,
     get_model_status_pb2,
     inference_pb2,
-    input_pb2,
     model_management_pb2,
     model_pb2,
     predict_pb2,
-    regression_pb2,
 )
 from gateway._pb.xla.tsl.protobuf import error_codes_pb2
 from gateway.config.model_config import ConfigError, ModelSpecConfig, model_specs
@@ -36,10 +31,6 @@ from gateway.serving.inputs import Header
 from gateway.serving.registry import VersionStatus
 from gateway.serving.signature import Signature, TensorSpec
 from gateway.tfserving.codec import tensor as tensor_codec
-from gateway.tfserving.codec.example import ExampleBatch
-from gateway.tfserving.inference import InferenceResult
-from gateway.tfserving.inference_plans import InferenceTask
-from gateway.tfserving.inference_results import Classifications, Regressions
 
 SIGNATURE_DEF_FIELD = "signature_def"
 
@@ -76,16 +67,6 @@ def model_name(request: object) -> str:
         return request.tasks[0].model_spec.name if request.tasks else ""
     spec = getattr(request, "model_spec", None)
     return spec.name if isinstance(spec, model_pb2.ModelSpec) else ""
-
-
-def example_count(request: inference_pb2.MultiInferenceRequest) -> int:
-    """Examples in a MultiInference request's input (TF Serving's ``NumInputExamples``)."""
-    kind = request.input.WhichOneof("kind")
-    if kind == "example_list":
-        return len(request.input.example_list.examples)
-    if kind == "example_list_with_context":
-        return len(request.input.example_list_with_context.examples)
-    return 0
 
 
 class PredictInputs:
@@ -232,77 +213,6 @@ def status_response(
             entry.status.error_code = error_codes_pb2.Code.Value(status.error.code.name)
             entry.status.error_message = status.error.message
     return response
-
-
-def examples(proto: input_pb2.Input) -> ExampleBatch:
-    return ExampleBatch(proto)
-
-
-def tasks(request: inference_pb2.MultiInferenceRequest) -> list[InferenceTask]:
-    """The tasks of a MultiInferenceRequest (model names are checked by the service)."""
-    return [
-        InferenceTask(model_ref(task), task.model_spec.signature_name, task.method_name)
-        for task in request.tasks
-    ]
-
-
-def classification_response(
-    result: InferenceResult,
-) -> classification_pb2.ClassificationResponse:
-    response = classification_pb2.ClassificationResponse()
-    fill_model_spec(response.model_spec, result.model, result.version, result.signature_name)
-    if not isinstance(result.result, Classifications):
-        raise TypeError("a classification response needs Classifications")
-    fill_classifications(response.result, result.result)
-    return response
-
-
-def regression_response(result: InferenceResult) -> regression_pb2.RegressionResponse:
-    response = regression_pb2.RegressionResponse()
-    fill_model_spec(response.model_spec, result.model, result.version, result.signature_name)
-    if not isinstance(result.result, Regressions):
-        raise TypeError("a regression response needs Regressions")
-    fill_regressions(response.result, result.result)
-    return response
-
-
-def multi_inference_response(
-    results: list[InferenceResult],
-) -> inference_pb2.MultiInferenceResponse:
-    response = inference_pb2.MultiInferenceResponse()
-    for result in results:
-        entry = response.results.add()
-        fill_model_spec(entry.model_spec, result.model, result.version, result.signature_name)
-        if isinstance(result.result, Classifications):
-            fill_classifications(entry.classification_result, result.result)
-        else:
-            fill_regressions(entry.regression_result, result.result)
-    return response
-
-
-def fill_classifications(
-    proto: classification_pb2.ClassificationResult, result: Classifications
-) -> None:
-    n, k = result.shape
-    labels = None if result.labels is None else result.labels.tolist()
-    scores = None if result.scores is None else result.scores.tolist()
-    for i in range(n):
-        classes = proto.classifications.add().classes
-        for j in range(k):
-            entry = classes.add()
-            if labels is not None:
-                entry.label = _text(labels[i][j])
-            if scores is not None:
-                entry.score = scores[i][j]
-
-
-def _text(label: bytes | str) -> str:
-    return label.decode("utf-8", "replace") if isinstance(label, bytes) else label
-
-
-def fill_regressions(proto: regression_pb2.RegressionResult, result: Regressions) -> None:
-    for value in result.values.tolist():
-        proto.regressions.add(value=value)
 
 
 def reload_specs(request: model_management_pb2.ReloadConfigRequest) -> list[ModelSpecConfig]:

@@ -9,7 +9,7 @@ import pytest
 
 from gateway._pb.tensorflow.core.framework import types_pb2
 from gateway._pb.tensorflow.core.framework.tensor_pb2 import TensorProto
-from gateway._pb.tensorflow_serving.apis import inference_pb2, predict_pb2
+from gateway._pb.tensorflow_serving.apis import predict_pb2
 from gateway.errors import InvalidArgument, ResourceExhausted
 from gateway.serving.core import ModelRef
 from gateway.serving.inputs import validated
@@ -44,20 +44,6 @@ def test_model_ref_reads_the_version_choice() -> None:
 def test_a_request_without_model_spec_is_refused_as_tf_serving_does() -> None:
     with pytest.raises(InvalidArgument, match=r"^Missing ModelSpec$"):
         messages.model_ref(predict_pb2.PredictRequest())
-
-
-def test_multi_inference_tasks_share_the_parser() -> None:
-    request = inference_pb2.MultiInferenceRequest()
-    task = request.tasks.add(method_name="tensorflow/serving/regress")
-    task.model_spec.name = "m"
-    task.model_spec.version_label = "canary"
-    request.tasks.add(method_name="tensorflow/serving/classify")  # no model_spec at all
-    with pytest.raises(InvalidArgument, match=r"^Missing ModelSpec$"):
-        messages.tasks(request)
-    del request.tasks[1]
-    (parsed,) = messages.tasks(request)
-    assert parsed.ref == ModelRef("m", label="canary")
-    assert parsed.method_name == "tensorflow/serving/regress"
 
 
 # -- decoding a PredictRequest for its signature: nothing expands before it is checked ------------
