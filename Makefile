@@ -12,7 +12,7 @@ PORT ?= 8500
 REST_PORT ?= 8501
 
 .PHONY: venv venv-base serve test lint format protos demo-model clean system-deps constraints \
-	bench-venvs k8s-overlays
+	bench-venvs k8s-overlays image-deps image-base image image-tensorflow test-image image-clean
 
 $(BASE_STAMP): pyproject.toml constraints.txt
 	$(PY) -m venv $(VENV)
@@ -97,3 +97,31 @@ bench: $(FULL_STAMP) system-deps
 .PHONY: test-long
 test-long: $(FULL_STAMP)
 	HYPOTHESIS_PROFILE=long $(BIN)/python -m pytest -q -m hypothesis
+
+# The container images (deploy/Dockerfile), built with podman by scripts/image.py on
+# python:3.11-slim, or where no registry can be reached on a base it bootstraps once from Debian's
+# packages (BASE_IMAGE=... names another). podman, runc and mmdebstrap come from apt-get when
+# missing (scripts/image_deps.sh). `make test-image` builds both images and runs them for real
+# (tests/deploy/test_image.py); .ci/run runs it after `make test`.
+IMAGE_BUILD = $(PY) scripts/image.py build $(if $(BASE_IMAGE),--base $(BASE_IMAGE))
+
+image-deps:
+	scripts/image_deps.sh
+
+image-base: image-deps
+	$(PY) scripts/image.py base $(if $(BASE_IMAGE),--base $(BASE_IMAGE))
+
+image: image-deps
+	$(IMAGE_BUILD) --target onnx
+
+image-tensorflow: image-deps
+	$(IMAGE_BUILD) --target tensorflow
+
+# Its own temporary root: the containers mount test folders, which no other pytest run may clean.
+test-image: $(FULL_STAMP) image-deps
+	tmp=$$(mktemp -d) && trap 'rm -rf "$$tmp"' EXIT && \
+	PYTEST_DEBUG_TEMPROOT=$$tmp TENSORGATE_IMAGE_TESTS=1 $(BIN)/python -m pytest -q tests/deploy/test_image.py
+
+# Removes both images, their build cache and the bootstrapped base.
+image-clean:
+	$(PY) scripts/image.py clean

@@ -30,7 +30,6 @@ import contextlib
 import json
 import logging
 import os
-import tempfile
 import time
 from collections.abc import Iterator
 from contextvars import ContextVar
@@ -138,7 +137,8 @@ def native_stderr() -> Iterator[None]:
         return
     logger = logging.getLogger("tensorflow.native")
     saved = os.dup(2)
-    with tempfile.TemporaryFile() as capture:
+    # an anonymous memory file: no temporary directory needed (the root may be read-only)
+    with open(os.memfd_create("tensorflow-stderr", os.MFD_CLOEXEC), "w+b") as capture:
         os.dup2(capture.fileno(), 2)
         try:
             yield

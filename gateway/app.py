@@ -1,7 +1,8 @@
 """The gateway's lifecycle, as explicit ordered steps.
 
 start: workers → models loaded → gRPC server bound (TCP and optional Unix socket, TLS with
---ssl_config_file; every call behind the :class:`~gateway.transport.gate.Gate`) → REST → health
+--ssl_config_file; every call behind the :class:`~gateway.transport.gate.Gate`; TF Serving's
+services and the Open Inference Protocol's on one port) → REST (``/v1`` and ``/v2``) → health
 SERVING → readiness reported. stop (SIGTERM/SIGINT only set events, :mod:`gateway.drain`): health
 NOT_SERVING and open batches sent → new calls refused with UNAVAILABLE while running ones finish
 (``--shutdown_grace_seconds``; a second signal skips the wait) → servers stop → polling stops →
@@ -42,6 +43,8 @@ from gateway.transport.http.front import Front
 from gateway.transport.http.routes import Routes
 from gateway.transport.http.server import HttpServer
 from gateway.transport.surface import GrpcService, ProtocolSurface, service_names
+from gateway.v2.surface import V2Surface
+from gateway.v2.surface import options_from as v2_options
 
 log = logging.getLogger(__name__)
 
@@ -173,8 +176,12 @@ class Gateway:
         self._report_ready()
 
     def _surfaces(self) -> list[ProtocolSurface]:
-        """The protocols served, each on the gRPC port and the REST port."""
-        return [TfServingSurface(self.core, TfServingOptions.from_settings(self.settings))]
+        """The protocols served, each on the gRPC port and the REST port: TF Serving's API and
+        the Open Inference Protocol (KServe V2)."""
+        return [
+            TfServingSurface(self.core, TfServingOptions.from_settings(self.settings)),
+            V2Surface(self.core, v2_options(self.settings), self.observability.model_stats),
+        ]
 
     def _add_grpc_services(self, server: grpc.aio.Server, services: list[GrpcService]) -> None:
         """The protocols' services, health and reflection, each behind the gate (and observed

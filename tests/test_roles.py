@@ -13,7 +13,8 @@ from gateway.config.model_config import ModelSpecConfig
 from gateway.config.settings import Settings
 from gateway.parallel.pool import PoolOptions, WorkerPool
 from gateway.roles import Options, build
-from gateway.serving.core import ModelRef
+from gateway.serving.core import ModelRef, PredictResult
+from gateway.serving.inputs import Ready
 from gateway.serving.policy import BatchingPolicy
 from gateway.serving.registry import State
 from tests.support.fakes import FakePool, fake_dispatcher, settle
@@ -85,7 +86,9 @@ def test_the_core_reads_the_models_and_a_dropped_model_drains_its_queue_before_u
         stack = build(_options(), [spec], workers=pool, dispatcher=dispatcher)
         await stack.models.reconcile()
         assert stack.core.ready() and stack.core.servable(ModelRef("m")).key == "m:1"
-        call = asyncio.create_task(stack.core.predict(ModelRef("m"), "", lambda _s: {"x": X}))
+        call = asyncio.create_task(
+            stack.core.predict(ModelRef("m"), "", lambda _s: Ready({"x": X}), _shape)
+        )
         await settle()
         assert len(link.sent) == 1  # queued through the front end's dispatcher
         dropping = asyncio.create_task(stack.models.apply([]))
@@ -94,7 +97,7 @@ def test_the_core_reads_the_models_and_a_dropped_model_drains_its_queue_before_u
         assert ("unload", "m:1") not in pool.calls  # its queue drains first
         link.complete(0, lambda inputs: {"y": inputs["x"]})
         await asyncio.wait_for(dropping, 30)
-        (await call).release()
+        assert await call == (1, 4)
         assert pool.calls[-1] == ("unload", "m:1") and stack.models.specs() == []
 
     asyncio.run(scenario())
@@ -113,3 +116,7 @@ def test_a_version_whose_batching_file_is_bad_fails_before_it_loads(tmp_path: Pa
         assert pool.calls == []  # refused by the policy's check, never sent to a worker
 
     asyncio.run(scenario())
+
+
+def _shape(result: PredictResult) -> tuple[int, ...]:
+    return tuple(result.outputs["y"].shape)

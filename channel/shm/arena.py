@@ -97,13 +97,19 @@ class Allocator:
         return list(zip(self._starts, self._sizes, strict=True))
 
 
+EARLY_WRAP_ROOM = 64 * 1024
+"""Free bytes before the oldest block in use that let a block go back to the start of the output
+area early (a quarter of the area, when smaller): the pages in use stay within about this much."""
+
+
 class OutputRing:
     """Circular-buffer accounting of the output area (the worker's side).
 
     ``allocated`` is the monotonic end of the newest block; the gateway publishes ``released``, the
     monotonic end of the newest block it has finished with (blocks are released in order). Bytes in
-    ``[released, allocated)`` are in use. A block goes at the start of the area whenever it fits
-    there (always when nothing is in use), else after the newest one; a block that would cross the
+    ``[released, allocated)`` are in use. A block goes at the start of the area when nothing is in
+    use, or when it fits there with :data:`EARLY_WRAP_ROOM` (a quarter of the area, when smaller)
+    free before the oldest block in use; else after the newest one; a block that would cross the
     end of the area starts at the next wrap. A skipped tail counts as used until released.
     """
 
@@ -126,7 +132,13 @@ class OutputRing:
         pos = start % self.capacity
         oldest = released % self.capacity
         empty = released == self.allocated
-        fits_at_start = empty or (oldest <= pos and size <= oldest)
+        # Back to the start early only with room there for many blocks: a wrap makes the
+        # skipped tail count as used until the block before it is released, so what may follow
+        # the wrap is only what fits before the oldest byte in use (before the old position, when
+        # nothing was in use). Wrapping with room for a block or two left the next allocations
+        # waiting on the gateway (a doorbell and a process switch each) while the area was free.
+        room = min(EARLY_WRAP_ROOM, self.capacity // 4)
+        fits_at_start = oldest >= room and size <= oldest and (empty or oldest < pos)
         if pos + size > self.capacity or (pos and fits_at_start):
             # Wrap now: past the end, or back to the start of the area when the block fits
             # there. Keeping blocks low keeps the pages in use (resident in both processes)

@@ -7,6 +7,9 @@ Contract (see :class:`~gateway.config.batching_options.BatchingOptions` for each
   With a zero timeout a new request does not go at once: the send waits for the end of the
   current loop iteration (``loop.call_soon``), so every request that arrived in the same turn
   shares one batch, one descriptor and one doorbell (work-conserving: no timer, no idle worker).
+  Under sustained concurrency (arrivals keep finding the queue busy) an open batch is held for
+  company a little longer, up to :data:`~gateway.batching.window.WINDOW_S` after it opened
+  (:mod:`gateway.batching.window`): one client at a time never waits.
 - Refusals are immediate and never block: a request larger than ``max_batch_size`` →
   INVALID_ARGUMENT (unless splitting is on, which cuts it across batches and reassembles its
   outputs); a full queue or a queue over the latency target → UNAVAILABLE (retryable); a
@@ -40,10 +43,11 @@ from dataclasses import dataclass
 
 from gateway.batching import merge, results
 from gateway.batching.admission import Admission
-from gateway.batching.clock import Clock, LoopClock
+from gateway.batching.clock import Clock, LoopClock, Timer
 from gateway.batching.merge import Array, CompatKey
 from gateway.batching.observer import BatchObserver
 from gateway.batching.queue import Batch, BatchQueue, Task
+from gateway.batching.window import ConcurrencyWindow
 from gateway.config.batching_options import BatchingOptions
 from gateway.errors import DeadlineExceeded, InvalidArgument, ServingError, Unavailable
 from gateway.parallel.dispatcher import Dispatcher
@@ -99,6 +103,8 @@ class BatchScheduler:
         self._refusal: ServingError | None = None
         self._end_of_turn = not options.solo and options.batch_timeout_micros == 0
         self._pump_scheduled = False
+        self._window = ConcurrencyWindow()
+        self._window_timer: Timer | None = None
         self._stalled: Batch | None = None
         """The batch waiting for room in a worker's input area (first in the queue)."""
 
@@ -153,6 +159,8 @@ class BatchScheduler:
             self.stats.rejected_late += 1
             self._refused("deadline")
             raise late
+        if self._end_of_turn:
+            self._window.arrival(self.in_flight > 0 or len(self._queue) > 0)
         tasks = self._enqueue(dict(inputs), tuple(outputs), deadline, key, chunks, into_open, now)
         if self._end_of_turn:
             self._pump_at_end_of_turn()
@@ -223,7 +231,7 @@ class BatchScheduler:
         input room)."""
         while self.in_flight < self._threads:
             batch = self._queue.next_ready()
-            if batch is None:
+            if batch is None or (self._end_of_turn and self._held(batch)):
                 return
             try:
                 link = self._dispatcher.pick(self.servable_key, self)
@@ -236,6 +244,26 @@ class BatchScheduler:
                 return
             if not self._send(batch, link):
                 return
+
+    def _held(self, batch: Batch) -> bool:
+        """Whether the concurrency window keeps ``batch`` (open, zero timeout) a little longer
+        (:mod:`gateway.batching.window`); if so, a timer pumps when it ends."""
+        if batch.closed or not self._window.concurrent:
+            return False
+        now = self._clock.now()
+        deadlines = [t.deadline for t in batch.tasks if t.deadline is not None]
+        service_s = self._admission.service_s or 0.0
+        send_by = min(deadlines) - service_s if deadlines else None
+        until = self._window.hold_until(batch.created_at, send_by, now)
+        if until is None:
+            return False
+        if self._window_timer is None:
+            self._window_timer = self._clock.call_at(until, self._window_ended)
+        return True
+
+    def _window_ended(self) -> None:
+        self._window_timer = None
+        self._pump()
 
     def _send(self, batch: Batch, link: RunLink) -> bool:
         """Post ``batch`` over ``link``; False when it must wait for room in the input area (it

@@ -4,10 +4,12 @@ Per request: tensorgate's queue wait; with ``--enable_batching``, TF's ``batchin
 metrics as its ``BatchingSession`` records them (queuing latency per request, labelled with the
 batch thread pool's name; input batch size per request and input tensor; processed batch size and
 padding per batch; one ``wrapped_run_count`` per batch run). Per batch: tensorgate's batch size
-and the worker's compute time. Per successful request: TF's ``runtime_latency`` {model_name, API,
-runtime} — upstream times its session run, which with batching includes the queue, so here it runs
-from the request's enqueueing to its batch's end; ``runtime`` is ``TF1`` for TensorFlow models
-(upstream's session runtime) and ``ONNX`` for ONNX ones.
+and the worker's compute time, and the version's statistics (:mod:`model_stats`, for the Open
+Inference Protocol's statistics extension). Per successful request of TF Serving's own API: TF's
+``runtime_latency`` {model_name, API, runtime} — upstream times its session run, which with
+batching includes the queue, so here it runs from the request's enqueueing to its batch's end;
+``runtime`` is ``TF1`` for TensorFlow models (upstream's session runtime) and ``ONNX`` for ONNX
+ones.
 
 Traces: a batch with sampled members gets a ``batch`` span, child of its first sampled member's
 server span and linked to the others; its trace id and span id travel to the worker in the run
@@ -24,8 +26,9 @@ from dataclasses import dataclass
 
 from gateway.observability.call_record import CURRENT, Call
 from gateway.observability.metrics import GatewayMetrics
+from gateway.observability.model_stats import NS, record_run
 from gateway.observability.span_records import BatchSpan
-from gateway.observability.tfs_metrics import RUNTIME_APIS, TfServingMetrics
+from gateway.observability.tfs_metrics import RUNTIME_APIS, TF_SERVING, TfServingMetrics
 from gateway.observability.tracing import Tracing
 from gateway.parallel.lease import RunResult
 
@@ -59,6 +62,9 @@ class QueueObserver:
         self.tfs = tfs
         self.metrics = metrics
         self.tracing = tracing
+        kept = None if metrics is None else metrics.model_stats
+        self.stats = None if kept is None else kept.of(labels.model, labels.version)
+        """This version's statistics (:mod:`model_stats`), kept with the metrics."""
         self.sees_untagged = tfs is not None or metrics is not None
         """Without metrics, a batch none of whose members' calls were opened (every tag None:
         tracing at ratio 0, no sampled parent) has nothing to record."""
@@ -91,6 +97,8 @@ class QueueObserver:
             for wait in queue_waits_s:
                 self.metrics.queue_wait.observe(key, wait)
             self.metrics.batch_size.observe(key, rows)
+            if self.stats is not None:
+                self.stats.queue.add(len(queue_waits_s), int(sum(queue_waits_s) * NS))
         tfs = self.tfs
         if tfs is not None and labels.thread_pool is not None:
             for wait, size in zip(queue_waits_s, sizes, strict=True):
@@ -156,12 +164,16 @@ class BatchNote:
 
     def done(self, result: RunResult | None) -> None:
         queue, labels = self.queue, self.queue.labels
+        run_s = time.perf_counter() - self.sent
+        if queue.stats is not None:
+            compute_us = None if result is None else result.compute_us
+            record_run(queue.stats, self.waits, run_s, self.rows, self.padded, compute_us)
         if result is not None and queue.metrics is not None:
             queue.metrics.compute.observe((labels.model, labels.version), result.compute_us / 1e6)
         if result is not None and queue.tfs is not None:
-            run_s = time.perf_counter() - self.sent
             for tag, wait in zip(self.tags, self.waits, strict=True):
-                if isinstance(tag, Call) and tag.api in RUNTIME_APIS:
+                # TF Serving's runtime_latency: its own API's calls only
+                if isinstance(tag, Call) and tag.protocol == TF_SERVING and tag.api in RUNTIME_APIS:
                     series = (labels.model, tag.api, labels.runtime)
                     queue.tfs.runtime_latency.observe(series, int((wait + run_s) * 1e6))
         if self.span is None or queue.tracing is None:

@@ -64,7 +64,8 @@ class Recorder:
             if call.span is not None:
                 call.ids_token = TRACE_IDS.set(call.span)
         if self.metrics is not None:
-            self.metrics.in_flight[entrypoint] += 1
+            key = (entrypoint, protocol)
+            self.metrics.in_flight[key] = self.metrics.in_flight.get(key, 0) + 1
         return call, CURRENT.set(call)
 
     def end(
@@ -87,8 +88,8 @@ class Recorder:
         if self.tfs is not None:
             self.tfs.record_call(call)
         if self.metrics is not None:
-            self.metrics.in_flight[call.entrypoint] -= 1
-            labels = (call.model, call.api, call.entrypoint)
+            self.metrics.in_flight[(call.entrypoint, call.protocol)] -= 1
+            labels = (call.model, call.api, call.entrypoint, call.protocol)
             self.metrics.request_duration.observe(labels, elapsed_s)
         span = call.span
         if span is not None and self.tracing is not None:

@@ -22,6 +22,7 @@ from gateway.observability import grpc_hook, rest_hook
 from gateway.observability.batches import RUNTIMES, QueueLabels, QueueObserver
 from gateway.observability.calls import Recorder
 from gateway.observability.metrics import GatewayCollector, GatewayMetrics, registry_of
+from gateway.observability.model_stats import ModelStats
 from gateway.observability.page import MetricsPage, metrics_path
 from gateway.observability.tfs_metrics import TfServingMetrics
 from gateway.observability.tracing import Tracing
@@ -74,6 +75,11 @@ class Observability:
             tracing=Tracing.from_environment(env),
             thread_pool=pool,
         )
+
+    @property
+    def model_stats(self) -> ModelStats | None:
+        """Each model version's statistics, kept while metrics are on (None when off)."""
+        return None if self.metrics is None else self.metrics.model_stats
 
     def grpc_registry(
         self, server: ServiceRegistry, services: Iterable[GrpcService]

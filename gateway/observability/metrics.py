@@ -3,9 +3,10 @@
 Recorded on the loop into :mod:`~gateway.observability.cells` and written by prometheus_client
 (a collector over those cells, in a registry of its own):
 
-- ``tensorgate_request_duration_seconds`` histogram {model_name, api, entrypoint}: a gRPC or REST
-  call, from its handler's start to its answer;
-- ``tensorgate_requests_in_flight`` gauge {entrypoint}: calls being handled now;
+- ``tensorgate_request_duration_seconds`` histogram {model_name, api, entrypoint, protocol}: a
+  gRPC or REST call, from its handler's start to its answer; ``protocol`` is the API's
+  (``tfserving``, ``v2``), ``api`` its method name in that protocol (``Predict``, ``ModelInfer``);
+- ``tensorgate_requests_in_flight`` gauge {entrypoint, protocol}: calls being handled now;
 - ``tensorgate_queue_wait_seconds`` histogram {model_name, version}: a request's wait in its batch
   queue;
 - ``tensorgate_compute_seconds`` histogram {model_name, version}: a batch's model run, as its
@@ -15,6 +16,8 @@ Recorded on the loop into :mod:`~gateway.observability.cells` and written by pro
   (it would have waited past its deadline) or ``expired`` (dropped while queued);
 
 plus the per-worker figures of :mod:`gateway.observability.workers` (model load time among them).
+Each model version's statistics (:mod:`~gateway.observability.model_stats`) are kept beside them,
+for the Open Inference Protocol's statistics extension; they are not on the page.
 """
 
 from __future__ import annotations
@@ -30,6 +33,7 @@ from prometheus_client.core import (
 from prometheus_client.registry import Collector, CollectorRegistry
 
 from gateway.observability.cells import Counter, Histogram, exponential_buckets
+from gateway.observability.model_stats import ModelStats
 
 SECONDS_BUCKETS = (
     0.00005, 0.0001, 0.00025, 0.0005, 0.001, 0.0025, 0.005, 0.01, 0.025, 0.05,
@@ -46,12 +50,16 @@ class GatewayMetrics:
     """The series the request and batch hooks record into (see the module doc)."""
 
     def __init__(self) -> None:
-        self.request_duration = Histogram(("model_name", "api", "entrypoint"), SECONDS_BUCKETS)
-        self.in_flight: dict[str, int] = {"GRPC": 0, "REST": 0}
+        self.request_duration = Histogram(
+            ("model_name", "api", "entrypoint", "protocol"), SECONDS_BUCKETS
+        )
+        self.in_flight: dict[tuple[str, str], int] = {}
+        """(entrypoint, protocol) → calls being handled now."""
         self.queue_wait = Histogram(MODEL, SECONDS_BUCKETS)
         self.compute = Histogram(MODEL, SECONDS_BUCKETS)
         self.batch_size = Histogram(MODEL, ROWS_BUCKETS)
         self.refused = Counter(("model_name", "reason"))
+        self.model_stats = ModelStats()
 
 
 class GatewayCollector(Collector):
@@ -72,10 +80,12 @@ class GatewayCollector(Collector):
             m.request_duration,
         )
         in_flight = GaugeMetricFamily(
-            "tensorgate_requests_in_flight", "Calls being handled now.", labels=["entrypoint"]
+            "tensorgate_requests_in_flight",
+            "Calls being handled now.",
+            labels=["entrypoint", "protocol"],
         )
-        for entrypoint, count in sorted(m.in_flight.items()):
-            in_flight.add_metric([entrypoint], count)
+        for (entrypoint, protocol), count in sorted(m.in_flight.items()):
+            in_flight.add_metric([entrypoint, protocol], count)
         yield in_flight
         yield _histogram(
             "tensorgate_queue_wait_seconds",

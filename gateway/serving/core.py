@@ -9,12 +9,13 @@ from __future__ import annotations
 import logging
 from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass
+from typing import TypeVar
 
 import numpy as np
 
 from gateway.config.model_config import ModelSpecConfig
-from gateway.parallel.lease import Outputs
 from gateway.serving.budget import MemoryBudget, inputs_nbytes
+from gateway.serving.inputs import Decoded, validated
 from gateway.serving.queues import BatchQueues
 from gateway.serving.registry import Models, Servable, VersionStatus
 from gateway.serving.signature import Signature, find_signature
@@ -31,26 +32,28 @@ class ModelRef:
     label: str | None = None
 
 
-Decoder = Callable[[Signature], Mapping[str, np.ndarray]]
-"""Turns one request's wire tensors into arrays, given the signature they are meant for (so a
-codec can check names, dtypes and sizes against it before expanding anything). Raises
-InvalidArgument."""
+Decoder = Callable[[Signature], Decoded]
+"""Reads one request's wire tensors for the signature they are meant for (a codec may need its
+dtypes to convert, as REST JSON does), bounding their sizes; the core validates what they declare
+(:func:`gateway.serving.inputs.validated`). Raises InvalidArgument / ResourceExhausted."""
 
 
 @dataclass(frozen=True)
 class PredictResult:
     """Outputs of one Predict, with the servable that produced them. ``outputs`` are read-only
-    views on a worker's output space: call :meth:`release` once they are encoded, in a
-    ``finally`` (:mod:`gateway.parallel.lease`)."""
+    views on a worker's output space, readable only while the encoder given to
+    :meth:`ServingCore.predict` runs (:mod:`gateway.parallel.lease`)."""
 
     model: str
     version: int
     signature_name: str
-    outputs: Outputs
+    outputs: Mapping[str, np.ndarray]
 
-    def release(self) -> None:
-        """Return the outputs' lease reference (idempotent)."""
-        self.outputs.release()
+
+R = TypeVar("R")
+Encoder = Callable[[PredictResult], R]
+"""Turns a result into what the protocol answers (a response message, JSON bytes, owned copies).
+Synchronous: it runs while the outputs' space is held, which is returned as it returns."""
 
 
 class ServingCore:
@@ -76,30 +79,31 @@ class ServingCore:
         ref: ModelRef,
         signature_name: str,
         decode: Decoder,
+        encode: Encoder[R],
         output_filter: Sequence[str] = (),
         deadline: float | None = None,
         *,
         check_dtypes: bool = True,
-    ) -> PredictResult:
-        """Run one request; ``deadline`` is in ``time.monotonic()`` seconds (None = no deadline).
+    ) -> R:
+        """Run one request and return ``encode`` of its result; ``deadline`` is in
+        ``time.monotonic()`` seconds (None = no deadline).
 
         The model and signature are looked up first, so an unknown model is NOT_FOUND however bad
-        the tensors are; then ``decode`` turns the request's tensors into arrays for that
-        signature, and they are validated against it before anything is queued (dtypes only
-        with ``check_dtypes``: serialized Examples feed a TensorFlow signature's Examples input
-        whatever dtype it declares, as in TF Serving).
+        the tensors are; then ``decode`` reads the request's tensors for that signature, and what
+        they declare is validated against it once, before anything is converted or queued (dtypes
+        only with ``check_dtypes``: serialized Examples feed a TensorFlow signature's Examples
+        input whatever dtype it declares, as in TF Serving).
 
-        The decoded inputs count against the in-flight budget until the call returns.
-
-        The caller owns the result's lease reference (:meth:`PredictResult.release`).
+        The decoded inputs count against the in-flight budget until the run is done. The outputs
+        are views on the worker's output space: ``encode`` reads them, and the space goes back
+        as it returns or raises (the core owns that lease; protocols never see it).
 
         Raises ServingError subclasses: NotFound, FailedPrecondition (unknown signature),
         InvalidArgument (inputs or output_filter), ResourceExhausted (the in-flight budget),
         DeadlineExceeded, Unavailable, ...
         """
         servable, signature = self.signature(ref, signature_name)
-        inputs = decode(signature)
-        signature.validate_inputs(inputs, check_dtypes=check_dtypes)
+        inputs = validated(signature, decode(signature), check_dtypes=check_dtypes)
         outputs = signature.select_outputs(output_filter)
         scheduler = self.queues.get(servable, signature.name)
         budget = self.budget
@@ -112,7 +116,10 @@ class ServingCore:
                 result = await scheduler.submit(inputs, outputs, deadline)
             finally:
                 budget.release(nbytes)
-        return PredictResult(servable.model, servable.version, signature.name, result)
+        try:
+            return encode(PredictResult(servable.model, servable.version, signature.name, result))
+        finally:
+            result.release()  # encoded (copies now): the worker may reuse the space
 
     def metadata(self, ref: ModelRef) -> tuple[Servable, dict[str, Signature]]:
         """The servable and all its signatures (GetModelMetadata's ``signature_def``)."""

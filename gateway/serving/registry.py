@@ -88,6 +88,10 @@ class Registry(Protocol):
 class ModelControl(Protocol):
     """Changes to the served models (HandleReloadConfigRequest, V2's repository extension)."""
 
+    def specs(self) -> list[ModelSpecConfig]:
+        """The config in force: the served models' specs, in config order."""
+        ...
+
     async def apply(self, specs: Sequence[ModelSpecConfig]) -> None:
         """Serve exactly ``specs``; returns once new and changed models are available or failed
         and dropped ones unloaded. Raises ServingError when the config is refused (nothing

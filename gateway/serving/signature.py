@@ -14,9 +14,6 @@ from collections.abc import Collection, Iterable, Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
-import numpy as np
-
-from channel.dtypes import dtype_name
 from channel.messages import DEFAULT_SIGNATURE as DEFAULT_SIGNATURE  # re-exported
 from gateway.errors import FailedPrecondition, InvalidArgument
 
@@ -88,15 +85,6 @@ class Signature:
     def output_names(self) -> list[str]:
         return [t.name for t in self.outputs]
 
-    def validate_inputs(
-        self, inputs: Mapping[str, np.ndarray], *, check_dtypes: bool = True
-    ) -> None:
-        """Check names, dtypes (with ``check_dtypes``) and shapes; raise InvalidArgument saying
-        what is wrong."""
-        self.check_input_names(inputs)
-        for name, array in inputs.items():
-            self.check_input(name, dtype_name(array.dtype), array.shape, check_dtype=check_dtypes)
-
     def check_input_names(self, names: Collection[str]) -> None:
         """InvalidArgument (TF Serving's text) unless ``names`` are exactly the inputs'."""
         expected = self._inputs_by_name
@@ -116,9 +104,7 @@ class Signature:
         and shape. Codecs call it with a tensor's *declared* dtype and shape, before decoding."""
         spec = self._inputs_by_name[name]
         if check_dtype and dtype != spec.dtype:
-            raise InvalidArgument(
-                f"input '{name}' has dtype {dtype} but the signature expects {spec.dtype}"
-            )
+            raise DtypeMismatch.of(name, dtype, spec.dtype)
         if self.check_shapes and spec.shape is not None and not shape_matches(shape, spec.shape):
             raise InvalidArgument(
                 f"input '{name}' has shape {list(shape)} but the signature expects "
@@ -160,6 +146,24 @@ def find_signature(signatures: Mapping[str, Signature], name: str) -> Signature:
     if signature.unservable:
         raise InvalidArgument(f'Signature "{key}" cannot be run: {signature.unservable}')
     return signature
+
+
+class DtypeMismatch(InvalidArgument):
+    """An input whose declared dtype is not its signature's (TF Serving's text). ``name``,
+    ``got`` and ``expected`` (canonical dtype names; "" when only the message is known) let a
+    protocol say it with its own dtype names, from the one validation
+    (:func:`gateway.serving.inputs.validated`). Constructed as any ServingError (a message and
+    a code), or with :meth:`of`."""
+
+    name = ""
+    got = ""
+    expected = ""
+
+    @classmethod
+    def of(cls, name: str, got: str, expected: str) -> DtypeMismatch:
+        error = cls(f"input '{name}' has dtype {got} but the signature expects {expected}")
+        error.name, error.got, error.expected = name, got, expected
+        return error
 
 
 def _join(names: Iterable[str]) -> str:

@@ -28,8 +28,8 @@ from gateway._pb.tensorflow_serving.apis import (
     regression_pb2,
 )
 from gateway.errors import Internal, ServingError, Unimplemented, grpc_status
-from gateway.serving.core import ServingCore
-from gateway.tfserving.codec import messages
+from gateway.serving.core import PredictResult, ServingCore
+from gateway.tfserving.codec import inference_messages, messages, response_wire
 from gateway.tfserving.inference import InferenceService
 
 log = logging.getLogger(__name__)
@@ -61,6 +61,18 @@ def _rpc(method: Handler[Req, Resp]) -> Handler[Req, Resp]:
     return wrapper
 
 
+def encoded_response(result: PredictResult, *, as_tensor_content: bool) -> bytes:
+    """A Predict's answer, written as wire bytes straight from the outputs
+    (:mod:`~gateway.tfserving.codec.response_wire`; the gate passes bytes through)."""
+    return response_wire.predict_response(
+        result.model,
+        result.version,
+        result.signature_name,
+        result.outputs,
+        as_tensor_content=as_tensor_content,
+    )
+
+
 def deadline_of(context: grpc.aio.ServicerContext) -> float | None:
     """The call's deadline as a ``time.monotonic()`` timestamp (None when the client set none)."""
     remaining = context.time_remaining()
@@ -84,12 +96,14 @@ class PredictionService(prediction_service_pb2_grpc.PredictionServiceServicer):
         self._max_request_bytes = max_request_bytes
         self._as_tensor_content = as_tensor_content
         self._inference = InferenceService(core, method_name_check=method_name_check)
+        self._encode = functools.partial(encoded_response, as_tensor_content=as_tensor_content)
 
     @_rpc
-    async def Predict(
+    async def Predict(  # type: ignore[override]  # answers the encoded response
         self, request: predict_pb2.PredictRequest, context: grpc.aio.ServicerContext
-    ) -> predict_pb2.PredictResponse:
-        result = await self._core.predict(
+    ) -> bytes:
+        """The PredictResponse, already encoded (see :func:`encoded_response`)."""
+        return await self._core.predict(
             messages.model_ref(request),
             request.model_spec.signature_name,
             functools.partial(
@@ -98,13 +112,10 @@ class PredictionService(prediction_service_pb2_grpc.PredictionServiceServicer):
                 max_elements=self._max_elements,
                 max_bytes=self._max_request_bytes,
             ),
+            self._encode,
             list(request.output_filter),
             deadline_of(context),
         )
-        try:
-            return messages.predict_response(result, as_tensor_content=self._as_tensor_content)
-        finally:
-            result.release()  # the response holds copies now; the worker may reuse the space
 
     @_rpc
     async def GetModelMetadata(
@@ -124,26 +135,30 @@ class PredictionService(prediction_service_pb2_grpc.PredictionServiceServicer):
         context: grpc.aio.ServicerContext,
     ) -> classification_pb2.ClassificationResponse:
         ref = messages.model_ref(request)
-        examples = messages.examples(request.input)
+        examples = inference_messages.examples(request.input)
         signature_name = request.model_spec.signature_name
-        result = await self._inference.classify(ref, signature_name, examples, deadline_of(context))
-        try:
-            return messages.classification_response(result)
-        finally:
-            result.release()
+        return await self._inference.classify(
+            ref,
+            signature_name,
+            examples,
+            inference_messages.classification_response,
+            deadline_of(context),
+        )
 
     @_rpc
     async def Regress(
         self, request: regression_pb2.RegressionRequest, context: grpc.aio.ServicerContext
     ) -> regression_pb2.RegressionResponse:
         ref = messages.model_ref(request)
-        examples = messages.examples(request.input)
+        examples = inference_messages.examples(request.input)
         signature_name = request.model_spec.signature_name
-        result = await self._inference.regress(ref, signature_name, examples, deadline_of(context))
-        try:
-            return messages.regression_response(result)
-        finally:
-            result.release()
+        return await self._inference.regress(
+            ref,
+            signature_name,
+            examples,
+            inference_messages.regression_response,
+            deadline_of(context),
+        )
 
     @_rpc
     async def MultiInference(
@@ -151,14 +166,10 @@ class PredictionService(prediction_service_pb2_grpc.PredictionServiceServicer):
         request: inference_pb2.MultiInferenceRequest,
         context: grpc.aio.ServicerContext,
     ) -> inference_pb2.MultiInferenceResponse:
-        tasks = messages.tasks(request)
-        examples = messages.examples(request.input)
+        tasks = inference_messages.tasks(request)
+        examples = inference_messages.examples(request.input)
         results = await self._inference.multi_inference(tasks, examples, deadline_of(context))
-        try:
-            return messages.multi_inference_response(results)
-        finally:
-            for result in results:
-                result.release()
+        return inference_messages.multi_inference_response(results)
 
 
 class ModelService(model_service_pb2_grpc.ModelServiceServicer):

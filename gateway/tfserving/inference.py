@@ -8,17 +8,24 @@ outputs are checked by :mod:`~gateway.tfserving.inference_results` (TF Serving's
 
 MultiInference: the first task's version or label picks the servable; tasks run concurrently; the
 first failure fails the call.
+
+Classify and Regress results view a worker's output space: like the core's predict, they take the
+protocol's encoder and return what it makes, while the space is held. MultiInference results are
+owned copies (a task's rows are not held while another task's run is awaited).
 """
 
 from __future__ import annotations
 
 import asyncio
-from collections.abc import Sequence
-from dataclasses import dataclass, field
+from collections.abc import Callable, Mapping, Sequence
+from dataclasses import dataclass
+from typing import TypeVar
+
+import numpy as np
 
 from gateway.errors import InvalidArgument
-from gateway.parallel.lease import Outputs
-from gateway.serving.core import ModelRef, ServingCore
+from gateway.serving.core import ModelRef, PredictResult, ServingCore
+from gateway.serving.inputs import ready
 from gateway.serving.registry import Servable
 from gateway.tfserving.codec.example import ExampleBatch
 from gateway.tfserving.inference_plans import (
@@ -43,20 +50,18 @@ from gateway.tfserving.inference_results import (
 @dataclass(frozen=True)
 class InferenceResult:
     """What one Classify / Regress / MultiInference task produced, and by which servable.
-    ``signature_name`` is as requested, ``serving_default`` when the request left it empty.
-    ``result`` may view a worker's output space: call :meth:`release` once it is encoded."""
+    ``signature_name`` is as requested, ``serving_default`` when the request left it empty."""
 
     model: str
     version: int
     signature_name: str
     result: Classifications | Regressions
-    outputs: Outputs | None = field(default=None, compare=False)
-    """The lease reference ``result`` reads through (:mod:`gateway.parallel.lease`)."""
 
-    def release(self) -> None:
-        """Return the lease reference (idempotent)."""
-        if self.outputs is not None:
-            self.outputs.release()
+
+R = TypeVar("R")
+Encoder = Callable[[InferenceResult], R]
+"""Turns a Classify / Regress result into the protocol's answer, synchronously (it may view the
+worker's output space, held while it runs)."""
 
 
 class InferenceService:
@@ -71,20 +76,24 @@ class InferenceService:
         ref: ModelRef,
         signature_name: str,
         examples: ExampleBatch,
+        encode: Encoder[R],
         deadline: float | None = None,
-    ) -> InferenceResult:
-        """Classify ``examples`` (``deadline``: ``time.monotonic()`` seconds, None = none)."""
-        return await self._single(ref, signature_name, CLASSIFY_METHOD, examples, deadline)
+    ) -> R:
+        """Classify ``examples``; ``encode`` of the result (``deadline``: ``time.monotonic()``
+        seconds, None = none)."""
+        return await self._single(ref, signature_name, CLASSIFY_METHOD, examples, encode, deadline)
 
     async def regress(
         self,
         ref: ModelRef,
         signature_name: str,
         examples: ExampleBatch,
+        encode: Encoder[R],
         deadline: float | None = None,
-    ) -> InferenceResult:
-        """Regress ``examples`` (``deadline``: ``time.monotonic()`` seconds, None = none)."""
-        return await self._single(ref, signature_name, REGRESS_METHOD, examples, deadline)
+    ) -> R:
+        """Regress ``examples``; ``encode`` of the result (``deadline``: ``time.monotonic()``
+        seconds, None = none)."""
+        return await self._single(ref, signature_name, REGRESS_METHOD, examples, encode, deadline)
 
     async def multi_inference(
         self,
@@ -92,21 +101,15 @@ class InferenceService:
         examples: ExampleBatch,
         deadline: float | None = None,
     ) -> list[InferenceResult]:
-        """Run every task on the same examples; results in task order (owned copies: a task's
-        rows are not held while another task's run is awaited)."""
+        """Run every task on the same examples; results in task order, owned copies."""
         if not tasks:
             raise InvalidArgument("MultiInferenceRequest has no tasks")
         servable = self._core.servable(tasks[0].ref)
         plans = multi_inference_plans(servable, tasks, method_name_check=self._method_name_check)
         if examples.count == 0:
             raise InvalidArgument("Input is empty.")
-        runs = await asyncio.gather(
-            *(self._run(servable, plan, examples, deadline, own=True) for plan in plans)
-        )
-        return [
-            InferenceResult(servable.model, servable.version, plan.signature.name, *run)
-            for plan, run in zip(plans, runs, strict=True)
-        ]
+        runs = (self._run(servable, plan, examples, _as_is, deadline, copy=True) for plan in plans)
+        return list(await asyncio.gather(*runs))
 
     async def _single(
         self,
@@ -114,48 +117,60 @@ class InferenceService:
         signature_name: str,
         method_name: str,
         examples: ExampleBatch,
+        encode: Encoder[R],
         deadline: float | None,
-    ) -> InferenceResult:
+    ) -> R:
         servable = self._core.servable(ref)
         plan = single_plan(
             servable, signature_name, method_name, method_name_check=self._method_name_check
         )
         if examples.count == 0:
             raise InvalidArgument("Input is empty.")
-        result, outputs = await self._run(servable, plan, examples, deadline)
-        return InferenceResult(
-            servable.model, servable.version, plan.signature.name, result, outputs
-        )
+        return await self._run(servable, plan, examples, encode, deadline)
 
     async def _run(
         self,
         servable: Servable,
         plan: TaskPlan,
         examples: ExampleBatch,
+        encode: Encoder[R],
         deadline: float | None,
         *,
-        own: bool = False,
-    ) -> tuple[Classifications | Regressions, Outputs]:
-        """The task's checked results and the outputs (with their lease) they view; ``own``:
-        copies, the lease returned at once."""
-        inputs = plan.feed(examples)
+        copy: bool = False,
+    ) -> R:
+        """Run the task's plan as one Predict; ``encode`` of its checked result (from copies of
+        the outputs with ``copy``)."""
+        n = examples.count
+
+        def checked(result: PredictResult) -> R:
+            outputs = result.outputs
+            if copy:
+                outputs = {name: array.copy() for name, array in outputs.items()}
+            task = InferenceResult(
+                servable.model, servable.version, plan.signature.name, _results(plan, n, outputs)
+            )
+            return encode(task)
+
         ref = ModelRef(servable.model, version=servable.version)
-        result = await self._core.predict(
+        return await self._core.predict(
             ref,
             plan.signature.name,
-            lambda _signature: inputs,
+            lambda _signature: ready(plan.feed(examples)),
+            checked,
             plan.outputs,
             deadline,
             check_dtypes=plan.input_spec is None,
         )
-        n, outputs = examples.count, result.outputs
-        if own:
-            outputs = Outputs({name: array.copy() for name, array in outputs.items()})
-            result.release()
-        try:
-            if plan.method_name == CLASSIFY_METHOD:
-                return classifications(n, outputs.get(CLASSES), outputs.get(SCORES)), outputs
-            return regressions(n, outputs[OUTPUTS]), outputs
-        except BaseException:
-            outputs.release()
-            raise
+
+
+def _as_is(result: InferenceResult) -> InferenceResult:
+    return result
+
+
+def _results(
+    plan: TaskPlan, n: int, outputs: Mapping[str, np.ndarray]
+) -> Classifications | Regressions:
+    """TF Serving's checks on a task's outputs (:mod:`~gateway.tfserving.inference_results`)."""
+    if plan.method_name == CLASSIFY_METHOD:
+        return classifications(n, outputs.get(CLASSES), outputs.get(SCORES))
+    return regressions(n, outputs[OUTPUTS])

@@ -22,10 +22,11 @@ from gateway._pb.tensorflow_serving.apis import (
 from gateway.config.settings import Settings
 from gateway.serving.core import ServingCore
 from gateway.tfserving import PROTOCOL
-from gateway.tfserving.codec import messages
+from gateway.tfserving.codec import inference_messages, messages
 from gateway.tfserving.grpc import ModelService, PredictionService
 from gateway.tfserving.rest.examples import ClassifyRegressHandler
 from gateway.tfserving.rest.routes import TfServingRest
+from gateway.transport.gate import EncodedResponses, ServiceRegistry
 from gateway.transport.http.routes import Routes
 from gateway.transport.surface import GrpcService
 
@@ -82,13 +83,15 @@ class TfServingSurface:
             GrpcService(
                 PREDICTION_SERVICE,
                 PROTOCOL,
-                functools.partial(
-                    prediction_service_pb2_grpc.add_PredictionServiceServicer_to_server,
-                    prediction,
+                lambda registry: (
+                    prediction_service_pb2_grpc.add_PredictionServiceServicer_to_server(
+                        prediction,
+                        EncodedResponses(registry),  # Predict answers encoded bytes
+                    )
                 ),
                 bounded=True,
                 model_of=messages.model_name,
-                rows_of={"MultiInference": messages.example_count},
+                rows_of={"MultiInference": inference_messages.example_count},
             ),
             GrpcService(
                 MODEL_SERVICE,
@@ -110,3 +113,10 @@ class TfServingSurface:
                 ),
             )
         )
+
+
+def _add_prediction_service(servicer: PredictionService, registry: ServiceRegistry) -> None:
+    """Register PredictionService; its Predict answers encoded bytes, passed through."""
+    prediction_service_pb2_grpc.add_PredictionServiceServicer_to_server(
+        servicer, EncodedResponses(registry)
+    )

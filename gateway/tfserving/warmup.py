@@ -36,10 +36,11 @@ from gateway._pb.tensorflow_serving.apis import prediction_log_pb2
 from gateway.config.settings import Settings
 from gateway.errors import Code, InvalidArgument, ServingError, Unimplemented
 from gateway.parallel.warmup import WarmupRun
+from gateway.serving.inputs import ready, validated
 from gateway.serving.policy import BatchingPolicy
 from gateway.serving.registry import Servable
 from gateway.serving.signature import find_signature
-from gateway.tfserving.codec import messages, tfrecord
+from gateway.tfserving.codec import inference_messages, messages, tfrecord
 from gateway.tfserving.codec.example import ExampleBatch
 from gateway.tfserving.inference_plans import (
     CLASSIFY_METHOD,
@@ -134,10 +135,12 @@ class WarmupPlanner:
         if kind == "predict_log":
             predict = log.predict_log.request
             signature = find_signature(servable.signatures, predict.model_spec.signature_name)
-            inputs = messages.predict_inputs(
-                predict, signature, max_elements=self.max_elements, max_bytes=self.max_bytes
+            inputs = validated(
+                signature,
+                messages.predict_inputs(
+                    predict, signature, max_elements=self.max_elements, max_bytes=self.max_bytes
+                ),
             )
-            signature.validate_inputs(inputs)
             outputs = tuple(signature.select_outputs(list(predict.output_filter)))
             return [WarmupRun(signature.name, inputs, outputs, self.iterations, what)]
         if kind in ("classify_log", "regress_log"):
@@ -149,15 +152,15 @@ class WarmupPlanner:
                 method,
                 method_name_check=self.method_name_check,
             )
-            return [self._example_run(plan, messages.examples(request.input), what)]
+            return [self._example_run(plan, inference_messages.examples(request.input), what)]
         if kind == "multi_inference_log":
             multi = log.multi_inference_log.request
             if not multi.tasks:
                 raise InvalidArgument("MultiInferenceRequest has no tasks")
             plans = multi_inference_plans(
-                servable, messages.tasks(multi), method_name_check=self.method_name_check
+                servable, inference_messages.tasks(multi), method_name_check=self.method_name_check
             )
-            examples = messages.examples(multi.input)
+            examples = inference_messages.examples(multi.input)
             return [self._example_run(plan, examples, what) for plan in plans]
         number = prediction_log_pb2.PredictionLog.DESCRIPTOR.fields_by_name[kind].number
         raise Unimplemented(f"Unsupported log_type for warmup: {number}")
@@ -165,8 +168,9 @@ class WarmupPlanner:
     def _example_run(self, plan: TaskPlan, examples: ExampleBatch, what: str) -> WarmupRun:
         if examples.count == 0:
             raise InvalidArgument("Input is empty.")
-        inputs = plan.feed(examples)
-        plan.signature.validate_inputs(inputs, check_dtypes=plan.input_spec is None)
+        inputs = validated(
+            plan.signature, ready(plan.feed(examples)), check_dtypes=plan.input_spec is None
+        )
         return WarmupRun(plan.signature.name, inputs, plan.outputs, self.iterations, what)
 
 

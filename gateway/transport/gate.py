@@ -236,3 +236,30 @@ async def _checked_stream(requests: Any, context: Any, gate: Gate, path: str) ->
             refusal = gate.undecodable(item, path)
             await context.abort(grpc_status(refusal.code), refusal.message)
         yield item
+
+
+def passthrough(serializer: Callable[[Any], bytes] | None) -> Callable[[Any], bytes] | None:
+    """``serializer``, except that a response a servicer already wrote as wire bytes goes out as
+    it is."""
+    if serializer is None:
+        return None
+
+    def encode(response: Any) -> bytes:
+        return response if response.__class__ is bytes else serializer(response)
+
+    return encode
+
+
+class EncodedResponses(Registrar):
+    """Registers a service whose servicer may answer with its response already encoded
+    (``bytes``, a protocol's hot path): each handler's response serializer passes bytes through
+    (:func:`passthrough`)."""
+
+    def add_registered_method_handlers(self, service: str, handlers: Mapping[str, Handler]) -> None:
+        self.register(
+            service,
+            {
+                name: h._replace(response_serializer=passthrough(h.response_serializer))
+                for name, h in handlers.items()
+            },
+        )

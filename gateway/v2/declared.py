@@ -1,8 +1,8 @@
-"""What a V2 request's input tensors declare, checked before any value is read or allocated.
+"""What a V2 request's input tensors declare, and its bounds, checked before any value is read.
 
-Both wire forms (gRPC ``ModelInferRequest``, REST JSON) first turn each input's header (name,
-datatype, shape) into a :class:`Declared` and check the whole request against the signature and
-the bounds; only then are values decoded. The bounds are TF Serving's codec's:
+Both wire forms (gRPC ``ModelInferRequest``, REST JSON) hand the core a :class:`DeclaredInputs`
+(a :class:`gateway.serving.inputs.Decoded`): each input's header (name, datatype, shape) becomes a
+:class:`Declared` as the core asks for it, bounded as TF Serving's codec bounds a TensorProto:
 
 - ``max_elements`` (``--max_tensor_elements``): a tensor's element count, and each single
   dimension (so a zero beside a huge dimension is refused too) — INVALID_ARGUMENT;
@@ -10,22 +10,27 @@ the bounds; only then are values decoded. The bounds are TF Serving's codec's:
   element counting its 8-byte reference and a ``bytes`` header (:data:`STRING_ELEMENT_BYTES`)
   plus its own bytes — RESOURCE_EXHAUSTED.
 
-Against the signature: input names (no duplicates, exactly the signature's), datatypes (with V2
-names in the message), and shapes where the signature checks them (``-1`` = any size).
+The core validates names, dtypes and shapes against the signature once
+(:func:`gateway.serving.inputs.validated`); only then are values converted. An input named twice
+is refused here (INVALID_ARGUMENT): the core sees names as a set.
 """
 
 from __future__ import annotations
 
 import math
 import sys
-from collections.abc import Sequence
+from collections.abc import Callable, Collection, Iterator, Sequence
 from dataclasses import dataclass
-from typing import NamedTuple
+from typing import Any, Generic, NamedTuple, TypeVar
+
+import numpy as np
 
 from gateway.errors import InvalidArgument, ResourceExhausted
-from gateway.serving.signature import Signature
+from gateway.serving.inputs import Header
 from gateway.v2 import datatypes
 from gateway.v2.datatypes import Datatype
+
+P = TypeVar("P")
 
 MAX_RANK = 64
 """Most dimensions a tensor may have (numpy's limit)."""
@@ -91,20 +96,63 @@ def check_total(total: int, limits: Limits) -> None:
         )
 
 
-def check_signature(inputs: Sequence[Declared], signature: Signature) -> None:
-    """The inputs' names, datatypes and shapes against ``signature`` (INVALID_ARGUMENT)."""
-    seen: set[str] = set()
-    for declared in inputs:
-        if declared.name in seen:
-            raise InvalidArgument(f"input '{declared.name}' is given more than once")
-        seen.add(declared.name)
-    signature.check_input_names(seen)
-    for declared in inputs:
-        spec = next(t for t in signature.inputs if t.name == declared.name)
-        if declared.datatype.dtype_name != spec.dtype:
-            expected = datatypes.for_dtype_name(spec.dtype).name
-            raise InvalidArgument(
-                f"input '{declared.name}' has datatype {declared.datatype.name} but the model "
-                f"expects {expected}"
-            )
-        signature.check_input(declared.name, spec.dtype, declared.shape, check_dtype=False)
+@dataclass(frozen=True, slots=True)
+class Wire(Generic[P]):
+    """One input as its wire form gives it: the header's fields and its payload (raw bytes,
+    typed contents, JSON ``data``: whatever the codec's ``convert`` takes)."""
+
+    name: str
+    datatype: str
+    shape: Sequence[int]
+    payload: P
+
+
+class DeclaredInputs(Generic[P]):
+    """One request's inputs for the core (:class:`gateway.serving.inputs.Decoded`).
+
+    ``wire_bytes(header, payload)``: the bytes a payload holds beyond fixed-size elements (a
+    BYTES tensor's strings); ``convert(header, payload)``: the array, of exactly the header's
+    datatype and shape (INVALID_ARGUMENT for values that do not fit it)."""
+
+    __slots__ = ("_convert", "_declared", "_limits", "_wire", "_wire_bytes")
+
+    def __init__(
+        self,
+        wire: Sequence[Wire[P]],
+        limits: Limits,
+        wire_bytes: Callable[[Declared, P], int],
+        convert: Callable[[Declared, P], np.ndarray],
+    ) -> None:
+        seen: set[str] = set()
+        for item in wire:
+            if item.name in seen:
+                raise InvalidArgument(f"input '{item.name}' is given more than once")
+            seen.add(item.name)
+        self._wire = wire
+        self._limits = limits
+        self._wire_bytes = wire_bytes
+        self._convert = convert
+        self._declared: list[Declared] = []
+
+    @property
+    def names(self) -> Collection[str]:
+        return [item.name for item in self._wire]
+
+    def headers(self) -> Iterator[Header]:
+        declared: list[Declared] = []
+        total = 0
+        for item in self._wire:
+            header = declare(item.name, item.datatype, item.shape, self._limits)
+            declared.append(header)
+            total += decoded_bytes(header, self._wire_bytes(header, item.payload))
+            yield header.name, header.datatype.dtype_name, header.shape
+        check_total(total, self._limits)
+        self._declared = declared
+
+    def arrays(self) -> dict[str, Any]:
+        if len(self._declared) != len(self._wire):  # headers() not run to its end: run it
+            list(self.headers())
+        return {
+            header.name: self._convert(header, item.payload)
+            for header, item in zip(self._declared, self._wire, strict=True)
+        }

@@ -39,8 +39,10 @@ from typing import Final
 import grpc
 import orjson
 
-from gateway.errors import Code, ServingError, Unimplemented
+from gateway.errors import Code, InvalidArgument, ServingError, Unimplemented
 from gateway.errors import grpc_status as _canonical_grpc_status
+from gateway.serving.signature import DtypeMismatch
+from gateway.v2 import datatypes
 
 _HTTP: Final[dict[Code, int]] = {
     Code.OK: 200,
@@ -79,8 +81,9 @@ def grpc_status(code: Code) -> grpc.StatusCode:
 
 
 def error_body(error: ServingError) -> bytes:
-    """The REST body of a failed V2 call: ``{"error": "<message>"}``."""
-    return orjson.dumps({"error": error.message})
+    """The REST body of a failed V2 call: ``{"error": "<message>"}`` (a lone surrogate in the
+    message is escaped, never fatal)."""
+    return orjson.dumps({"error": error.message.encode("utf-8", "backslashreplace").decode()})
 
 
 def not_supported(what: str) -> Unimplemented:
@@ -88,3 +91,21 @@ def not_supported(what: str) -> Unimplemented:
     "the system shared-memory extension")`` → "the system shared-memory extension is not
     supported by tensorgate"."""
     return Unimplemented(f"{what} is not supported by tensorgate")
+
+
+def datatype_mismatch(error: DtypeMismatch) -> InvalidArgument:
+    """The core's dtype mismatch (canonical dtype names) said with V2 datatype names: "input 'x'
+    has datatype FP64 but the model expects FP32"."""
+    if not error.name:  # only its message is known
+        return InvalidArgument(error.message)
+    got, expected = _datatype(error.got), _datatype(error.expected)
+    return InvalidArgument(
+        f"input '{error.name}' has datatype {got} but the model expects {expected}"
+    )
+
+
+def _datatype(dtype_name: str) -> str:
+    try:
+        return datatypes.datatype_of(dtype_name)
+    except Unimplemented:
+        return dtype_name

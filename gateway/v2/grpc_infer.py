@@ -9,13 +9,14 @@ before any value is decoded (Triton's texts where it has them):
 
 1. ``raw_input_contents`` given and an input has ``contents``: INVALID_ARGUMENT "contents field
    must not be specified when using raw_input_contents for 'x' for model 'm'"; a count of raw
-   entries other than the number of inputs: INVALID_ARGUMENT;
-2. each input's header and the whole set against the signature (:mod:`gateway.v2.declared`);
-3. the decoded size of all inputs (RESOURCE_EXHAUSTED);
-4. per input: raw bytes of exactly the declared size; typed values only in the datatype's field
-   (FP16 and BF16 have none: raw only), exactly one per element, within the datatype's range
-   (INT8/INT16 in ``int_contents``, UINT8/UINT16 in ``uint_contents``); no data at all for a
-   non-empty tensor is "unable to find data for input tensor 'x' for model 'm' in request."
+   entries other than the number of inputs: INVALID_ARGUMENT; an input named twice;
+2. each input's header and its bounds, then the decoded size of all inputs (RESOURCE_EXHAUSTED;
+   :mod:`gateway.v2.declared`), as the core validates them against the signature;
+3. per input, once the core has validated every header: raw bytes of exactly the declared
+   size; typed values only in the datatype's field (FP16 and BF16 have none: raw only), exactly
+   one per element, within the datatype's range (INT8/INT16 in ``int_contents``, UINT8/UINT16
+   in ``uint_contents``); no data at all for a non-empty tensor is "unable to find data for input
+   tensor 'x' for model 'm' in request."
 
 **Response.** As Triton answers (and as ``tritonclient``'s ``InferResult.as_numpy`` requires: it
 reads numeric outputs only from raw bytes), every output's values go in ``raw_output_contents``,
@@ -38,11 +39,9 @@ from gateway._pb.inference.grpc_service_pb2 import (
     ModelInferResponse,
 )
 from gateway.errors import InvalidArgument
-from gateway.serving.signature import Signature
 from gateway.v2 import datatypes, parameters, raw, versions
-from gateway.v2 import declared as declared_mod
 from gateway.v2.call import InferCall, RequestedOutput
-from gateway.v2.declared import Declared, Limits
+from gateway.v2.declared import Declared, DeclaredInputs, Limits, Wire
 from gateway.v2.versions import target
 
 _FIELDS = tuple(f.name for f in InferTensorContents.DESCRIPTOR.fields)
@@ -64,10 +63,9 @@ def infer_call(request: ModelInferRequest) -> InferCall:
     )
 
 
-def infer_inputs(
-    request: ModelInferRequest, signature: Signature, limits: Limits
-) -> dict[str, npt.NDArray[Any]]:
-    """Decode every input of ``request`` for ``signature`` (see the module docstring)."""
+def infer_inputs(request: ModelInferRequest, limits: Limits) -> DeclaredInputs[Any]:
+    """The request's inputs for the core (see the module docstring); INVALID_ARGUMENT at once
+    for contents beside ``raw_input_contents`` or a raw entry count that is not the inputs'."""
     raw_contents = request.raw_input_contents
     if raw_contents:
         for tensor in request.inputs:
@@ -81,22 +79,22 @@ def infer_inputs(
                 f"raw_input_contents has {len(raw_contents)} entries for "
                 f"{len(request.inputs)} inputs; it needs one per input, in order"
             )
-    headers = [declared_mod.declare(t.name, t.datatype, t.shape, limits) for t in request.inputs]
-    declared_mod.check_signature(headers, signature)
-    payloads: list[Any] = (
-        list(raw_contents) if raw_contents else [t.contents for t in request.inputs]
-    )
-    total = 0
-    for header, payload in zip(headers, payloads, strict=True):
-        total += declared_mod.decoded_bytes(header, _wire_bytes(header, payload))
-    declared_mod.check_total(total, limits)
-    inputs: dict[str, npt.NDArray[Any]] = {}
-    for header, payload in zip(headers, payloads, strict=True):
-        if raw_contents:
-            inputs[header.name] = raw.from_raw(payload, header)
-        else:
-            inputs[header.name] = _from_typed(payload, header, request.model_name)
-    return inputs
+        wire = [
+            Wire(t.name, t.datatype, t.shape, payload)
+            for t, payload in zip(request.inputs, raw_contents, strict=True)
+        ]
+        return DeclaredInputs(wire, limits, _wire_bytes, _from_raw)
+    model = request.model_name
+    typed = [Wire(t.name, t.datatype, t.shape, t.contents) for t in request.inputs]
+
+    def convert(header: Declared, contents: InferTensorContents) -> npt.NDArray[Any]:
+        return _from_typed(contents, header, model)
+
+    return DeclaredInputs(typed, limits, _wire_bytes, convert)
+
+
+def _from_raw(header: Declared, data: bytes) -> npt.NDArray[Any]:
+    return raw.from_raw(data, header)
 
 
 def _wire_bytes(header: Declared, payload: Any) -> int:

@@ -22,9 +22,11 @@ are the signature's aliases, ``-1`` a dynamic dimension; a tensor of unknown ran
     {"name": "tensorgate", "version": "0.1.0",
      "extensions": ["binary_tensor_data", "parameters", "statistics", "model_repository"]}
 
-(``model_repository`` only with ``--enable_model_management_api``.) **Health** (REST bodies; the
-status is 200 for true, 400 for false): ``{"live": true}``, ``{"ready": true}``,
-``{"name": "mlp", "ready": true}``.
+(``model_repository`` always, as Triton lists it in every model control mode: the index is always
+open; load and unload answer Triton's refusal without ``--enable_model_management_api``.)
+
+**Health** (REST bodies; the status is 200 for true, 400 for false): ``{"live": true}``,
+``{"ready": true}``, ``{"name": "mlp", "ready": true}``.
 """
 
 from __future__ import annotations
@@ -40,8 +42,7 @@ from gateway.v2 import datatypes, versions
 
 SERVER_NAME: Final = "tensorgate"
 PLATFORMS: Final = {"onnx": "onnx_onnxv1", "tensorflow": "tensorflow_savedmodel"}
-EXTENSIONS: Final = ("binary_tensor_data", "parameters", "statistics")
-REPOSITORY_EXTENSION: Final = "model_repository"
+EXTENSIONS: Final = ("binary_tensor_data", "parameters", "statistics", "model_repository")
 
 
 def default_signature(signatures: Mapping[str, Signature]) -> Signature | None:
@@ -112,25 +113,14 @@ def model_metadata_json(servable: Servable, available: Iterable[int]) -> dict[st
     }
 
 
-def extensions(*, model_repository: bool) -> list[str]:
-    """The extensions server metadata lists."""
-    return [*EXTENSIONS, REPOSITORY_EXTENSION] if model_repository else list(EXTENSIONS)
+def server_metadata(version: str) -> pb.ServerMetadataResponse:
+    """``ServerMetadataResponse``: tensorgate, its ``version``, the extensions it has."""
+    return pb.ServerMetadataResponse(name=SERVER_NAME, version=version, extensions=EXTENSIONS)
 
 
-def server_metadata(version: str, *, model_repository: bool) -> pb.ServerMetadataResponse:
-    return pb.ServerMetadataResponse(
-        name=SERVER_NAME,
-        version=version,
-        extensions=extensions(model_repository=model_repository),
-    )
-
-
-def server_metadata_json(version: str, *, model_repository: bool) -> dict[str, Any]:
-    return {
-        "name": SERVER_NAME,
-        "version": version,
-        "extensions": extensions(model_repository=model_repository),
-    }
+def server_metadata_json(version: str) -> dict[str, Any]:
+    """The REST server metadata object (same content as :func:`server_metadata`)."""
+    return {"name": SERVER_NAME, "version": version, "extensions": list(EXTENSIONS)}
 
 
 def live_json(live: bool) -> dict[str, Any]:

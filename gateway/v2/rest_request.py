@@ -38,11 +38,10 @@ import orjson
 
 from gateway.errors import InvalidArgument
 from gateway.serving.signature import Signature
-from gateway.v2 import declared as declared_mod
 from gateway.v2 import json_values, parameters, raw
 from gateway.v2.call import InferCall, RequestedOutput
 from gateway.v2.datatypes import BYTES, for_dtype_name
-from gateway.v2.declared import Limits
+from gateway.v2.declared import Declared, DeclaredInputs, Limits, Wire
 from gateway.v2.parameters import RequestOptions
 from gateway.v2.versions import target
 
@@ -180,27 +179,21 @@ def _output(item: dict[str, Any], index: int) -> RequestedOutput:
     return RequestedOutput(name, parameters.binary_flag(values, where))
 
 
-def rest_inputs(
-    parsed: RestInfer, signature: Signature, limits: Limits
-) -> dict[str, npt.NDArray[Any]]:
-    """Decode the inputs for ``signature`` after checking them all (see
-    :mod:`gateway.v2.declared`)."""
+def rest_inputs(parsed: RestInfer, signature: Signature, limits: Limits) -> DeclaredInputs[Any]:
+    """The body's inputs for the core (:mod:`gateway.v2.declared`); ``signature`` gives a raw
+    binary request its one input's name, datatype and shape."""
     items = parsed.inputs if parsed.raw_body is None else (_raw_input(parsed.raw_body, signature),)
-    headers = [declared_mod.declare(i.name, i.datatype, i.shape, limits) for i in items]
-    declared_mod.check_signature(headers, signature)
-    total = sum(
-        declared_mod.decoded_bytes(h, _wire_bytes(i)) for h, i in zip(headers, items, strict=True)
-    )
-    declared_mod.check_total(total, limits)
-    return {
-        h.name: raw.from_raw(i.binary, h)
-        if i.binary is not None
-        else json_values.to_array(i.data, h)
-        for h, i in zip(headers, items, strict=True)
-    }
+    wire = [Wire(i.name, i.datatype, i.shape, i) for i in items]
+    return DeclaredInputs(wire, limits, _wire_bytes, _convert)
 
 
-def _wire_bytes(item: RestInput) -> int:
+def _convert(header: Declared, item: RestInput) -> npt.NDArray[Any]:
+    if item.binary is not None:
+        return raw.from_raw(item.binary, header)
+    return json_values.to_array(item.data, header)
+
+
+def _wire_bytes(header: Declared, item: RestInput) -> int:
     if item.binary is not None:
         return len(item.binary)
     if item.datatype == BYTES:

@@ -1,11 +1,14 @@
 """Triton's statistics extension: per-version figures → ``ModelStatisticsResponse`` and its JSON.
 
-The figures are plain data (:class:`ModelFigures`), filled by the adapter from what tensorgate
-already records per model and version (its request counts and latencies, queue waits, compute
-times and batch sizes); durations are cumulative counts and nanoseconds. ``compute_input`` and
-``compute_output`` are the gateway's decode and encode, ``compute_infer`` the worker's run,
-``queue`` the wait in the batch queue. Fields tensorgate does not have (cache hits and misses,
-memory usage, decoupled response statistics) are zero or empty.
+The figures are plain data (:class:`ModelFigures`), made by :func:`figures` from what the batch
+queues' observers keep per model version while metrics are on
+(:mod:`gateway.observability.model_stats`: without ``--monitoring_config_file``'s Prometheus page,
+every figure is 0); durations are cumulative counts and nanoseconds. ``queue`` is the wait in the
+batch queue, ``compute_infer`` the worker's run, ``success`` / ``fail`` run from a request's
+enqueueing to its batch's end, and for the requests of every protocol (TF Serving's API too).
+Figures tensorgate does not keep are 0: ``compute_input`` and ``compute_output`` (its decode and
+encode are timed only in traces), cache hits and misses (no response cache); memory usage and
+decoupled response statistics are empty.
 
 REST (``GET /v2/models[/{m}[/versions/{v}]]/stats``)::
 
@@ -27,6 +30,7 @@ from dataclasses import dataclass
 from typing import Any
 
 from gateway._pb.inference import grpc_service_pb2 as pb
+from gateway.observability import model_stats
 from gateway.v2 import versions
 
 
@@ -67,6 +71,31 @@ class ModelFigures:
     compute_infer: Duration = Duration()
     compute_output: Duration = Duration()
     batches: tuple[BatchFigures, ...] = ()
+
+
+def figures(model: str, version: int, stats: model_stats.VersionStats | None) -> ModelFigures:
+    """One version's figures from what is kept of it (None: nothing is kept, all 0)."""
+    if stats is None:
+        return ModelFigures(model, version)
+    return ModelFigures(
+        model,
+        version,
+        last_inference_ms=stats.last_inference_ms,
+        inference_count=stats.inference_count,
+        execution_count=stats.execution_count,
+        success=_kept(stats.success),
+        fail=_kept(stats.fail),
+        queue=_kept(stats.queue),
+        compute_infer=_kept(stats.compute_infer),
+        batches=tuple(
+            BatchFigures(size, compute_infer=_kept(stats.batches[size]))
+            for size in sorted(stats.batches)
+        ),
+    )
+
+
+def _kept(duration: model_stats.Duration) -> Duration:
+    return Duration(duration.count, duration.ns)
 
 
 _INFER_FIELDS = ("success", "fail", "queue", "compute_input", "compute_infer", "compute_output")

@@ -22,8 +22,7 @@ NOT_FOUND messages are Triton's, which V2 clients and their users know; the code
 
 from __future__ import annotations
 
-from collections.abc import Iterable, Iterator
-from contextlib import contextmanager
+from collections.abc import Iterable
 from typing import NamedTuple
 
 from gateway.errors import InvalidArgument, NotFound
@@ -74,13 +73,3 @@ def unknown(found: Target, *, no_versions: bool = False) -> NotFound:
     if no_versions:
         return NotFound(f"Request for unknown model: '{found.name}' has no available versions")
     return NotFound(f"Request for unknown model: '{found.name}' is not found")
-
-
-@contextmanager
-def triton_not_found(found: Target, known: Iterable[str] = ()) -> Iterator[None]:
-    """Re-raise the core's NOT_FOUND (TF Serving's texts) with Triton's text for ``found``;
-    ``known`` are the configured model names (a known model without versions says so)."""
-    try:
-        yield
-    except NotFound:
-        raise unknown(found, no_versions=found.name in set(known)) from None

@@ -11,6 +11,7 @@ import pytest
 
 from gateway.batching.admission import QUEUE_FULL
 from gateway.batching.scheduler import BatchScheduler
+from gateway.batching.window import WINDOW_S
 from gateway.config.batching_options import BatchingOptions
 from gateway.errors import DeadlineExceeded, Internal, InvalidArgument, Unavailable
 from tests.support.fakes import FakeClock, FakeLink, fake_dispatcher, settle
@@ -559,6 +560,22 @@ def test_a_deadline_too_short_for_one_batch_on_an_idle_queue_is_deadline_exceede
     run(scenario)
 
 
+def test_one_client_at_a_time_never_waits_for_the_concurrency_window() -> None:
+    """Requests that never find company go at the end of their loop turn, however many."""
+
+    async def scenario() -> None:
+        h = Harness(batched(max_batch_size=8))
+        for i in range(50):
+            task = h.send(rows(i, 1))
+            await settle()
+            assert len(h.link.sent) == i + 1  # sent without the clock moving
+            h.link.complete(i, double)
+            np.testing.assert_array_equal((await task)["y"], rows(i, 1) * 2)
+        assert (h.scheduler.stats.batches, h.scheduler.stats.rows) == (50, 50)
+
+    run(scenario)
+
+
 def test_over_the_latency_target_stays_a_retryable_refusal_whatever_the_deadline() -> None:
     """Under overload with ``--max_queue_delay_ms`` the excess is refused UNAVAILABLE (retryable),
     even when its deadline is also too short: the queue, not the request, is the reason."""
@@ -575,5 +592,35 @@ def test_over_the_latency_target_stays_a_retryable_refusal_whatever_the_deadline
         h.link.complete(2, double)
         await first
         await second
+
+    run(scenario)
+
+
+def test_under_sustained_concurrency_a_batch_waits_for_company() -> None:
+    """Once arrivals keep finding company, an open batch is held until the window ends (then
+    goes with everyone who joined), or at once when it is full."""
+
+    async def scenario() -> None:
+        h = Harness(batched(max_batch_size=8))
+        first = h.send(rows(0, 1))
+        await settle()
+        busy = [h.send(rows(i, 1)) for i in range(1, 8)]  # arrive while a batch runs
+        await settle()
+        h.link.complete(0, double)
+        await settle()
+        assert len(h.link.sent) == 1  # the seven are held: the queue is concurrent now
+        h.clock.advance(WINDOW_S * 0.9)
+        await settle()
+        assert len(h.link.sent) == 1  # not yet
+        h.clock.advance(WINDOW_S * 0.2)
+        await settle()
+        np.testing.assert_array_equal(h.link.sent[1].inputs["x"], rows(1, 7))
+        full = [h.send(rows(8 + i, 1)) for i in range(8)]  # a full batch goes without waiting
+        h.link.complete(1, double)
+        await settle()
+        assert len(h.link.sent) == 3 and len(h.link.sent[2].inputs["x"]) == 8
+        h.link.complete(2, double)
+        for i, task in enumerate([first, *busy, *full]):
+            np.testing.assert_array_equal((await task)["y"], rows(i, 1) * 2)
 
     run(scenario)

@@ -6,6 +6,7 @@ import json
 import logging
 import os
 import re
+import tempfile
 
 import pytest
 
@@ -91,9 +92,12 @@ def test_native_stderr_while_tensorflow_loads_is_kept_out_but_errors_are_logged(
     monkeypatch.delenv("TF_CPP_MIN_LOG_LEVEL")
     logs.quiet_tensorflow()
     caplog.set_level(logging.DEBUG)  # even at DEBUG, the noise stays out
-    with logs.native_stderr():
-        os.write(2, b"WARNING: All log messages before absl::InitializeLog() ...\n")
-        os.write(2, b"I0000 00:00:1.5  42 cudart_stub.cc:31] Could not find cuda drivers\n")
-        os.write(2, b"E0000 00:00:1.5  42 loader.cc:1] broken graph\n")
+    # no usable temporary directory (a read-only root file system): the capture needs none
+    with monkeypatch.context() as no_tmp:
+        no_tmp.setattr(tempfile, "tempdir", "/nonexistent/tmp")
+        with logs.native_stderr():
+            os.write(2, b"WARNING: All log messages before absl::InitializeLog() ...\n")
+            os.write(2, b"I0000 00:00:1.5  42 cudart_stub.cc:31] Could not find cuda drivers\n")
+            os.write(2, b"E0000 00:00:1.5  42 loader.cc:1] broken graph\n")
     assert capfd.readouterr().err == ""
     assert [(r.levelno, r.getMessage()[:5]) for r in caplog.records] == [(logging.ERROR, "E0000")]

@@ -1,7 +1,8 @@
-"""deploy/Dockerfile and its entry point. No Docker engine runs here, so the image is not built:
-the Dockerfile is linted with hadolint (pinned in the dev extra) and checked for the conventions
-the issue names (targets, ports, non-root, what it copies is sent by .dockerignore), and the entry
-point script runs for real, outside a container, in front of a real gateway."""
+"""deploy/Dockerfile and its entry point, without building the image (test_image.py builds and
+runs it, in ``make test-image``): the Dockerfile is linted with hadolint (pinned in the dev extra)
+and checked for the conventions the issue names (its base a build argument, targets, ports,
+non-root, every package pyproject.toml lists copied, what it copies sent by .dockerignore), and the
+entry point script runs for real, outside a container, in front of a real gateway."""
 
 from __future__ import annotations
 
@@ -12,6 +13,7 @@ import shutil
 import signal
 import subprocess
 import sys
+import tomllib
 from pathlib import Path
 
 import numpy as np
@@ -38,14 +40,24 @@ def instructions() -> list[tuple[str, str]]:
 
 
 def stages() -> list[tuple[str, list[tuple[str, str]]]]:
-    """(stage name, its instructions) in order."""
-    out: list[tuple[str, list[tuple[str, str]]]] = []
+    """(stage name, its instructions) in order; the first, named "", holds what comes before the
+    first FROM (the global ARGs)."""
+    out: list[tuple[str, list[tuple[str, str]]]] = [("", [])]
     for keyword, rest in instructions():
         if keyword == "FROM":
             out.append((rest.split(" AS ")[-1].strip() if " AS " in rest else rest, []))
         else:
             out[-1][1].append((keyword, rest))
     return out
+
+
+def bases() -> dict[str, str]:
+    """Each stage's name: the image or stage it starts from."""
+    return {
+        rest.split(" AS ")[1].strip(): rest.split(" AS ")[0].strip()
+        for keyword, rest in instructions()
+        if keyword == "FROM"
+    }
 
 
 def test_hadolint_passes() -> None:
@@ -58,6 +70,18 @@ def test_hadolint_passes() -> None:
         check=False,
     )
     assert done.returncode == 0, done.stdout + done.stderr
+
+
+def test_the_base_is_a_build_argument() -> None:
+    """One Dockerfile for python:3.11-slim from a registry and for the base scripts/image.py
+    bootstraps where none can be reached: every stage starts from ${BASE_IMAGE} or another stage."""
+    (global_args, _), *_ = stages()
+    assert global_args == ""
+    assert ("ARG", "BASE_IMAGE=python:3.11-slim") in dict(stages())[""]
+    named = bases()
+    for stage, base in named.items():
+        assert base == "${BASE_IMAGE}" or base in named, (stage, base)
+    assert named["runtime"] == "${BASE_IMAGE}"
 
 
 def test_targets_ports_user_and_entry_point() -> None:
@@ -76,10 +100,43 @@ def test_targets_ports_user_and_entry_point() -> None:
         k == "COPY" and r.endswith("deploy/docker/entrypoint.sh /usr/bin/tensorgate_entrypoint.sh")
         for k, r in runtime
     )
-    # The TensorFlow target installs the extra; the default one does not.
-    build_tf = " ".join(rest for _, rest in named["build-tensorflow"])
-    assert "'.[tensorflow]'" in build_tf
-    assert "tensorflow" not in " ".join(rest for _, rest in named["build"])
+    # The TensorFlow target installs the extra; the default one does not. Both copy a virtualenv
+    # of dependencies, then tensorgate's own files as a layer of their own.
+    chain = bases()
+    assert chain["tensorflow"] == chain["onnx"] == "runtime"
+    copied = {
+        target: [r for k, r in named[target] if k == "COPY" and "--from=" in r]
+        for target in ("tensorflow", "onnx")
+    }
+    assert copied == {
+        "tensorflow": [
+            "--from=deps-tensorflow /opt/tensorgate /opt/tensorgate",
+            "--from=build /stage/ /",
+        ],
+        "onnx": ["--from=deps /opt/tensorgate /opt/tensorgate", "--from=build /stage/ /"],
+    }
+    assert chain["deps-tensorflow"] == chain["build"] == "deps"
+    deps_tf = " ".join(rest for _, rest in named["deps-tensorflow"])
+    assert "buildtool.py requirements tensorflow" in deps_tf
+    for stage in ("deps", "build"):
+        assert "tensorflow" not in " ".join(rest for _, rest in named[stage])
+    # No RUN step in what the images are made of past their base: nothing a build mounts for RUN
+    # steps (scripts/image.py mounts pip's configuration) can leave a trace in them.
+    for stage in ("runtime", "tensorflow", "onnx"):
+        assert not [rest for keyword, rest in named[stage] if keyword == "RUN"], stage
+
+
+def test_every_package_pyproject_lists_is_copied() -> None:
+    """pyproject.toml's package list (gateway*, workers*, channel*, ...) and the sources the image
+    installs agree."""
+    with open(REPO_ROOT / "pyproject.toml", "rb") as file:
+        include = tomllib.load(file)["tool"]["setuptools"]["packages"]["find"]["include"]
+    packages = {p.name for p in REPO_ROOT.iterdir() if (p / "__init__.py").exists()}
+    listed = {p for p in packages if any(fnmatch.fnmatch(p, pattern) for pattern in include)}
+    assert listed
+    build = dict(stages())["build"]
+    copied = {rest.split()[0] for keyword, rest in build if keyword == "COPY"}
+    assert listed <= copied, listed - copied
 
 
 def test_every_copied_path_exists_and_is_sent_to_the_builder() -> None:

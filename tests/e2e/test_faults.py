@@ -15,7 +15,8 @@ from grpc_health.v1 import health_pb2, health_pb2_grpc
 from gateway._pb.tensorflow_serving.apis import prediction_service_pb2_grpc
 from gateway.config.model_config import ModelSpecConfig
 from gateway.errors import Unavailable
-from gateway.serving.core import ModelRef
+from gateway.serving.core import ModelRef, PredictResult
+from gateway.serving.inputs import Ready
 from tests.support import onnx_models
 from tests.support.gateway_proc import (
     child_pids,
@@ -55,7 +56,7 @@ def test_worker_killed_mid_request_fails_it_and_is_respawned(tmp_path: Path) -> 
             (old_pid,) = pool.pids()
             os.kill(old_pid, signal.SIGSTOP)  # the worker cannot answer: the run stays in flight
             task = asyncio.create_task(
-                core.predict(ModelRef("mlp"), "", lambda _signature: {"x": x})
+                core.predict(ModelRef("mlp"), "", lambda _signature: Ready({"x": x}), _copies)
             )
             await asyncio.sleep(0)  # the request runs up to its await: submitted to the worker
             assert pool.dispatcher.links[0].runs_in_flight == 1
@@ -65,9 +66,11 @@ def test_worker_killed_mid_request_fails_it_and_is_respawned(tmp_path: Path) -> 
             await pool.wait_all_alive()
             assert pool.pids() != [old_pid]
             assert pool.restarts == 1
-            result = await core.predict(ModelRef("mlp"), "", lambda _signature: {"x": x})
+            outputs = await core.predict(
+                ModelRef("mlp"), "", lambda _signature: Ready({"x": x}), _copies
+            )
             expected = run_reference(model, {"x": x})
-            np.testing.assert_array_equal(result.outputs["probs"], expected["probs"])
+            np.testing.assert_array_equal(outputs["probs"], expected["probs"])
 
     asyncio.run(scenario())
 
@@ -173,3 +176,7 @@ def test_a_hung_worker_is_replaced_within_seconds_not_at_the_ping(
         stream.cancel()
         got = outputs_of(stub.Predict(predict_request("mlp", {"x": x}), timeout=30))
         assert got["probs"].shape == (1, 10)
+
+
+def _copies(result: PredictResult) -> dict[str, np.ndarray]:
+    return {name: array.copy() for name, array in result.outputs.items()}

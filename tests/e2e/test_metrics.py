@@ -140,14 +140,14 @@ def test_tf_serving_exposition_for_a_known_sequence_of_calls(gateway: GatewayPro
     # tensorgate's own, Prometheus-style
     assert re.search(
         r'tensorgate_request_duration_seconds_count\{api="GetModelMetadata",entrypoint="GRPC",'
-        r'model_name="mlp"\} 1\.0',
+        r'model_name="mlp",protocol="tfserving"\} 1\.0',
         page,
     )
     assert re.search(r'tensorgate_compute_seconds_count\{model_name="mlp",version="2"\} 5\.0', page)
     assert re.search(
         r'tensorgate_batch_size_bucket\{le="1\.0",model_name="mlp",version="2"\} 5', page
     )
-    assert 'tensorgate_requests_in_flight{entrypoint="GRPC"} 0.0' in page
+    assert 'tensorgate_requests_in_flight{entrypoint="GRPC",protocol="tfserving"} 0.0' in page
 
 
 def test_prometheus_scrapes_the_page_and_counts_requests_by_status(

@@ -32,13 +32,15 @@ def test_a_call_is_current_while_open_and_its_record_feeds_every_output() -> Non
         "tfserving", "Predict", "GRPC", "svc/Predict", None, None, {"rpc.method": "Predict"}
     )
     assert CURRENT.get() is call and TRACE_IDS.get() is call.span
-    assert metrics.in_flight["GRPC"] == 1
+    assert metrics.in_flight[("GRPC", "tfserving")] == 1
     call.model, call.status = "m", "NOT_FOUND"
     recorder.end(call, token, error=None, attributes={"rpc.grpc.status_code": 5})
     assert CURRENT.get() is None and TRACE_IDS.get() is None
-    assert call.elapsed_s > 0 and metrics.in_flight["GRPC"] == 0
+    assert call.elapsed_s > 0 and metrics.in_flight[("GRPC", "tfserving")] == 0
     assert dict(tfs.request_count.items()) == {("m", "NOT_FOUND"): 1}
-    assert [labels for labels, _ in metrics.request_duration.items()] == [("m", "Predict", "GRPC")]
+    assert [labels for labels, _ in metrics.request_duration.items()] == [
+        ("m", "Predict", "GRPC", "tfserving")
+    ]
     (span,) = exporter.get_finished_spans()
     assert span.name == "svc/Predict"
     assert dict(span.attributes or {}) == {

@@ -175,12 +175,12 @@ def test_each_call_reports_its_protocol_model_status_and_rows() -> None:
     assert dict(tfs.request_example_count_total.items()) == {("abc",): 3}
     durations = {labels: cell.cumulative()[-1] for labels, cell in metrics.request_duration.items()}
     assert durations == {
-        ("m", "Predict", "GRPC"): 1,
-        ("missing", "Predict", "GRPC"): 1,
-        ("abc", "MultiInference", "GRPC"): 1,
-        ("missing", "MultiInference", "GRPC"): 1,
+        ("m", "Predict", "GRPC", "tfserving"): 1,
+        ("missing", "Predict", "GRPC", "tfserving"): 1,
+        ("abc", "MultiInference", "GRPC", "tfserving"): 1,
+        ("missing", "MultiInference", "GRPC", "tfserving"): 1,
     }
-    assert metrics.in_flight["GRPC"] == 0
+    assert metrics.in_flight[("GRPC", "tfserving")] == 0
 
 
 def test_tf_serving_s_metrics_count_only_its_own_protocol_s_calls() -> None:
@@ -191,7 +191,9 @@ def test_tf_serving_s_metrics_count_only_its_own_protocol_s_calls() -> None:
 
     tfs, metrics = asyncio.run(_calls(service, calls))
     assert not tfs.request_count.values and not tfs.request_latency.cells
-    assert [labels for labels, _ in metrics.request_duration.items()] == [("m", "Predict", "GRPC")]
+    assert [labels for labels, _ in metrics.request_duration.items()] == [
+        ("m", "Predict", "GRPC", "v2")
+    ]
 
 
 @pytest.mark.parametrize("name", ["OK", "NOT_FOUND", "UNAVAILABLE"])

@@ -19,8 +19,9 @@ def _live() -> Iterator[Metric]:
 
 def test_the_page_of_tensorgate_s_own_series() -> None:
     metrics = GatewayMetrics()
-    metrics.request_duration.observe(("m", "Predict", "GRPC"), 0.003)
-    metrics.in_flight["REST"] = 2
+    metrics.request_duration.observe(("m", "Predict", "GRPC", "v2"), 0.003)
+    metrics.in_flight[("GRPC", "tfserving")] = 0
+    metrics.in_flight[("REST", "v2")] = 2
     metrics.queue_wait.observe(("m", "1"), 0.00005)
     metrics.batch_size.observe(("m", "1"), 3)
     metrics.refused.inc(("m", "queue_full"))
@@ -28,14 +29,14 @@ def test_the_page_of_tensorgate_s_own_series() -> None:
     lines = page.splitlines()
     assert (
         'tensorgate_request_duration_seconds_bucket{api="Predict",entrypoint="GRPC",'
-        'le="0.0025",model_name="m"} 0.0' in lines
+        'le="0.0025",model_name="m",protocol="v2"} 0.0' in lines
     )
     assert (
         'tensorgate_request_duration_seconds_bucket{api="Predict",entrypoint="GRPC",'
-        'le="0.005",model_name="m"} 1.0' in lines
+        'le="0.005",model_name="m",protocol="v2"} 1.0' in lines
     )
-    assert 'tensorgate_requests_in_flight{entrypoint="GRPC"} 0.0' in lines
-    assert 'tensorgate_requests_in_flight{entrypoint="REST"} 2.0' in lines
+    assert 'tensorgate_requests_in_flight{entrypoint="GRPC",protocol="tfserving"} 0.0' in lines
+    assert 'tensorgate_requests_in_flight{entrypoint="REST",protocol="v2"} 2.0' in lines
     assert (
         'tensorgate_queue_wait_seconds_bucket{le="5e-05",model_name="m",version="1"} 1.0' in lines
     )

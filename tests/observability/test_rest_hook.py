@@ -87,7 +87,10 @@ def test_an_unparsed_call_and_a_cancelled_one() -> None:
     assert recorder.tfs is not None and recorder.metrics is not None
     assert dict(recorder.tfs.request_count.items()) == {("", "UNKNOWN"): 1, ("m", "CANCELLED"): 1}
     durations = [labels for labels, _ in recorder.metrics.request_duration.items()]
-    assert durations == [("", "unknown", "REST"), ("m", "Predict", "REST")]
+    assert durations == [
+        ("", "unknown", "REST", "tfserving"),
+        ("m", "Predict", "REST", "tfserving"),
+    ]
     method_only, cancelled = exporter.get_finished_spans()
     assert method_only.name == "POST" and "http.route" not in (method_only.attributes or {})
     assert (cancelled.attributes or {})["http.response.status_code"] == 499

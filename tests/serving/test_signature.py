@@ -44,48 +44,6 @@ def test_from_wire_reads_shapes_names_and_unservable_definitions() -> None:
     assert Signature.from_wire("p", {"inputs": [], "outputs": []}).method_name == PREDICT_METHOD
 
 
-def test_valid_inputs_pass() -> None:
-    SIG.validate_inputs(GOOD)
-
-
-@pytest.mark.parametrize(
-    ("inputs", "message"),
-    [
-        (
-            {"x": GOOD["x"]},
-            "input size does not match signature: 1!=2 len({x}) != len({k,x}). "
-            "Sent extra: {}. Missing but required: {k}.",
-        ),
-        (
-            {**GOOD, "extra": GOOD["k"]},
-            "input size does not match signature: 3!=2 len({extra,k,x}) != len({k,x}). "
-            "Sent extra: {extra}. Missing but required: {}.",
-        ),
-        (
-            {**GOOD, "x": GOOD["x"].astype(np.float64)},
-            "input 'x' has dtype float64 but the signature expects float32",
-        ),
-        (
-            {**GOOD, "x": np.zeros((3, 5), np.float32)},
-            "input 'x' has shape [3, 5] but the signature expects [-1, 4] (-1 = any size)",
-        ),
-        (
-            {**GOOD, "x": np.zeros((4,), np.float32)},
-            "input 'x' has shape [4] but the signature expects [-1, 4] (-1 = any size)",
-        ),
-    ],
-)
-def test_bad_inputs_say_what_is_wrong(inputs: dict[str, np.ndarray], message: str) -> None:
-    with pytest.raises(InvalidArgument) as info:
-        SIG.validate_inputs(inputs)
-    assert info.value.message == message
-
-
-def test_tensorflow_signatures_leave_shapes_to_the_graph() -> None:
-    loose = Signature("s", SIG.inputs, SIG.outputs, check_shapes=False)
-    loose.validate_inputs({**GOOD, "x": np.zeros((1,), np.float32)})
-
-
 def test_output_filter() -> None:
     assert SIG.select_outputs([]) == ["y", "z"]
     assert SIG.select_outputs(["z"]) == ["z"]

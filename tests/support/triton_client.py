@@ -43,10 +43,15 @@ async def run_calls(
     calls: list[dict[str, Any]],
     arrays: dict[str, np.ndarray],
     workdir: Path,
+    *,
+    ca: str | None = None,
 ) -> tuple[dict[str, Any], dict[str, np.ndarray]]:
     """Run ``calls`` (see the script's docstring) without blocking the caller's event loop (the
-    server under test may be running on it); return (results by call id, output arrays)."""
-    plan = {"grpc": grpc_target, "http": http_target, "calls": calls}
+    server under test may be running on it); return (results by call id, output arrays).
+    ``ca``: a CA certificate file: both clients use TLS and trust it."""
+    plan: dict[str, Any] = {"grpc": grpc_target, "http": http_target, "calls": calls}
+    if ca is not None:
+        plan["ca"] = ca
     _write_plan(plan, arrays, workdir)
     env = {**os.environ, "PYTHONWARNINGS": "ignore"}
     process = await asyncio.create_subprocess_exec(

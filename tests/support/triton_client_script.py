@@ -4,16 +4,22 @@ Runs in its own process: tritonclient's protos (package ``inference``) and ours 
 one. Usage: ``python triton_client_script.py PLAN.json OUT_DIR``. PLAN::
 
     {"grpc": "127.0.0.1:8001", "http": "127.0.0.1:8000",
+     "ca": "/path/ca.pem",                # optional: TLS on both, trusting this CA
      "calls": [{"id": "a", "client": "grpc" | "grpc_aio" | "http" | "http_aio",
                 "op": "infer" | "is_server_live" | "is_server_ready" | "is_model_ready" |
                       "server_metadata" | "model_metadata" | "statistics" | "repository_index" |
-                      "load_model" | "unload_model" | "system_shm_status" | "cuda_shm_status",
+                      "load_model" | "unload_model" | "system_shm_status" | "cuda_shm_status" |
+                      "system_shm_register" | "model_config",
                 "model": "m", "version": "",                       # where the op takes them
                 "inputs": {"x": {"datatype": "FP32", "npz": "a.x"},   # arrays in PLAN's inputs.npz
                            "s": {"datatype": "BYTES", "b64": ["aGk="], "shape": [1]}},
                 "binary": true,          # HTTP: inputs as binary data (false: JSON)
-                "outputs": [{"name": "y", "binary": true}],   # optional: all outputs
-                "request_id": "r1", "parameters": {"signature_name": "s"}}]}
+                "outputs": [{"name": "y", "binary": true, "class_count": 0}],  # or all
+                "request_id": "r1", "parameters": {"signature_name": "s"},
+                "timeout": 200000,       # infer: the request's ``timeout`` parameter (µs)
+                "client_timeout": 1.5,   # gRPC infer: the call's deadline (s)
+                "kwargs": {"sequence_id": 1},                 # infer: more keyword arguments
+                "headers": {"authorization": "Bearer t"}}]}      # any op
 
 Writes ``OUT_DIR/results.json``: one entry per call id, ``{"ok": true, "result": ...}`` or
 ``{"ok": false, "status": ..., "message": ...}`` (the client's ``InferenceServerException``).
@@ -27,6 +33,7 @@ from __future__ import annotations
 import asyncio
 import base64
 import json
+import ssl
 import sys
 import warnings
 from pathlib import Path
@@ -74,11 +81,17 @@ def _infer_args(call: dict[str, Any], arrays: Any) -> dict[str, Any]:
     outputs = None
     if call.get("outputs") is not None:
         outputs = [
-            module.InferRequestedOutput(o["name"], binary_data=o.get("binary", True))
+            module.InferRequestedOutput(
+                o["name"], binary_data=o.get("binary", True), class_count=o.get("class_count", 0)
+            )
             if is_http
-            else module.InferRequestedOutput(o["name"])
+            else module.InferRequestedOutput(o["name"], class_count=o.get("class_count", 0))
             for o in call["outputs"]
         ]
+    extra = {"timeout": call["timeout"]} if "timeout" in call else {}
+    if "client_timeout" in call:
+        extra["client_timeout"] = call["client_timeout"]
+    extra.update(call.get("kwargs", {}))
     return {
         "model_name": call["model"],
         "inputs": inputs,
@@ -86,6 +99,8 @@ def _infer_args(call: dict[str, Any], arrays: Any) -> dict[str, Any]:
         "outputs": outputs,
         "request_id": call.get("request_id", ""),
         "parameters": call.get("parameters"),
+        "headers": call.get("headers"),
+        **extra,
     }
 
 
@@ -120,9 +135,14 @@ def _op(client: Any, call: dict[str, Any], is_http: bool) -> tuple[Any, Any]:
         "unload_model": ("unload_model", model),
         "system_shm_status": ("get_system_shared_memory_status", as_json),
         "cuda_shm_status": ("get_cuda_shared_memory_status", as_json),
+        "model_config": ("get_model_config", {**versioned, **as_json}),
+        "system_shm_register": (
+            "register_system_shared_memory",
+            {"name": "region", "key": "/tensorgate-test", "byte_size": 64},
+        ),
     }
     name, kwargs = table[call["op"]]
-    return getattr(client, name), kwargs
+    return getattr(client, name), {**kwargs, "headers": call.get("headers")}
 
 
 def _client(kind: str, plan: dict[str, Any]) -> Any:
@@ -133,7 +153,14 @@ def _client(kind: str, plan: dict[str, Any]) -> Any:
         "http": httpclient.InferenceServerClient,
         "http_aio": httpclient_aio.InferenceServerClient,
     }[kind]
-    return factory(url)
+    ca = plan.get("ca")
+    if ca is None:
+        return factory(url)
+    if kind.startswith("grpc"):
+        return factory(url, ssl=True, root_certificates=ca)
+    if kind == "http":
+        return factory(url, ssl=True, ssl_options={"ca_certs": ca})
+    return factory(url, ssl=True, ssl_context=ssl.create_default_context(cafile=ca))
 
 
 async def _run(call: dict[str, Any], client: Any, arrays: Any, saved: dict[str, Any]) -> Any:

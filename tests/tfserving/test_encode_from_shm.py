@@ -16,8 +16,11 @@ from typing import Any
 import numpy as np
 import pytest
 
+from gateway._pb.tensorflow_serving.apis import predict_pb2
 from gateway.config.model_config import ModelSpecConfig
+from gateway.parallel.lease import Outputs
 from gateway.serving.core import ModelRef, PredictResult
+from gateway.serving.inputs import ready
 from gateway.tfserving import grpc as grpc_adapter
 from gateway.tfserving.grpc import PredictionService
 from tests.support import onnx_models
@@ -52,11 +55,13 @@ def spec(tmp_path: Path) -> ModelSpecConfig:
     return ModelSpecConfig(name="scaled", base_path=str(tmp_path / "scaled"))
 
 
-async def _predict(core: Any, value: float) -> PredictResult:
-    result: PredictResult = await asyncio.wait_for(
-        core.predict(ModelRef("scaled"), "", lambda _signature: {"x": _x(value)}), WAIT_S
-    )
-    return result
+async def _held(stack: Any, value: float) -> Outputs:
+    """One run's rows as the batcher hands them to the core: views holding a lease reference
+    (the core returns it once its encoder is done; here the test holds it)."""
+    servable = stack.models.resolve("scaled")
+    queue = stack.queues.get(servable, "serving_default")
+    outputs: Outputs = await asyncio.wait_for(queue.submit({"x": _x(value)}, ["y"], None), WAIT_S)
+    return outputs
 
 
 def test_outputs_are_read_only_views_and_their_space_is_not_reused_while_held(
@@ -65,14 +70,14 @@ def test_outputs_are_read_only_views_and_their_space_is_not_reused_while_held(
     async def scenario() -> None:
         async with serving_stack([spec]) as stack:
             (link,) = stack.pool.dispatcher.links
-            first = await _predict(stack.core, 1.0)
-            y = first.outputs["y"]
+            first = await _held(stack, 1.0)
+            y = first["y"]
             owner = _shared_memory(y)
             assert isinstance(owner, memoryview) and isinstance(owner.obj, mmap.mmap)
             assert owner.readonly and not y.flags.writeable
             # The worker's next run must not land on the held range: it goes past it.
-            second = await _predict(stack.core, 5.0)
-            assert not np.shares_memory(y, second.outputs["y"])
+            second = await _held(stack, 5.0)
+            assert not np.shares_memory(y, second["y"])
             np.testing.assert_array_equal(y, _x(2.0))  # untouched by the second run
             assert link.channel.outputs_held == 2
             second.release()
@@ -82,12 +87,42 @@ def test_outputs_are_read_only_views_and_their_space_is_not_reused_while_held(
     asyncio.run(scenario())
 
 
+def test_the_core_returns_the_space_when_the_encoder_fails(spec: ModelSpecConfig) -> None:
+    """The core owns the lease: whatever the protocol's encoder does, the worker gets its
+    output space back as the call ends."""
+
+    def broken(result: PredictResult) -> None:
+        assert not result.outputs["y"].flags.writeable
+        raise ValueError("the encoder failed")
+
+    async def scenario() -> None:
+        async with serving_stack([spec]) as stack:
+            (link,) = stack.pool.dispatcher.links
+            decode = lambda _signature: ready({"x": _x(1.0)})  # noqa: E731
+            with pytest.raises(ValueError, match="the encoder failed"):
+                await asyncio.wait_for(
+                    stack.core.predict(ModelRef("scaled"), "", decode, broken), WAIT_S
+                )
+            assert link.channel.outputs_held == 0 and link.channel.output_used == 0
+            copied = await asyncio.wait_for(
+                stack.core.predict(ModelRef("scaled"), "", decode, _copies), WAIT_S
+            )
+            np.testing.assert_array_equal(copied["y"], _x(2.0))
+            assert link.channel.outputs_held == 0 and link.channel.output_used == 0
+
+    asyncio.run(scenario())
+
+
+def _copies(result: PredictResult) -> dict[str, np.ndarray]:
+    return {name: array.copy() for name, array in result.outputs.items()}
+
+
 def test_the_grpc_encoder_reads_shared_memory_and_the_lease_ends_with_the_call(
     spec: ModelSpecConfig, monkeypatch: pytest.MonkeyPatch
 ) -> None:
     seen: list[dict[str, Any]] = []
     views: list[weakref.ref[np.ndarray]] = []
-    encode = grpc_adapter.messages.predict_response
+    encode = grpc_adapter.encoded_response
     holder: dict[str, Any] = {}
 
     def spy(result: PredictResult, **kwargs: Any) -> Any:
@@ -102,7 +137,7 @@ def test_the_grpc_encoder_reads_shared_memory_and_the_lease_ends_with_the_call(
         views.append(weakref.ref(y))
         return encode(result, **kwargs)
 
-    monkeypatch.setattr(grpc_adapter.messages, "predict_response", spy)
+    monkeypatch.setattr(grpc_adapter, "encoded_response", spy)
 
     async def scenario() -> None:
         async with serving_stack([spec]) as stack:
@@ -115,7 +150,9 @@ def test_the_grpc_encoder_reads_shared_memory_and_the_lease_ends_with_the_call(
                     service.Predict(request, _Context()),  # type: ignore[arg-type]
                     WAIT_S,
                 )
-                np.testing.assert_array_equal(outputs_of(response)["y"], _x(6.0))
+                assert isinstance(response, bytes)  # encoded here, passed through by the gate
+                decoded = predict_pb2.PredictResponse.FromString(response)
+                np.testing.assert_array_equal(outputs_of(decoded)["y"], _x(6.0))
             assert link.channel.outputs_held == 0 and link.channel.output_used == 0
 
     asyncio.run(scenario())

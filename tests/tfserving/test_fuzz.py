@@ -21,6 +21,7 @@ from gateway._pb.tensorflow.core.framework import types_pb2
 from gateway._pb.tensorflow.core.framework.tensor_pb2 import TensorProto
 from gateway._pb.tensorflow_serving.apis import predict_pb2
 from gateway.errors import Code, ServingError
+from gateway.serving.inputs import Ready, validated
 from gateway.serving.signature import Signature, TensorSpec
 from gateway.tfserving.codec import messages
 from gateway.tfserving.codec import tensor as tensor_codec
@@ -79,13 +80,14 @@ signatures = st.builds(
 
 def _decode_or_client_error(request: predict_pb2.PredictRequest, signature: Signature) -> None:
     try:
-        inputs = messages.predict_inputs(
+        decoded = messages.predict_inputs(
             request, signature, max_elements=MAX_ELEMENTS, max_bytes=MAX_BYTES
         )
+        inputs = validated(signature, decoded)
     except ServingError as exc:
         assert exc.code in CLIENT_ERRORS, exc
         return
-    signature.validate_inputs(inputs)  # what decoded is what the signature accepts
+    validated(signature, Ready(inputs))  # the values converted are what the headers declared
     for name, array in inputs.items():
         assert array.shape == tuple(d.size for d in request.inputs[name].tensor_shape.dim)
         assert array.size <= MAX_ELEMENTS
@@ -155,13 +157,13 @@ def _rest_decode_or_client_error(body: bytes, signature: Signature) -> None:
     try:
         request = json_request.loads(body)
         json_request.signature_name(request)
-        inputs, _ = json_request.predict_inputs(
+        arrays, _ = json_request.predict_inputs(
             request, signature, max_elements=MAX_ELEMENTS, max_bytes=MAX_BYTES
         )
+        inputs = validated(signature, Ready(arrays))
     except ServingError as exc:
         assert exc.code in CLIENT_ERRORS, exc
         return
-    signature.validate_inputs(inputs)
     assert all(isinstance(a, np.ndarray) and a.size <= MAX_ELEMENTS for a in inputs.values())
 
 

@@ -16,7 +16,7 @@ from gateway.config.model_config import ModelSpecConfig
 from gateway.errors import InvalidArgument
 from gateway.serving.core import ModelRef
 from gateway.tfserving.codec.example import ExampleBatch
-from gateway.tfserving.inference import InferenceService
+from gateway.tfserving.inference import InferenceResult, InferenceService
 from gateway.tfserving.inference_plans import CLASSIFY_METHOD, REGRESS_METHOD, InferenceTask
 from gateway.tfserving.inference_results import Classifications, Regressions
 from tests.support import onnx_models
@@ -49,21 +49,24 @@ def run(tmp_path: Path, scenario: Callable[[InferenceService], Awaitable[None]])
 def test_classify_and_regress_run_as_predicts_on_their_plan(tmp_path: Path) -> None:
     async def scenario(service: InferenceService) -> None:
         examples = _examples((2.0, 1), (4.0, 0))
-        regressed = await service.regress(REF, "", examples)
-        try:
+
+        def check_regression(regressed: InferenceResult) -> str:
             assert (regressed.model, regressed.version) == ("examples", 1)
             assert regressed.signature_name == "serving_default"
             assert isinstance(regressed.result, Regressions)
             np.testing.assert_array_equal(regressed.result.values, [4.0, 4.0])
-        finally:
-            regressed.release()
-        classified = await service.classify(REF, "serving_default", examples)
-        try:
+            return "regressed"
+
+        def check_classes(classified: InferenceResult) -> str:
             assert isinstance(classified.result, Classifications)
             assert classified.result.labels is None and classified.result.shape == (2, 2)
             np.testing.assert_array_equal(classified.result.scores, [[4, -4], [4, -4]])
-        finally:
-            classified.release()
+            return "classified"
+
+        assert await service.regress(REF, "", examples, check_regression) == "regressed"
+        assert await service.classify(REF, "serving_default", examples, check_classes) == (
+            "classified"
+        )
 
     run(tmp_path, scenario)
 
@@ -74,7 +77,7 @@ def test_multi_inference_runs_its_tasks_each_on_its_own_signature(tmp_path: Path
         (result,) = await service.multi_inference(tasks, _examples((0.0, 3)))
         assert isinstance(result.result, Regressions)
         np.testing.assert_array_equal(result.result.values, [5.0])
-        result.release()  # owned copies: nothing is held
+        assert result.result.values.base is None or result.result.values.flags.writeable  # copies
         with pytest.raises(InvalidArgument, match="Duplicate evaluation of signature"):
             await service.multi_inference(
                 [InferenceTask(REF, "", CLASSIFY_METHOD), InferenceTask(REF, "", REGRESS_METHOD)],
@@ -90,7 +93,7 @@ def test_no_task_or_no_example_is_refused(tmp_path: Path) -> None:
             await service.multi_inference([], _examples((1.0, 1)))
         for call in (service.classify, service.regress):
             with pytest.raises(InvalidArgument, match=r"Input is empty\."):
-                await call(REF, "", _examples())
+                await call(REF, "", _examples(), lambda result: result)
         tasks = [InferenceTask(REF, "", REGRESS_METHOD)]
         with pytest.raises(InvalidArgument, match=r"Input is empty\."):
             await service.multi_inference(tasks, _examples())

@@ -165,3 +165,16 @@ def test_streams_are_checked_but_not_counted_in_flight() -> None:
             assert refused.value.code() == grpc.StatusCode.UNAVAILABLE
 
     asyncio.run(scenario())
+
+
+def test_encoded_responses_pass_through_and_messages_are_serialized() -> None:
+    from gateway.transport.gate import passthrough
+
+    def serialize(message: object) -> bytes:
+        return b"serialized:" + str(message).encode()
+
+    encode = passthrough(serialize)
+    assert encode is not None
+    assert encode(b"\x0a\x00") == b"\x0a\x00"  # already wire bytes: as they are
+    assert encode(7) == b"serialized:7"
+    assert passthrough(None) is None

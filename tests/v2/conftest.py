@@ -2,11 +2,16 @@
 
 from __future__ import annotations
 
+from typing import Any
+
+import numpy as np
 import pytest
 
+from gateway.serving.inputs import Decoded, validated
 from gateway.serving.registry import Servable
-from gateway.serving.signature import Signature, TensorSpec
+from gateway.serving.signature import DtypeMismatch, Signature, TensorSpec
 from gateway.v2.declared import Limits
+from gateway.v2.errors import datatype_mismatch
 
 
 def signature(
@@ -38,3 +43,12 @@ def servable(*signatures: Signature, platform: str = "onnx", version: int = 2) -
 @pytest.fixture
 def limits() -> Limits:
     return Limits(max_elements=1000, max_bytes=100_000)
+
+
+def validate(sig: Signature, decoded: Decoded) -> dict[str, np.ndarray[Any, Any]]:
+    """What the core does with a codec's inputs: the one validation, then the arrays (with V2
+    datatype names in a dtype mismatch, as the adapters say it)."""
+    try:
+        return validated(sig, decoded)
+    except DtypeMismatch as exc:
+        raise datatype_mismatch(exc) from None

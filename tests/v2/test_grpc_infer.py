@@ -19,7 +19,7 @@ from gateway.errors import (
 from gateway.v2 import grpc_infer
 from gateway.v2.declared import Limits
 from gateway.v2.versions import Target
-from tests.v2.conftest import signature
+from tests.v2.conftest import signature, validate
 
 SIG = signature(
     {"x": ("float32", (-1, 2)), "s": ("string", (-1,))},
@@ -100,7 +100,7 @@ def test_raw_inputs(limits: Limits) -> None:
     request = _request(
         x=("FP32", [1, 2], struct.pack("<2f", 1.5, -2)), s=("BYTES", [2], _bytes(b"a", b"\xff"))
     )
-    inputs = grpc_infer.infer_inputs(request, SIG, limits)
+    inputs = validate(SIG, grpc_infer.infer_inputs(request, limits))
     assert inputs["x"].dtype == np.float32 and inputs["x"].tolist() == [[1.5, -2.0]]
     assert inputs["s"].tolist() == [b"a", b"\xff"]
 
@@ -124,8 +124,8 @@ def test_typed_inputs_of_every_datatype(limits: Limits) -> None:
         request = ModelInferRequest(model_name="m")
         tensor = request.inputs.add(name="v", datatype=datatype, shape=[2])
         getattr(tensor.contents, field).extend(values)
-        (array,) = grpc_infer.infer_inputs(
-            request, signature({"v": (dtype_name, (-1,))}), limits
+        (array,) = validate(
+            signature({"v": (dtype_name, (-1,))}), grpc_infer.infer_inputs(request, limits)
         ).values()
         assert array.dtype == np.dtype(object if datatype == "BYTES" else dtype_name), datatype
         assert array.tolist() == expected, datatype
@@ -155,14 +155,14 @@ def test_typed_input_errors(
     if field is not None:
         getattr(tensor.contents, field).extend(values)
     with pytest.raises(InvalidArgument, match=message):
-        grpc_infer.infer_inputs(request, signature({"v": (dtype_name, (-1,))}), limits)
+        validate(signature({"v": (dtype_name, (-1,))}), grpc_infer.infer_inputs(request, limits))
 
 
 def test_empty_tensor_needs_no_data(limits: Limits) -> None:
     request = ModelInferRequest(model_name="m")
     request.inputs.add(name="v", datatype="FP16", shape=[0, 3])
-    (array,) = grpc_infer.infer_inputs(
-        request, signature({"v": ("float16", (-1, 3))}), limits
+    (array,) = validate(
+        signature({"v": ("float16", (-1, 3))}), grpc_infer.infer_inputs(request, limits)
     ).values()
     assert array.shape == (0, 3) and array.dtype == np.float16
 
@@ -171,11 +171,11 @@ def test_raw_and_typed_together_are_invalid(limits: Limits) -> None:
     request = _request(x=("FP32", [1, 2], bytes(8)), s=("BYTES", [1], _bytes(b"a")))
     request.inputs[1].contents.bytes_contents.append(b"a")
     with pytest.raises(InvalidArgument, match="contents field must not be specified when using"):
-        grpc_infer.infer_inputs(request, SIG, limits)
+        validate(SIG, grpc_infer.infer_inputs(request, limits))
     request = _request(x=("FP32", [1, 2], bytes(8)))
     request.inputs.add(name="s", datatype="BYTES", shape=[0])
     with pytest.raises(InvalidArgument, match="raw_input_contents has 1 entries for 2 inputs"):
-        grpc_infer.infer_inputs(request, SIG, limits)
+        validate(SIG, grpc_infer.infer_inputs(request, limits))
 
 
 @pytest.mark.parametrize(
@@ -218,7 +218,7 @@ def test_inputs_are_checked_against_the_signature_and_bounds(
     inputs: dict[str, tuple[str, list[int], bytes]], error: type[ServingError], message: str
 ) -> None:
     with pytest.raises(error, match=message):
-        grpc_infer.infer_inputs(_request(**inputs), SIG, Limits(1000, 3000))
+        validate(SIG, grpc_infer.infer_inputs(_request(**inputs), Limits(1000, 3000)))
 
 
 def test_duplicate_inputs_are_invalid(limits: Limits) -> None:
@@ -226,7 +226,7 @@ def test_duplicate_inputs_are_invalid(limits: Limits) -> None:
     request.inputs.add(name="x", datatype="FP32", shape=[1, 2])
     request.raw_input_contents.append(bytes(8))
     with pytest.raises(InvalidArgument, match="input 'x' is given more than once"):
-        grpc_infer.infer_inputs(request, SIG, limits)
+        validate(SIG, grpc_infer.infer_inputs(request, limits))
 
 
 def test_unknown_signature_name_fails_like_tf_serving() -> None:

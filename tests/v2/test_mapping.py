@@ -7,7 +7,7 @@ import json
 import grpc
 import pytest
 
-from gateway.errors import Code, InvalidArgument, NotFound, ServingError, Unavailable
+from gateway.errors import Code, InvalidArgument, NotFound, ServingError
 from gateway.serving.registry import State, VersionStatus
 from gateway.v2 import errors, metadata, repository, statistics, versions
 from gateway.v2.call import InferCall
@@ -44,13 +44,12 @@ def test_triton_not_found_texts() -> None:
     assert versions.unknown(Target("m", version=4)).message == (
         "Request for unknown model: 'm' version 4 is not found"
     )
-    with (
-        pytest.raises(NotFound, match="'m' has no available versions"),
-        versions.triton_not_found(Target("m"), known=["m"]),
-    ):
-        raise NotFound("Servable not found for request: Latest(m)")
-    with pytest.raises(Unavailable), versions.triton_not_found(Target("m")):
-        raise Unavailable("other errors pass unchanged")
+    assert versions.unknown(Target("m", label="beta")).message == (
+        "Request for unknown model: 'm' version beta is not found"
+    )
+    unserved = versions.unknown(Target("m"), no_versions=True)
+    assert isinstance(unserved, NotFound)
+    assert unserved.message == "Request for unknown model: 'm' has no available versions"
     assert versions.version_strings([10, 2]) == ["2", "10"]
 
 
@@ -136,13 +135,13 @@ def test_signature_choice() -> None:
 
 
 def test_server_metadata_and_health() -> None:
-    assert metadata.server_metadata_json("0.1.0", model_repository=False) == {
+    assert metadata.server_metadata_json("0.1.0") == {
         "name": "tensorgate",
         "version": "0.1.0",
-        "extensions": ["binary_tensor_data", "parameters", "statistics"],
+        "extensions": ["binary_tensor_data", "parameters", "statistics", "model_repository"],
     }
-    proto = metadata.server_metadata("0.1.0", model_repository=True)
-    assert list(proto.extensions)[-1] == "model_repository"
+    proto = metadata.server_metadata("0.1.0")
+    assert list(proto.extensions) == metadata.server_metadata_json("0.1.0")["extensions"]
     assert metadata.live_json(True) == {"live": True}
     assert metadata.ready_json(False) == {"ready": False}
     assert metadata.model_ready_json("m", True) == {"name": "m", "ready": True}
@@ -245,3 +244,15 @@ def test_repository_load_and_unload() -> None:
         repository.from_json("m", {"parameters": {"x": 1}}, unload=False)
     with pytest.raises(InvalidArgument, match="'unload_dependents' must be a boolean"):
         repository.from_json("m", {"parameters": {"unload_dependents": 1}}, unload=True)
+
+
+def test_a_dtype_mismatch_in_v2_datatype_names() -> None:
+    from gateway.serving.signature import DtypeMismatch
+
+    said = errors.datatype_mismatch(DtypeMismatch.of("x", "float64", "string"))
+    assert said.message == "input 'x' has datatype FP64 but the model expects BYTES"
+    assert said.code == Code.INVALID_ARGUMENT
+    unknown = errors.datatype_mismatch(DtypeMismatch.of("x", "complex64", "float32"))
+    assert unknown.message == "input 'x' has datatype complex64 but the model expects FP32"
+    rewrapped = DtypeMismatch("warmup record 1: input 'x' has dtype ...", Code.INVALID_ARGUMENT)
+    assert errors.datatype_mismatch(rewrapped).message == rewrapped.message

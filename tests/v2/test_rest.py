@@ -21,7 +21,7 @@ from gateway.v2.declared import Limits, declare
 from gateway.v2.parameters import RequestOptions
 from gateway.v2.rest_request import INFER_HEADER
 from gateway.v2.versions import Target
-from tests.v2.conftest import signature
+from tests.v2.conftest import signature, validate
 
 SIG = signature({"x": ("float32", (-1, 2)), "s": ("string", (-1,))})
 
@@ -33,7 +33,7 @@ def _binary_body(header: dict[str, Any], *payloads: bytes) -> tuple[bytes, str]:
 
 def _decode(body: bytes, length: str | None, sig: Any = SIG) -> dict[str, Any]:
     parsed = rest_request.parse(body, length, "m", "")
-    return rest_request.rest_inputs(parsed, sig, Limits(1000, 100_000))
+    return validate(sig, rest_request.rest_inputs(parsed, sig, Limits(1000, 100_000)))
 
 
 def test_json_request_flat_and_nested() -> None:
@@ -53,7 +53,7 @@ def test_json_request_flat_and_nested() -> None:
         RequestOptions(),
         (RequestedOutput("y", True), RequestedOutput("z", None)),
     )
-    inputs = rest_request.rest_inputs(parsed, SIG, Limits(1000))
+    inputs = validate(SIG, rest_request.rest_inputs(parsed, SIG, Limits(1000)))
     assert inputs["x"].dtype == np.float32 and inputs["x"].tolist() == [[1, 2.5], [3, 4]]
     assert inputs["s"].tolist() == [b"a", "é".encode()]
     flat = dict(body, inputs=[dict(body["inputs"][0], data=[1, 2.5, 3, 4]), body["inputs"][1]])
@@ -196,17 +196,25 @@ def test_raw_binary_request_deduces_the_shape() -> None:
     body = struct.pack("<4f", 1, 2, 3, 4)
     parsed = rest_request.parse(body, "0", "m", "")
     assert parsed.call.options.binary_data_output
-    assert rest_request.rest_inputs(parsed, one, Limits(100))["x"].tolist() == [[1, 2], [3, 4]]
+    assert validate(one, rest_request.rest_inputs(parsed, one, Limits(100)))["x"].tolist() == [
+        [1, 2],
+        [3, 4],
+    ]
     batch = signature({"x": ("float32", (-1, -1))})
-    assert rest_request.rest_inputs(parsed, batch, Limits(100))["x"].shape == (1, 4)
+    assert validate(batch, rest_request.rest_inputs(parsed, batch, Limits(100)))["x"].shape == (
+        1,
+        4,
+    )
     strings = signature({"s": ("string", (-1,))})
     parsed = rest_request.parse(struct.pack("<I", 2) + b"ok", "0", "m", "")
-    assert rest_request.rest_inputs(parsed, strings, Limits(100))["s"].tolist() == [b"ok"]
+    assert validate(strings, rest_request.rest_inputs(parsed, strings, Limits(100)))[
+        "s"
+    ].tolist() == [b"ok"]
     with pytest.raises(InvalidArgument, match="exactly one input, this one has 2"):
-        rest_request.rest_inputs(parsed, SIG, Limits(100))
+        validate(SIG, rest_request.rest_inputs(parsed, SIG, Limits(100)))
     three = signature({"x": ("float32", (2, -1, -1))})
     with pytest.raises(InvalidArgument, match="more than one dynamic dimension"):
-        rest_request.rest_inputs(parsed, three, Limits(100))
+        validate(three, rest_request.rest_inputs(parsed, three, Limits(100)))
 
 
 def _call(*outputs: RequestedOutput, binary_data_output: bool = False, id: str = "") -> InferCall:

@@ -1,44 +1,37 @@
-"""Serving API messages ⇄ core types: ModelSpec, SignatureDef, ModelVersionStatus, Predict, and
-Classification / Regression / MultiInference.
+"""Serving API messages ⇄ core types: ModelSpec, Predict, SignatureDef (metadata),
+ModelVersionStatus and the reload request.
 
-Tensors themselves go through :mod:`gateway.tfserving.codec.tensor` and tf.Examples through
-:mod:`gateway.tfserving.codec.example`; this module owns the message envelopes. Classify, Regress
-and MultiInference responses carry TF Serving's ModelSpec: the request's model name, its signature
-name (``serving_default`` when it was empty) and the version that served it. Labels are proto3
-``string`` fields: a label that is not UTF-8 is decoded with replacement characters.
+Tensors themselves go through :mod:`gateway.tfserving.codec.tensor`; Classification, Regression
+and MultiInference envelopes through :mod:`gateway.tfserving.codec.inference_messages`; this
+module owns the other message envelopes.
 """
 
 from __future__ import annotations
 
-from collections.abc import Mapping
+from collections.abc import Collection, Iterator, Mapping
 from typing import Literal, Protocol
 
 import numpy as np
 
 from gateway._pb.tensorflow.core.framework import tensor_shape_pb2
+from gateway._pb.tensorflow.core.framework.tensor_pb2 import TensorProto
 from gateway._pb.tensorflow.core.protobuf import meta_graph_pb2
 from gateway._pb.tensorflow_serving.apis import (
-    classification_pb2,
     get_model_metadata_pb2,
     get_model_status_pb2,
     inference_pb2,
-    input_pb2,
     model_management_pb2,
     model_pb2,
     predict_pb2,
-    regression_pb2,
 )
 from gateway._pb.xla.tsl.protobuf import error_codes_pb2
 from gateway.config.model_config import ConfigError, ModelSpecConfig, model_specs
 from gateway.errors import InvalidArgument, ResourceExhausted
 from gateway.serving.core import ModelRef, PredictResult
+from gateway.serving.inputs import Header
 from gateway.serving.registry import VersionStatus
 from gateway.serving.signature import Signature, TensorSpec
 from gateway.tfserving.codec import tensor as tensor_codec
-from gateway.tfserving.codec.example import ExampleBatch
-from gateway.tfserving.inference import InferenceResult
-from gateway.tfserving.inference_plans import InferenceTask
-from gateway.tfserving.inference_results import Classifications, Regressions
 
 SIGNATURE_DEF_FIELD = "signature_def"
 
@@ -77,14 +70,53 @@ def model_name(request: object) -> str:
     return spec.name if isinstance(spec, model_pb2.ModelSpec) else ""
 
 
-def example_count(request: inference_pb2.MultiInferenceRequest) -> int:
-    """Examples in a MultiInference request's input (TF Serving's ``NumInputExamples``)."""
-    kind = request.input.WhichOneof("kind")
-    if kind == "example_list":
-        return len(request.input.example_list.examples)
-    if kind == "example_list_with_context":
-        return len(request.input.example_list_with_context.examples)
-    return 0
+class PredictInputs:
+    """A PredictRequest's input tensors (:class:`gateway.serving.inputs.Decoded`): each tensor's
+    declared dtype and shape, its element count bounded (INVALID_ARGUMENT naming the input), then
+    the bytes all of them would take once decoded, which must not exceed ``max_bytes``
+    (RESOURCE_EXHAUSTED; None: no bound) — typed values repeat to fill a shape, so a few bytes on
+    the wire may declare gigabytes. Nothing is expanded before the core has validated every
+    header."""
+
+    __slots__ = ("_headers", "_inputs", "_max_bytes", "_max_elements")
+
+    def __init__(
+        self, request: predict_pb2.PredictRequest, *, max_elements: int, max_bytes: int | None
+    ) -> None:
+        self._inputs = request.inputs
+        self._max_elements = max_elements
+        self._max_bytes = max_bytes
+        self._headers: list[tuple[str, TensorProto, tensor_codec.Declared]] = []
+
+    @property
+    def names(self) -> Collection[str]:
+        return self._inputs.keys()
+
+    def headers(self) -> Iterator[Header]:
+        total = 0
+        kept = self._headers
+        for name, proto in self._inputs.items():
+            try:
+                header = tensor_codec.declared(proto, max_elements=self._max_elements)
+            except InvalidArgument as exc:
+                raise InvalidArgument(f"input '{name}': {exc.message}") from None
+            kept.append((name, proto, header))
+            yield name, header.dtype, header.shape
+            total += header.nbytes
+        if self._max_bytes is not None and total > self._max_bytes:
+            raise ResourceExhausted(
+                f"the request's input tensors would take {total} bytes once decoded, over the "
+                f"limit of {self._max_bytes} bytes (--max_request_bytes)"
+            )
+
+    def arrays(self) -> dict[str, np.ndarray]:
+        inputs: dict[str, np.ndarray] = {}
+        for name, proto, header in self._headers:
+            try:
+                inputs[name] = tensor_codec.values(proto, header)
+            except InvalidArgument as exc:
+                raise InvalidArgument(f"input '{name}': {exc.message}") from None
+        return inputs
 
 
 def predict_inputs(
@@ -93,36 +125,10 @@ def predict_inputs(
     *,
     max_elements: int,
     max_bytes: int | None = None,
-) -> dict[str, np.ndarray]:
-    """Decode every input tensor of a PredictRequest meant for ``signature``.
-
-    Nothing is expanded before the whole request has been checked against the signature: input
-    names, then each tensor's declared dtype, shape and element count (INVALID_ARGUMENT naming the
-    bad input), then the bytes all its tensors would take once decoded, which must not exceed
-    ``max_bytes`` (RESOURCE_EXHAUSTED; None: no bound): typed values repeat to fill a shape, so
-    a few bytes on the wire may declare gigabytes.
-    """
-    signature.check_input_names(request.inputs)
-    total = 0
-    for name, proto in request.inputs.items():
-        try:
-            dtype, shape, nbytes = tensor_codec.declared(proto, max_elements=max_elements)
-        except InvalidArgument as exc:
-            raise InvalidArgument(f"input '{name}': {exc.message}") from None
-        signature.check_input(name, dtype, shape)
-        total += nbytes
-    if max_bytes is not None and total > max_bytes:
-        raise ResourceExhausted(
-            f"the request's input tensors would take {total} bytes once decoded, over the limit "
-            f"of {max_bytes} bytes (--max_request_bytes)"
-        )
-    inputs: dict[str, np.ndarray] = {}
-    for name, proto in request.inputs.items():
-        try:
-            inputs[name] = tensor_codec.to_ndarray(proto, max_elements=max_elements)
-        except InvalidArgument as exc:
-            raise InvalidArgument(f"input '{name}': {exc.message}") from None
-    return inputs
+) -> PredictInputs:
+    """The :data:`~gateway.serving.core.Decoder` of a PredictRequest (``signature`` unused: a
+    TensorProto says its own dtype)."""
+    return PredictInputs(request, max_elements=max_elements, max_bytes=max_bytes)
 
 
 def predict_response(
@@ -211,77 +217,6 @@ def status_response(
             entry.status.error_code = error_codes_pb2.Code.Value(status.error.code.name)
             entry.status.error_message = status.error.message
     return response
-
-
-def examples(proto: input_pb2.Input) -> ExampleBatch:
-    return ExampleBatch(proto)
-
-
-def tasks(request: inference_pb2.MultiInferenceRequest) -> list[InferenceTask]:
-    """The tasks of a MultiInferenceRequest (model names are checked by the service)."""
-    return [
-        InferenceTask(model_ref(task), task.model_spec.signature_name, task.method_name)
-        for task in request.tasks
-    ]
-
-
-def classification_response(
-    result: InferenceResult,
-) -> classification_pb2.ClassificationResponse:
-    response = classification_pb2.ClassificationResponse()
-    fill_model_spec(response.model_spec, result.model, result.version, result.signature_name)
-    if not isinstance(result.result, Classifications):
-        raise TypeError("a classification response needs Classifications")
-    fill_classifications(response.result, result.result)
-    return response
-
-
-def regression_response(result: InferenceResult) -> regression_pb2.RegressionResponse:
-    response = regression_pb2.RegressionResponse()
-    fill_model_spec(response.model_spec, result.model, result.version, result.signature_name)
-    if not isinstance(result.result, Regressions):
-        raise TypeError("a regression response needs Regressions")
-    fill_regressions(response.result, result.result)
-    return response
-
-
-def multi_inference_response(
-    results: list[InferenceResult],
-) -> inference_pb2.MultiInferenceResponse:
-    response = inference_pb2.MultiInferenceResponse()
-    for result in results:
-        entry = response.results.add()
-        fill_model_spec(entry.model_spec, result.model, result.version, result.signature_name)
-        if isinstance(result.result, Classifications):
-            fill_classifications(entry.classification_result, result.result)
-        else:
-            fill_regressions(entry.regression_result, result.result)
-    return response
-
-
-def fill_classifications(
-    proto: classification_pb2.ClassificationResult, result: Classifications
-) -> None:
-    n, k = result.shape
-    labels = None if result.labels is None else result.labels.tolist()
-    scores = None if result.scores is None else result.scores.tolist()
-    for i in range(n):
-        classes = proto.classifications.add().classes
-        for j in range(k):
-            entry = classes.add()
-            if labels is not None:
-                entry.label = _text(labels[i][j])
-            if scores is not None:
-                entry.score = scores[i][j]
-
-
-def _text(label: bytes | str) -> str:
-    return label.decode("utf-8", "replace") if isinstance(label, bytes) else label
-
-
-def fill_regressions(proto: regression_pb2.RegressionResult, result: Regressions) -> None:
-    for value in result.values.tolist():
-        proto.regressions.add(value=value)
 
 
 def reload_specs(request: model_management_pb2.ReloadConfigRequest) -> list[ModelSpecConfig]:

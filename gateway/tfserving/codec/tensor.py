@@ -33,6 +33,7 @@ from gateway.tfserving.codec.tensor_decode import (
     declared,
     shape_of,
     to_ndarray,
+    values,
 )
 from gateway.tfserving.codec.tensor_encode import MAX_PROTO_BYTES, from_ndarray
 from gateway.tfserving.codec.tensor_types import data_type, data_type_name, dtype_name, numpy_dtype
@@ -50,4 +51,5 @@ __all__ = [
     "numpy_dtype",
     "shape_of",
     "to_ndarray",
+    "values",
 ]

@@ -38,14 +38,12 @@ def _shape_text(dims: tuple[int, ...]) -> str:
 def shape_of(proto: TensorProto) -> tuple[int, ...]:
     """The tensor's dimensions; INVALID_ARGUMENT for unknown rank, negative dims or rank > 64."""
     shape = proto.tensor_shape
+    dims = tuple([dim.size for dim in shape.dim])
     if shape.unknown_rank:
         raise InvalidArgument("tensor shape has unknown rank; a tensor needs a fully defined shape")
-    if len(shape.dim) > MAX_RANK:
-        raise InvalidArgument(
-            f"tensor has {len(shape.dim)} dimensions, over the limit of {MAX_RANK}"
-        )
-    dims = tuple(dim.size for dim in shape.dim)
-    if any(size < 0 for size in dims):
+    if len(dims) > MAX_RANK:
+        raise InvalidArgument(f"tensor has {len(dims)} dimensions, over the limit of {MAX_RANK}")
+    if dims and min(dims) < 0:
         raise InvalidArgument(f"tensor shape {_shape_text(dims)} has a negative dimension")
     return dims
 
@@ -60,6 +58,8 @@ class Declared(NamedTuple):
     """Bytes the decoded array may take: elements × item size; a string element counts as its
     8-byte reference plus a ``bytes`` object's header (:data:`STRING_ELEMENT_BYTES` in all), and
     the strings' own bytes count once (bounded by the message's size)."""
+    elements: int
+    spec: TensorType
 
 
 def declared(proto: TensorProto, *, max_elements: int) -> Declared:
@@ -74,7 +74,7 @@ def declared(proto: TensorProto, *, max_elements: int) -> Declared:
             f"tensor with shape {_shape_text(shape)} has {count} elements, "
             f"over the limit of {max_elements}"
         )
-    if count == 0 and any(size > max_elements for size in shape):
+    if count == 0 and shape and max(shape) > max_elements:
         raise InvalidArgument(
             f"tensor with shape {_shape_text(shape)} has a dimension of {max(shape)}, "
             f"over the limit of {max_elements} elements"
@@ -83,7 +83,7 @@ def declared(proto: TensorProto, *, max_elements: int) -> Declared:
         nbytes = count * STRING_ELEMENT_BYTES + proto.ByteSize()
     else:
         nbytes = count * spec.dtype.itemsize
-    return Declared(spec.name, shape, nbytes)
+    return Declared(spec.name, shape, nbytes, count, spec)
 
 
 def to_ndarray(proto: TensorProto, *, max_elements: int) -> npt.NDArray[Any]:
@@ -93,12 +93,15 @@ def to_ndarray(proto: TensorProto, *, max_elements: int) -> npt.NDArray[Any]:
     ``tensor_content`` comes back as a zero-copy, read-only view of the bytes; typed fields as a
     new array. Callers must not write into the result. Errors are INVALID_ARGUMENT.
     """
-    spec = lookup(proto.dtype)
-    shape = declared(proto, max_elements=max_elements).shape
-    count = math.prod(shape)
+    return values(proto, declared(proto, max_elements=max_elements))
+
+
+def values(proto: TensorProto, header: Declared) -> npt.NDArray[Any]:
+    """The values of ``proto``, as :func:`declared` read its ``header`` (no second check)."""
     content = proto.tensor_content  # upb copies bytes on every access: read once
+    spec, count = header.spec, header.elements
     flat = _from_content(spec, content, count) if content else _from_typed(spec, proto, count)
-    return flat.reshape(shape)
+    return flat.reshape(header.shape)
 
 
 def _from_content(spec: TensorType, content: bytes, count: int) -> npt.NDArray[Any]:

@@ -21,8 +21,8 @@ from gateway.tfserving.codec.tensor_types import HALF_FIELD, STRING, TensorType,
 MAX_PROTO_BYTES = 2**31 - 1
 """Protobuf messages cannot exceed 2 GiB; larger tensors cannot be encoded at all."""
 
-_FIELD_NUMBER = {f.name: f.number for f in TensorProto.DESCRIPTOR.fields}
-_RAW_PAYLOAD_FIELDS = frozenset(
+FIELD_NUMBER = {f.name: f.number for f in TensorProto.DESCRIPTOR.fields}
+RAW_PAYLOAD_FIELDS = frozenset(
     {"float_val", "double_val", "scomplex_val", "dcomplex_val", "bool_val"}
 )
 """Packed fields whose wire payload is the little-endian array bytes (a bool is a 1-byte varint)."""
@@ -81,11 +81,11 @@ def _append_typed(proto: TensorProto, spec: TensorType, flat: npt.NDArray[Any]) 
     fields (int, half bit patterns) go through ``extend(tolist())``; a numpy varint encoder was
     measured at no better than 1-2x on large arrays and slower on small ones.
     """
-    if spec.field not in _RAW_PAYLOAD_FIELDS:
+    if spec.field not in RAW_PAYLOAD_FIELDS:
         ints = flat.view(np.uint16) if spec.field == HALF_FIELD else flat
         getattr(proto, spec.field).extend(ints.tolist())
         return
-    header = _varint((_FIELD_NUMBER[spec.field] << 3) | 2) + _varint(flat.nbytes)
+    header = _varint((FIELD_NUMBER[spec.field] << 3) | 2) + _varint(flat.nbytes)
     record = bytearray(len(header) + flat.nbytes)
     record[: len(header)] = header
     np.frombuffer(record, dtype=np.uint8, offset=len(header))[:] = flat.view(np.uint8)

@@ -25,7 +25,7 @@ from gateway.errors import NotFound
 from gateway.serving.core import ModelRef, ServingCore
 from gateway.tfserving.codec import example as example_codec
 from gateway.tfserving.codec.example import ExampleBatch
-from gateway.tfserving.inference import InferenceService
+from gateway.tfserving.inference import InferenceResult, InferenceService
 from gateway.tfserving.inference_results import Classifications
 from gateway.tfserving.rest import json_request
 
@@ -49,15 +49,15 @@ class ClassifyRegressHandler:
         name = json_request.signature_name(body)
         examples = ExampleBatch(example_codec.input_from_json(body))
         if method == "classify":
-            result = await self._inference.classify(ref, name, examples, deadline)
-        else:
-            result = await self._inference.regress(ref, name, examples, deadline)
-        try:  # the JSON-able lists are copies: the lease goes back once they are built
-            if isinstance(result.result, Classifications):
-                return {RESULTS_KEY: classifications_json(result.result)}
-            return {RESULTS_KEY: _floats(result.result.values)}
-        finally:
-            result.release()
+            return await self._inference.classify(ref, name, examples, _json_able, deadline)
+        return await self._inference.regress(ref, name, examples, _json_able, deadline)
+
+
+def _json_able(result: InferenceResult) -> dict[str, Any]:
+    """The response body (copies: the worker's output space goes back once it is built)."""
+    if isinstance(result.result, Classifications):
+        return {RESULTS_KEY: classifications_json(result.result)}
+    return {RESULTS_KEY: _floats(result.result.values)}
 
 
 def classifications_json(result: Classifications) -> list[list[list[Any]]]:

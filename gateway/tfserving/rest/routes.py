@@ -17,11 +17,11 @@ from __future__ import annotations
 from collections.abc import Awaitable, Callable
 from typing import Any
 
-import numpy as np
 from aiohttp import web
 
 from gateway.errors import ServingError, Unimplemented
-from gateway.serving.core import ModelRef, ServingCore
+from gateway.serving.core import ModelRef, PredictResult, ServingCore
+from gateway.serving.inputs import Ready
 from gateway.serving.signature import Signature
 from gateway.tfserving import PROTOCOL
 from gateway.tfserving.codec import messages
@@ -116,7 +116,7 @@ class TfServingRest:
         name = json_request.signature_name(request)
         formats: list[json_request.Format] = []
 
-        def decode(signature: Signature) -> dict[str, np.ndarray]:
+        def decode(signature: Signature) -> Ready:
             inputs, fmt = json_request.predict_inputs(
                 request,
                 signature,
@@ -124,13 +124,15 @@ class TfServingRest:
                 max_bytes=self._max_request_bytes,
             )
             formats.append(fmt)
-            return inputs
+            return Ready(inputs)
 
-        result = await bounds.until(deadline, self._core.predict(ref, name, decode, (), deadline))
-        try:
-            return _json(json_response.predict_response(result.outputs, formats[0]))
-        finally:
-            result.release()  # the JSON holds copies now; the worker may reuse the space
+        def encode(result: PredictResult) -> bytes:
+            return json_response.predict_response(result.outputs, formats[0])
+
+        body = await bounds.until(
+            deadline, self._core.predict(ref, name, decode, encode, (), deadline)
+        )
+        return _json(body)
 
     async def _classify_or_regress(
         self, method: str, ref: ModelRef, body: bytes, deadline: float, bounds: CallBounds

@@ -4,15 +4,31 @@ from __future__ import annotations
 
 import tracemalloc
 
+import numpy as np
 import pytest
 
 from gateway._pb.tensorflow.core.framework import types_pb2
 from gateway._pb.tensorflow.core.framework.tensor_pb2 import TensorProto
-from gateway._pb.tensorflow_serving.apis import inference_pb2, predict_pb2
+from gateway._pb.tensorflow_serving.apis import predict_pb2
 from gateway.errors import InvalidArgument, ResourceExhausted
 from gateway.serving.core import ModelRef
+from gateway.serving.inputs import validated
 from gateway.serving.signature import Signature, TensorSpec
 from gateway.tfserving.codec import messages
+
+
+def _decode(
+    request: predict_pb2.PredictRequest,
+    signature: Signature,
+    *,
+    max_elements: int,
+    max_bytes: int | None = None,
+) -> dict[str, np.ndarray]:
+    """The request path's decoding: the codec's headers, validated by the core, then values."""
+    decoded = messages.predict_inputs(
+        request, signature, max_elements=max_elements, max_bytes=max_bytes
+    )
+    return validated(signature, decoded)
 
 
 def test_model_ref_reads_the_version_choice() -> None:
@@ -28,20 +44,6 @@ def test_model_ref_reads_the_version_choice() -> None:
 def test_a_request_without_model_spec_is_refused_as_tf_serving_does() -> None:
     with pytest.raises(InvalidArgument, match=r"^Missing ModelSpec$"):
         messages.model_ref(predict_pb2.PredictRequest())
-
-
-def test_multi_inference_tasks_share_the_parser() -> None:
-    request = inference_pb2.MultiInferenceRequest()
-    task = request.tasks.add(method_name="tensorflow/serving/regress")
-    task.model_spec.name = "m"
-    task.model_spec.version_label = "canary"
-    request.tasks.add(method_name="tensorflow/serving/classify")  # no model_spec at all
-    with pytest.raises(InvalidArgument, match=r"^Missing ModelSpec$"):
-        messages.tasks(request)
-    del request.tasks[1]
-    (parsed,) = messages.tasks(request)
-    assert parsed.ref == ModelRef("m", label="canary")
-    assert parsed.method_name == "tensorflow/serving/regress"
 
 
 # -- decoding a PredictRequest for its signature: nothing expands before it is checked ------------
@@ -73,7 +75,7 @@ def _peak_bytes_while_refused(
     tracemalloc.start()
     try:
         with pytest.raises(error, match=match):
-            messages.predict_inputs(request, SIGNATURE, max_elements=2**26, max_bytes=64 * 2**20)
+            _decode(request, SIGNATURE, max_elements=2**26, max_bytes=64 * 2**20)
         return tracemalloc.get_traced_memory()[1]
     finally:
         tracemalloc.stop()
@@ -106,14 +108,14 @@ def test_a_request_declaring_more_decoded_bytes_than_allowed_is_resource_exhaust
     )
     assert peak < 1_000_000
     exact = _request(x=_tensor(types_pb2.DT_FLOAT, [2**18, 64], float_val=[1.0]))
-    decoded = messages.predict_inputs(exact, SIGNATURE, max_elements=2**24, max_bytes=64 * 2**20)
+    decoded = _decode(exact, SIGNATURE, max_elements=2**24, max_bytes=64 * 2**20)
     assert decoded["x"].shape == (2**18, 64)
 
 
 def test_names_are_checked_before_any_tensor() -> None:
     request = _request(y=_tensor(types_pb2.DT_STRING, [2**24], string_val=[b"a"]))
     with pytest.raises(InvalidArgument, match=r"Sent extra: \{y\}. Missing but required: \{x\}"):
-        messages.predict_inputs(request, SIGNATURE, max_elements=2**24, max_bytes=2**26)
+        _decode(request, SIGNATURE, max_elements=2**24, max_bytes=2**26)
 
 
 @pytest.mark.parametrize("shape", [[0, 2**63 - 1], [2**62, 0, 64], [0, 2**24 + 1]])
@@ -122,4 +124,4 @@ def test_a_zero_dimension_beside_a_huge_one_is_invalid_argument(shape: list[int]
     loose = Signature("serving_default", (TensorSpec("x", "float32", None),), ())
     request = _request(x=_tensor(types_pb2.DT_FLOAT, shape))
     with pytest.raises(InvalidArgument, match=r"has a dimension of .*, over the limit of 16777216"):
-        messages.predict_inputs(request, loose, max_elements=2**24, max_bytes=2**26)
+        _decode(request, loose, max_elements=2**24, max_bytes=2**26)

@@ -245,7 +245,7 @@ def test_narrow_int_boundaries_are_accepted(name: str) -> None:
 
 def test_declared_reads_dtype_shape_and_size_without_decoding() -> None:
     floats = _proto("float32", [2, 3], float_val=[1.0])
-    assert tensor_decode.declared(floats, max_elements=6) == ("float32", (2, 3), 24)
+    assert tensor_decode.declared(floats, max_elements=6)[:4] == ("float32", (2, 3), 24, 6)
     strings = _proto("string", [2], string_val=[b"abc"])
     per_element = tensor_decode.STRING_ELEMENT_BYTES
     assert tensor_decode.declared(strings, max_elements=2).nbytes == (

@@ -1,4 +1,4 @@
-"""The gRPC server's channel options that tensorgate's flags set."""
+"""The gateway's lifecycle module: the gRPC server's channel options that tensorgate's flags set."""
 
 from __future__ import annotations
 

@@ -1,0 +1,66 @@
+"""How long a zero-timeout queue holds its open batch: the concurrency window.
+
+With ``batch_timeout_micros`` 0 a batch goes as soon as a worker slot is free (work-conserving).
+When the event loop, not the worker, is the bottleneck (many clients, a model that runs in
+microseconds) the worker is free whenever a request reaches its queue, so every request left alone
+and paid a whole worker round trip: a doorbell, a process switch and the per-run work on both
+sides, several times what the model itself costs.
+
+The window makes batches form by themselves under concurrency, and only then. Each arriving
+request says whether it found company: another request of its queue waiting, or a batch of its
+queue running. While most arrivals do (:data:`OVERLAP_THRESHOLD` of a moving average), an open
+batch is held until :data:`WINDOW_S` after it opened, until it is full, or until one of its
+requests could no longer be served in time, whichever comes first; then it goes. A client that
+sends one request at a time never finds company, so at concurrency 1 nothing waits (its request
+leaves at the end of the loop turn it arrived in, as before). A model whose runs take longer than
+the window is unaffected: requests queue behind the running batch, and by the time it ends the
+next batch is older than the window.
+
+Pure arithmetic on the scheduler's clock: no timers here (the scheduler arms them).
+"""
+
+from __future__ import annotations
+
+WINDOW_S = 0.001
+"""Longest hold of an open batch after its first request joined (seconds): a few requests' worth
+at the loop's rate, a small fraction of the latency that concurrency brings anyway."""
+
+OVERLAP_WEIGHT = 0.05
+"""Weight of the newest arrival in the moving average of arrivals that found company: the window
+opens after about six arrivals in a row found company (a sustained load, not a short burst) and
+closes after about 25 in a row found none."""
+
+OVERLAP_THRESHOLD = 0.25
+"""The moving average above which the queue counts as concurrent (holds its batches)."""
+
+
+class ConcurrencyWindow:
+    """One queue's window (see the module docstring). ``window_s``: the longest hold."""
+
+    __slots__ = ("overlap", "window_s")
+
+    def __init__(self, window_s: float = WINDOW_S) -> None:
+        self.window_s = window_s
+        self.overlap = 0.0
+        """Moving average of arrivals that found company (0: never, 1: always)."""
+
+    def arrival(self, company: bool) -> None:
+        """Note one arriving request; ``company``: another request of the queue was waiting or
+        running as it arrived."""
+        self.overlap += OVERLAP_WEIGHT * (float(company) - self.overlap)
+
+    @property
+    def concurrent(self) -> bool:
+        """Whether open batches are held now."""
+        return self.overlap > OVERLAP_THRESHOLD
+
+    def hold_until(self, opened_at: float, send_by: float | None, now: float) -> float | None:
+        """When an open batch that opened at ``opened_at`` should go, if later than ``now``;
+        None: now. ``send_by``: the latest time its requests allow (their deadlines less a
+        batch's service time; None: no deadline)."""
+        if not self.concurrent:
+            return None
+        until = opened_at + self.window_s
+        if send_by is not None and send_by < until:
+            until = send_by
+        return until if until > now else None

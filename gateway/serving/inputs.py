@@ -1,0 +1,77 @@
+"""One request's input tensors as a protocol's codec hands them to the core, and the one
+validation they get there.
+
+A codec only bounds sizes and converts (:class:`Decoded`); the core validates names, dtypes and
+shapes against the signature once (:func:`validated`), from what each tensor *declares*, before a
+single value is converted — so a request that does not fit its signature never expands its
+values, and the arrays the codec then converts are known to fit.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Collection, Iterator, Mapping
+from typing import Protocol
+
+import numpy as np
+
+from channel.dtypes import dtype_name
+from gateway.serving.signature import Signature
+
+Header = tuple[str, str, tuple[int, ...]]
+"""One input's name, canonical dtype name (:mod:`channel.dtypes`) and shape."""
+
+
+class Decoded(Protocol):
+    """One request's inputs as a codec read them.
+
+    ``names``: the input names the request carries (cheap: no tensor is read). ``headers()``
+    yields each input's declared dtype and shape, checking the codec's own bounds (element
+    counts, the request's decoded bytes: INVALID_ARGUMENT / RESOURCE_EXHAUSTED) as it goes; a
+    bound on the whole request is checked after the last header. ``arrays()`` converts the
+    values, called only once every header has been validated; each array has exactly its
+    header's dtype and shape.
+    """
+
+    @property
+    def names(self) -> Collection[str]: ...
+
+    def headers(self) -> Iterator[Header]: ...
+
+    def arrays(self) -> dict[str, np.ndarray]: ...
+
+
+class Ready:
+    """Inputs already converted (REST JSON, whose shapes are known only once parsed; a
+    tf.Example batch's features): the headers are the arrays' own."""
+
+    __slots__ = ("_arrays",)
+
+    def __init__(self, arrays: dict[str, np.ndarray]) -> None:
+        self._arrays = arrays
+
+    @property
+    def names(self) -> Collection[str]:
+        return self._arrays.keys()
+
+    def headers(self) -> Iterator[Header]:
+        for name, array in self._arrays.items():
+            yield name, dtype_name(array.dtype), array.shape
+
+    def arrays(self) -> dict[str, np.ndarray]:
+        return self._arrays
+
+
+def validated(
+    signature: Signature, decoded: Decoded, *, check_dtypes: bool = True
+) -> dict[str, np.ndarray]:
+    """The request's arrays, once its names, then each input's dtype (with ``check_dtypes``) and
+    shape, fit ``signature``; InvalidArgument (TF Serving's texts) naming what does not."""
+    signature.check_input_names(decoded.names)
+    for name, dtype, shape in decoded.headers():
+        signature.check_input(name, dtype, shape, check_dtype=check_dtypes)
+    return decoded.arrays()
+
+
+def ready(arrays: Mapping[str, np.ndarray]) -> Ready:
+    """:class:`Ready` inputs of ``arrays``."""
+    return Ready(dict(arrays))

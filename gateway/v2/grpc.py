@@ -1,0 +1,169 @@
+"""gRPC adapter: ``inference.GRPCInferenceService`` on grpc.aio, a few lines per method.
+
+Each method reads its request with the codecs, awaits the :class:`~gateway.v2.dataplane.DataPlane`
+and writes the response. A :class:`~gateway.errors.ServingError` becomes its canonical code as
+the gRPC status (the protocol's rule); anything else is INTERNAL. ModelInfer's deadline is the
+call's, tightened by a ``timeout`` parameter. The shared-memory RPCs answer UNIMPLEMENTED "the
+system shared-memory extension is not supported by tensorgate"; RPCs the proto does not declare
+(ModelStreamInfer, ModelConfig, TraceSetting, LogSettings) get grpc's own UNIMPLEMENTED.
+"""
+
+from __future__ import annotations
+
+import functools
+import logging
+import time
+from collections.abc import Awaitable, Callable
+from typing import Any, TypeVar
+
+import grpc
+
+from gateway._pb.inference import grpc_service_pb2 as pb
+from gateway._pb.inference import grpc_service_pb2_grpc as pb_grpc
+from gateway.errors import Internal, ServingError
+from gateway.serving.core import PredictResult
+from gateway.serving.signature import Signature
+from gateway.v2 import errors, grpc_infer, metadata, repository, statistics
+from gateway.v2.dataplane import DataPlane
+from gateway.v2.declared import DeclaredInputs
+
+log = logging.getLogger(__name__)
+
+Req = TypeVar("Req")
+Resp = TypeVar("Resp")
+Handler = Callable[[Any, Req, grpc.aio.ServicerContext], Awaitable[Resp]]
+
+
+def _rpc(method: Handler[Req, Resp]) -> Handler[Req, Resp]:
+    """Map ServingError (and unexpected exceptions) to a gRPC status on the context."""
+
+    @functools.wraps(method)
+    async def wrapper(self: Any, request: Req, context: grpc.aio.ServicerContext) -> Resp:
+        try:
+            return await method(self, request, context)
+        except ServingError as exc:
+            error = exc
+        except Exception as exc:
+            log.exception("%s failed", method.__name__)
+            error = Internal(f"{type(exc).__name__}: {exc}")
+        # Abort outside the except block: chained to the error, the abort's traceback would hold
+        # the request's frames (and decoded tensors) in a cycle.
+        code, message = errors.grpc_status(error.code), error.message
+        del error
+        await context.abort(code, message)
+        raise AssertionError("unreachable: context.abort raises")
+
+    return wrapper
+
+
+def _deadline(context: grpc.aio.ServicerContext) -> float | None:
+    """The call's deadline in ``time.monotonic()`` seconds (None when the client set none)."""
+    remaining = context.time_remaining()
+    return None if remaining is None else time.monotonic() + remaining
+
+
+class InferenceService(pb_grpc.GRPCInferenceServiceServicer):
+    """inference.GRPCInferenceService over one :class:`DataPlane`."""
+
+    def __init__(self, plane: DataPlane) -> None:
+        self._plane = plane
+
+    @_rpc
+    async def ServerLive(
+        self, request: pb.ServerLiveRequest, context: grpc.aio.ServicerContext
+    ) -> pb.ServerLiveResponse:
+        return pb.ServerLiveResponse(live=True)
+
+    @_rpc
+    async def ServerReady(
+        self, request: pb.ServerReadyRequest, context: grpc.aio.ServicerContext
+    ) -> pb.ServerReadyResponse:
+        return pb.ServerReadyResponse(ready=self._plane.ready())
+
+    @_rpc
+    async def ModelReady(
+        self, request: pb.ModelReadyRequest, context: grpc.aio.ServicerContext
+    ) -> pb.ModelReadyResponse:
+        return pb.ModelReadyResponse(ready=self._plane.model_ready(request.name, request.version))
+
+    @_rpc
+    async def ServerMetadata(
+        self, request: pb.ServerMetadataRequest, context: grpc.aio.ServicerContext
+    ) -> pb.ServerMetadataResponse:
+        return metadata.server_metadata(self._plane.options.version)
+
+    @_rpc
+    async def ModelMetadata(
+        self, request: pb.ModelMetadataRequest, context: grpc.aio.ServicerContext
+    ) -> pb.ModelMetadataResponse:
+        servable, available = self._plane.model_metadata(request.name, request.version)
+        return metadata.model_metadata(servable, available)
+
+    @_rpc
+    async def ModelInfer(
+        self, request: pb.ModelInferRequest, context: grpc.aio.ServicerContext
+    ) -> pb.ModelInferResponse:
+        call = grpc_infer.infer_call(request)
+        limits = self._plane.limits
+
+        def decode(signature: Signature) -> DeclaredInputs[Any]:
+            return grpc_infer.infer_inputs(request, limits)
+
+        def encode(result: PredictResult) -> pb.ModelInferResponse:
+            return grpc_infer.infer_response(result.model, result.version, call.id, result.outputs)
+
+        deadline = call.deadline(time.monotonic(), _deadline(context))
+        return await self._plane.infer(call, decode, encode, deadline)
+
+    @_rpc
+    async def ModelStatistics(
+        self, request: pb.ModelStatisticsRequest, context: grpc.aio.ServicerContext
+    ) -> pb.ModelStatisticsResponse:
+        figures = self._plane.statistics(request.name, request.version)
+        return statistics.statistics_response(figures)
+
+    @_rpc
+    async def RepositoryIndex(
+        self, request: pb.RepositoryIndexRequest, context: grpc.aio.ServicerContext
+    ) -> pb.RepositoryIndexResponse:
+        if request.repository_name:
+            raise errors.not_supported("'repository_name' specification")
+        entries = self._plane.repository.index(ready_only=request.ready)
+        return repository.index_response(entries)
+
+    @_rpc
+    async def RepositoryModelLoad(
+        self, request: pb.RepositoryModelLoadRequest, context: grpc.aio.ServicerContext
+    ) -> pb.RepositoryModelLoadResponse:
+        await self._plane.repository.load(repository.from_proto(request, unload=False))
+        return pb.RepositoryModelLoadResponse()
+
+    @_rpc
+    async def RepositoryModelUnload(
+        self, request: pb.RepositoryModelUnloadRequest, context: grpc.aio.ServicerContext
+    ) -> pb.RepositoryModelUnloadResponse:
+        await self._plane.repository.unload(repository.from_proto(request, unload=True))
+        return pb.RepositoryModelUnloadResponse()
+
+    async def SystemSharedMemoryStatus(self, request: Any, context: Any) -> Any:
+        await _no_shared_memory(context, "system")
+
+    async def SystemSharedMemoryRegister(self, request: Any, context: Any) -> Any:
+        await _no_shared_memory(context, "system")
+
+    async def SystemSharedMemoryUnregister(self, request: Any, context: Any) -> Any:
+        await _no_shared_memory(context, "system")
+
+    async def CudaSharedMemoryStatus(self, request: Any, context: Any) -> Any:
+        await _no_shared_memory(context, "CUDA")
+
+    async def CudaSharedMemoryRegister(self, request: Any, context: Any) -> Any:
+        await _no_shared_memory(context, "CUDA")
+
+    async def CudaSharedMemoryUnregister(self, request: Any, context: Any) -> Any:
+        await _no_shared_memory(context, "CUDA")
+
+
+async def _no_shared_memory(context: grpc.aio.ServicerContext, kind: str) -> None:
+    error = errors.not_supported(f"the {kind} shared-memory extension")
+    await context.abort(errors.grpc_status(error.code), error.message)

@@ -1,0 +1,180 @@
+"""The Open Inference Protocol's REST API: the ``/v2`` routes on the HTTP server core, a few lines
+each — read the request (:mod:`gateway.v2.rest_request`), await the
+:class:`~gateway.v2.dataplane.DataPlane`, write the answer (:mod:`gateway.v2.rest_response`).
+
+The grammar is :mod:`gateway.v2.rest.paths`, applied once per request (:meth:`V2Rest.parse`).
+Answers are the protocol's JSON (infer: JSON, or JSON then binary tensors); health and readiness
+answer 200 when true and 400 when false (Triton's). A failed call answers ``{"error": ...}`` with
+the V2 HTTP status of its code (:func:`gateway.v2.errors.http_status`), ``Retry-After`` on 429
+and 503. Each call's body and deadline are the core's
+:class:`~gateway.transport.http.bounds.CallBounds`; an infer's ``timeout`` parameter tightens the
+deadline.
+"""
+
+from __future__ import annotations
+
+import time
+from collections.abc import Awaitable, Callable
+from typing import Any
+
+import orjson
+from aiohttp import web
+
+from gateway.errors import InvalidArgument, ServingError
+from gateway.serving.core import PredictResult
+from gateway.serving.signature import Signature
+from gateway.transport.http.bounds import CallBounds
+from gateway.transport.http.front import HttpError
+from gateway.transport.http.json_error import RETRY_AFTER_S, STATUS_KEY
+from gateway.transport.http.routes import UNKNOWN_API, ApiCall
+from gateway.v2 import PROTOCOL, errors, metadata, repository, rest_request, rest_response
+from gateway.v2 import statistics as stats
+from gateway.v2.dataplane import DataPlane
+from gateway.v2.declared import DeclaredInputs
+from gateway.v2.rest import paths
+from gateway.v2.rest.paths import V2Call
+from gateway.v2.rest_response import RestResponse
+
+Route = Callable[[web.BaseRequest, V2Call, CallBounds], Awaitable[web.StreamResponse]]
+
+
+class V2Rest:
+    """The ``/v2`` API over one :class:`DataPlane` (an
+    :class:`~gateway.transport.http.routes.HttpApi`)."""
+
+    def __init__(self, plane: DataPlane) -> None:
+        self._plane = plane
+        self._routes: dict[str, Route] = {
+            "ServerLive": self._live,
+            "ServerReady": self._ready,
+            "ServerMetadata": self._server_metadata,
+            "ModelMetadata": self._model_metadata,
+            "ModelReady": self._model_ready,
+            "ModelInfer": self._infer,
+            "ModelStatistics": self._statistics,
+            "RepositoryIndex": self._index,
+            "RepositoryModelLoad": self._load,
+            "RepositoryModelUnload": self._unload,
+        }
+
+    def owns(self, path: str) -> bool:
+        return paths.is_api_path(path)
+
+    def parse(self, method: str, path: str) -> ApiCall[V2Call]:
+        """The call of one request line; a refusal (404, 405, 501) is kept."""
+        try:
+            call = paths.parse(method, path)
+        except paths.WrongMethod as exc:
+            refusal = HttpError(405, exc.message, Allow=exc.allowed)
+            return ApiCall(PROTOCOL, UNKNOWN_API, refusal=refusal)
+        except ServingError as exc:
+            return ApiCall(PROTOCOL, UNKNOWN_API, refusal=exc)
+        version = int(call.version) if call.version.isascii() and call.version.isdigit() else None
+        return ApiCall(PROTOCOL, call.api, call.model, version, call.template, detail=call)
+
+    async def serve(
+        self, request: web.BaseRequest, call: ApiCall[V2Call], bounds: CallBounds
+    ) -> web.StreamResponse:
+        v2 = call.detail
+        if v2 is None:
+            raise ValueError("a refused call is not served")
+        try:
+            return await self._routes[v2.api](request, v2, bounds)
+        except ServingError as exc:
+            return failure(exc)
+
+    # -- health and metadata --------------------------------------------------------------------
+    async def _live(self, request: web.BaseRequest, call: V2Call, bounds: CallBounds) -> Any:
+        return _json(metadata.live_json(True))
+
+    async def _ready(self, request: web.BaseRequest, call: V2Call, bounds: CallBounds) -> Any:
+        ready = self._plane.ready()
+        return _json(metadata.ready_json(ready), _health_status(ready))
+
+    async def _server_metadata(
+        self, request: web.BaseRequest, call: V2Call, bounds: CallBounds
+    ) -> Any:
+        return _json(metadata.server_metadata_json(self._plane.options.version))
+
+    async def _model_metadata(
+        self, request: web.BaseRequest, call: V2Call, bounds: CallBounds
+    ) -> Any:
+        servable, available = self._plane.model_metadata(call.model, call.version)
+        return _json(metadata.model_metadata_json(servable, available))
+
+    async def _model_ready(self, request: web.BaseRequest, call: V2Call, bounds: CallBounds) -> Any:
+        ready = self._plane.model_ready(call.model, call.version)
+        return _json(metadata.model_ready_json(call.model, ready), _health_status(ready))
+
+    # -- inference ------------------------------------------------------------------------------
+    async def _infer(self, request: web.BaseRequest, call: V2Call, bounds: CallBounds) -> Any:
+        body = await bounds.read_body(request)
+        transport_deadline = bounds.deadline()
+        header = request.headers.get(rest_request.INFER_HEADER)
+        parsed = rest_request.parse(body, header, call.model, call.version)
+        limits = self._plane.limits
+
+        def decode(signature: Signature) -> DeclaredInputs[Any]:
+            return rest_request.rest_inputs(parsed, signature, limits)
+
+        def encode(result: PredictResult) -> RestResponse:
+            return rest_response.infer_response(
+                parsed.call, result.model, result.version, result.outputs
+            )
+
+        own = parsed.call.deadline(time.monotonic(), transport_deadline)
+        deadline = transport_deadline if own is None else own
+        answer = await bounds.until(
+            deadline, self._plane.infer(parsed.call, decode, encode, deadline)
+        )
+        return web.Response(body=answer.body, headers=answer.headers)
+
+    # -- extensions -----------------------------------------------------------------------------
+    async def _statistics(self, request: web.BaseRequest, call: V2Call, bounds: CallBounds) -> Any:
+        figures = self._plane.statistics(call.model, call.version)
+        return _json(stats.statistics_json(figures))
+
+    async def _index(self, request: web.BaseRequest, call: V2Call, bounds: CallBounds) -> Any:
+        ready_only = repository.index_ready_only(await _body_json(request, bounds))
+        return _json(repository.index_json(self._plane.repository.index(ready_only=ready_only)))
+
+    async def _load(self, request: web.BaseRequest, call: V2Call, bounds: CallBounds) -> Any:
+        document = await _body_json(request, bounds)
+        await self._plane.repository.load(repository.from_json(call.model, document, unload=False))
+        return web.Response(status=200)
+
+    async def _unload(self, request: web.BaseRequest, call: V2Call, bounds: CallBounds) -> Any:
+        document = await _body_json(request, bounds)
+        await self._plane.repository.unload(repository.from_json(call.model, document, unload=True))
+        return web.Response(status=200)
+
+
+def failure(error: ServingError) -> web.Response:
+    """A failed V2 call's answer (see the module doc); carries its code for observability."""
+    status = errors.http_status(error.code)
+    response = web.Response(status=status, body=errors.error_body(error))
+    response.content_type = rest_response.JSON_TYPE
+    response[STATUS_KEY] = error.code.name
+    if status in (429, 503):
+        response.headers["Retry-After"] = RETRY_AFTER_S
+    return response
+
+
+def _health_status(answer: bool) -> int:
+    return 200 if answer else errors.HEALTH_FALSE_STATUS
+
+
+def _json(document: Any, status: int = 200) -> web.Response:
+    answer = rest_response.json_response(document)
+    return web.Response(status=status, body=answer.body, headers=answer.headers)
+
+
+async def _body_json(request: web.BaseRequest, bounds: CallBounds) -> Any:
+    """The body's JSON, None when it is empty; INVALID_ARGUMENT when it is not JSON."""
+    body = await bounds.read_body(request)
+    if not body.strip():
+        return None
+    try:
+        return orjson.loads(body)
+    except orjson.JSONDecodeError as exc:
+        raise InvalidArgument(f"the request body is not valid JSON: {exc}") from None

@@ -1,0 +1,69 @@
+"""The Open Inference Protocol as the front door takes it (a
+:class:`~gateway.transport.surface.ProtocolSurface`): ``inference.GRPCInferenceService`` over gRPC
+and the ``/v2`` REST API, on the same ports as TF Serving's API and over the same
+:class:`~gateway.serving.core.ServingCore`.
+
+Every unary call of GRPCInferenceService counts against ``--max_concurrent_requests`` (ModelInfer
+as TF Serving's Predict does; its health and metadata calls with it, since the bound is per
+service). Observability learns a call's model from its request's ``model_name`` or ``name``.
+"""
+
+from __future__ import annotations
+
+import functools
+import importlib.metadata
+from collections.abc import Sequence
+from typing import Any
+
+from gateway._pb.inference import grpc_service_pb2 as pb
+from gateway._pb.inference import grpc_service_pb2_grpc as pb_grpc
+from gateway.config.settings import Settings
+from gateway.observability.model_stats import ModelStats
+from gateway.serving.core import ServingCore
+from gateway.transport.http.routes import Routes
+from gateway.transport.surface import GrpcService
+from gateway.v2 import PROTOCOL
+from gateway.v2.dataplane import DataPlane, V2Options
+from gateway.v2.grpc import InferenceService
+from gateway.v2.rest.routes import V2Rest
+
+SERVICE = pb.DESCRIPTOR.services_by_name["GRPCInferenceService"].full_name
+
+
+def options_from(settings: Settings) -> V2Options:
+    """The flags the V2 adapters read (:class:`V2Options`)."""
+    try:
+        version = importlib.metadata.version("tensorgate")
+    except importlib.metadata.PackageNotFoundError:
+        version = "unknown"
+    return V2Options(
+        max_elements=settings.max_tensor_elements,
+        max_request_bytes=settings.max_request_bytes,
+        management=settings.enable_model_management_api,
+        version=version,
+    )
+
+
+def model_of(request: Any) -> str:
+    """The model a V2 request names ("" for the server-wide calls)."""
+    return str(getattr(request, "model_name", "") or getattr(request, "name", ""))
+
+
+class V2Surface:
+    """GRPCInferenceService and ``/v2`` over ``core``; ``stats``: each model version's
+    statistics (None while metrics are off: the statistics extension then reports zeros)."""
+
+    name = PROTOCOL
+
+    def __init__(
+        self, core: ServingCore, options: V2Options, stats: ModelStats | None = None
+    ) -> None:
+        self._plane = DataPlane(core, options, stats)
+
+    def grpc_services(self) -> Sequence[GrpcService]:
+        servicer = InferenceService(self._plane)
+        add = functools.partial(pb_grpc.add_GRPCInferenceServiceServicer_to_server, servicer)
+        return (GrpcService(SERVICE, PROTOCOL, add, bounded=True, model_of=model_of),)
+
+    def add_routes(self, routes: Routes) -> None:
+        routes.add_api(V2Rest(self._plane))
