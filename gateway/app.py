@@ -12,6 +12,7 @@ workers stop (SIGKILL after a timeout) → every channel and shared-memory regio
 from __future__ import annotations
 
 import asyncio
+import contextlib
 import gc
 import json
 import logging
@@ -126,14 +127,35 @@ class Gateway:
         self.signals.install()
         try:
             try:
-                await self.start()
+                started = await self._start_unless_stopped()
             except BaseException:
                 self._report_not_ready()
                 raise
+            if not started:
+                self._report_not_ready()
+                return
             settle_heap()
             await self.signals.stop.wait()
         finally:
             await self.stop()
+
+    async def _start_unless_stopped(self) -> bool:
+        """:meth:`start`, abandoned when a stop signal arrives first (a model whose load keeps
+        failing holds the start through its retries: minutes); False when abandoned."""
+        starting = asyncio.ensure_future(self.start())
+        stopped = asyncio.ensure_future(self.signals.stop.wait())
+        try:
+            await asyncio.wait((starting, stopped), return_when=asyncio.FIRST_COMPLETED)
+        finally:
+            stopped.cancel()
+        if starting.done():
+            starting.result()  # its error, if it failed
+            return True
+        log.info("stop signal before the server was ready: not starting")
+        starting.cancel()
+        with contextlib.suppress(asyncio.CancelledError):
+            await starting
+        return False
 
     def request_stop(self) -> None:
         """As a signal does: the first call drains, the second skips the wait."""
