@@ -270,6 +270,10 @@ class BatchScheduler:
         stays first in the queue, and this queue is woken when a run finishes)."""
         tasks = self._drop_late(batch)
         if not tasks:
+            # Every member left (cancelled, expired) before the callbacks that take each out
+            # ran: the batch leaves now, or the pump would find it first again, for ever.
+            if batch in self._queue.batches:
+                self._queue.pop(batch)
             self._check_idle()
             return True
         try:

@@ -624,3 +624,47 @@ def test_under_sustained_concurrency_a_batch_waits_for_company() -> None:
             np.testing.assert_array_equal((await task)["y"], rows(i, 1) * 2)
 
     run(scenario)
+
+
+class _Spinning(Exception):
+    """Raised by the counting dispatcher once the pump has asked it too often (a spin)."""
+
+
+def test_a_batch_whose_members_all_left_is_dropped_before_their_callbacks_run(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    """Its requests cancelled in the same loop turn as the running batch finished: the pump that
+    follows finds the queued batch with no live member before their done-callbacks take them
+    out. It must drop the batch (it used to pick a worker for it again and again, for ever: the
+    loop stuck at 100% CPU; here the dispatcher counts the picks and stops a spin)."""
+
+    async def scenario() -> None:
+        h = Harness(batched(max_batch_size=8))
+        picks = []
+        pick = h.dispatcher.pick
+
+        def counting(key: str, sender: object = None) -> Any:
+            picks.append(key)
+            if len(picks) > 100:
+                raise _Spinning
+            return pick(key, sender)
+
+        monkeypatch.setattr(h.dispatcher, "pick", counting)
+        busy = h.send(rows(0, 1))
+        await settle()
+        leaving = [h.send(rows(1, 1)), h.send(rows(2, 1))]
+        await settle()
+        h.link.complete(0, double)  # the run's done-callback is queued before theirs
+        for task in leaving:
+            task.cancel()
+        await settle()
+        np.testing.assert_array_equal((await busy)["y"], rows(0, 1) * 2)
+        assert all(task.cancelled() for task in leaving)
+        assert h.scheduler.queued_tasks == 0 and len(h.link.sent) == 1
+        assert len(picks) < 10, "the pump spun on a batch nobody waits for"
+        after = h.send(rows(3, 1))  # the queue still serves
+        await settle()
+        h.link.complete(1, double)
+        np.testing.assert_array_equal((await after)["y"], rows(3, 1) * 2)
+
+    run(scenario)
