@@ -159,3 +159,27 @@ def test_a_closed_endpoint_is_never_alive_again_and_posts_nothing(channel: Chann
             endpoint.post(link, messages.ping_request(endpoint.next_id()))
 
     _run(scenario, channel)
+
+
+def test_a_loop_turn_of_posts_rings_the_sleeping_worker_once_at_its_end(
+    channel: Channel,
+) -> None:
+    """One doorbell per loop turn: the posts of a turn leave together, and the worker is not
+    woken (on a shared core: given the CPU) in the middle of the turn."""
+
+    async def scenario(endpoint: Endpoint, worker: WorkerEnd) -> None:
+        endpoint.open()
+        link = Recorder()
+        endpoint.attach(link)
+        assert channel.wait_submissions(0) == []
+        asleep = asyncio.get_running_loop().run_in_executor(None, channel.wait_submissions, None)
+        async with asyncio.timeout(WAIT_S):
+            while not channel.worker_sleeps:  # the worker's end announces its sleep
+                await asyncio.sleep(0)
+        for _ in range(3):
+            endpoint.post(link, messages.ping_request(endpoint.next_id()))
+        assert channel.worker_sleeps, "rung in the middle of the turn"
+        requests = await asyncio.wait_for(asleep, WAIT_S)  # rung once the turn ended
+        assert len(requests) == 3  # one wake-up took the whole turn's posts
+
+    _run(scenario, channel)
