@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import asyncio
 import logging
+import time
 from collections.abc import Awaitable, Callable, Iterator
 from dataclasses import dataclass, field
 
@@ -173,9 +174,7 @@ def test_a_loop_turn_of_posts_rings_the_sleeping_worker_once_at_its_end(
         endpoint.attach(link)
         assert channel.wait_submissions(0) == []
         asleep = asyncio.get_running_loop().run_in_executor(None, channel.wait_submissions, None)
-        async with asyncio.timeout(WAIT_S):
-            while not channel.worker_sleeps:  # the worker's end announces its sleep
-                await asyncio.sleep(0)
+        await asyncio.to_thread(_until_asleep, channel)  # the worker's end announces its sleep
         for _ in range(3):
             endpoint.post(link, messages.ping_request(endpoint.next_id()))
         assert channel.worker_sleeps, "rung in the middle of the turn"
@@ -183,3 +182,10 @@ def test_a_loop_turn_of_posts_rings_the_sleeping_worker_once_at_its_end(
         assert len(requests) == 3  # one wake-up took the whole turn's posts
 
     _run(scenario, channel)
+
+
+def _until_asleep(channel: Channel) -> None:
+    deadline = time.monotonic() + WAIT_S
+    while not channel.worker_sleeps:
+        assert time.monotonic() < deadline, "the worker's end never slept"
+        time.sleep(0.0005)
