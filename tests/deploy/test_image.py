@@ -102,7 +102,8 @@ def tf_container(
 ) -> Iterator[Container]:
     """TF Serving's half_plus_two SavedModel (built here) mounted at /models/half_plus_two, the
     image's default MODEL_BASE_PATH, with JSON logs asked for by an appended flag, on a read-only
-    root without a writable /tmp either (TensorFlow's start-up output is captured in memory)."""
+    root with podman's tmpfs at /tmp: ``import tensorflow`` needs a usable temporary directory
+    (absl's test module, which TensorFlow imports, asks for one), like an ``emptyDir`` in Kubernetes."""
     from tests.support.tf_models_script import models_root
 
     models = models_root(tmp_path_factory.mktemp("tf"))
@@ -112,7 +113,6 @@ def tf_container(
         env={"MODEL_NAME": "half_plus_two"},
         volumes=[(models / "half_plus_two", "/models/half_plus_two")],
         flags=["--workers=1", "--log_format=json"],
-        writable_tmp=False,
     ) as container:
         yield container
 
