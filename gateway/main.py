@@ -21,6 +21,7 @@ from gateway.config.model_config import (
     model_server_config_from_flags,
     model_specs,
 )
+from gateway.config.platform import resolve_frontends
 from gateway.errors import ServingError
 
 log = logging.getLogger("tensorgate")
@@ -43,13 +44,21 @@ def main(argv: Sequence[str] | None = None) -> int:
     except ConfigError as exc:
         sys.stderr.write(f"tensorgate: {exc}\n")
         return 1
+    frontends = resolve_frontends(settings)
     try:
-        gateway = Gateway(settings, specs)
+        if frontends > 1:
+            from gateway.supervisor.app import Supervisor
+
+            server: Gateway | Supervisor = Supervisor(
+                settings, specs, frontends=frontends, flags=args
+            )
+        else:
+            server = Gateway(settings, specs)
     except ConfigError as exc:
         sys.stderr.write(f"tensorgate: {exc}\n")
         return 1
     try:
-        uvloop.run(gateway.serve())
+        uvloop.run(server.serve())
     except ServingError as exc:
         log.error("failed to start: %s", exc.message)
         return 1

@@ -18,7 +18,7 @@ import contextlib
 import logging
 from collections.abc import Callable, Coroutine
 from dataclasses import dataclass, field
-from typing import Any
+from typing import Any, Protocol
 
 from gateway.errors import ServingError, Unavailable
 from gateway.parallel.control import ControlLink
@@ -54,6 +54,20 @@ class PoolOptions:
     start_timeout_s: float = 60.0
     stop_timeout_s: float = 5.0
     log_format: str = "text"
+    handover: bool = False
+    """Give each worker a socket for channels handed over later (several front ends)."""
+
+
+class WorkerEvents(Protocol):
+    """Who else must know when a worker process comes and goes (the supervisor's front ends)."""
+
+    def started(self, worker: WorkerProcess) -> None:
+        """``worker`` is ready, before its servables are restored and routed."""
+        ...
+
+    def exited(self, worker: WorkerProcess, code: int) -> None:
+        """``worker`` ended with ``code`` and was reaped (not called while the pool closes)."""
+        ...
 
 
 class WorkerPool:
@@ -69,8 +83,10 @@ class WorkerPool:
         *,
         dispatcher: Dispatcher | None = None,
         on_change: Callable[[], None] | None = None,
+        events: WorkerEvents | None = None,
     ) -> None:
         self.options = options
+        self.events = events
         self.dispatcher = dispatcher or Dispatcher()
         self.restarts = 0
         self._on_change = on_change
@@ -157,11 +173,14 @@ class WorkerPool:
             log_format=options.log_format,
             dispatcher=self.dispatcher,
             on_exit=self._on_exit,
+            handover=options.handover,
         )
         self._workers[index] = worker
         try:
             await asyncio.wait_for(asyncio.shield(worker.control.ready), options.start_timeout_s)
             worker.endpoint.alive = True
+            if self.events is not None:
+                self.events.started(worker)
             await self._hosting.restore(worker)
         except TimeoutError:
             worker.kill()
@@ -177,6 +196,8 @@ class WorkerPool:
         code = worker.reap()
         if self._closing:
             return
+        if self.events is not None:
+            self.events.exited(worker, code)
         log.warning("worker %d (pid %d) exited with %s; restarting", worker.index, worker.pid, code)
         self.restarts += 1
         self._spawn_task(self._notify())
