@@ -37,6 +37,7 @@ from gateway.errors import ServingError, Unavailable
 from gateway.ipc.link import Handler
 from gateway.ipc.snapshot import spec_from_wire
 from gateway.lifecycle import report_ready, settle_heap
+from gateway.listen import TlsMaterial
 from gateway.models.config_poll import poll_config_file
 from gateway.observability.hooks import Observability
 from gateway.parallel.shared_load import LoadTable
@@ -48,6 +49,7 @@ from gateway.supervisor.page import FleetPage
 from gateway.supervisor.ports import Reservation, reserve
 from gateway.supervisor.registry_push import RegistryPush
 from gateway.tfserving.warmup import WarmupPlanner
+from gateway.transport.auth import load_tokens
 
 log = logging.getLogger(__name__)
 
@@ -72,6 +74,9 @@ class Supervisor:
         self.specs = list(specs)
         self.frontends = frontends
         self.flags = [f for f in flags if not f.startswith("--ready_fd")]
+        if settings.ssl_config_file:  # each front end loads them: refuse bad ones here, once
+            TlsMaterial.load(settings.ssl_config_file)
+        load_tokens(settings)
         options = Options.from_settings(settings, self.specs)
         self.workers = options.pool.workers
         self._table_fd = LoadTable.create_memfd(frontends, self.workers)
