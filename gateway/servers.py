@@ -38,6 +38,7 @@ from gateway.transport.http.front import Front
 from gateway.transport.http.routes import ExtraRoute, Routes
 from gateway.transport.http.server import HttpServer
 from gateway.transport.surface import GrpcService, ProtocolSurface, service_names
+from gateway.v2.model_control import Repository
 from gateway.v2.surface import V2Surface
 from gateway.v2.surface import options_from as v2_options
 
@@ -81,7 +82,8 @@ class Servers:
 
     ``pages``: exact REST routes of observability (the metrics page). ``reuse_port``: share the
     ports with other front ends. ``unix_socket``: also listen on ``--grpc_socket_path`` (one
-    process of several may: a Unix socket cannot be shared).
+    process of several may: a Unix socket cannot be shared). ``repository``: V2's repository
+    extension (default: over the core's models).
     """
 
     def __init__(
@@ -94,6 +96,7 @@ class Servers:
         pages: Callable[[], dict[str, ExtraRoute]],
         reuse_port: bool = False,
         unix_socket: bool = True,
+        repository: Repository | None = None,
     ) -> None:
         self.settings = settings
         self.core = core
@@ -110,6 +113,7 @@ class Servers:
         self._pages = pages
         self._reuse_port = reuse_port
         self._unix_socket = unix_socket
+        self._repository = repository
         self._socket: UnixSocket | None = None
 
     async def start(self, grpc_port: int, rest_port: int) -> None:
@@ -142,7 +146,12 @@ class Servers:
         the Open Inference Protocol (KServe V2)."""
         return [
             TfServingSurface(self.core, TfServingOptions.from_settings(self.settings)),
-            V2Surface(self.core, v2_options(self.settings), self.observability.model_stats),
+            V2Surface(
+                self.core,
+                v2_options(self.settings),
+                self.observability.model_stats,
+                self._repository,
+            ),
         ]
 
     def _add_grpc_services(self, server: grpc.aio.Server, services: list[GrpcService]) -> None:

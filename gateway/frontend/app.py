@@ -38,7 +38,7 @@ from channel.handover import Message, close_all
 from gateway.config.settings import Settings
 from gateway.drain import Signals
 from gateway.errors import ServingError
-from gateway.frontend.registry import SnapshotModels
+from gateway.frontend.registry import ForwardedRepository, SnapshotModels
 from gateway.frontend.run_side import RunSide
 from gateway.ipc import figures, snapshot
 from gateway.ipc.link import MessageLink
@@ -87,6 +87,7 @@ class FrontEnd:
             pages=self._pages,
             reuse_port=True,
             unix_socket=slot == 0,
+            repository=ForwardedRepository(self.models, self.link),
         )
         self.run_side = RunSide(self.dispatcher, self._changed)
         self.signals = Signals()

@@ -8,9 +8,10 @@ The request core, the queues and the protocols read the models through
   (:func:`~gateway.serving.registry.pick_servable`);
 - availability is a servable routed to a live worker *on this front end's own run side* (its
   channels and the routes the supervisor sent), which is what a request here can reach;
-- :meth:`~SnapshotModels.apply` (HandleReloadConfigRequest, V2's repository load and unload)
-  goes to the supervisor, which carries it out once and answers when it is done and every front
-  end serves from the new registry; the call's deadline cancels the wait, not the change.
+- :meth:`~SnapshotModels.apply` (HandleReloadConfigRequest) goes to the supervisor, which
+  carries it out once and answers when it is done and every front end serves from the new
+  registry; the call's deadline cancels the wait, not the change. V2's repository load and
+  unload go there too (:class:`ForwardedRepository`).
 """
 
 from __future__ import annotations
@@ -23,6 +24,8 @@ from gateway.errors import NotFound
 from gateway.ipc.snapshot import EMPTY, Snapshot, spec_to_wire
 from gateway.parallel.dispatcher import Dispatcher
 from gateway.serving.registry import Servable, VersionStatus, pick_servable
+from gateway.v2.model_control import Repository
+from gateway.v2.repository import RepositoryCall
 
 
 class Supervisor(Protocol):
@@ -86,3 +89,28 @@ class SnapshotModels:
 
     def _routed(self, key: str) -> bool:
         return any(link.alive and key in link.routed for link in self._dispatcher.links)
+
+
+class ForwardedRepository(Repository):
+    """V2's repository extension in a front end: the index from the snapshot, load and unload
+    carried out by the supervisor's own :class:`~gateway.v2.model_control.Repository` (which
+    remembers what a V2 unload took out, whichever front end asked) and answered once every front
+    end serves from the result."""
+
+    def __init__(self, models: SnapshotModels, supervisor: Supervisor) -> None:
+        super().__init__(models, management=True)  # the supervisor's decides what is allowed
+        self._supervisor = supervisor
+
+    async def load(self, call: RepositoryCall) -> None:
+        await self._forward("load", call)
+
+    async def unload(self, call: RepositoryCall) -> None:
+        await self._forward("unload", call)
+
+    async def _forward(self, action: str, call: RepositoryCall) -> None:
+        await self._supervisor.call(
+            "v2_repository",
+            action=action,
+            model=call.model,
+            unload_dependents=call.unload_dependents,
+        )

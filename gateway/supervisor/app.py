@@ -50,6 +50,8 @@ from gateway.supervisor.ports import Reservation, reserve
 from gateway.supervisor.registry_push import RegistryPush
 from gateway.tfserving.warmup import WarmupPlanner
 from gateway.transport.auth import load_tokens
+from gateway.v2.model_control import Repository
+from gateway.v2.repository import RepositoryCall
 
 log = logging.getLogger(__name__)
 
@@ -98,6 +100,7 @@ class Supervisor:
         )
         self.pool, self.models = parts.pool, parts.models
         self.push = RegistryPush(self.models, self.fanout.front_ends)
+        self.repository = Repository(self.models, management=settings.enable_model_management_api)
         self.page = FleetPage(self.fanout.front_ends, self.pool, self.observability.tfs)
         self.signals = Signals()
         self.restarts = 0
@@ -250,6 +253,9 @@ class Supervisor:
                 return self._apply([spec_from_wire(s) for s in message["specs"]])
             if op == "scrape":
                 return self._scrape()
+            if op == "v2_repository":
+                call = RepositoryCall(str(message["model"]), bool(message["unload_dependents"]))
+                return self._repository_call(str(message["action"]), call)
             if op == "retire":
                 self.fanout.retire(message["index"], message["pid"], str(message["message"]))
             else:
@@ -278,6 +284,12 @@ class Supervisor:
 
     async def _apply(self, specs: list[ModelSpecConfig]) -> Mapping[str, Any]:
         await self.models.apply(specs)
+        await self.push.sync()
+        return {}
+
+    async def _repository_call(self, action: str, call: RepositoryCall) -> Mapping[str, Any]:
+        """V2's repository load or unload, carried out here (one memory of what V2 unloaded)."""
+        await (self.repository.unload(call) if action == "unload" else self.repository.load(call))
         await self.push.sync()
         return {}
 

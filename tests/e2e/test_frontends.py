@@ -8,6 +8,7 @@ things work.
 
 from __future__ import annotations
 
+import http.client
 import json
 import os
 import signal
@@ -260,10 +261,12 @@ def test_a_reload_through_either_front_end_is_in_force_on_both_when_answered(
         "--enable_model_management_api",
         "--workers=2",
         "--file_system_poll_wait_seconds=0",
+        f"--rest_api_port={free_port()}",
         *FRONT_ENDS,
     ]
     with running_gateway(args, tmp_path) as gateway:
-        (a, b) = grpc_channels(gateway.target, front_end_pids(gateway.pid)).values()
+        fronts = front_end_pids(gateway.pid)
+        (a, b) = grpc_channels(gateway.target, fronts).values()
         both = config_text(f"mlp:{model_repo / 'mlp'}", f"add_two:{model_repo / 'add_two'}")
         reload(a, both)
         stub = prediction_service_pb2_grpc.PredictionServiceStub(b)
@@ -283,6 +286,21 @@ def test_a_reload_through_either_front_end_is_in_force_on_both_when_answered(
         }
         a.close()
         b.close()
+        # V2's repository: what an unload through one front end took out, a load through the
+        # other brings back (the supervisor remembers it, once).
+        rest_a, rest_b = rest_connections(gateway.rest_port, fronts).values()
+        assert _post(rest_a, "/v2/repository/models/add_two/unload")[0] == 200
+        assert get(rest_b, "/v2/models/add_two/ready")[0] == 400
+        assert _post(rest_b, "/v2/repository/models/add_two/load")[0] == 200
+        assert get(rest_a, "/v2/models/add_two/ready")[0] == 200
+        rest_a.close()
+        rest_b.close()
+
+
+def _post(connection: http.client.HTTPConnection, path: str) -> tuple[int, bytes]:
+    connection.request("POST", path, body=b"", headers={"Content-Type": "application/json"})
+    response = connection.getresponse()
+    return response.status, response.read()
 
 
 def test_a_replaced_worker_gets_a_channel_from_every_front_end(

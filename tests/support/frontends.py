@@ -18,26 +18,11 @@ from pathlib import Path
 import grpc
 from grpc_health.v1 import health_pb2, health_pb2_grpc
 
-from tests.support.gateway_proc import child_pids
+from tests.support.gateway_proc import front_end_pids, worker_pids
+
+__all__ = ["front_end_pids", "worker_pids"]
 
 ATTEMPTS = 64
-
-
-def _cmdline(pid: int) -> str:
-    try:
-        return Path(f"/proc/{pid}/cmdline").read_bytes().replace(b"\0", b" ").decode()
-    except FileNotFoundError:
-        return ""
-
-
-def front_end_pids(supervisor: int) -> list[int]:
-    """The supervisor's front-end processes now, by slot."""
-    found = [p for p in child_pids(supervisor) if "-m gateway.frontend" in _cmdline(p)]
-    return sorted(found, key=lambda p: _cmdline(p).split("--slot ")[1].split()[0])
-
-
-def worker_pids(supervisor: int) -> list[int]:
-    return [p for p in child_pids(supervisor) if "-m workers" in _cmdline(p)]
 
 
 def sockets_of(pid: int) -> set[str]:

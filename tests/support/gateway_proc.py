@@ -147,6 +147,24 @@ def child_pids(pid: int) -> list[int]:
         return []
 
 
+def _cmdline(pid: int) -> str:
+    try:
+        return Path(f"/proc/{pid}/cmdline").read_bytes().replace(b"\0", b" ").decode()
+    except FileNotFoundError:
+        return ""
+
+
+def worker_pids(pid: int) -> list[int]:
+    """The gateway ``pid``'s worker processes (one process or a supervisor alike)."""
+    return [p for p in child_pids(pid) if "-m workers" in _cmdline(p)]
+
+
+def front_end_pids(pid: int) -> list[int]:
+    """The supervisor ``pid``'s front-end processes, by slot (none: one process)."""
+    found = [p for p in child_pids(pid) if "-m gateway.frontend" in _cmdline(p)]
+    return sorted(found, key=lambda p: int(_cmdline(p).split("--slot ")[1].split()[0]))
+
+
 def wait_gone(pid: int, timeout_s: float = 30.0) -> bool:
     """Wait (bounded, via pidfd) until ``pid`` no longer exists; True if it is gone."""
     try:
