@@ -10,6 +10,7 @@
     python -m bench venvs triton kserve    # create peers' virtualenvs (default: all)
     python -m bench profile --system tensorgate --out bench/results/2026-01-01-full
     python -m bench fuzz --minutes 10    # hostile input against a real gateway, by status
+    python -m bench grpcio --versions 1.75.1,1.78.2,1.83.2,1.85.1 --rounds 6 --seconds 8
 
 Results go to ``bench/results/<date>-<plan>/`` (results.json, README.md, PNGs); logs and models
 to ``bench/.cache/``; the peers' virtualenvs to ``bench/.venvs/``.
@@ -33,6 +34,8 @@ from rich.logging import RichHandler
 
 from bench.load.calls import predict_payload, request_from_json
 from bench.load.ghz_options import add_arguments, load_options, report_text
+from bench.scenarios.grpcio import DEFAULT_VERSIONS, GrpcPlan
+from bench.scenarios.grpcio import SYSTEMS as GRPCIO_SYSTEMS
 from bench.scenarios.plan import FULL, QUICK, SCENARIOS, Plan
 
 RESULTS = Path(__file__).resolve().parent / "results"
@@ -80,6 +83,33 @@ def _parser() -> argparse.ArgumentParser:
     )
     prof.add_argument("--out", type=Path, default=RESULTS / "profiles")
     add_arguments(sub.add_parser("load", help="ghz-style load generator"))
+    gr = sub.add_parser(
+        "grpcio",
+        help="tensorgate and the echo server on several grpcio releases (one venv each)",
+        description="Build (once) a venv per grpcio release under bench/.venvs/grpcio-<v>/, "
+        "regenerate the protos with its grpcio-tools, then measure echo, tensorgate and "
+        "tensorgate-batch (tiny MLP, one pinned server core, h2load) in interleaved rounds; "
+        "report in bench/results/<date>-grpcio/.",
+    )
+    gr.add_argument(
+        "--versions",
+        default=",".join(DEFAULT_VERSIONS),
+        help="comma-separated grpcio releases (default %(default)s)",
+    )
+    gr.add_argument("--rounds", type=_positive, default=6, help="rounds (default %(default)s)")
+    gr.add_argument(
+        "--seconds", type=float, default=8.0, help="measured seconds per point (default 8)"
+    )
+    gr.add_argument("--warmup", type=float, default=1.0, help="warm-up seconds per point")
+    gr.add_argument("--concurrency", type=_positive, default=64, help="requests in flight")
+    gr.add_argument(
+        "--systems",
+        default=",".join(GRPCIO_SYSTEMS),
+        help="comma-separated subset of %(default)s",
+    )
+    gr.add_argument(
+        "--out", type=Path, help="result directory (default bench/results/<date>-grpcio)"
+    )
     fz = sub.add_parser("fuzz", help="randomized hostile input against a real gateway")
     fz.add_argument("--minutes", type=float, default=1.0)
     fz.add_argument("--threads", type=int, default=3, help="client threads per surface")
@@ -148,6 +178,48 @@ def run_command(args: argparse.Namespace, console: Console) -> int:
     return 0
 
 
+def grpcio_plan(args: argparse.Namespace) -> GrpcPlan:
+    """The plan of ``python -m bench grpcio`` (ValueError for a bad version or system)."""
+    from bench.systems.grpcio_venvs import parse_versions
+
+    return GrpcPlan(
+        versions=tuple(parse_versions(args.versions)),
+        systems=tuple(s for s in args.systems.split(",") if s),
+        rounds=args.rounds,
+        seconds=args.seconds,
+        warmup_s=args.warmup,
+        concurrency=args.concurrency,
+    )
+
+
+def grpcio_command(args: argparse.Namespace, console: Console) -> int:
+    from bench.measure.progress import RunProgress
+    from bench.scenarios.grpcio import run
+
+    plan = grpcio_plan(args)
+    out = args.out or RESULTS / f"{datetime.date.today().isoformat()}-grpcio"
+    with (
+        RunProgress({"grpcio": plan.estimate_s()}, console) as progress,
+        progress.scenario("grpcio"),
+    ):
+        run(plan, out)
+    log.info("report: %s", out / "README.md")
+    return 0
+
+
+def rebuild_report(directory: Path) -> None:
+    """Re-render a report directory: a ``python -m bench grpcio`` one or a ``run`` one."""
+    results = json.loads((directory / "results.json").read_text())
+    if results.get("kind") == "grpcio":
+        from bench.report import grpcio_report
+
+        grpcio_report.rebuild(directory)
+        return
+    from bench.report.write import rebuild
+
+    rebuild(directory)
+
+
 def _positive(text: str) -> int:
     value = int(text)
     if value < 1:
@@ -202,10 +274,10 @@ def main(argv: Sequence[str] | None = None) -> int:
         if args.command == "run":
             return run_command(args, console)
         if args.command == "report":
-            from bench.report.write import rebuild
-
-            rebuild(args.directory)
+            rebuild_report(args.directory)
             return 0
+        if args.command == "grpcio":
+            return grpcio_command(args, console)
         if args.command == "models":
             from bench.scenarios.runner import CACHE
             from bench.systems.models import ensure_models

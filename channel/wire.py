@@ -73,12 +73,20 @@ def _dims(rank: int) -> struct.Struct:
 # -- encoding ---------------------------------------------------------------------------------
 
 
+@functools.lru_cache(maxsize=4096)
+def _name(text: str) -> bytes:
+    """A tensor name as :func:`write_str` writes it (names repeat run after run)."""
+    out: list[bytes] = []
+    write_str(out, text)
+    return b"".join(out)
+
+
 def _tensors(out: list[bytes], tensors: Sequence[Mapping[str, Any]]) -> None:
     for t in tensors:
         shape = t["shape"]
         out.append(_TENSOR.pack(_DTYPE_INDEX[t["dtype"]], len(shape), t["offset"], t["nbytes"]))
         out.append(_dims(len(shape)).pack(*shape))
-        write_str(out, t["name"])
+        out.append(_name(t["name"]))
 
 
 def encode_run(request: Mapping[str, Any]) -> bytes:

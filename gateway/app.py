@@ -15,19 +15,23 @@ workers stop (SIGKILL after a timeout) → every channel and shared-memory regio
 
 from __future__ import annotations
 
-import asyncio
-import contextlib
 import logging
 import os
 from collections.abc import Sequence
-from typing import Any
 
 from gateway.config.model_config import ModelSpecConfig
 from gateway.config.settings import Settings
 from gateway.drain import Signals
-from gateway.lifecycle import YOUNG_COLLECTION_THRESHOLD, report_ready, settle_heap, wait_ready
+from gateway.lifecycle import (
+    YOUNG_COLLECTION_THRESHOLD,
+    report_ready,
+    serve,
+    settle_heap,
+    wait_ready,
+)
 from gateway.models.config_poll import poll_config_file
 from gateway.observability.hooks import Observability
+from gateway.parallel.supervised import Tasks, every
 from gateway.roles import Options, build
 from gateway.servers import FINAL_GRACE_S, Servers, grpc_options
 from gateway.tfserving.warmup import WarmupPlanner
@@ -78,7 +82,10 @@ class Gateway:
             pages=lambda: self.observability.routes(self.pool),
         )
         self.signals = Signals()
-        self._tasks: set[asyncio.Task[None]] = set()
+        self._tasks = Tasks(log)
+        self._ready_fd = settings.ready_fd
+        self.started = False
+        """True once :meth:`start` has completed (the gateway serves)."""
 
     @property
     def grpc_port(self) -> int:
@@ -89,14 +96,9 @@ class Gateway:
         return self.servers.rest_port
 
     async def serve(self) -> None:
-        """Run until SIGTERM/SIGINT (or :meth:`request_stop`), then drain and shut down in order."""
-        self.signals.install()
-        try:
-            await self.start()
-            settle_heap()
-            await self.signals.stop.wait()
-        finally:
-            await self.stop()
+        """Run until SIGTERM/SIGINT (or :meth:`request_stop`), then drain and shut down in order
+        (:func:`gateway.lifecycle.serve`)."""
+        await serve(self)
 
     def request_stop(self) -> None:
         """As a signal does: the first call drains, the second skips the wait."""
@@ -110,40 +112,39 @@ class Gateway:
         log.info("%s", self.observability.describe())
         await self.servers.start(settings.port, settings.rest_api_port)
         if settings.file_system_poll_wait_seconds > 0:
-            self._spawn(self._poll_models(settings.file_system_poll_wait_seconds))
+            every_s = settings.file_system_poll_wait_seconds
+            poll = every(every_s, self.models.scan, what="file system poll", logger=log)
+            self._tasks.spawn(poll, "file system poll")
         if settings.model_config_file and settings.model_config_file_poll_wait_seconds > 0:
             every_s = settings.model_config_file_poll_wait_seconds
-            self._spawn(poll_config_file(settings.model_config_file, every_s, self.models))
+            poll = poll_config_file(settings.model_config_file, every_s, self.models)
+            self._tasks.spawn(poll, "config file poll")
+        self.started = True
         self._report_ready()
 
     async def stop(self) -> None:
         """Stop accepting, drain, stop workers, release everything. Safe to call twice."""
         await self.servers.stop(self.signals)
-        for task in list(self._tasks):
-            task.cancel()
-        for task in list(self._tasks):
-            with contextlib.suppress(asyncio.CancelledError):
-                await task
+        await self._tasks.close()
+        await self.models.close()
         await self.pool.close()
         await self.observability.close()
         log.info("tensorgate stopped")
 
-    async def _poll_models(self, every_s: float) -> None:
-        while True:
-            await asyncio.sleep(every_s)
-            await self.models.reconcile()
-
     def _models_changed(self) -> None:
         self.observability.record_warmups(self.models)
-        self._spawn(self.servers.update_health(self.models))
+        self._tasks.spawn(self.servers.update_health(self.models), "health update")
 
     def _report_ready(self) -> None:
         """Write one JSON line to ``--ready_fd`` (if given) and close it: for supervisors/tests."""
-        if self.settings.ready_fd >= 0:
+        fd, self._ready_fd = self._ready_fd, -1
+        if fd >= 0:
             info = {"pid": os.getpid(), "grpc_port": self.grpc_port, "rest_port": self.rest_port}
-            report_ready(self.settings.ready_fd, info)
+            report_ready(fd, info)
 
-    def _spawn(self, coro: Any) -> None:
-        task = asyncio.get_running_loop().create_task(coro)
-        self._tasks.add(task)
-        task.add_done_callback(self._tasks.discard)
+    def report_not_ready(self) -> None:
+        """The start failed: close ``--ready_fd`` without a line, so whoever waits on it sees
+        end-of-file at once (not only once the process has stopped its workers and exited)."""
+        fd, self._ready_fd = self._ready_fd, -1
+        if fd >= 0:
+            os.close(fd)

@@ -1,7 +1,8 @@
 """``tensorgate``: the console entry point (tensorflow_model_server's flags).
 
-Exit codes: 0 after a clean shutdown, 2 for a bad command line, 1 for a bad config file or a
-failure to start.
+Exit codes: 0 after a clean shutdown, 2 for a bad command line, 1 for a bad config file, a
+failure to start or an unexpected error (logged as one line with its traceback; a start that
+fails writes nothing to ``--ready_fd`` and closes it).
 """
 
 from __future__ import annotations
@@ -61,6 +62,10 @@ def main(argv: Sequence[str] | None = None) -> int:
         uvloop.run(server.serve())
     except ServingError as exc:
         log.error("failed to start: %s", exc.message)
+        return 1
+    except Exception as exc:  # a bug: one clear line (its traceback below it), never a bare one
+        what = "failed" if server.started else "failed to start"
+        log.error("%s: %s: %s", what, type(exc).__name__, exc, exc_info=exc)
         return 1
     return 0
 

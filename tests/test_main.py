@@ -6,11 +6,13 @@ driven through the real process in tests/e2e: test_listen.py, test_g3doc.py.)"""
 from __future__ import annotations
 
 import logging
+import os
 from collections.abc import Callable, Iterator
 from pathlib import Path
 
 import pytest
 
+from gateway.app import Gateway
 from gateway.config.flags import usage, version_text
 from gateway.main import main
 
@@ -91,3 +93,30 @@ def test_a_gateway_that_cannot_be_built_is_status_one(
     assert main(argv) == 1
     err = capsys.readouterr().err
     assert err.startswith("tensorgate: ") and "MonitoringConfig" in err
+
+
+@pytest.mark.usefixtures("root_logging")
+def test_an_unexpected_error_at_start_is_one_line_status_one_and_no_ready_line(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch, capfd: pytest.CaptureFixture[str]
+) -> None:
+    """Issue 30, defect 2: a raw exception at start ended the process with a bare traceback,
+    and the ready fd closed only with the process. Now: one line naming the failure (its
+    traceback attached to it), exit status 1, and --ready_fd closed without a line at once."""
+
+    async def start(self: Gateway) -> None:
+        raise ValueError("channel is closed")
+
+    monkeypatch.setattr(Gateway, "start", start)
+    read_fd, write_fd = os.pipe()
+    try:
+        argv = [f"--model_base_path={tmp_path}", f"--ready_fd={write_fd}", "--port=0"]
+        assert main(argv) == 1
+        assert os.read(read_fd, 100) == b""  # end of file: the writer end is closed, no line
+    finally:
+        os.close(read_fd)
+    err = capfd.readouterr().err
+    (line,) = [x for x in err.splitlines() if "tensorgate]" in x]
+    assert line.endswith(
+        f" E {os.getpid()} gateway tensorgate] failed to start: ValueError: channel is closed"
+    )
+    assert "Traceback (most recent call last)" in err

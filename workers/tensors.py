@@ -49,7 +49,7 @@ def write_outputs(channel: Channel, results: dict[str, np.ndarray[Any, Any]]) ->
     arrays: list[np.ndarray[Any, Any]] = []
     total = 0
     for name, value in results.items():
-        arr = np.asarray(value)
+        arr = value if type(value) is np.ndarray else np.asarray(value)
         if arr.dtype.kind in "OUS":
             encoded = np.empty(arr.size, dtype=object)
             encoded[:] = [
@@ -57,7 +57,9 @@ def write_outputs(channel: Channel, results: dict[str, np.ndarray[Any, Any]]) ->
                 for item in arr.reshape(-1).tolist()
             ]
             arr = encoded.reshape(arr.shape)
-        nbytes = tensor_nbytes(arr)
+            nbytes = tensor_nbytes(arr)
+        else:
+            nbytes = arr.nbytes
         descs.append(
             {
                 "name": name,

@@ -120,7 +120,7 @@ def machine_info() -> dict[str, Any]:
                 model = line.split(":", 1)[1].strip()
                 break
     versions: dict[str, str] = {}
-    for package in ("grpcio", "onnxruntime", "numpy", "uvloop"):
+    for package in ("grpcio", "protobuf", "onnxruntime", "numpy", "uvloop"):
         with contextlib.suppress(Exception):
             from importlib.metadata import version
 

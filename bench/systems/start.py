@@ -5,6 +5,8 @@
   (``--frontends=0``: one per server CPU) or as many as the configuration names;
 - ``echo``: the bare grpc.aio echo server (:mod:`bench.systems.peers.echo_server`), same method
   and bytes;
+- both run on this interpreter unless their parameters name another ``python`` (and ``env``
+  additions): ``python -m bench grpcio`` runs them on other grpcio releases that way;
 - ``fastapi-<inline|thread|process>``: :mod:`bench.systems.peers.fastapi_app` under uvicorn
   (uvloop, httptools), HTTP/1.1 with a raw float32 body;
 - ``mlserver``, ``triton``, ``kserve``: the KServe v2 peers, :mod:`bench.systems.v2_peers`.
@@ -50,7 +52,7 @@ def _predict_payload(ctx: Context, model: str) -> bytes:
 def _tensorgate(ctx: Context, spec: SystemSpec, model: str, cpus: tuple[int, ...]) -> Running:
     p = spec.params
     argv = [
-        sys.executable,
+        p.get("python", sys.executable),
         "-m",
         "gateway",
         f"--model_name={model}",
@@ -88,8 +90,11 @@ def _tensorgate(ctx: Context, spec: SystemSpec, model: str, cpus: tuple[int, ...
 
 
 def _echo(ctx: Context, spec: SystemSpec, model: str, cpus: tuple[int, ...]) -> Running:
-    argv = [sys.executable, "-m", "bench.systems.peers.echo_server", "--port=0"]
-    server, _ = start_with_ready_fd(spec.name, argv, ctx.log_path(spec, model), cpus=cpus)
+    p = spec.params
+    python = p.get("python", sys.executable)
+    argv = [python, "-m", "bench.systems.peers.echo_server", "--port=0"]
+    env = {**os.environ, **p.get("env", {})}
+    server, _ = start_with_ready_fd(spec.name, argv, ctx.log_path(spec, model), cpus=cpus, env=env)
     target = Target(
         "grpc", f"127.0.0.1:{server.port}", PREDICT_METHOD, _predict_payload(ctx, model)
     )

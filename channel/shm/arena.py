@@ -65,6 +65,11 @@ class Allocator:
                 return offset
         return None
 
+    def fits(self, nbytes: int) -> bool:
+        """Whether :meth:`alloc` of ``nbytes`` would succeed now."""
+        size = max(align_up(nbytes), ALIGNMENT)
+        return any(free >= size for free in self._sizes)
+
     def free(self, offset: int) -> None:
         """Return the block at ``offset``; ValueError if it is not allocated (double free)."""
         size = self._taken.pop(offset, None)

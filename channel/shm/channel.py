@@ -119,11 +119,18 @@ class Channel:
 
     # -- gateway side ---------------------------------------------------------------------------
 
-    def submit(self, message: bytes) -> None:
-        """Post an encoded request to the worker, ringing its doorbell only if it sleeps.
+    def submit(self, message: bytes, *, ring: bool = True) -> None:
+        """Post an encoded request to the worker, ringing its doorbell only if it sleeps (with
+        ``ring`` False, not at all: call :meth:`ring_submit` after a burst of posts).
         ChannelFull when every slot is outstanding; ValueError when ``message`` does not fit."""
         self._segment.submit.push(message)
-        ring_if_sleeping(self._words, W_SUBMIT_SLEEPING, self.submit_fd)
+        if ring:
+            ring_if_sleeping(self._words, W_SUBMIT_SLEEPING, self.submit_fd)
+
+    def ring_submit(self) -> None:
+        """Ring the worker's doorbell if it sleeps (after posts made with ``ring=False``)."""
+        if not self._closed:
+            ring_if_sleeping(self._words, W_SUBMIT_SLEEPING, self.submit_fd)
 
     def completions(self) -> list[bytes]:
         """Every encoded reply posted since the last call, in order; [] at once when there are
@@ -140,6 +147,10 @@ class Channel:
     def alloc_input(self, nbytes: int) -> int | None:
         """Offset of a 64-byte aligned input block, or None when the input area is full."""
         return self._inputs.alloc(nbytes)
+
+    def input_fits(self, nbytes: int) -> bool:
+        """Whether :meth:`alloc_input` of ``nbytes`` would succeed now."""
+        return self._inputs.fits(nbytes)
 
     def free_input(self, offset: int) -> None:
         """Free an input block once the worker has replied to the batch that used it."""

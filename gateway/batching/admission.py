@@ -1,25 +1,25 @@
 """Admission for one batch queue: refuse at once what cannot be served, never block.
 
-Three rules, all answered with UNAVAILABLE (retryable) at submission time:
+Three rules, checked at submission time:
 
 - **Queue full:** a request that would need more than ``max_enqueued_batches`` waiting batches is
-  refused with TF Serving's text (:data:`QUEUE_FULL`).
-- **Too late:** once batches have been timed (a moving average of dispatch-to-completion seconds,
-  :attr:`Admission.service_s`), a request is refused when the batches ahead of it — run
-  ``threads`` at a time — would keep it past its deadline. At dispatch, :meth:`Admission.finish_by`
-  tells which queued requests can no longer finish in time (they are dropped with
-  DEADLINE_EXCEEDED instead of being computed for nobody).
-- **Over the latency target** (``max_queue_delay_s`` > 0, ``--max_queue_delay_ms``): a request is
-  refused when the batches ahead of it would delay the start of its own by more than the target,
-  so under overload accepted requests keep a bounded latency instead of waiting until their
-  deadline.
-
-Under overload the excess is thus rejected, not timed out.
+  refused with TF Serving's text (:data:`QUEUE_FULL`): UNAVAILABLE, retryable.
+- **Over the latency target** (``max_queue_delay_s`` > 0, ``--max_queue_delay_ms``): once batches
+  have been timed (a moving average of dispatch-to-completion seconds,
+  :attr:`Admission.service_s`), a request is refused with UNAVAILABLE (retryable) when the
+  batches ahead of it — run ``threads`` at a time — would delay the start of its own by more than
+  the target, so under overload accepted requests keep a bounded latency and the excess is
+  rejected, not timed out.
+- **Its own deadline too short:** a request whose deadline falls before its batch could finish
+  (the batches ahead of it, then its own) gets DEADLINE_EXCEEDED at once, as TF Serving answers a
+  deadline that expires while queued: retrying it with the same deadline could not help. At
+  dispatch, :meth:`Admission.finish_by` tells which queued requests can no longer finish in time
+  (they are dropped with DEADLINE_EXCEEDED instead of being computed for nobody).
 """
 
 from __future__ import annotations
 
-from gateway.errors import Unavailable
+from gateway.errors import DeadlineExceeded, ServingError, Unavailable
 
 QUEUE_FULL = "The batch scheduling queue to which this task was submitted is full"
 SERVICE_TIME_WEIGHT = 0.2
@@ -61,10 +61,10 @@ class Admission:
 
     def too_late(
         self, now: float, deadline: float | None, batches_ahead: int
-    ) -> Unavailable | None:
+    ) -> ServingError | None:
         """The refusal when ``batches_ahead`` (queued or in flight before this request's batch)
-        would delay it past the latency target or keep it past ``deadline``; None while batches
-        are untimed."""
+        would delay it past the latency target (UNAVAILABLE) or its batch would end past
+        ``deadline`` (DEADLINE_EXCEEDED); None while batches are untimed."""
         if self.service_s is None:
             return None
         if self.max_queue_delay_s > 0:
@@ -77,12 +77,18 @@ class Admission:
                 )
         if deadline is None:
             return None
-        wait_s = (batches_ahead // self.threads + 1) * self.service_s
+        waves = batches_ahead // self.threads
+        wait_s = (waves + 1) * self.service_s
         if now + wait_s <= deadline:
             return None
-        return Unavailable(
-            f"the queue of {self.queue} would hold this request about "
-            f"{wait_s * 1000:.0f} ms, past its deadline; retry later"
+        left_ms = max(0.0, deadline - now) * 1000
+        what = (
+            f"a batch of {self.queue} takes about {self.service_s * 1000:.0f} ms"
+            if waves == 0
+            else f"the queue of {self.queue} would hold this request about {wait_s * 1000:.0f} ms"
+        )
+        return DeadlineExceeded(
+            f"Deadline exceeded: {what}, more than its deadline leaves ({left_ms:.0f} ms)"
         )
 
     def finish_by(self, now: float) -> float | None:

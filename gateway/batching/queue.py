@@ -125,6 +125,24 @@ class BatchQueue:
             self._close(batch)
             self.batches.remove(batch)
 
+    def hold(self, batch: Batch) -> None:
+        """Close ``batch`` where it stands (it waits for room in a worker's input area; nothing
+        joins it meanwhile)."""
+        self._close(batch)
+
+    def split(self, batch: Batch) -> None:
+        """Move the second half of ``batch``'s tasks (two or more) into a new closed batch right
+        behind it: a batch too large for any worker's input area goes as smaller ones."""
+        self._close(batch)
+        half = len(batch.tasks) // 2
+        rest = Batch(batch.key, batch.created_at, batch.tasks[half:], closed=True)
+        batch.tasks = batch.tasks[:half]
+        for task in rest.tasks:
+            task.batch = rest
+            rest.size += task.size
+        batch.size -= rest.size
+        self.batches.insert(self.batches.index(batch) + 1, rest)
+
     def close_all(self) -> None:
         """Close every batch, so each is ready now (drain before unload)."""
         for batch in self.batches:

@@ -61,6 +61,7 @@ def post(
         layout = {n: (a.dtype, tuple(a.shape)) for n, a in parts[0].items()}
     else:
         layout = merge.batch_layout(parts, padded)
+    link.check_room(layout)  # before the observer counts a batch that must wait for room
     outputs = list(dict.fromkeys(name for t in tasks for name in t.outputs))
     deadlines = [t.deadline for t in tasks]
     deadline = None if None in deadlines else max(d for d in deadlines if d is not None)

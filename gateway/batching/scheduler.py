@@ -12,8 +12,15 @@ Contract (see :class:`~gateway.config.batching_options.BatchingOptions` for each
   (:mod:`gateway.batching.window`): one client at a time never waits.
 - Refusals are immediate and never block: a request larger than ``max_batch_size`` →
   INVALID_ARGUMENT (unless splitting is on, which cuts it across batches and reassembles its
-  outputs); a full queue or a request that would wait past its deadline → UNAVAILABLE
+  outputs); a full queue or a queue over the latency target → UNAVAILABLE (retryable); a
+  request whose deadline ends before its batch could → DEADLINE_EXCEEDED
   (:mod:`gateway.batching.admission`).
+- A batch that does not fit the picked worker's input area now stays first in its queue and
+  waits for room, first come first served among all the queues on those workers
+  (:meth:`Dispatcher.wait_for_room <gateway.parallel.dispatcher.Dispatcher.wait_for_room>`),
+  bounded by its members' deadlines (``--max_inflight_bytes`` bounds what all requests hold
+  meanwhile). One larger than a whole input area goes as two halves; a lone request that large
+  is refused (RESOURCE_EXHAUSTED).
 - An expired request (its deadline timer fires) or a cancelled one leaves its batch before the batch
   runs and never takes a slot; a batch left empty is not run, and a request that can no longer
   finish in time is dropped with DEADLINE_EXCEEDED at dispatch. Every request gets exactly its own
@@ -45,7 +52,7 @@ from gateway.config.batching_options import BatchingOptions
 from gateway.errors import DeadlineExceeded, InvalidArgument, ServingError, Unavailable
 from gateway.parallel.dispatcher import Dispatcher
 from gateway.parallel.lease import Outputs, RunResult, gather_chunks, take
-from gateway.parallel.run_link import RunLink
+from gateway.parallel.run_link import InputAreaFull, InputTooLarge, RunLink
 
 
 @dataclass
@@ -98,6 +105,8 @@ class BatchScheduler:
         self._pump_scheduled = False
         self._window = ConcurrencyWindow()
         self._window_timer: Timer | None = None
+        self._stalled: Batch | None = None
+        """The batch waiting for room in a worker's input area (first in the queue)."""
 
     # -- observation ------------------------------------------------------------------------------
     @property
@@ -218,13 +227,14 @@ class BatchScheduler:
         self._pump()
 
     def _pump(self) -> None:
-        """Send ready batches while this queue has threads and the workers have slots."""
+        """Send ready batches while this queue has threads and the workers have slots (and
+        input room)."""
         while self.in_flight < self._threads:
             batch = self._queue.next_ready()
             if batch is None or (self._end_of_turn and self._held(batch)):
                 return
             try:
-                link = self._dispatcher.pick(self.servable_key)
+                link = self._dispatcher.pick(self.servable_key, self)
             except ServingError as exc:
                 results.fail(self._queue.pop(batch), exc)
                 self._check_idle()
@@ -232,7 +242,8 @@ class BatchScheduler:
             if link is None:
                 self._dispatcher.on_capacity(self._pump)
                 return
-            self._send(batch, link)
+            if not self._send(batch, link):
+                return
 
     def _held(self, batch: Batch) -> bool:
         """Whether the concurrency window keeps ``batch`` (open, zero timeout) a little longer
@@ -254,11 +265,17 @@ class BatchScheduler:
         self._window_timer = None
         self._pump()
 
-    def _send(self, batch: Batch, link: RunLink) -> None:
-        tasks = self._drop_late(self._queue.pop(batch))
+    def _send(self, batch: Batch, link: RunLink) -> bool:
+        """Post ``batch`` over ``link``; False when it must wait for room in the input area (it
+        stays first in the queue, and this queue is woken when a run finishes)."""
+        tasks = self._drop_late(batch)
         if not tasks:
+            # Every member left (cancelled, expired) before the callbacks that take each out
+            # ran: the batch leaves now, or the pump would find it first again, for ever.
+            if batch in self._queue.batches:
+                self._queue.pop(batch)
             self._check_idle()
-            return
+            return True
         try:
             future, posted = results.post(
                 link,
@@ -269,16 +286,31 @@ class BatchScheduler:
                 observer=self._observer,
                 now=self._clock.now(),
             )
-        except ServingError as exc:
-            results.fail(tasks, exc)
+        except InputAreaFull:
+            self._queue.hold(batch)
+            self._stalled = batch
+            self._dispatcher.wait_for_room(self, self.servable_key, self._pump)
+            return False
+        except InputTooLarge as exc:
+            if len(tasks) > 1:
+                self._queue.split(batch)
+                return True
+            results.fail(self._queue.pop(batch), exc)
             self._check_idle()
-            return
+            return True
+        except ServingError as exc:
+            results.fail(self._queue.pop(batch), exc)
+            self._check_idle()
+            return True
+        self._queue.pop(batch)
+        self._check_idle()  # the room it waited for, if it did, is found
         self.stats.batches += 1
         self.stats.rows += posted.rows
         self.stats.padding_rows += posted.padded - posted.rows
         self.in_flight += 1
         self._runs.add(future)
         future.add_done_callback(functools.partial(self._finish, posted))
+        return True
 
     def _finish(self, posted: results.Posted, future: asyncio.Future[RunResult]) -> None:
         """Done-callback of a batch's run: hand each task its rows (or the error), send more."""
@@ -289,8 +321,10 @@ class BatchScheduler:
         self._check_idle()
         self._pump()
 
-    def _drop_late(self, tasks: list[Task]) -> list[Task]:
-        """Fail, with DEADLINE_EXCEEDED, tasks whose deadline falls before a batch could finish."""
+    def _drop_late(self, batch: Batch) -> list[Task]:
+        """Take out of ``batch`` (and fail with DEADLINE_EXCEEDED) the tasks whose deadline falls
+        before it could finish; the live tasks left (none: the batch has left the queue)."""
+        tasks = [t for t in batch.tasks if not t.future.done()]
         finish = self._admission.finish_by(self._clock.now())
         if finish is None:
             return tasks
@@ -298,7 +332,8 @@ class BatchScheduler:
         if not late:
             return tasks
         self.stats.expired += len(late)
-        for _ in late:
+        for task in late:
+            self._queue.remove(task)
             self._refused("expired")
         results.fail(
             late,
@@ -334,9 +369,16 @@ class BatchScheduler:
         self._refusal = error
         for batch in list(self._queue.batches):
             results.fail(self._queue.pop(batch), error)
+        self._check_idle()
         for run in list(self._runs):
             run.cancel()  # its done-callback fails the batch's tasks
 
     def _check_idle(self) -> None:
+        """After a batch or a task left the queue: the room a batch waited for is no longer
+        needed once it has left; a drain ends when nothing is queued or in flight."""
+        stalled = self._stalled
+        if stalled is not None and stalled not in self._queue.batches:
+            self._stalled = None
+            self._dispatcher.room_found(self)
         if self._idle is not None and not self._queue and not self.in_flight:
             self._idle.set()

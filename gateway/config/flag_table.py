@@ -77,9 +77,7 @@ FLAGS: dict[str, FlagSpec] = {
         _impl("model_config_file_poll_wait_seconds", "int32"),
         _impl("model_name", "string"),
         _impl("model_base_path", "string"),
-        _no_effect(
-            "num_load_threads", "int32", 0, "size of TF Serving's servable-loading thread pool"
-        ),
+        _impl("num_load_threads", "int32"),
         _no_effect(
             "num_unload_threads", "int32", 0, "size of TF Serving's servable-unloading thread pool"
         ),

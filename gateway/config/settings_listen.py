@@ -131,8 +131,10 @@ class ListenSettings:
         0,
         "tensorgate: most gRPC calls waiting in grpc's core for the server to take them "
         "(grpc.server.max_pending_requests; the hard limit is twice it). Past it grpc answers new "
-        "calls at once without running Python (grpcio 1.85: CANCELLED). Keep it above the calls "
-        "clients hold in flight, or calls are cancelled under capacity. 0: grpc's 1000 and 3000.",
+        "calls at once without running Python, CANCELLED (grpcio 1.83.2, 1.85); the pinned grpcio "
+        "1.78 does not apply it to HTTP/2 calls, so it has no effect there. Keep it above the "
+        "calls clients hold in flight, or calls are cancelled under capacity. 0: grpc's 1000 and "
+        "3000.",
     )
     # --- authentication and TLS -------------------------------------------------------------------
     auth_token_file: str = setting(

@@ -66,6 +66,14 @@ class ModelSettings:
         "Microseconds between load retries; negative means no wait. Default 60000000 (1 minute), "
         "as TF Serving.",
     )
+    num_load_threads: int = setting(
+        0,
+        "Model version loads (each with its warmup) that may run at once (>= 0); 0 = one at a "
+        "time, as TF Serving loads in its manager's thread. A version waiting for a load retry "
+        "takes no part in it: loads and retries of other versions and models go on meanwhile. "
+        "The first config at start loads up to 4 x the CPUs at once (TF Serving's "
+        "num_initial_load_threads). Default 0, as TF Serving.",
+    )
     model_workers: str = setting(
         "",
         "tensorgate: how many worker processes host each model, as comma-separated name=N "

@@ -74,6 +74,7 @@ def validate(s: Settings) -> None:
     _check_range("model_config_file_poll_wait_seconds", s.model_config_file_poll_wait_seconds, 0)
     _check_range("file_system_poll_wait_seconds", s.file_system_poll_wait_seconds, 0)
     _check_range("max_num_load_retries", s.max_num_load_retries, 0)
+    _check_range("num_load_threads", s.num_load_threads, 0)
     _check_range("num_request_iterations_for_warmup", s.num_request_iterations_for_warmup, 0)
     try:
         parse_model_workers(s.model_workers)

@@ -60,7 +60,7 @@ class RunSide:
         if old is not None:
             old[1].close(Unavailable(f"worker {index} was replaced"))
         endpoint = Endpoint(index, channel, asyncio.get_running_loop())
-        endpoint.alive = True
+        endpoint.open()
         link = self.dispatcher.attach(endpoint)
         link.routed.update(routed)
         self._endpoints[index] = (pid, endpoint)

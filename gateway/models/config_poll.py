@@ -15,15 +15,23 @@ import logging
 from gateway.config.model_config import ConfigError, load_model_server_config, model_specs
 from gateway.errors import ServingError
 from gateway.models.manager import ModelManager
+from gateway.parallel.supervised import Sleep, every
 
 log = logging.getLogger(__name__)
 
 
-async def poll_config_file(path: str, every_s: float, models: ModelManager) -> None:
-    """Re-read ``path`` every ``every_s`` seconds (> 0) and apply it; runs until cancelled."""
-    while True:
-        await asyncio.sleep(every_s)
-        await reload_config_file(path, models)
+async def poll_config_file(
+    path: str, every_s: float, models: ModelManager, sleep: Sleep = asyncio.sleep
+) -> None:
+    """Re-read ``path`` every ``every_s`` seconds (> 0) and apply it; runs until cancelled (a
+    round that fails unexpectedly is logged and the next one runs: :func:`every`)."""
+    await every(
+        every_s,
+        lambda: reload_config_file(path, models),
+        what=f"PollFilesystemAndReloadConfig of {path}",
+        logger=log,
+        sleep=sleep,
+    )
 
 
 async def reload_config_file(path: str, models: ModelManager) -> bool:

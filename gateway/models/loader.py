@@ -2,9 +2,14 @@
 
 An attempt checks the version (the ``before_load`` hook: e.g. its ``batching_params.pbtxt``),
 detects its platform (:mod:`gateway.models.versions`), and has the workers load it, warm it up
-and route to it (:meth:`Workers.load`); the worker's reply gives the version's signatures. A
-failed attempt is retried ``retries`` times, ``retry_interval_s`` apart, unless the model is
-superseded meanwhile (a new config drops or changes it); then the last error stands.
+and route to it (:meth:`Workers.load`); the worker's reply gives the version's signatures. An
+attempt holds one of the loader's :class:`~gateway.models.load_slots.LoadSlots` while it runs.
+Whatever an attempt raises is its failure: a ServingError as it is, anything else (a bug, a
+worker's channel gone under it) as INTERNAL, logged with its traceback. A failed attempt is
+reported (``on_failure``: GetModelStatus shows it while the retry waits) and retried
+``retries`` times, ``retry_interval_s`` apart (TF Serving's ``LoaderHarness`` retry), holding no
+slot while it waits, unless the model is superseded meanwhile (a new config drops or changes
+it); then the last error stands.
 """
 
 from __future__ import annotations
@@ -18,9 +23,11 @@ from typing import Any, Protocol
 
 from gateway.config.model_config import ModelSpecConfig
 from gateway.config.model_workers import workers_for
+from gateway.config.platform import available_cpus
 from gateway.config.settings import Settings
-from gateway.errors import ServingError
+from gateway.errors import Cancelled, Internal, ServingError
 from gateway.models import versions
+from gateway.models.load_slots import LoadSlots
 from gateway.parallel.hosting import Loaded, LoadSpec
 from gateway.parallel.warmup import Planner, WarmupReport, WarmupRun
 from gateway.serving.registry import Servable
@@ -34,21 +41,38 @@ class LoadOptions:
     ``--max_num_load_retries``), ``retry_interval_s`` apart (``--load_retry_interval_micros``);
     ``allow_unavailable_labels`` (``--allow_version_labels_for_unavailable_models``);
     ``placement``: model name (or ``*``) → workers hosting it (``--model_workers``; absent:
-    all)."""
+    all). ``threads``: most load attempts at once (``--num_load_threads``, whose 0 is TF
+    Serving's one at a time); ``initial_threads``: the same while the first config loads (TF
+    Serving's ``num_initial_load_threads``; 0: ``threads``)."""
 
     retries: int = 0
     retry_interval_s: float = 0.0
     allow_unavailable_labels: bool = False
     placement: Mapping[str, int] = field(default_factory=dict)
+    threads: int = 1
+    initial_threads: int = 0
 
     @classmethod
     def from_settings(cls, settings: Settings) -> LoadOptions:
+        threads = max(1, settings.num_load_threads)
         return cls(
             retries=settings.max_num_load_retries,
             retry_interval_s=max(0, settings.load_retry_interval_micros) / 1e6,
             allow_unavailable_labels=settings.allow_version_labels_for_unavailable_models,
             placement=settings.model_worker_counts,
+            threads=threads,
+            initial_threads=max(threads, INITIAL_THREADS_PER_CPU * available_cpus()),
         )
+
+
+CANCELLED = "Loading of servable cancelled"
+"""TF Serving's text (``LoaderHarness``) for a load its model no longer wants."""
+
+INITIAL_THREADS_PER_CPU = 4
+"""TF Serving's ``num_initial_load_threads``: 4 × the schedulable CPUs."""
+
+Failed = Callable[[ServingError], None]
+"""Told each failed attempt's error while a retry is to come."""
 
 
 Warmup = Callable[[Servable], Awaitable[Sequence[WarmupRun]]]
@@ -77,7 +101,7 @@ class VersionLoader:
     """Loads versions on ``workers`` with ``intra_op`` / ``inter_op`` runtime threads and
     SavedModel ``tags``. ``before_load``: called with (model, version, version directory) before
     each attempt; a ServingError it raises fails that attempt. ``warmup``: the runs replayed
-    before a version serves."""
+    before a version serves. ``slots``: what an attempt holds while it runs (None: no bound)."""
 
     workers: Workers
     intra_op: int
@@ -86,17 +110,23 @@ class VersionLoader:
     options: LoadOptions = field(default_factory=LoadOptions)
     before_load: Callable[[str, int, str], None] | None = None
     warmup: Warmup | None = None
+    slots: LoadSlots | None = None
 
     async def load(
-        self, spec: ModelSpecConfig, version: int, directory: str, superseded: asyncio.Event
+        self,
+        spec: ModelSpecConfig,
+        version: int,
+        directory: str,
+        superseded: asyncio.Event,
+        on_failure: Failed | None = None,
     ) -> tuple[Servable, tuple[WarmupReport, ...]]:
         """Load ``version`` of ``spec`` from ``directory``, retrying as the options say while
-        ``superseded`` is not set; the servable and its warmup per worker, or the last
-        attempt's ServingError."""
+        ``superseded`` is not set (``on_failure`` is told each failure a retry follows); the
+        servable and its warmup per worker, or the last attempt's ServingError."""
         retries, attempt = self.options.retries, 0
         while True:
             try:
-                return await self._load_once(spec, version, directory)
+                return await self._attempt(spec, version, directory, superseded)
             except ServingError as exc:
                 attempt += 1
                 if attempt > retries or superseded.is_set():
@@ -106,9 +136,31 @@ class VersionLoader:
                     "loading %s version %d failed (attempt %d of %d); retrying in %g s: %s",
                     spec.name, version, attempt, retries + 1, interval, exc.message,
                 )  # fmt: skip
+                if on_failure is not None:
+                    on_failure(exc)
                 await _pause(superseded, interval)
                 if superseded.is_set():
                     raise
+
+    async def _attempt(
+        self, spec: ModelSpecConfig, version: int, directory: str, superseded: asyncio.Event
+    ) -> tuple[Servable, tuple[WarmupReport, ...]]:
+        """One attempt in a slot; whatever it raises becomes a ServingError. Cancelled (TF
+        Serving's "Loading of servable cancelled") when the model is superseded before a slot
+        is free."""
+        slots = self.slots
+        if slots is not None and not await slots.take(superseded):
+            raise Cancelled(CANCELLED)
+        try:
+            return await self._load_once(spec, version, directory)
+        except ServingError:
+            raise
+        except Exception as exc:
+            log.exception("loading %s version %d raised %s", spec.name, version, type(exc).__name__)
+            raise Internal(f"{type(exc).__name__}: {exc}") from exc
+        finally:
+            if slots is not None:
+                slots.release()
 
     async def _load_once(
         self, spec: ModelSpecConfig, version: int, directory: str

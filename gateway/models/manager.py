@@ -4,12 +4,19 @@ The config is a list of :class:`ModelSpecConfig`; :meth:`ModelManager.apply` rep
 whole (start, ``HandleReloadConfigRequest``, a re-read config file), checked first by TF
 Serving's rules (:mod:`gateway.models.reload_rules`). The version policy picks the aspired
 versions on disk (``latest`` N — default 1 —, ``all``, ``specific``; layout in
-:mod:`gateway.models.versions`). Aspired versions are loaded, warmed up and routed to before
+:mod:`gateway.models.versions`); a base path that cannot be listed changes nothing
+(:mod:`gateway.models.base_path`). Aspired versions are loaded, warmed up and routed to before
 versions leaving the policy are unloaded, so a swap never leaves the model without a serving
 version; a model left out of a new config is unloaded once its queued and in-flight requests are
-done. A failed load is retried ``retries`` times, ``retry_interval_s`` apart, unless a new config
-drops or changes the model meanwhile (:mod:`gateway.models.loader`); then the version ends with its
-error, the others serve on.
+done.
+
+Each version loads in a job of its own (:mod:`gateway.models.jobs`; attempts and retries in
+:mod:`gateway.models.loader`): at most ``--num_load_threads`` attempts run at once
+(:mod:`gateway.models.load_slots`), and a failed one is retried ``retries`` times,
+``retry_interval_s`` apart, showing its last error while it waits, unless a new config drops or
+changes the model meanwhile; then the version ends with its error, the others serve on. Nothing
+waits for another version's load: a scan of the disk and a new config start jobs and return once
+the jobs *they* started are done; the lock they share is never held while a job loads.
 Version states follow TF Serving's ``ModelVersionStatus.State`` (START, LOADING, AVAILABLE,
 UNLOADING, END).
 """
@@ -18,27 +25,19 @@ from __future__ import annotations
 
 import asyncio
 import logging
+import time
 from collections.abc import Awaitable, Callable, Sequence
-from dataclasses import dataclass, field
 
 from gateway.config.model_config import ModelSpecConfig
 from gateway.errors import NotFound, ServingError
-from gateway.models import reload_rules, versions
+from gateway.models import reload_rules
+from gateway.models.base_path import BasePathWatch
+from gateway.models.jobs import ModelState, VersionJobs, settle
+from gateway.models.load_slots import LoadSlots
 from gateway.models.loader import LoadOptions, VersionLoader, Warmup, Workers
 from gateway.serving.registry import Servable, State, VersionStatus, pick_servable
 
 log = logging.getLogger(__name__)
-
-
-@dataclass
-class _Model:
-    spec: ModelSpecConfig
-    versions: dict[int, VersionStatus] = field(default_factory=dict)
-    servables: dict[int, Servable] = field(default_factory=dict)
-    active: bool = True
-    """False once a new config left the model out (its states stay for GetModelStatus)."""
-    superseded: asyncio.Event = field(default_factory=asyncio.Event)
-    """Set when a new config drops or changes the model: its load retries stop."""
 
 
 class ModelManager:
@@ -61,6 +60,7 @@ class ModelManager:
         before_load: Callable[[str, int, str], None] | None = None,
         before_unload: Callable[[Servable], Awaitable[None]] | None = None,
         warmup: Warmup | None = None,
+        clock: Callable[[], float] = time.monotonic,
     ) -> None:
         """``workers``: where versions load (a :class:`~gateway.parallel.pool.WorkerPool`).
         ``specs``: the models to serve from the first :meth:`reconcile` (no config checks:
@@ -68,9 +68,12 @@ class ModelManager:
         ``before_load``: called with (model, version, version directory) before a load; a
         ServingError it raises fails that attempt (e.g. a bad per-model batching_params.pbtxt).
         ``before_unload``: awaited after a servable stops taking new requests and before it is
-        unloaded (its queues drain). ``warmup``: the runs replayed before a version serves."""
+        unloaded (its queues drain). ``warmup``: the runs replayed before a version serves.
+        ``clock``: seconds, for the log lines of a missing base path."""
         self._workers = workers
         self._options = options or LoadOptions()
+        self._slots = LoadSlots(self._options.initial_threads or self._options.threads)
+        self._first_config = True
         self._loader = VersionLoader(
             workers,
             intra_op,
@@ -79,11 +82,17 @@ class ModelManager:
             self._options,
             before_load,
             warmup,
+            self._slots,
         )
-        self._models: dict[str, _Model] = {s.name: _Model(s) for s in specs}
+        self._clock = clock
+        self._models: dict[str, ModelState] = {s.name: self._new_model(s) for s in specs}
         self._lock = asyncio.Lock()
+        """Held while the config or the disk is read and jobs started, never while one loads."""
         self._on_change = on_change
-        self._before_unload = before_unload
+        self._versions = VersionJobs(self._loader, workers, self._changed, before_unload)
+
+    def _new_model(self, spec: ModelSpecConfig) -> ModelState:
+        return ModelState(spec, BasePathWatch(spec.name, self._clock))
 
     # -- queries --------------------------------------------------------------------------------
     def model_names(self) -> list[str]:
@@ -128,34 +137,50 @@ class ModelManager:
 
     # -- config ---------------------------------------------------------------------------------
     async def apply(self, specs: Sequence[ModelSpecConfig]) -> None:
-        """Serve exactly ``specs`` (TF Serving's ``ReloadConfig``): returns once new and changed
-        models are loaded or failed and dropped ones unloaded.
+        """Serve exactly ``specs`` (TF Serving's ``ReloadConfig``): returns once the versions
+        of new and changed models are loaded or failed for good, and dropped models unloaded.
+        Loads of other models, and their retries, go on meanwhile and are not waited for.
 
         Refused before any change (the running config stays) with InvalidArgument for a changed
         platform and FailedPrecondition for a label naming an unavailable version; an UNKNOWN
-        ServingError after the change names new models that did not become available.
+        ServingError after the change names new models that did not become available (a new
+        model whose base path does not exist yet is not one: it loads once the path appears).
         """
         self._check(specs)
         wanted = {s.name: s for s in specs}
         for model in self._models.values():
             if model.active and wanted.get(model.spec.name) != model.spec:
-                model.superseded.set()  # its load retries stop; the lock frees sooner
+                model.superseded.set()  # its load retries stop; its jobs end sooner
+        started: list[asyncio.Task[None]] = []
         async with self._lock:
-            self._check(specs)  # again: versions may have come and gone while waiting
+            active = [m for m in self._models.values() if m.active]
+            changed = [m for m in active if wanted.get(m.spec.name) != m.spec]
+            try:
+                self._check(specs)  # again: versions may have come and gone while waiting
+            except ServingError:
+                for model in changed:  # not changed after all: later loads may go on
+                    model.superseded = asyncio.Event()
+                raise
             new = [n for n in wanted if not self._is_active(n)]
-            for model in self._models.values():
-                if model.active and model.spec.name not in wanted:
+            await settle([job for model in changed for job in model.jobs.values()])
+            for model in changed:
+                if model.spec.name not in wanted:
                     await self._retire(model)
             for spec in specs:
-                self._configure(spec)
-            await asyncio.gather(*(self._reconcile_model(self._models[s.name]) for s in specs))
+                touched = self._configure(spec)
+                if touched is None and self._models[spec.name].aspired is None:
+                    touched = self._models[spec.name]  # never scanned yet (the first config)
+                if touched is not None:
+                    started += await self._scan_model(touched)
+        await self._loaded(started)
         failures: dict[tuple[str, int], ServingError | None] = {}
         for name in new:
             model = self._models[name]
-            if not self.is_available(name):
-                ended = [s for s in model.versions.values() if s.error is not None]
-                for status in ended or [VersionStatus(-1, State.END)]:
-                    failures[(name, status.version)] = status.error
+            if self.is_available(name) or model.watch.missing:
+                continue
+            ended = [s for s in model.versions.values() if s.error is not None]
+            for status in ended or [VersionStatus(-1, State.END)]:
+                failures[(name, status.version)] = status.error
         if failures:
             raise reload_rules.not_available_error(failures)
 
@@ -172,91 +197,84 @@ class ModelManager:
             allow_unavailable=self._options.allow_unavailable_labels,
         )
 
-    def _configure(self, spec: ModelSpecConfig) -> None:
-        """Take ``spec`` into the config; a new or changed model gets a fresh try at versions
-        that failed before."""
+    def _configure(self, spec: ModelSpecConfig) -> ModelState | None:
+        """Take ``spec`` into the config: the model when it is new or changed (a changed model
+        gets a fresh try at versions that failed before), None when it is as it was."""
         model = self._models.get(spec.name)
         if model is None:
-            self._models[spec.name] = _Model(spec)
-            return
+            model = self._models[spec.name] = self._new_model(spec)
+            return model
         if model.active and model.spec == spec:
-            return
+            return None
+        if model.spec.base_path != spec.base_path:
+            model.watch = BasePathWatch(spec.name, self._clock)
         model.spec, model.active, model.superseded = spec, True, asyncio.Event()
         for version, status in list(model.versions.items()):
             if status.state == State.END and status.error is not None:
                 del model.versions[version]
+        return model
 
-    async def _retire(self, model: _Model) -> None:
+    async def _retire(self, model: ModelState) -> None:
         """Unload every version of a model the config no longer lists."""
         for version in sorted(model.servables):
-            await self._unload(model, version)
+            await self._versions.unload(model, version)
         model.active = False
         log.info("model %s removed from the config", model.spec.name)
         self._changed()
 
     # -- reconciliation -------------------------------------------------------------------------
     async def reconcile(self) -> None:
-        """Scan disk once and load / unload versions so that each model serves its policy."""
+        """Scan disk once (:meth:`scan`) and return once the loads it started are done."""
+        await self._loaded(await self.scan())
+
+    async def scan(self) -> list[asyncio.Task[None]]:
+        """Scan each model's base path once: start the load of each aspired version neither
+        served nor loading, unload versions out of the policy once an aspired one serves. The
+        load jobs started, not awaited (``--file_system_poll_wait_seconds``' poll)."""
+        started: list[asyncio.Task[None]] = []
         async with self._lock:
-            active = [m for m in self._models.values() if m.active]
-            await asyncio.gather(*(self._reconcile_model(m) for m in active))
+            for model in [m for m in self._models.values() if m.active]:
+                started += await self._scan_model(model)
+        return started
+
+    async def close(self) -> None:
+        """Stop every load under way (shutdown)."""
+        await self._versions.close()
 
     async def unload_all(self) -> None:
-        """Unload every servable (shutdown)."""
+        """Stop every load under way and unload every servable (shutdown)."""
+        await self.close()
         async with self._lock:
             for model in self._models.values():
                 for version in sorted(model.servables):
-                    await self._unload(model, version)
+                    await self._versions.unload(model, version)
 
-    async def _reconcile_model(self, model: _Model) -> None:
-        on_disk = versions.versions_on_disk(model.spec.base_path)
+    async def _loaded(self, jobs: list[asyncio.Task[None]]) -> None:
+        """Wait for ``jobs``; the first config's loads done, later ones take
+        ``--num_load_threads``."""
+        try:
+            await settle(jobs)
+        finally:
+            if self._first_config:
+                self._first_config = False
+                self._slots.limit = self._options.threads
+
+    async def _scan_model(self, model: ModelState) -> list[asyncio.Task[None]]:
+        on_disk = model.watch.scan(model.spec.base_path, len(model.servables))
+        if on_disk is None:
+            return []  # TF Serving publishes nothing for a base path it cannot list
         aspired = model.spec.select_versions(on_disk)
+        model.aspired = aspired
+        started = []
         for version in aspired:
-            if version in model.servables:
+            if version in model.servables or version in model.jobs:
                 continue
             status = model.versions.get(version)
             if status is not None and status.state == State.END and status.error is not None:
                 continue  # failed before (retries spent); a changed config tries again
-            await self._load(model, version, on_disk[version])
-        if any(v in model.servables for v in aspired) or not aspired:
-            for version in sorted(model.servables):
-                if version not in aspired:
-                    await self._unload(model, version)
-
-    async def _load(self, model: _Model, version: int, directory: str) -> None:
-        name = model.spec.name
-        status = VersionStatus(version, State.LOADING)
-        model.versions[version] = status
-        self._changed()
-        try:
-            servable, reports = await self._loader.load(
-                model.spec, version, directory, model.superseded
-            )
-        except ServingError as exc:
-            log.error("failed to load %s version %d: %s", name, version, exc.message)
-            status.state, status.error = State.END, exc
-            self._changed()
-            return
-        model.servables[version] = servable
-        status.state, status.warmup = State.AVAILABLE, reports
-        if any(r.runs for r in reports):
-            runs = ", ".join(f"{r.runs} runs on worker {r.worker}" for r in reports)
-            took = 1000 * max(r.seconds for r in reports)
-            log.info("warmed up %s version %d: %s in %.1f ms", name, version, runs, took)
-        log.info("serving %s version %d (%s)", name, version, servable.platform)
-        self._changed()
-
-    async def _unload(self, model: _Model, version: int) -> None:
-        servable = model.servables.pop(version)
-        status = model.versions[version]
-        status.state = State.UNLOADING
-        self._changed()
-        if self._before_unload is not None:
-            await self._before_unload(servable)
-        await self._workers.unload(servable.key)
-        status.state = State.END
-        log.info("unloaded %s version %d", model.spec.name, version)
-        self._changed()
+            started.append(self._versions.start(model, version, on_disk[version]))
+        await self._versions.unload_stale(model)
+        return started
 
     def _changed(self) -> None:
         if self._on_change is not None:

@@ -6,7 +6,6 @@ SavedModel; ``model_platform`` in the config wins over this detection).
 
 from __future__ import annotations
 
-import logging
 import os
 from collections.abc import Mapping
 from typing import Any
@@ -14,21 +13,15 @@ from typing import Any
 from gateway.errors import FailedPrecondition, NotFound
 from gateway.serving.signature import DEFAULT_SIGNATURE, Signature
 
-log = logging.getLogger(__name__)
-
 ONNX_FILE = "model.onnx"
 SAVED_MODEL_FILES = ("saved_model.pb", "saved_model.pbtxt")
 
 
 def versions_on_disk(base_path: str) -> dict[int, str]:
-    """Integer-named subdirectories of ``base_path`` (other entries are ignored)."""
-    try:
-        entries = os.listdir(base_path)
-    except OSError as exc:
-        log.warning("cannot list model base path %s: %s", base_path, exc.strerror)
-        return {}
+    """Integer-named subdirectories of ``base_path`` (other entries are ignored). OSError when
+    ``base_path`` cannot be listed (it does not exist, or is no directory one may read)."""
     found: dict[int, str] = {}
-    for entry in entries:
+    for entry in os.listdir(base_path):
         path = os.path.join(base_path, entry)
         if entry.isdigit() and os.path.isdir(path):
             found[int(entry)] = path

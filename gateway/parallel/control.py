@@ -83,6 +83,7 @@ class ControlLink:
         return self._call(messages.stop_request(self.endpoint.next_id()))
 
     def _call(self, request: Request, *, before_alive: bool = False) -> asyncio.Future[Any]:
+        self.endpoint.check_open()  # gone: the reason it closed with
         if not self.endpoint.alive and not before_alive:
             raise Unavailable(f"worker {self.endpoint.index} is not available")
         future: asyncio.Future[Any] = self._loop.create_future()

@@ -13,6 +13,11 @@ worker (one computing, the rest queued in its ring, so the worker never idles be
 Queuing beyond that is the batch schedulers' job: :meth:`~Dispatcher.pick` answers None when
 every worker is at the cap, and a scheduler registers with :meth:`~Dispatcher.on_capacity` to be
 called back (once, in registration order) when a slot frees.
+
+A run that does not fit a worker's input area right now waits for room there
+(:meth:`~Dispatcher.wait_for_room`), first come first served: until it is placed
+(:meth:`~Dispatcher.room_found`), the workers hosting its servable are kept for it — a sender
+that came later is not picked for them — so a stream of small runs cannot starve a large one.
 """
 
 from __future__ import annotations
@@ -37,6 +42,8 @@ class Dispatcher:
         self.run_times = RunTimes()
         """Compute times per servable, for hung-run detection (each link records into it)."""
         self._listeners: dict[Callable[[], None], None] = {}
+        self._room: dict[object, str] = {}
+        """Senders waiting for input room, in arrival order, with the servable each sends."""
 
     # -- what the supervisor tells the run side -------------------------------------------------
     def attach(self, endpoint: Endpoint) -> RunLink:
@@ -91,16 +98,45 @@ class Dispatcher:
         return found
 
     # -- routing --------------------------------------------------------------------------------
-    def pick(self, key: str) -> RunLink | None:
-        """The least-loaded live worker hosting ``key`` with a free slot, or None if all are busy.
+    def pick(self, key: str, sender: object = None) -> RunLink | None:
+        """The least-loaded live worker hosting ``key`` with a free slot, or None if all are busy
+        or kept for senders waiting for input room ahead of ``sender``.
 
         Raises Unavailable when no live worker hosts ``key`` at all.
         """
         candidates = [link for link in self.links if link.alive and key in link.routed]
         if not candidates:
             raise Unavailable(f"no worker is serving {key} right now; retry later")
+        kept = self._kept_before(sender)
+        if kept:
+            candidates = [link for link in candidates if not link.routed & kept]
+            if not candidates:
+                return None
         best = min(candidates, key=lambda link: link.runs_in_flight)
         return best if best.runs_in_flight < self.max_in_flight else None
+
+    def wait_for_room(self, sender: object, key: str, wake: Callable[[], None]) -> None:
+        """``sender``'s next run of ``key`` does not fit an input area now: keep the workers
+        hosting ``key`` for it (after those who waited before it) until :meth:`room_found`, and
+        call ``wake`` when a run finishes."""
+        self._room.setdefault(sender, key)
+        self.on_capacity(wake)
+
+    def room_found(self, sender: object) -> None:
+        """``sender`` waits for room no more (its run is placed, or left): the workers it kept
+        are free for the others, who look again at the end of this loop turn."""
+        if self._room.pop(sender, None) is not None:
+            asyncio.get_running_loop().call_soon(self.wake)
+
+    def _kept_before(self, sender: object) -> set[str]:
+        """The servables of the senders waiting for room ahead of ``sender`` (all of them when
+        ``sender`` does not wait)."""
+        kept: set[str] = set()
+        for waiting, key in self._room.items():
+            if waiting is sender:
+                break
+            kept.add(key)
+        return kept
 
     def on_capacity(self, listener: Callable[[], None]) -> None:
         """Call ``listener`` once, the next time a slot may have freed (idempotent per listener)."""

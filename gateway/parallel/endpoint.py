@@ -10,7 +10,9 @@ worker carries both links; with several front ends each will hold an endpoint of
 run link, and the supervisor's endpoint the control link (and the runs of warmup).
 
 Every failure path resolves every future: :meth:`Endpoint.close` (the worker died or is retired)
-has every attached link fail what it still awaits.
+has every attached link fail what it still awaits. A closed endpoint stays closed: it is never
+alive again (:meth:`Endpoint.open` refuses), and anything posted on it is refused with the
+UNAVAILABLE error it closed with, before the released channel is touched.
 """
 
 from __future__ import annotations
@@ -50,15 +52,37 @@ class Endpoint:
     def __init__(self, index: int, channel: Channel, loop: asyncio.AbstractEventLoop) -> None:
         self.index = index
         self.channel = channel
-        self.alive = False
-        """True from when the supervisor sees the worker ready until the endpoint closes: links
-        refuse requests (but ``load``) while it is False."""
         self._loop = loop
         self._ids = itertools.count(messages.READY_ID + 1)
         self._owners: dict[int, Replies] = {}
         self._links: list[Replies] = []
-        self._closed = False
+        self._opened = False
+        self._closed: ServingError | None = None
+        self._bell_due = False
         loop.add_reader(channel.complete_fd, self._on_completions)
+
+    @property
+    def alive(self) -> bool:
+        """True from :meth:`open` (the supervisor saw the worker ready) until :meth:`close`:
+        links refuse requests (but ``load``) while it is False."""
+        return self._opened and self._closed is None
+
+    @property
+    def closed(self) -> ServingError | None:
+        """The error the endpoint closed with (None while open)."""
+        return self._closed
+
+    def open(self) -> None:
+        """The worker is ready: take requests. Raises the error the endpoint closed with when
+        the worker is gone already (its exit was seen first)."""
+        self.check_open()
+        self._opened = True
+
+    def check_open(self) -> None:
+        """Raise (a fresh copy of) the error the endpoint closed with, if it is closed."""
+        error = self._closed
+        if error is not None:
+            raise type(error)(error.message, error.code)
 
     def attach(self, link: Replies) -> None:
         """Let ``link`` post requests here; it fails what it awaits when the endpoint closes."""
@@ -76,16 +100,29 @@ class Endpoint:
     def post(self, link: Replies, request: Request) -> None:
         """Post ``request`` on the submit ring; its reply will go to ``link``.
 
-        Raises ResourceExhausted when the ring is full (nothing was posted).
+        Raises ResourceExhausted when the ring is full, the error the endpoint closed with once
+        it is closed (nothing was posted either way).
         """
+        self.check_open()
         try:
-            self.channel.submit(messages.encode(request))
+            self.channel.submit(messages.encode(request), ring=False)
         except ChannelFull as exc:
             raise ResourceExhausted(f"worker {self.index} request ring is full") from exc
         self._owners[request["id"]] = link
+        if not self._bell_due:
+            self._bell_due = True
+            self._loop.call_soon(self._ring)
+
+    def _ring(self) -> None:
+        """The doorbell of everything posted during one loop turn, rung once at its end (if the
+        worker sleeps): the worker wakes once for all of it, and not in the middle of the turn
+        (on a shared core, a woken worker takes the CPU from the loop at once)."""
+        self._bell_due = False
+        if self._closed is None:
+            self.channel.ring_submit()
 
     def _on_completions(self) -> None:
-        if self._closed:
+        if self._closed is not None:
             return
         took = False
         for data in self.channel.completions():
@@ -107,10 +144,9 @@ class Endpoint:
     def close(self, error: ServingError) -> None:
         """Stop watching the channel, have every link fail what it awaits with ``error``, release
         the channel. Idempotent."""
-        if self._closed:
+        if self._closed is not None:
             return
-        self._closed = True
-        self.alive = False
+        self._closed = error
         self._loop.remove_reader(self.channel.complete_fd)
         self._owners.clear()
         for link in self._links:

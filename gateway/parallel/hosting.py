@@ -4,11 +4,12 @@ A servable is placed on every worker or on a subset (:mod:`gateway.parallel.plac
 there over each worker's control link, warmed up there (:mod:`gateway.parallel.warmup`), and only
 then routed to (:meth:`Dispatcher.route <gateway.parallel.dispatcher.Dispatcher.route>`): a worker
 takes traffic for a servable once it holds it warm, on a first load and after a respawn alike.
+A load is all or nothing: a worker that fails (it died: UNAVAILABLE) stops the load and warmup
+on the others, and the servable is unloaded everywhere.
 """
 
 from __future__ import annotations
 
-import asyncio
 import contextlib
 import logging
 from collections.abc import Sequence
@@ -20,6 +21,7 @@ from gateway.errors import ServingError, Unavailable
 from gateway.parallel import placement
 from gateway.parallel.dispatcher import Dispatcher
 from gateway.parallel.process import WorkerProcess
+from gateway.parallel.supervised import gather_all
 from gateway.parallel.warmup import Planner, WarmupReport, warm_up
 
 log = logging.getLogger(__name__)
@@ -85,10 +87,10 @@ class Hosting:
             raise Unavailable("no worker is running")
         self._placed[spec.key] = chosen
         try:
-            replies = await asyncio.gather(*(_load_on(w, spec) for w in workers))
+            replies = await gather_all(*(_load_on(w, spec) for w in workers))
             signature = replies[0]["signature"]
             runs = await warmup(signature) if warmup is not None else ()
-            reports = await asyncio.gather(
+            reports = await gather_all(
                 *(warm_up(w.runs, w.control, spec.key, runs, self._dispatcher) for w in workers)
             )
         except BaseException:
@@ -113,10 +115,21 @@ class Hosting:
                 await w.control.unload(key)
 
     async def restore(self, worker: WorkerProcess) -> None:
-        """Give a respawned worker the servables placed on its slot: load, warm up, route."""
+        """Give a respawned worker the servables placed on its slot: load, warm up, route. One
+        that fails to load there is logged and not routed there (the worker serves the others);
+        the worker's death raises its UNAVAILABLE."""
         for load in list(self._loads.values()):
             if worker.index in self._placed.get(load.spec.key, ()):
-                await self._reload_on(worker, load)
+                try:
+                    await self._reload_on(worker, load)
+                except ServingError as exc:
+                    worker.endpoint.check_open()  # it died: its start fails instead
+                    log.error(
+                        "reloading %s on respawned worker %d failed (not served there): %s",
+                        load.spec.key,
+                        worker.index,
+                        exc.message,
+                    )
 
     async def _reload_on(self, worker: WorkerProcess, load: _Load) -> None:
         reply = await _load_on(worker, load.spec)
@@ -126,6 +139,7 @@ class Hosting:
                 runs = await load.warmup(reply["signature"])
                 await warm_up(worker.runs, worker.control, key, runs, self._dispatcher)
             except ServingError as exc:
+                worker.endpoint.check_open()  # it died: its start fails instead
                 log.error(
                     "warmup of %s on respawned worker %d failed (serving it cold): %s",
                     key,

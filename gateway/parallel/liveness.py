@@ -5,7 +5,8 @@ answered within ``ping_timeout_s`` (every ``ping_interval_s``), and a run that h
 longer than its servable's runs do (every ``hang.check_s``; the decision is the run side's,
 :meth:`Dispatcher.hung <gateway.parallel.dispatcher.Dispatcher.hung>`, from
 :mod:`gateway.parallel.watchdog`). A hung run's worker is retired first, so its requests fail with
-the message that says why, then killed.
+the message that says why, then killed. Both loops are supervised
+(:func:`gateway.parallel.supervised.every`): a check that fails is logged and runs again.
 """
 
 from __future__ import annotations
@@ -19,6 +20,7 @@ from typing import Any
 from gateway.errors import ServingError, Unavailable
 from gateway.parallel.dispatcher import Dispatcher
 from gateway.parallel.process import WorkerProcess
+from gateway.parallel.supervised import every
 from gateway.parallel.watchdog import HangPolicy
 
 log = logging.getLogger(__name__)
@@ -37,7 +39,7 @@ class Liveness:
         ping_interval_s: float,
         ping_timeout_s: float,
         hang: HangPolicy,
-        spawn: Callable[[Coroutine[Any, Any, None]], None],
+        spawn: Callable[[Coroutine[Any, Any, None]], object],
     ) -> None:
         self._live = live
         self._dispatcher = dispatcher
@@ -48,10 +50,11 @@ class Liveness:
 
     async def pings(self) -> None:
         """Ping every live worker each ``ping_interval_s``; runs until cancelled."""
-        while True:
-            await asyncio.sleep(self._ping_interval_s)
-            for worker in self._live():
-                self._spawn(self._ping(worker))
+        await every(self._ping_interval_s, self._ping_all, what="worker pings", logger=log)
+
+    async def _ping_all(self) -> None:
+        for worker in self._live():
+            self._spawn(self._ping(worker))
 
     async def _ping(self, worker: WorkerProcess) -> None:
         timeout_s = self._ping_timeout_s
@@ -71,12 +74,12 @@ class Liveness:
     async def watch(self) -> None:
         """Kill a worker whose current run is hung (its runs then fail, and it is replaced);
         runs until cancelled."""
-        policy = self._hang
-        while True:
-            await asyncio.sleep(policy.check_s)
-            hung = dict(self._dispatcher.hung(policy, time.monotonic()))
-            for worker in self._live():
-                message = hung.get(worker.index)
-                if message is not None:
-                    log.error("%s (pid %d); killing it", message, worker.pid)
-                    worker.retire(Unavailable(message))
+        await every(self._hang.check_s, self._retire_hung, what="hung-run check", logger=log)
+
+    async def _retire_hung(self) -> None:
+        hung = dict(self._dispatcher.hung(self._hang, time.monotonic()))
+        for worker in self._live():
+            message = hung.get(worker.index)
+            if message is not None:
+                log.error("%s (pid %d); killing it", message, worker.pid)
+                worker.retire(Unavailable(message))

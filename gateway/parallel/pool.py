@@ -9,16 +9,21 @@ not answered within ``ping_timeout_s``, or a run that computes far longer than i
 do (:mod:`gateway.parallel.liveness`). Either way the worker's pending requests fail with
 UNAVAILABLE and a new worker is started and given the same servables
 (:mod:`gateway.parallel.hosting`).
+
+A worker counts as alive only once it has reported ready *and* its exit has not been seen: one
+that dies as it reports ready fails its own start with UNAVAILABLE. A replacement that fails to
+start (it died, timed out, or could not be spawned) is tried again ``restart_delay_s`` later,
+doubling up to :data:`MAX_RESTART_DELAY_S`, until one serves or the pool closes. Every background
+task is supervised (:mod:`gateway.parallel.supervised`).
 """
 
 from __future__ import annotations
 
 import asyncio
-import contextlib
 import logging
-from collections.abc import Callable, Coroutine
+from collections.abc import Callable
 from dataclasses import dataclass, field
-from typing import Any, Protocol
+from typing import Protocol
 
 from gateway.errors import ServingError, Unavailable
 from gateway.parallel.control import ControlLink
@@ -26,10 +31,14 @@ from gateway.parallel.dispatcher import Dispatcher
 from gateway.parallel.hosting import Hosting, Loaded, LoadSpec
 from gateway.parallel.liveness import Liveness
 from gateway.parallel.process import WorkerProcess
+from gateway.parallel.supervised import Tasks, gather_all
 from gateway.parallel.warmup import Planner
 from gateway.parallel.watchdog import HangPolicy
 
 log = logging.getLogger(__name__)
+
+MAX_RESTART_DELAY_S = 30.0
+"""The longest wait between two tries at starting a worker's replacement."""
 
 
 @dataclass(frozen=True)
@@ -42,6 +51,8 @@ class PoolOptions:
     than its servable's runs do gets its worker replaced (:mod:`gateway.parallel.watchdog`).
     ``start_timeout_s``: seconds a new worker
     may take to report ready. ``stop_timeout_s``: seconds to wait for a clean exit before SIGKILL.
+    ``restart_delay_s``: seconds before a replacement that failed to start is tried again (then
+    twice that, up to :data:`MAX_RESTART_DELAY_S`).
     ``log_format``: the workers' log format (:data:`channel.logs.FORMATS`).
     """
 
@@ -53,6 +64,7 @@ class PoolOptions:
     hang: HangPolicy = field(default_factory=HangPolicy)
     start_timeout_s: float = 60.0
     stop_timeout_s: float = 5.0
+    restart_delay_s: float = 1.0
     log_format: str = "text"
     handover: bool = False
     """Give each worker a socket for channels handed over later (several front ends)."""
@@ -92,14 +104,15 @@ class WorkerPool:
         self._on_change = on_change
         self._hosting = Hosting(self.dispatcher)
         self._workers: list[WorkerProcess | None] = [None] * options.workers
-        self._tasks: set[asyncio.Task[None]] = set()
+        self._tasks = Tasks(log)
         self._closing = False
         self._changed = asyncio.Condition()
 
     # -- start / stop -------------------------------------------------------------------------
     async def start(self) -> None:
-        """Start every worker and wait until each reports ready."""
-        await asyncio.gather(*(self._start_worker(i) for i in range(self.options.workers)))
+        """Start every worker and wait until each reports ready; the first that fails (its
+        ServingError: it died, or did not report ready in time) stops the others' starts."""
+        await gather_all(*(self._start_worker(i) for i in range(self.options.workers)))
         options = self.options
         liveness = Liveness(
             self._live,
@@ -107,19 +120,15 @@ class WorkerPool:
             ping_interval_s=options.ping_interval_s,
             ping_timeout_s=options.ping_timeout_s,
             hang=options.hang,
-            spawn=self._spawn_task,
+            spawn=lambda ping: self._tasks.spawn(ping, "worker ping"),
         )
-        self._spawn_task(liveness.pings())
-        self._spawn_task(liveness.watch())
+        self._tasks.spawn(liveness.pings(), "worker pings")
+        self._tasks.spawn(liveness.watch(), "hung-run check")
 
     async def close(self) -> None:
         """Stop workers: ask politely, wait ``stop_timeout_s``, then SIGKILL; release everything."""
         self._closing = True
-        for task in list(self._tasks):
-            task.cancel()
-        for task in list(self._tasks):
-            with contextlib.suppress(asyncio.CancelledError):
-                await task
+        await self._tasks.close()
         workers = [w for w in self._workers if w is not None]
         await asyncio.gather(*(w.stop(self.options.stop_timeout_s) for w in workers))
         self._workers = [None] * self.options.workers
@@ -165,6 +174,9 @@ class WorkerPool:
 
     # -- process lifecycle ------------------------------------------------------------------------
     async def _start_worker(self, index: int) -> None:
+        """Spawn worker ``index``, wait for its ready report, give it its servables; then it is
+        alive. Raises ServingError when it dies, or does not report ready in time, meanwhile (it
+        is then killed; its exit starts no replacement: the caller decides)."""
         options = self.options
         worker = WorkerProcess.spawn(
             index,
@@ -178,16 +190,18 @@ class WorkerPool:
         self._workers[index] = worker
         try:
             await asyncio.wait_for(asyncio.shield(worker.control.ready), options.start_timeout_s)
-            worker.endpoint.alive = True
+            worker.endpoint.open()  # refused when its exit was seen first
             if self.events is not None:
                 self.events.started(worker)
             await self._hosting.restore(worker)
+            worker.endpoint.check_open()  # it may have died while its servables were loading
         except TimeoutError:
             worker.kill()
             raise Unavailable(f"worker {index} did not become ready in time") from None
         except BaseException:
             worker.kill()
             raise
+        worker.started = True
         log.info("worker %d ready (pid %d)", index, worker.pid)
         self.dispatcher.wake()
         await self._notify()
@@ -198,24 +212,32 @@ class WorkerPool:
             return
         if self.events is not None:
             self.events.exited(worker, code)
-        log.warning("worker %d (pid %d) exited with %s; restarting", worker.index, worker.pid, code)
         self.restarts += 1
-        self._spawn_task(self._notify())
-        self._spawn_task(self._restart(worker.index))
+        self._tasks.spawn(self._notify(), "worker change")
+        if not worker.started:
+            what = "worker %d (pid %d) exited with %s while starting"
+            log.warning(what, worker.index, worker.pid, code)
+            return  # its start fails, and whoever started it decides what next
+        log.warning("worker %d (pid %d) exited with %s; restarting", worker.index, worker.pid, code)
+        self._tasks.spawn(self._restart(worker.index), f"restart of worker {worker.index}")
 
     async def _restart(self, index: int) -> None:
-        try:
-            await self._start_worker(index)
-        except ServingError as exc:
-            log.error("worker %d failed to restart: %s", index, exc.message)
+        """Start a replacement for worker ``index`` until one serves (or the pool closes)."""
+        delay_s = self.options.restart_delay_s
+        while not self._closing:
+            try:
+                await self._start_worker(index)
+                return
+            except ServingError as exc:
+                what = "worker %d failed to restart (next try in %g s): %s"
+                log.error(what, index, delay_s, exc.message)
+            except Exception:
+                log.exception("worker %d failed to restart (next try in %g s)", index, delay_s)
+            await asyncio.sleep(delay_s)
+            delay_s = min(2 * delay_s, MAX_RESTART_DELAY_S)
 
     async def _notify(self) -> None:
         if self._on_change is not None:
             self._on_change()
         async with self._changed:
             self._changed.notify_all()
-
-    def _spawn_task(self, coro: Coroutine[Any, Any, None]) -> None:
-        task = asyncio.get_running_loop().create_task(coro)
-        self._tasks.add(task)
-        task.add_done_callback(self._tasks.discard)

@@ -54,6 +54,9 @@ class WorkerProcess:
         """The supervisor's end of the socket on which channels are handed to the worker after
         it started (several front ends: :mod:`gateway.supervisor.fanout`, which closes it);
         None otherwise."""
+        self.started = False
+        """Set by the pool once the worker is alive with its servables: from then on its exit
+        calls for a replacement (before, its start fails instead)."""
         loop = asyncio.get_running_loop()
         self.exited: asyncio.Future[None] = loop.create_future()
         self._pidfd = os.pidfd_open(process.pid)

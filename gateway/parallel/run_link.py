@@ -32,6 +32,20 @@ from gateway.parallel.watchdog import RunTimes
 ALIGN = 64
 """Byte alignment of each tensor inside a batch's input block."""
 
+
+class InputAreaFull(ResourceExhausted):
+    """The batch does not fit the worker's input area now, but would once runs in flight there
+    are done (``needed`` bytes, no more than the whole area): the sender may wait for room."""
+
+    def __init__(self, message: str, needed: int) -> None:
+        super().__init__(message)
+        self.needed = needed
+
+
+class InputTooLarge(ResourceExhausted):
+    """The batch needs more bytes than the worker's whole input area: it can never be placed."""
+
+
 Fill = Callable[[str, np.ndarray], None]
 """Writes input ``name`` into the destination array it is given."""
 
@@ -93,10 +107,12 @@ class RunLink:
         gives each input's dtype and shape; ``fill(name, dest)`` writes input ``name`` into
         ``dest`` — a numpy view on shared memory for numeric dtypes (the rows land there
         directly: no intermediate concatenation), a temporary object array for strings.
-        Raises ResourceExhausted when the input area cannot hold the batch right now. The
-        future fails with Unavailable when the worker dies, or with the worker's error.
+        Raises InputAreaFull when the input area cannot hold the batch right now,
+        InputTooLarge when it never could (both RESOURCE_EXHAUSTED). The future fails with
+        Unavailable when the worker dies, or with the worker's error.
         ``trace``: the batch span's (trace id, span id), for the worker's spans (None: untraced).
         """
+        self.endpoint.check_open()  # gone: the reason it closed with
         if not self.endpoint.alive:
             raise Unavailable(f"worker {self.index} is not available")
         strings: dict[str, np.ndarray] = {}
@@ -109,12 +125,10 @@ class RunLink:
             else:
                 sizes[name] = int(np.prod(shape, dtype=np.int64)) * dtype.itemsize
         total = sum(_aligned(n) for n in sizes.values())
+        self._check_capacity(total)
         offset = self.channel.alloc_input(max(total, ALIGN))
         if offset is None:
-            raise ResourceExhausted(
-                f"worker {self.index} shared-memory input area is full "
-                f"(batch needs {total} bytes); retry later"
-            )
+            raise self._full(total)
         descs: list[TensorDesc] = []
         cursor = offset
         try:
@@ -152,6 +166,34 @@ class RunLink:
         self._runs[request["id"]] = _Run(future, offset, key, rows, time.monotonic())
         self.runs_in_flight += 1
         return future
+
+    def check_room(self, layout: Mapping[str, tuple[np.dtype[Any], tuple[int, ...]]]) -> None:
+        """Raise what :meth:`submit` would for a batch of ``layout`` that cannot be placed now
+        (InputAreaFull) or ever (InputTooLarge), before anything is written; string inputs count
+        as empty here (their size is known once they are encoded)."""
+        total = sum(
+            _aligned(int(np.prod(shape, dtype=np.int64)) * dtype.itemsize)
+            for dtype, shape in layout.values()
+            if dtype.kind != "O"
+        )
+        self._check_capacity(total)
+        if not self.channel.input_fits(max(total, ALIGN)):
+            raise self._full(total)
+
+    def _check_capacity(self, total: int) -> None:
+        capacity = self.channel.input_capacity
+        if total > capacity:
+            raise InputTooLarge(
+                f"the batch needs {total} bytes, more than worker {self.index}'s whole "
+                f"shared-memory input area of {capacity} bytes (raise --worker_arena_mb)"
+            )
+
+    def _full(self, total: int) -> InputAreaFull:
+        return InputAreaFull(
+            f"worker {self.index} shared-memory input area is full "
+            f"(batch needs {total} bytes); retry later",
+            total,
+        )
 
     def oldest_run(self) -> tuple[str, int, float] | None:
         """The run this worker computes now: its servable key, rows and ``time.monotonic()``
@@ -196,6 +238,10 @@ class RunLink:
             if not run.future.done():
                 run.future.set_exception(error)
                 run.future.exception()
+        if runs and self.on_run_done is not None:
+            # Its slots are free: whoever waits for capacity looks again (the other workers'),
+            # once the endpoint has finished closing.
+            self._loop.call_soon(self.on_run_done)
 
     def _read(self, reply: Reply) -> tuple[RunResult | None, ServingError | None]:
         """Wrap a run's outputs as read-only views on the worker's output area, held by a lease

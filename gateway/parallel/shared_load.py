@@ -123,10 +123,15 @@ class SharedLoadDispatcher(Dispatcher):
         self.add_link(link)
         return link
 
-    def pick(self, key: str) -> RunLink | None:
+    def pick(self, key: str, sender: object = None) -> RunLink | None:
         candidates = [link for link in self.links if link.alive and key in link.routed]
         if not candidates:
             raise Unavailable(f"no worker is serving {key} right now; retry later")
+        kept = self._kept_before(sender)  # senders waiting for input room go first
+        if kept:
+            candidates = [link for link in candidates if not link.routed & kept]
+            if not candidates:
+                return None
         table = self.table
         best = min(candidates, key=lambda x: (table.load(x.index), x.runs_in_flight))
         if best.runs_in_flight < self.max_in_flight:

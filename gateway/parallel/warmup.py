@@ -22,7 +22,7 @@ from gateway.errors import ResourceExhausted, ServingError
 from gateway.parallel.control import ControlLink
 from gateway.parallel.dispatcher import Dispatcher
 from gateway.parallel.lease import take
-from gateway.parallel.run_link import RunLink
+from gateway.parallel.run_link import InputTooLarge, RunLink
 
 log = logging.getLogger(__name__)
 
@@ -86,7 +86,8 @@ async def warm_up(
 
 async def _run_with_room(link: RunLink, key: str, run: WarmupRun, dispatcher: Dispatcher) -> None:
     """Submit ``run``; while the worker's input area or ring is full of other servables' runs,
-    wait for one of them to finish and try again. Full with nothing in flight: it cannot fit.
+    wait for one of them to finish and try again. Larger than the whole area, or full with
+    nothing in flight: it cannot fit.
     The outputs are not read: their lease goes back as soon as the run is done."""
     layout = {name: (array.dtype, array.shape) for name, array in run.inputs.items()}
 
@@ -96,6 +97,8 @@ async def _run_with_room(link: RunLink, key: str, run: WarmupRun, dispatcher: Di
     while True:
         try:
             future = link.submit(key, layout, fill, run.outputs, None, run.signature)
+        except InputTooLarge:
+            raise
         except ResourceExhausted as exc:
             if link.runs_in_flight == 0:
                 raise ResourceExhausted(

@@ -36,11 +36,12 @@ from gateway.drain import Signals
 from gateway.errors import ServingError, Unavailable
 from gateway.ipc.link import Handler
 from gateway.ipc.snapshot import spec_from_wire
-from gateway.lifecycle import report_ready, settle_heap
+from gateway.lifecycle import report_ready, serve
 from gateway.listen import TlsMaterial
 from gateway.models.config_poll import poll_config_file
 from gateway.observability.hooks import Observability
 from gateway.parallel.shared_load import LoadTable
+from gateway.parallel.supervised import Tasks, every
 from gateway.roles import Options, build_supervisor
 from gateway.serving.registry import Servable
 from gateway.supervisor.fanout import Fanout
@@ -111,20 +112,17 @@ class Supervisor:
         self._early_deaths = [0] * frontends
         self._serials = itertools.count(1)
         self._ports: list[Reservation] = []
-        self._started = False
+        self.started = False
+        """True once :meth:`start` has completed (every front end serves)."""
         self._stopping = False
-        self._tasks: set[asyncio.Task[None]] = set()
+        self._ready_fd = settings.ready_fd
+        self._tasks = Tasks(log)
 
     # -- lifecycle --------------------------------------------------------------------------------
     async def serve(self) -> None:
-        """Run until SIGTERM/SIGINT, then drain every front end and shut down in order."""
-        self.signals.install()
-        try:
-            await self.start()
-            settle_heap()
-            await self.signals.stop.wait()
-        finally:
-            await self.stop()
+        """Run until SIGTERM/SIGINT, then drain every front end and shut down in order
+        (:func:`gateway.lifecycle.serve`)."""
+        await serve(self)
 
     async def start(self) -> None:
         settings = self.settings
@@ -142,16 +140,19 @@ class Supervisor:
         await self.pool.start()
         await self.models.apply(self.specs)  # TF Serving's checks (labels) apply at start too
         await asyncio.gather(*(self._serve_slot(slot) for slot in range(self.frontends)))
-        self._started = True
+        self.started = True
         log.info(
             "%d front ends serving gRPC on port %d%s", self.frontends, self.grpc_port,
             f" and REST on port {self.rest_port}" if self.rest_port else "",
         )  # fmt: skip
         if settings.file_system_poll_wait_seconds > 0:
-            self._spawn(self._poll_models(settings.file_system_poll_wait_seconds))
+            every_s = settings.file_system_poll_wait_seconds
+            poll = every(every_s, self.models.scan, what="file system poll", logger=log)
+            self._tasks.spawn(poll, "file system poll")
         if settings.model_config_file and settings.model_config_file_poll_wait_seconds > 0:
             every_s = settings.model_config_file_poll_wait_seconds
-            self._spawn(poll_config_file(settings.model_config_file, every_s, self.models))
+            poll = poll_config_file(settings.model_config_file, every_s, self.models)
+            self._tasks.spawn(poll, "config file poll")
         self._report_ready()
 
     async def stop(self) -> None:
@@ -164,10 +165,10 @@ class Supervisor:
         grace_s = self.settings.shutdown_grace_seconds + STOP_MARGIN_S
         await asyncio.gather(*(f.stop(grace_s) for f in fronts))
         hurry.cancel()
-        for task in [hurry, *self._tasks]:
-            task.cancel()
-            with contextlib.suppress(asyncio.CancelledError):
-                await task
+        with contextlib.suppress(asyncio.CancelledError):
+            await hurry
+        await self._tasks.close()
+        await self.models.close()
         await self.pool.close()
         self.fanout.close()
         self.table.close()
@@ -233,8 +234,8 @@ class Supervisor:
         self.restarts += 1
         if not front.serving:
             self._early_deaths[front.slot] += 1
-        if self._started:
-            self._spawn(self._replace(front.slot))
+        if self.started:
+            self._tasks.spawn(self._replace(front.slot), f"replacement of front end {front.slot}")
 
     async def _replace(self, slot: int) -> None:
         deaths = self._early_deaths[slot]
@@ -271,8 +272,8 @@ class Supervisor:
         await self.push.send(front)
         if not front.joined.done():
             front.joined.set_result(None)
-        if self._started and not self._stopping:
-            self._spawn(self._serve_replacement(front))
+        if self.started and not self._stopping:
+            self._tasks.spawn(self._serve_replacement(front), "replacement serving")
         return {}
 
     async def _serve_replacement(self, front: FrontEndProcess) -> None:
@@ -304,13 +305,9 @@ class Supervisor:
     async def _before_unload(self, servable: Servable) -> None:
         await self.push.drain(servable)
 
-    async def _poll_models(self, every_s: float) -> None:
-        while True:
-            await asyncio.sleep(every_s)
-            await self.models.reconcile()
-
     def _report_ready(self) -> None:
-        if self.settings.ready_fd >= 0:
+        fd, self._ready_fd = self._ready_fd, -1
+        if fd >= 0:
             pids = [f.pid for f in self._slots if f is not None]
             info = {
                 "pid": os.getpid(),
@@ -318,9 +315,10 @@ class Supervisor:
                 "rest_port": self.rest_port,
                 "frontends": pids,
             }
-            report_ready(self.settings.ready_fd, info)
+            report_ready(fd, info)
 
-    def _spawn(self, coro: Any) -> None:
-        task = asyncio.get_running_loop().create_task(coro)
-        self._tasks.add(task)
-        task.add_done_callback(self._tasks.discard)
+    def report_not_ready(self) -> None:
+        """The start failed or was abandoned: close ``--ready_fd`` without a line."""
+        fd, self._ready_fd = self._ready_fd, -1
+        if fd >= 0:
+            os.close(fd)

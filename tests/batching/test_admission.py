@@ -5,6 +5,7 @@ from __future__ import annotations
 import pytest
 
 from gateway.batching.admission import QUEUE_FULL, SERVICE_TIME_WEIGHT, Admission
+from gateway.errors import DeadlineExceeded, Unavailable
 
 
 def admission(*, threads: int = 1, max_enqueued: int = 2, solo: bool = False) -> Admission:
@@ -37,7 +38,11 @@ def test_too_late_counts_waves_of_threads_ahead() -> None:
     # 3 batches ahead on 2 threads: this one starts in the 2nd wave and ends after 0.2 s.
     assert rules.too_late(now=0.0, deadline=0.2, batches_ahead=3) is None
     refusal = rules.too_late(now=0.0, deadline=0.19, batches_ahead=3)
-    assert refusal is not None and "past its deadline" in refusal.message
+    assert isinstance(refusal, DeadlineExceeded)
+    assert refusal.message == (
+        "Deadline exceeded: the queue of m:1 would hold this request about 200 ms, more than "
+        "its deadline leaves (190 ms)"
+    )
     assert rules.too_late(now=0.0, deadline=None, batches_ahead=1000) is None
 
 
@@ -55,4 +60,5 @@ def test_latency_target_counts_the_waves_ahead_of_a_request() -> None:
     rules.record(0.1)
     assert rules.too_late(now=0.0, deadline=None, batches_ahead=3) is None  # starts in 0.1 s
     refusal = rules.too_late(now=0.0, deadline=None, batches_ahead=4)  # starts in 0.2 s
-    assert refusal is not None and "over the latency target of 100 ms" in refusal.message
+    assert isinstance(refusal, Unavailable)  # retryable: the queue is the reason
+    assert "over the latency target of 100 ms" in refusal.message

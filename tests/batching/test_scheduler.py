@@ -455,7 +455,7 @@ def test_request_that_would_wait_past_its_deadline_is_refused_at_once() -> None:
         h = Harness(batched(max_batch_size=8))
         await _time_one_batch(h, 0.1)
         assert h.scheduler.service_s == pytest.approx(0.1)
-        with pytest.raises(Unavailable, match="past its deadline"):
+        with pytest.raises(DeadlineExceeded, match="more than its deadline leaves"):
             await h.scheduler.submit({"x": rows(0, 1)}, ("y",), h.clock.now() + 0.05)
         assert h.scheduler.stats.rejected_late == 1
         ok = h.send(rows(1, 1), deadline=h.clock.now() + 0.5)  # enough time: accepted
@@ -540,6 +540,26 @@ def test_latency_target_refuses_what_would_wait_too_long_even_without_a_deadline
     run(scenario)
 
 
+def test_a_deadline_too_short_for_one_batch_on_an_idle_queue_is_deadline_exceeded() -> None:
+    """Issue 30, defect 6: a 2 ms deadline on an idle queue whose batches take 5 ms (no latency
+    target) cannot be met by this request's own batch: DEADLINE_EXCEEDED as TF Serving answers
+    an expired deadline, not UNAVAILABLE (which clients retry, with the same deadline)."""
+
+    async def scenario() -> None:
+        h = Harness(batched(max_batch_size=8))
+        await _time_one_batch(h, 0.005)
+        assert h.scheduler.in_flight == 0 and h.scheduler.queued_tasks == 0  # idle
+        with pytest.raises(DeadlineExceeded) as info:
+            await h.scheduler.submit({"x": rows(0, 1)}, ("y",), h.clock.now() + 0.002)
+        assert info.value.message == (
+            "Deadline exceeded: a batch of m:1 takes about 5 ms, more than its deadline leaves "
+            "(2 ms)"
+        )
+        assert h.scheduler.stats.rejected_late == 1 and len(h.link.sent) == 1  # never sent
+
+    run(scenario)
+
+
 def test_one_client_at_a_time_never_waits_for_the_concurrency_window() -> None:
     """Requests that never find company go at the end of their loop turn, however many."""
 
@@ -552,6 +572,26 @@ def test_one_client_at_a_time_never_waits_for_the_concurrency_window() -> None:
             h.link.complete(i, double)
             np.testing.assert_array_equal((await task)["y"], rows(i, 1) * 2)
         assert (h.scheduler.stats.batches, h.scheduler.stats.rows) == (50, 50)
+
+    run(scenario)
+
+
+def test_over_the_latency_target_stays_a_retryable_refusal_whatever_the_deadline() -> None:
+    """Under overload with ``--max_queue_delay_ms`` the excess is refused UNAVAILABLE (retryable),
+    even when its deadline is also too short: the queue, not the request, is the reason."""
+
+    async def scenario() -> None:
+        h = Harness(batched(max_batch_size=1, max_enqueued_batches=100, max_queue_delay_s=0.15))
+        await _time_one_batch(h, 0.1)
+        first, second = h.send(rows(1, 1)), h.send(rows(2, 1))
+        await settle()
+        with pytest.raises(Unavailable, match="over the latency target"):
+            await h.scheduler.submit({"x": rows(3, 1)}, ("y",), h.clock.now() + 0.01)
+        h.link.complete(1, double)
+        await settle()
+        h.link.complete(2, double)
+        await first
+        await second
 
     run(scenario)
 
@@ -582,5 +622,49 @@ def test_under_sustained_concurrency_a_batch_waits_for_company() -> None:
         h.link.complete(2, double)
         for i, task in enumerate([first, *busy, *full]):
             np.testing.assert_array_equal((await task)["y"], rows(i, 1) * 2)
+
+    run(scenario)
+
+
+class _Spinning(Exception):
+    """Raised by the counting dispatcher once the pump has asked it too often (a spin)."""
+
+
+def test_a_batch_whose_members_all_left_is_dropped_before_their_callbacks_run(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    """Its requests cancelled in the same loop turn as the running batch finished: the pump that
+    follows finds the queued batch with no live member before their done-callbacks take them
+    out. It must drop the batch (it used to pick a worker for it again and again, for ever: the
+    loop stuck at 100% CPU; here the dispatcher counts the picks and stops a spin)."""
+
+    async def scenario() -> None:
+        h = Harness(batched(max_batch_size=8))
+        picks = []
+        pick = h.dispatcher.pick
+
+        def counting(key: str, sender: object = None) -> Any:
+            picks.append(key)
+            if len(picks) > 100:
+                raise _Spinning
+            return pick(key, sender)
+
+        monkeypatch.setattr(h.dispatcher, "pick", counting)
+        busy = h.send(rows(0, 1))
+        await settle()
+        leaving = [h.send(rows(1, 1)), h.send(rows(2, 1))]
+        await settle()
+        h.link.complete(0, double)  # the run's done-callback is queued before theirs
+        for task in leaving:
+            task.cancel()
+        await settle()
+        np.testing.assert_array_equal((await busy)["y"], rows(0, 1) * 2)
+        assert all(task.cancelled() for task in leaving)
+        assert h.scheduler.queued_tasks == 0 and len(h.link.sent) == 1
+        assert len(picks) < 10, "the pump spun on a batch nobody waits for"
+        after = h.send(rows(3, 1))  # the queue still serves
+        await settle()
+        h.link.complete(1, double)
+        np.testing.assert_array_equal((await after)["y"], rows(3, 1) * 2)
 
     run(scenario)

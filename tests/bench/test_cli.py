@@ -2,9 +2,12 @@
 
 from __future__ import annotations
 
+import json
+from pathlib import Path
+
 import pytest
 
-from bench.cli import _parser, run_plan
+from bench.cli import _parser, grpcio_plan, rebuild_report, run_plan
 from bench.scenarios.plan import FULL, QUICK
 
 
@@ -25,3 +28,33 @@ def test_tracing_rounds_must_be_a_positive_count(
         _parser().parse_args(["run", "--tracing-rounds", rounds])
     assert exit_info.value.code == 2
     assert "--tracing-rounds" in capsys.readouterr().err
+
+
+def test_grpcio_options_make_its_plan() -> None:
+    args = _parser().parse_args(
+        ["grpcio", "--versions", "1.75.1,1.85.1", "--rounds", "6", "--seconds", "8"]
+    )
+    plan = grpcio_plan(args)
+    assert plan.versions == ("1.75.1", "1.85.1") and plan.rounds == 6 and plan.seconds == 8.0
+    assert plan.systems == ("echo", "tensorgate", "tensorgate-batch")
+    assert plan.concurrency == 64
+    defaults = grpcio_plan(_parser().parse_args(["grpcio"]))
+    assert {"1.75.1", "1.78.2", "1.83.2", "1.85.1"} <= set(defaults.versions)
+    only = grpcio_plan(_parser().parse_args(["grpcio", "--systems", "tensorgate"]))
+    assert only.systems == ("tensorgate",)
+
+
+@pytest.mark.parametrize(
+    "argv", [["--versions", "1.85"], ["--systems", "triton"], ["--versions", ","]]
+)
+def test_grpcio_refuses_unknown_versions_and_systems(argv: list[str]) -> None:
+    with pytest.raises(ValueError):
+        grpcio_plan(_parser().parse_args(["grpcio", *argv]))
+
+
+def test_report_rebuilds_a_grpcio_directory_with_its_own_renderer(tmp_path: Path) -> None:
+    from tests.bench.report.test_grpcio_report import _results
+
+    (tmp_path / "results.json").write_text(json.dumps(_results()))
+    rebuild_report(tmp_path)
+    assert (tmp_path / "README.md").read_text().startswith("# grpcio releases")

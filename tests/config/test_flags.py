@@ -220,7 +220,7 @@ def test_no_effect_flags_take_any_value_and_say_so(caplog: pytest.LogCaptureFixt
     argv = [
         *BASE,
         "--rest_api_num_threads=3",
-        "--num_load_threads=4",
+        "--num_unload_threads=4",
         "--flush_filesystem_caches=0",
     ]
     with caplog.at_level(logging.INFO, logger="gateway.config.flags"):
@@ -307,3 +307,10 @@ def test_help_says_the_management_api_is_off_by_default() -> None:
     ):
         line = next(line for line in text.splitlines() if f"--{name}=" in line)
         assert "not supported" not in line, line
+
+
+def test_num_load_threads_is_implemented() -> None:
+    """Issue 30, defect 5: it was accepted with no effect; it now bounds concurrent loads."""
+    assert parse_flags([*BASE, "--num_load_threads=3"]).num_load_threads == 3
+    with pytest.raises(FlagError, match="num_load_threads"):
+        parse_flags([*BASE, "--num_load_threads=-1"])

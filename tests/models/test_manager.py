@@ -201,6 +201,7 @@ def test_a_new_model_that_fails_is_tf_servings_unknown_error(tmp_path: Path) -> 
     versions(tmp_path / "bad", 4)
     pool = FakePool(fail={"bad:4": FailedPrecondition("the model file is corrupt")})
     bad = ModelSpecConfig("bad", str(tmp_path / "bad"))
+    (tmp_path / "nothing").mkdir()  # exists, holds no version (a missing one: test_base_path)
     empty = ModelSpecConfig("empty", str(tmp_path / "nothing"))
     models = manager(pool)
     with pytest.raises(ServingError) as info:

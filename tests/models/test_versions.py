@@ -4,7 +4,6 @@ worker loads, the signatures."""
 
 from __future__ import annotations
 
-import logging
 from pathlib import Path
 
 import pytest
@@ -16,9 +15,7 @@ X = {"name": "x", "dtype": "float32", "shape": [-1, 4]}
 Y = {"name": "y", "dtype": "float32", "shape": [-1, 2]}
 
 
-def test_only_integer_named_folders_are_versions(
-    tmp_path: Path, caplog: pytest.LogCaptureFixture
-) -> None:
+def test_only_integer_named_folders_are_versions(tmp_path: Path) -> None:
     for name in ("1", "12", "007", "latest", "3.1"):
         (tmp_path / name).mkdir()
     (tmp_path / "5").write_text("a file, not a folder")
@@ -27,9 +24,8 @@ def test_only_integer_named_folders_are_versions(
         12: str(tmp_path / "12"),
         7: str(tmp_path / "007"),
     }
-    with caplog.at_level(logging.WARNING, logger="gateway.models.versions"):
-        assert versions.versions_on_disk(str(tmp_path / "missing")) == {}
-    assert "cannot list model base path" in caplog.text
+    with pytest.raises(FileNotFoundError):
+        versions.versions_on_disk(str(tmp_path / "missing"))  # not "no versions": see base_path
 
 
 def test_the_platform_is_configured_or_detected_from_the_files(tmp_path: Path) -> None:

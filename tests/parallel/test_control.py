@@ -45,7 +45,7 @@ def test_ready_then_load_ping_unload_and_stop() -> None:
         assert request["op"] == "load" and request["key"] == "m:1"
         worker.post(messages.load_reply(request["id"], {"inputs": [], "outputs": []}))
         assert (await resolved(load))["signature"] == {"inputs": [], "outputs": []}
-        control.endpoint.alive = True
+        control.endpoint.open()
         ping, unload, stop = control.ping("m:1"), control.unload("m:1"), control.stop()
         sent = worker.requests()
         assert [(r["op"], r.get("key")) for r in sent] == [
@@ -74,7 +74,7 @@ def test_only_load_is_sent_before_the_worker_counts_as_alive() -> None:
 
 def test_a_worker_error_fails_its_request_with_the_same_code() -> None:
     async def scenario(control: ControlLink, worker: WorkerEnd) -> None:
-        control.endpoint.alive = True
+        control.endpoint.open()
         ping = control.ping("gone:1")
         (request,) = worker.requests()
         worker.post(messages.error_reply(request["id"], "NOT_FOUND", "no servable gone:1"))
@@ -86,7 +86,7 @@ def test_a_worker_error_fails_its_request_with_the_same_code() -> None:
 
 def test_closing_the_endpoint_fails_what_is_awaited() -> None:
     async def scenario(control: ControlLink, worker: WorkerEnd) -> None:
-        control.endpoint.alive = True
+        control.endpoint.open()
         ping = control.ping()
         control.endpoint.close(Unavailable("worker 1 exited (code -9)"))
         assert control.ready.done() and ping.done()

@@ -64,12 +64,12 @@ def test_attach_makes_the_run_link_of_a_worker_channel_replacing_the_retired_one
         channels = [Channel.create(index=0, input_bytes=1 << 12, output_bytes=1 << 12)]
         channels.append(Channel.create(index=0, input_bytes=1 << 12, output_bytes=1 << 12))
         old = dispatcher.attach(Endpoint(0, channels[0], loop))
-        old.endpoint.alive = True
+        old.endpoint.open()
         dispatcher.route(0, "m:1")
         assert dispatcher.pick("m:1") is old
         old.endpoint.close(Unavailable("worker 0 exited (code -9)"))
         new = dispatcher.attach(Endpoint(0, channels[1], loop))
-        new.endpoint.alive = True
+        new.endpoint.open()
         assert dispatcher.links == [new] and new.routed == set()  # routed once warm again
         with pytest.raises(Unavailable):
             dispatcher.pick("m:1")

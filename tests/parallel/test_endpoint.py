@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import asyncio
 import logging
+import time
 from collections.abc import Awaitable, Callable, Iterator
 from dataclasses import dataclass, field
 
@@ -133,7 +134,7 @@ def test_close_fails_every_link_once_and_stops_taking_replies(channel: Channel) 
         a, b = Recorder(), Recorder()
         endpoint.attach(a)
         endpoint.attach(b)
-        endpoint.alive = True
+        endpoint.open()
         endpoint.post(a, messages.ping_request(endpoint.next_id()))
         error = Unavailable("worker 3 exited (code -9)")
         endpoint.close(error)
@@ -142,3 +143,49 @@ def test_close_fails_every_link_once_and_stops_taking_replies(channel: Channel) 
         assert not endpoint.alive and channel.closed
 
     _run(scenario, channel)
+
+
+def test_a_closed_endpoint_is_never_alive_again_and_posts_nothing(channel: Channel) -> None:
+    """Issue 30, defect 2: the worker's exit seen before its ready report was acted on left the
+    endpoint marked alive over a released channel; every later request raised ValueError."""
+
+    async def scenario(endpoint: Endpoint, worker: WorkerEnd) -> None:
+        link = Recorder()
+        endpoint.attach(link)
+        endpoint.close(Unavailable("worker 3 exited (code 0)"))
+        with pytest.raises(Unavailable, match=r"^worker 3 exited \(code 0\)$"):
+            endpoint.open()
+        assert not endpoint.alive
+        with pytest.raises(Unavailable, match=r"^worker 3 exited \(code 0\)$"):
+            endpoint.post(link, messages.ping_request(endpoint.next_id()))
+
+    _run(scenario, channel)
+
+
+def test_a_loop_turn_of_posts_rings_the_sleeping_worker_once_at_its_end(
+    channel: Channel,
+) -> None:
+    """One doorbell per loop turn: the posts of a turn leave together, and the worker is not
+    woken (on a shared core: given the CPU) in the middle of the turn."""
+
+    async def scenario(endpoint: Endpoint, worker: WorkerEnd) -> None:
+        endpoint.open()
+        link = Recorder()
+        endpoint.attach(link)
+        assert channel.wait_submissions(0) == []
+        asleep = asyncio.get_running_loop().run_in_executor(None, channel.wait_submissions, None)
+        await asyncio.to_thread(_until_asleep, channel)  # the worker's end announces its sleep
+        for _ in range(3):
+            endpoint.post(link, messages.ping_request(endpoint.next_id()))
+        assert channel.worker_sleeps, "rung in the middle of the turn"
+        requests = await asyncio.wait_for(asleep, WAIT_S)  # rung once the turn ended
+        assert len(requests) == 3  # one wake-up took the whole turn's posts
+
+    _run(scenario, channel)
+
+
+def _until_asleep(channel: Channel) -> None:
+    deadline = time.monotonic() + WAIT_S
+    while not channel.worker_sleeps:
+        assert time.monotonic() < deadline, "the worker's end never slept"
+        time.sleep(0.0005)

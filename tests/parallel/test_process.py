@@ -38,7 +38,7 @@ def _with_worker(scenario: Callable[[WorkerProcess, list[int]], Awaitable[None]]
             assert (
                 dispatcher.links == [worker.runs] and worker.runs.channel is worker.control.channel
             )
-            worker.endpoint.alive = True
+            worker.endpoint.open()
             await scenario(worker, codes)
         finally:
             worker.kill()

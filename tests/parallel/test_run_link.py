@@ -14,10 +14,10 @@ import pytest
 from channel import messages
 from channel.messages import RunRequest
 from channel.shm.channel import Channel
-from gateway.errors import Internal, InvalidArgument, ResourceExhausted, Unavailable
+from gateway.errors import Internal, InvalidArgument, Unavailable
 from gateway.parallel.endpoint import Endpoint
 from gateway.parallel.lease import RunResult
-from gateway.parallel.run_link import RunLink
+from gateway.parallel.run_link import InputAreaFull, InputTooLarge, RunLink
 from gateway.parallel.watchdog import RunTimes
 from tests.support.worker_end import WorkerEnd, resolved
 
@@ -43,7 +43,7 @@ def _run(scenario: Callable[[RunLink, WorkerEnd, Done], Awaitable[None]]) -> Non
         loop = asyncio.get_running_loop()
         channel = Channel.create(index=2, input_bytes=INPUT_BYTES, output_bytes=1 << 13)
         endpoint = Endpoint(2, channel, loop)
-        endpoint.alive = True
+        endpoint.open()
         done = Done()
         link = RunLink(endpoint, loop, on_run_done=done, run_times=RunTimes())
         try:
@@ -136,22 +136,33 @@ def test_outputs_of_a_run_nobody_awaits_go_back_at_once() -> None:
 
 
 def test_a_batch_the_input_area_cannot_hold_is_refused_and_nothing_is_posted() -> None:
+    """Never (larger than the whole area): InputTooLarge. Not now (the area holds another
+    run): InputAreaFull, with the bytes it needs, and ``check_room`` says so beforehand."""
+
     async def scenario(link: RunLink, worker: WorkerEnd, done: Done) -> None:
         big = np.ones((INPUT_BYTES // 4 + 1,), np.float32)
-        with pytest.raises(ResourceExhausted, match="worker 2 shared-memory input area is full"):
+        with pytest.raises(InputTooLarge, match="more than worker 2's whole shared-memory input"):
             _submit(link, x=big)
         assert worker.requests() == [] and link.runs_in_flight == 0
         assert link.channel.input_used == 0
+        half = np.ones((INPUT_BYTES // 8 * 3 // 4,), np.float32)  # 3/8 of the area
+        _submit(link, x=half)
+        with pytest.raises(InputAreaFull, match="worker 2 shared-memory input area is full"):
+            link.check_room({"x": (np.dtype(np.float32), (INPUT_BYTES // 4 * 3 // 4,))})
+        with pytest.raises(InputAreaFull) as info:
+            _submit(link, x=np.ones((INPUT_BYTES // 4 * 3 // 4,), np.float32))
+        assert info.value.needed == INPUT_BYTES * 3 // 4 and len(worker.requests()) == 1
+        link.check_room({"x": (half.dtype, half.shape)})  # another of that size still fits
 
     _run(scenario)
 
 
-def test_no_run_is_posted_to_a_worker_that_is_not_alive() -> None:
+def test_no_run_is_posted_to_a_worker_that_is_gone() -> None:
     async def scenario(link: RunLink, worker: WorkerEnd, done: Done) -> None:
-        link.endpoint.alive = False
-        with pytest.raises(Unavailable, match="worker 2 is not available"):
+        link.endpoint.close(Unavailable("worker 2 exited (code -9)"))
+        with pytest.raises(Unavailable, match=r"^worker 2 exited \(code -9\)$"):
             _submit(link, x=np.ones((1, 2), np.float32))
-        assert worker.requests() == []
+        assert link.runs_in_flight == 0 and link.channel.input_used == 0
 
     _run(scenario)
 

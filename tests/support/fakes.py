@@ -95,6 +95,9 @@ class FakeLink:
         self.runs_in_flight += 1
         return future
 
+    def check_room(self, layout: Mapping[str, tuple[np.dtype[Any], tuple[int, ...]]]) -> None:
+        """A fake worker always has room."""
+
     def oldest_run(self) -> tuple[str, int, float] | None:
         """The first batch not yet completed, computing since 0.0 (``time.monotonic()``'s
         origin: long ago)."""
@@ -149,21 +152,33 @@ MLP_WIRE_SIGNATURE = {
 @dataclass
 class FakePool:
     """The model manager's seam: records loads and unloads in order; ``fail`` names servable keys
-    whose load fails with its ServingError (``fail_times``: only that many times, then they
-    load; absent: always). A load plans its warmup and counts the planned runs (``warmed``) as
-    a worker would, and records its LoadSpec (``specs``). ``gate``: when set, each load waits
-    for it (``entered`` is set once a load is waiting)."""
+    whose load fails with its exception — a ServingError, or any other as a bug or a dead
+    channel would raise (``fail_times``: only that many times, then they load; absent:
+    always). A load plans its warmup and counts the planned runs (``warmed``) as a worker
+    would, and records its LoadSpec (``specs``). ``gate``: when set, each load waits for it
+    (``entered`` is set once a load is waiting). ``loading``: loads under way now; ``peak``:
+    the most there ever were at once."""
 
     calls: list[tuple[str, str]] = field(default_factory=list)
     loaded: set[str] = field(default_factory=set)
-    fail: dict[str, ServingError] = field(default_factory=dict)
+    fail: dict[str, Exception] = field(default_factory=dict)
     fail_times: dict[str, int] = field(default_factory=dict)
     warmed: dict[str, int] = field(default_factory=dict)
     specs: dict[str, Any] = field(default_factory=dict)
     gate: asyncio.Event | None = None
     entered: asyncio.Event = field(default_factory=asyncio.Event)
+    loading: int = 0
+    peak: int = 0
 
     async def load(self, spec: Any, warmup: Any = None) -> Loaded:
+        self.loading += 1
+        self.peak = max(self.peak, self.loading)
+        try:
+            return await self._load(spec, warmup)
+        finally:
+            self.loading -= 1
+
+    async def _load(self, spec: Any, warmup: Any) -> Loaded:
         self.calls.append(("load", spec.key))
         self.specs[spec.key] = spec
         if self.gate is not None:

@@ -36,4 +36,5 @@ async def serving_stack(
         await stack.models.reconcile()
         yield stack
     finally:
+        await stack.models.close()
         await stack.pool.close()

@@ -112,12 +112,13 @@ class OnnxModel:
         rejects (shapes, dtypes, missing inputs); RESOURCE_EXHAUSTED for outputs over
         ``max_output_bytes`` (before the run when the shapes tell)."""
         names = self._output_names if output_names is None else output_names
-        for name in names:
-            if name not in self._output_names:
-                raise WorkerError(
-                    "INVALID_ARGUMENT",
-                    f"output {name!r} is not in the signature (outputs: {self._output_names})",
-                )
+        if names is not self._output_names:
+            for name in names:
+                if name not in self._output_names:
+                    raise WorkerError(
+                        "INVALID_ARGUMENT",
+                        f"output {name!r} is not in the signature (outputs: {self._output_names})",
+                    )
         limit = self._max_output_bytes
         sized = limit is None or self._refuse_before(inputs, names, limit)
         options, self._shrink = self._shrink, None

@@ -110,10 +110,40 @@ def tensor_bytes(array: npt.NDArray[Any], *, as_tensor_content: bool) -> bytes:
         )
     if not array.size:
         return fields
-    data = np.ascontiguousarray(array).astype(array.dtype.newbyteorder("<"), copy=False)
-    payload = data.tobytes()
     tag = _TENSOR_CONTENT_TAG if as_tensor_content else typed_tag
-    return fields + tag + varint(len(payload)) + payload
+    return fields + tag + varint(array.nbytes) + _payload(array)
+
+
+def _payload(array: npt.NDArray[Any]) -> bytes:
+    """The array's values as little-endian bytes, in C order."""
+    data = np.ascontiguousarray(array).astype(array.dtype.newbyteorder("<"), copy=False)
+    return data.tobytes()
+
+
+_entry_cache: dict[tuple[str, np.dtype[Any], tuple[int, ...], bool], bytes | None] = {}
+
+
+def _entry_prefix(name: str, array: npt.NDArray[Any], as_tensor_content: bool) -> bytes | None:
+    """The bytes of output ``name``'s map entry before its values, when ``array``'s values are a
+    packed copy of its bytes (the entry's length is then known from its shape and dtype); None
+    otherwise (empty, varint-typed or string tensors: :func:`tensor_bytes` writes them whole)."""
+    key = (name, array.dtype, array.shape, as_tensor_content)
+    if key in _entry_cache:
+        return _entry_cache[key]
+    head = _head(array.dtype, array.shape)
+    prefix: bytes | None = None
+    if head is not None and (head[1] or as_tensor_content) and array.size:
+        fields, typed_tag = head
+        tag = _TENSOR_CONTENT_TAG if as_tensor_content else typed_tag
+        tensor_head = fields + tag + varint(array.nbytes)
+        tensor_len = len(tensor_head) + array.nbytes
+        value_head = varint(2 << 3 | _LEN) + varint(tensor_len) + tensor_head
+        key_field = _field(1, name.encode())
+        entry_len = len(key_field) + len(value_head) + array.nbytes
+        prefix = varint(1 << 3 | _LEN) + varint(entry_len) + key_field + value_head
+    if len(_entry_cache) < _CACHE_LIMIT:
+        _entry_cache[key] = prefix
+    return prefix
 
 
 def predict_response(
@@ -127,6 +157,11 @@ def predict_response(
     """The PredictResponse's bytes (see the module docstring)."""
     parts = []
     for name, array in outputs.items():
+        prefix = _entry_prefix(name, array, as_tensor_content)
+        if prefix is not None and array.nbytes <= MAX_PROTO_BYTES:
+            parts.append(prefix)
+            parts.append(_payload(array))
+            continue
         entry = _field(1, name.encode()) + _field(
             2, tensor_bytes(array, as_tensor_content=as_tensor_content)
         )

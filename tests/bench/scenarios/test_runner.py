@@ -45,3 +45,17 @@ def test_a_failed_start_is_retried_once_alone(
         assert sorted(running) == up
     assert attempts == {"a": 1, "b": 2}
     assert bench.unavailable == ({} if failures == 1 else {"b/mlp": "b did not become ready"})
+
+
+def test_the_run_header_names_the_grpcio_and_protobuf_the_run_used() -> None:
+    from importlib.metadata import version
+
+    from bench.report.write import markdown
+
+    machine = runner.machine_info()
+    assert machine["versions"]["grpcio"] == version("grpcio")
+    assert machine["versions"]["protobuf"] == version("protobuf")
+    plan = {"name": "quick", "repeats": 2, "saturation_concurrency": 64}
+    results = {"run": {"id": "x", "date": "d", "plan": plan, "machine": machine}, "scenarios": {}}
+    header = markdown(results, [])
+    assert f"grpcio {version('grpcio')}, protobuf {version('protobuf')}" in header

@@ -6,7 +6,7 @@ import warnings
 from gateway._pb.tensorflow_serving.apis import get_model_status_pb2 as tensorflow__serving_dot_apis_dot_get__model__status__pb2
 from gateway._pb.tensorflow_serving.apis import model_management_pb2 as tensorflow__serving_dot_apis_dot_model__management__pb2
 
-GRPC_GENERATED_VERSION = '1.85.1'
+GRPC_GENERATED_VERSION = '1.78.2'
 GRPC_VERSION = grpc.__version__
 _version_not_supported = False
 
@@ -26,7 +26,7 @@ if _version_not_supported:
     )
 
 
-class ModelServiceStub:
+class ModelServiceStub(object):
     """Model status and management.
     """
 
@@ -48,7 +48,7 @@ class ModelServiceStub:
                 _registered_method=True)
 
 
-class ModelServiceServicer:
+class ModelServiceServicer(object):
     """Model status and management.
     """
 
@@ -87,7 +87,7 @@ def add_ModelServiceServicer_to_server(servicer, server):
 
 
  # This class is part of an EXPERIMENTAL API.
-class ModelService:
+class ModelService(object):
     """Model status and management.
     """
 

@@ -9,7 +9,7 @@ from gateway._pb.tensorflow_serving.apis import inference_pb2 as tensorflow__ser
 from gateway._pb.tensorflow_serving.apis import predict_pb2 as tensorflow__serving_dot_apis_dot_predict__pb2
 from gateway._pb.tensorflow_serving.apis import regression_pb2 as tensorflow__serving_dot_apis_dot_regression__pb2
 
-GRPC_GENERATED_VERSION = '1.85.1'
+GRPC_GENERATED_VERSION = '1.78.2'
 GRPC_VERSION = grpc.__version__
 _version_not_supported = False
 
@@ -29,7 +29,7 @@ if _version_not_supported:
     )
 
 
-class PredictionServiceStub:
+class PredictionServiceStub(object):
     """Inference on served models.
     """
 
@@ -66,7 +66,7 @@ class PredictionServiceStub:
                 _registered_method=True)
 
 
-class PredictionServiceServicer:
+class PredictionServiceServicer(object):
     """Inference on served models.
     """
 
@@ -141,7 +141,7 @@ def add_PredictionServiceServicer_to_server(servicer, server):
 
 
  # This class is part of an EXPERIMENTAL API.
-class PredictionService:
+class PredictionService(object):
     """Inference on served models.
     """
 

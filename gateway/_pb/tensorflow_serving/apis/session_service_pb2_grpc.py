@@ -5,7 +5,7 @@ import warnings
 
 from gateway._pb.tensorflow_serving.apis import session_service_pb2 as tensorflow__serving_dot_apis_dot_session__service__pb2
 
-GRPC_GENERATED_VERSION = '1.85.1'
+GRPC_GENERATED_VERSION = '1.78.2'
 GRPC_VERSION = grpc.__version__
 _version_not_supported = False
 
@@ -25,7 +25,7 @@ if _version_not_supported:
     )
 
 
-class SessionServiceStub:
+class SessionServiceStub(object):
     """Missing associated documentation comment in .proto file."""
 
     def __init__(self, channel):
@@ -41,7 +41,7 @@ class SessionServiceStub:
                 _registered_method=True)
 
 
-class SessionServiceServicer:
+class SessionServiceServicer(object):
     """Missing associated documentation comment in .proto file."""
 
     def SessionRun(self, request, context):
@@ -66,7 +66,7 @@ def add_SessionServiceServicer_to_server(servicer, server):
 
 
  # This class is part of an EXPERIMENTAL API.
-class SessionService:
+class SessionService(object):
     """Missing associated documentation comment in .proto file."""
 
     @staticmethod

@@ -1,0 +1,136 @@
+"""Issue 30 against real gateway processes with real workers: a load retry blocks nothing
+(defect 5), a base path that goes missing unloads nothing (defect 3), large requests wait for
+room in a worker's input area (defect 7).
+
+Waits are on RPC answers and on what the gateway reports (its log line for a missing base path,
+GetModelStatus for a retry), each bounded by WAIT_S, which is never reached when things work.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import time
+from collections.abc import Callable
+from pathlib import Path
+
+import grpc
+import numpy as np
+
+from gateway._pb.tensorflow_serving.apis import (
+    get_model_status_pb2,
+    model_service_pb2_grpc,
+    prediction_service_pb2_grpc,
+)
+from tests.support import onnx_models
+from tests.support.gateway_proc import GatewayProcess, running_gateway
+from tests.support.grpc_calls import outputs_of, predict_request
+from tests.support.lifecycle import X, config_text, predict, reload, reload_request, status
+
+WAIT_S = 60.0
+RELOAD_DEADLINE_S = 20.0
+"""The reload's own deadline (the retry it must not wait for waits an hour)."""
+State = get_model_status_pb2.ModelVersionStatus.State
+
+
+def _until(what: str, check: Callable[[], bool]) -> None:
+    """Ask ``check`` (an RPC, a read of the log) until it holds; bounded by WAIT_S."""
+    deadline = time.monotonic() + WAIT_S
+    while not check():
+        assert time.monotonic() < deadline, f"never happened: {what}"
+        time.sleep(0.05)
+
+
+def _missing_line(gateway: GatewayProcess, path: Path) -> Callable[[], bool]:
+    return lambda: f"Could not find base path {path} for servable" in gateway.log()
+
+
+def test_a_load_retry_blocks_neither_the_poll_nor_a_reload(tmp_path: Path) -> None:
+    """Defect 5: while a half-written version 2 waits its retry (an hour here), the served
+    version keeps serving, GetModelStatus shows the retry's last error, and a reload that adds
+    a model is answered within its deadline (before: DEADLINE_EXCEEDED)."""
+    onnx_models.scaled(tmp_path / "scaled" / "1" / "model.onnx", 2.0)
+    onnx_models.scaled(tmp_path / "other" / "1" / "model.onnx", 5.0)
+    config = tmp_path / "models.config"
+    config.write_text(config_text(f"scaled:{tmp_path / 'scaled'}"))
+    args = [
+        f"--model_config_file={config}",
+        "--enable_model_management_api",
+        "--workers=1",
+        "--file_system_poll_wait_seconds=1",
+        "--load_retry_interval_micros=3600000000",
+    ]
+    with (
+        running_gateway(args, tmp_path) as gateway,
+        grpc.insecure_channel(gateway.target) as channel,
+    ):
+        (tmp_path / "scaled" / "2").mkdir()
+        (tmp_path / "scaled" / "2" / "model.onnx").write_bytes(b"half-written")
+        _until("version 2 failed once", lambda: len(status(channel, "scaled")) == 2)
+        (one, two) = status(channel, "scaled")
+        assert one == (1, State.AVAILABLE, "")
+        assert two[:2] == (2, State.LOADING) and "cannot load ONNX model" in two[2]
+        assert predict(channel, "scaled")[0] == 1
+        text = config_text(f"scaled:{tmp_path / 'scaled'}", f"other:{tmp_path / 'other'}")
+        stub = model_service_pb2_grpc.ModelServiceStub(channel)
+        response = stub.HandleReloadConfigRequest(reload_request(text), timeout=RELOAD_DEADLINE_S)
+        assert response.status.error_code == 0  # before: DEADLINE_EXCEEDED (held by the retry)
+        np.testing.assert_array_equal(predict(channel, "other")[1], X * 5)
+        assert status(channel, "scaled")[1][:2] == (2, State.LOADING)  # still waiting
+
+
+def test_a_base_path_gone_for_a_while_or_mistyped_keeps_the_model_serving(tmp_path: Path) -> None:
+    """Defect 3: renaming the base directory away for a few polls unloaded the served version
+    (NOT_FOUND), and so did a config rewrite with a typo in base_path."""
+    base = tmp_path / "models" / "scaled"
+    onnx_models.scaled(base / "1" / "model.onnx", 2.0)
+    config = tmp_path / "models.config"
+    config.write_text(config_text(f"scaled:{base}"))
+    args = [
+        f"--model_config_file={config}",
+        "--enable_model_management_api",
+        "--workers=1",
+        "--file_system_poll_wait_seconds=1",
+    ]
+    with (
+        running_gateway(args, tmp_path) as gateway,
+        grpc.insecure_channel(gateway.target) as channel,
+    ):
+        base.rename(tmp_path / "away")
+        _until("a poll found the base path missing", _missing_line(gateway, base))
+        assert predict(channel, "scaled")[0] == 1
+        assert status(channel, "scaled") == [(1, State.AVAILABLE, "")]
+        (tmp_path / "away").rename(base)
+        typo = tmp_path / "modles" / "scaled"
+        assert reload(channel, config_text(f"scaled:{typo}")).status.error_code == 0
+        _until("the mistyped base path was looked for", _missing_line(gateway, typo))
+        assert predict(channel, "scaled")[0] == 1
+        assert status(channel, "scaled") == [(1, State.AVAILABLE, "")]
+
+
+def test_large_requests_that_fit_the_input_area_one_at_a_time_all_succeed(tmp_path: Path) -> None:
+    """Defect 7: with 1 MiB input areas, 800 KB requests, six in flight on one worker: each
+    waits for room instead of RESOURCE_EXHAUSTED "input area is full; retry later"."""
+    onnx_models.scaled(tmp_path / "scaled" / "1" / "model.onnx", 2.0)
+    args = [
+        f"--model_base_path={tmp_path / 'scaled'}",
+        "--model_name=scaled",
+        "--workers=1",
+        "--worker_arena_mb=1",
+    ]
+    rows = 100_000  # x float32[rows, 2]: 800 KB
+
+    async def scenario(target: str) -> list[float]:
+        async with grpc.aio.insecure_channel(target) as channel:
+            stub = prediction_service_pb2_grpc.PredictionServiceStub(channel)
+
+            async def call(i: int) -> float:
+                x = np.full((rows, 2), float(i), np.float32)
+                response = await stub.Predict(predict_request("scaled", {"x": x}), timeout=WAIT_S)
+                y = outputs_of(response)["y"]
+                assert y.shape == (rows, 2)
+                return float(y[-1, -1])
+
+            return await asyncio.gather(*(call(i) for i in range(6)))
+
+    with running_gateway(args, tmp_path) as gateway:
+        assert asyncio.run(scenario(gateway.target)) == [0.0, 2.0, 4.0, 6.0, 8.0, 10.0]
