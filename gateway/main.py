@@ -22,6 +22,7 @@ from gateway.config.model_config import (
     model_server_config_from_flags,
     model_specs,
 )
+from gateway.config.platform import resolve_frontends
 from gateway.errors import ServingError
 
 log = logging.getLogger("tensorgate")
@@ -44,18 +45,26 @@ def main(argv: Sequence[str] | None = None) -> int:
     except ConfigError as exc:
         sys.stderr.write(f"tensorgate: {exc}\n")
         return 1
+    frontends = resolve_frontends(settings)
     try:
-        gateway = Gateway(settings, specs)
+        if frontends > 1:
+            from gateway.supervisor.app import Supervisor
+
+            server: Gateway | Supervisor = Supervisor(
+                settings, specs, frontends=frontends, flags=args
+            )
+        else:
+            server = Gateway(settings, specs)
     except ConfigError as exc:
         sys.stderr.write(f"tensorgate: {exc}\n")
         return 1
     try:
-        uvloop.run(gateway.serve())
+        uvloop.run(server.serve())
     except ServingError as exc:
         log.error("failed to start: %s", exc.message)
         return 1
     except Exception as exc:  # a bug: one clear line (its traceback below it), never a bare one
-        what = "failed" if gateway.started else "failed to start"
+        what = "failed" if server.started else "failed to start"
         log.error("%s: %s: %s", what, type(exc).__name__, exc, exc_info=exc)
         return 1
     return 0

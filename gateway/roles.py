@@ -6,21 +6,23 @@ The **supervisor** holds the worker processes with their control links
 :class:`~gateway.parallel.dispatcher.Dispatcher`: one run link per worker), its batch queues
 (:class:`~gateway.serving.queues.BatchQueues`) and the request core
 (:class:`~gateway.serving.core.ServingCore`), which reads the models through the read-only
-registry (:mod:`gateway.serving.registry`). In one process, today's only shape, three wires join
+registry (:mod:`gateway.serving.registry`). In one process (``--frontends 1``) three wires join
 the two roles: the pool attaches each worker's channel to the front end's dispatcher, the manager
 drains the front end's queues before it unloads a servable, and the core reads the manager. With
-several front-end processes those wires become messages; the parts stay as they are.
+several front-end processes those wires become messages (:mod:`gateway.supervisor`,
+:mod:`gateway.frontend`); the parts stay as they are: :func:`build_supervisor` and
+:func:`build_front_end` build each process's half.
 
-:func:`build` is the one composition: the gateway (:class:`~gateway.app.Gateway`), the in-process
-test stack and the core's unit tests all use it. Its options come from the settings
+:func:`build` is the one-process composition: the gateway (:class:`~gateway.app.Gateway`), the
+in-process test stack and the core's unit tests all use it. Its options come from the settings
 (:meth:`Options.from_settings`) or are given (tests); the two seams of unit tests replace the
 pool (a fake that loads nothing) and the dispatcher (fake worker links).
 """
 
 from __future__ import annotations
 
-from collections.abc import Callable, Sequence
-from dataclasses import dataclass, field
+from collections.abc import Awaitable, Callable, Sequence
+from dataclasses import dataclass, field, replace
 from typing import Any, Generic, TypeVar, overload
 
 from gateway.batching.clock import Clock
@@ -31,11 +33,11 @@ from gateway.config.settings import Settings
 from gateway.models.loader import LoadOptions, Warmup, Workers
 from gateway.models.manager import ModelManager
 from gateway.parallel.dispatcher import Dispatcher
-from gateway.parallel.pool import PoolOptions, WorkerPool
+from gateway.parallel.pool import PoolOptions, WorkerEvents, WorkerPool
 from gateway.serving.core import ServingCore
 from gateway.serving.policy import BatchingPolicy
 from gateway.serving.queues import BatchQueues
-from gateway.serving.registry import Servable
+from gateway.serving.registry import Models, Servable
 
 W = TypeVar("W", bound=Workers)
 
@@ -163,3 +165,68 @@ def build(
     # The front end's core reads the models through the registry.
     core = ServingCore(models, queues, inflight_bytes=options.inflight_bytes)
     return Stack(workers, models, dispatcher, queues, core)
+
+
+@dataclass(frozen=True)
+class SupervisorParts:
+    """The supervisor's half with several front ends: the worker pool (its own run side only
+    carries warmup runs) and the model lifecycle."""
+
+    pool: WorkerPool
+    models: ModelManager
+
+
+def build_supervisor(
+    options: Options,
+    specs: Sequence[ModelSpecConfig],
+    *,
+    dispatcher: Dispatcher,
+    events: WorkerEvents,
+    before_unload: Callable[[Servable], Awaitable[None]],
+    on_change: Callable[[], None],
+    warmup: Warmup | None = None,
+) -> SupervisorParts:
+    """The pool (workers that take channels handed over later; ``events`` hears of each one
+    that comes and goes; ``dispatcher`` hears of routes) and the manager (``before_unload``:
+    every front end's queues drain; ``on_change``: every change of the registry)."""
+    pool = WorkerPool(
+        replace(options.pool, handover=True),
+        dispatcher=dispatcher,
+        on_change=on_change,
+        events=events,
+    )
+    models = ModelManager(
+        pool,
+        specs,
+        intra_op=options.intra_op,
+        inter_op=options.inter_op,
+        saved_model_tags=options.saved_model_tags,
+        options=options.load,
+        on_change=on_change,
+        before_load=options.batching.check_version,
+        before_unload=before_unload,
+        warmup=warmup,
+    )
+    return SupervisorParts(pool, models)
+
+
+@dataclass(frozen=True)
+class FrontEndParts:
+    """A front-end process's half: its batch queues and core over its run side."""
+
+    queues: BatchQueues
+    core: ServingCore
+
+
+def build_front_end(
+    options: Options,
+    models: Models,
+    dispatcher: Dispatcher,
+    *,
+    observer: QueueObserver | None = None,
+) -> FrontEndParts:
+    """Queues over ``dispatcher`` (the front end's run links) and a core reading ``models``
+    (the registry the supervisor pushes)."""
+    queues = BatchQueues(options.batching, dispatcher, observer=observer)
+    core = ServingCore(models, queues, inflight_bytes=options.inflight_bytes)
+    return FrontEndParts(queues, core)

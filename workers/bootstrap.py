@@ -1,8 +1,10 @@
 """Starting a worker process: the gateway's :func:`spawn_worker` and the child's :func:`main`.
 
 ``python -m workers --index N --memfd FD --submit-fd FD --complete-fd FD --release-fd FD
---parent-pid PID [--log-level LEVEL] [--log-format text|json]``: the descriptors are the
-channel's, inherited (:func:`worker_argv` writes these arguments, :func:`main` reads them).
+--parent-pid PID [--handover-fd FD] [--log-level LEVEL] [--log-format text|json]``: the
+descriptors are the channel's, inherited (:func:`worker_argv` writes these arguments,
+:func:`main` reads them). With ``--handover-fd`` (a Unix socket: several front ends) the worker
+also serves the channels handed over on it (:mod:`workers.fanin`).
 
 The child, in order: pins native thread pools to one thread (before numpy or ONNX Runtime load),
 sets up logging in tensorgate's one format (:mod:`channel.logs`; TensorFlow's start-up noise kept
@@ -21,6 +23,7 @@ import ctypes
 import logging
 import os
 import signal
+import socket
 import subprocess
 import sys
 from collections.abc import Mapping, Sequence
@@ -44,16 +47,24 @@ _PR_SET_PDEATHSIG = 1
 
 
 def worker_argv(
-    channel: Channel, *, parent_pid: int, log_level: str = "INFO", log_format: str = "text"
+    channel: Channel,
+    *,
+    parent_pid: int,
+    log_level: str = "INFO",
+    log_format: str = "text",
+    handover_fd: int | None = None,
 ) -> list[str]:
     """Arguments for ``python -m workers`` attached to ``channel`` (whose :attr:`Channel.fds`
-    the child must inherit), naming ``parent_pid`` as the process it dies with."""
+    the child must inherit, and ``handover_fd`` when given), naming ``parent_pid`` as the process
+    it dies with."""
     memfd, submit_fd, complete_fd, release_fd = channel.fds
+    handover = [] if handover_fd is None else ["--handover-fd", str(handover_fd)]
     return [
         *("--index", str(channel.index), "--memfd", str(memfd)),
         *("--submit-fd", str(submit_fd), "--complete-fd", str(complete_fd)),
         *("--release-fd", str(release_fd), "--parent-pid", str(parent_pid)),
         *("--log-level", log_level, "--log-format", log_format),
+        *handover,
     ]
 
 
@@ -63,17 +74,25 @@ def spawn_worker(
     log_level: str = "INFO",
     log_format: str = "text",
     env: Mapping[str, str] | None = None,
+    handover_fd: int | None = None,
 ) -> subprocess.Popen[bytes]:
     """Start ``python -m workers`` attached to ``channel``; it posts a ``ready`` completion once
     it can take requests. Call from a thread that lives as long as the worker (the event loop's):
     the kernel's parent-death signal follows the thread that spawned the child, not the process.
+    ``handover_fd``: the child's end of a Unix socket on which channels are handed over later.
     """
     child_env = dict(os.environ if env is None else env)
     child_env.update(THREAD_ENV)
-    argv = worker_argv(channel, parent_pid=os.getpid(), log_level=log_level, log_format=log_format)
+    argv = worker_argv(
+        channel,
+        parent_pid=os.getpid(),
+        log_level=log_level,
+        log_format=log_format,
+        handover_fd=handover_fd,
+    )
     return subprocess.Popen(
         [sys.executable, "-m", "workers", *argv],
-        pass_fds=channel.fds,
+        pass_fds=channel.fds if handover_fd is None else (*channel.fds, handover_fd),
         stdin=subprocess.DEVNULL,
         env=child_env,
     )
@@ -84,13 +103,15 @@ def _parse(argv: Sequence[str]) -> argparse.Namespace:
     for flag in ("--index", "--memfd", "--submit-fd", "--complete-fd", "--release-fd"):
         parser.add_argument(flag, type=int, required=True)
     parser.add_argument("--parent-pid", type=int, required=True)
+    parser.add_argument("--handover-fd", type=int, default=None)
     parser.add_argument("--log-level", default="INFO")
     parser.add_argument("--log-format", default="text", choices=logs.FORMATS)
     return parser.parse_args(list(argv))
 
 
-def _die_with_parent(parent_pid: int) -> bool:
-    """Ask for SIGKILL when the parent dies; False if the parent is already gone."""
+def die_with_parent(parent_pid: int) -> bool:
+    """Ask the kernel for SIGKILL when the parent (``parent_pid``, the thread that spawned this
+    process) dies; False if the parent is already gone. Front ends use it too."""
     libc = ctypes.CDLL(None, use_errno=True)
     if libc.prctl(_PR_SET_PDEATHSIG, signal.SIGKILL, 0, 0, 0) != 0:
         log.warning("prctl(PR_SET_PDEATHSIG) failed: %s", os.strerror(ctypes.get_errno()))
@@ -118,7 +139,7 @@ def main(argv: Sequence[str] | None = None) -> int:
     args = _parse(argv)
     logs.configure(f"worker-{args.index}", args.log_format, args.log_level)
     logs.quiet_tensorflow()
-    if not _die_with_parent(args.parent_pid):
+    if not die_with_parent(args.parent_pid):
         log.error("parent %d exited before the worker started", args.parent_pid)
         return 1
     stop = _StopFlag()
@@ -134,9 +155,15 @@ def main(argv: Sequence[str] | None = None) -> int:
         release_fd=args.release_fd,
     )
     try:
-        from workers.worker import serve  # numpy and ONNX Runtime load after THREAD_ENV is set
+        # numpy and ONNX Runtime load after THREAD_ENV is set
+        if args.handover_fd is None:
+            from workers.worker import serve
 
-        return serve(channel, stop, wake_r)
+            return serve(channel, stop, wake_r)
+        from workers import fanin
+
+        with socket.socket(fileno=args.handover_fd) as handover:
+            return fanin.serve(channel, handover, stop, wake_r)
     finally:
         channel.close()
         signal.set_wakeup_fd(-1)

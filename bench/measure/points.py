@@ -40,18 +40,22 @@ class Load:
     processes: int = 1
     per_second_latency: bool = False
     schedule: Any = None
+    connections: int = 0
+    """gRPC connections the concurrency is spread over (0: :func:`grpc_layout`'s default). With
+    several front ends each connection lands on one (``SO_REUSEPORT`` spreads connections)."""
 
 
-def grpc_layout(concurrency: int) -> tuple[int, int]:
-    """h2load ``(connections, streams per connection)`` for a gRPC concurrency (≤ 4 connections)."""
-    connections = min(concurrency, 4)
+def grpc_layout(concurrency: int, connections: int = 0) -> tuple[int, int]:
+    """h2load ``(connections, streams per connection)`` for a gRPC concurrency: ``connections``
+    when given (at most one per call in flight), else at most 4."""
+    connections = min(concurrency, connections or 4)
     return connections, max(1, concurrency // connections)
 
 
 def run_h2load(target: Target, load: Load, client_cpus: tuple[int, ...]) -> dict[str, Any]:
     """One h2load run against ``target``; normalised like :func:`run_python`."""
     if target.transport == "grpc":
-        connections, streams = grpc_layout(load.concurrency)
+        connections, streams = grpc_layout(load.concurrency, load.connections)
     else:
         connections, streams = load.concurrency, 1
     spec = h2load.H2loadRun(
@@ -90,7 +94,7 @@ def load_options(target: Target, load: Load, client_cpus: tuple[int, ...]) -> Lo
         duration_s=load.duration_s,
         warmup_s=load.warmup_s,
         rps=load.rps,
-        connections=grpc_layout(load.concurrency)[0],
+        connections=grpc_layout(load.concurrency, load.connections)[0],
         timeout_s=load.timeout_s,
         processes=load.processes,
         cpus=client_cpus,

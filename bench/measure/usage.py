@@ -48,6 +48,27 @@ def rss_bytes(pid: int) -> int:
     return 0
 
 
+def pss_bytes(pid: int) -> int:
+    """Proportional set size of one process in bytes: its private pages and its share of those
+    it maps with others (0 if it is gone)."""
+    with contextlib.suppress(FileNotFoundError, ProcessLookupError, PermissionError):
+        for line in Path(f"/proc/{pid}/smaps_rollup").read_text().splitlines():
+            if line.startswith("Pss:"):
+                return int(line.split()[1]) * 1024
+    return 0
+
+
+def role_of(pid: int) -> str:
+    """``front end``, ``worker`` or ``gateway`` (one process, or the supervisor), by command."""
+    with contextlib.suppress(FileNotFoundError, ProcessLookupError):
+        argv = Path(f"/proc/{pid}/cmdline").read_bytes().split(b"\0")
+        if b"gateway.frontend" in argv:
+            return "front end"
+        if b"workers" in argv:
+            return "worker"
+    return "gateway"
+
+
 class CpuMeter:
     """CPU seconds used by a server's whole process tree between :meth:`start` and :meth:`stop`."""
 

@@ -15,8 +15,10 @@ ISSUE = "issue 12"
 TRACING = "issue 10"
 EARLIER = "earlier"
 RELIABILITY = "issue 14"
+FRONTENDS = "issue 27"
 """Goal groups, each a table of the report: issue 12's goal table, issue 10's tracing goals, the
-earlier issues' goals still open (overload, memory), issue 14's reliability goals."""
+earlier issues' goals still open (overload, memory), issue 14's reliability goals, issue 27's
+front-end goals."""
 Summary = dict[str, Any]
 
 

@@ -2,8 +2,9 @@
 
 :func:`compute` returns every row of issue 12's goal table (group ``issue 12``), in its order,
 whether or not this run measured it, then issue 10's tracing goals
-(:mod:`bench.report.tracing_goals`) and the still-open goals of earlier issues (overload, memory,
-reliability: :mod:`bench.report.earlier_goals`). A ratio is the ratio of medians with the range
+(:mod:`bench.report.tracing_goals`), the still-open goals of earlier issues (overload, memory,
+reliability: :mod:`bench.report.earlier_goals`) and issue 27's front-end goals
+(:mod:`bench.report.frontend_goals`). A ratio is the ratio of medians with the range
 the repeats allow (:mod:`bench.report.goal_rows`). tensorgate's gRPC rows compare its better
 configuration (batching off, or on with timeout 0: :data:`bench.systems.catalog.GRPC_TENSORGATE`)
 and name it.
@@ -14,6 +15,7 @@ from __future__ import annotations
 from typing import Any
 
 from bench.report.earlier_goals import earlier_rows
+from bench.report.frontend_goals import frontend_rows
 from bench.report.goal_rows import best, fmt_ratio, median, ratio, row
 from bench.report.tracing_goals import tracing_rows
 from bench.systems.catalog import GRPC_TENSORGATE
@@ -53,7 +55,9 @@ def compute(results: dict[str, Any]) -> list[dict[str, Any]]:
         *_resnet_rows(sc.get("resnet50", {}).get("runs", {})),
         _batching_row(sc.get("batching", {})),
     ]
-    return rows + tracing_rows(sc.get("tracing", {})) + earlier_rows(sc)
+    resnet_met = [r["met"] for r in rows if r["goal"].startswith("ResNet50")]
+    extra = tracing_rows(sc.get("tracing", {})) + earlier_rows(sc)
+    return rows + extra + frontend_rows(sc, resnet_met)
 
 
 def _versus(

@@ -9,7 +9,7 @@ import json
 from pathlib import Path
 from typing import Any
 
-from bench.report.goal_rows import EARLIER, ISSUE, RELIABILITY, TRACING, percent_spread
+from bench.report.goal_rows import EARLIER, FRONTENDS, ISSUE, RELIABILITY, TRACING, percent_spread
 from bench.report.goals import compute
 from bench.report.plots import write_plots
 from bench.report.tables import (
@@ -42,6 +42,7 @@ def markdown(results: dict[str, Any], plots: list[str]) -> str:
     lines += _goal_table("Goals (issue 10: tracing)", results.get("goals", []), TRACING)
     lines += _goal_table("Earlier goals still open", results.get("goals", []), EARLIER)
     lines += _goal_table("Reliability (issue 14)", results.get("goals", []), RELIABILITY)
+    lines += _goal_table("Several front ends (issue 27)", results.get("goals", []), FRONTENDS)
     peers = run.get("peer_venvs", {})
     if peers:
         lines += ["", "Peers: " + "; ".join(f"{k}: {', '.join(v)}" for k, v in peers.items())]
@@ -164,6 +165,7 @@ def markdown(results: dict[str, Any], plots: list[str]) -> str:
             f"after 2000 requests; workers {', '.join(f'{w:.1f}' for w in rss['workers_mb'])}"
             " MB each.",
         ]
+        lines += _front_end_memory(rss.get("front_ends", {}))
     prof = {k: v for k, v in sc.get("profile", {}).items() if isinstance(v, dict) and "file" in v}
     if prof:
         lines += [
@@ -190,6 +192,27 @@ def markdown(results: dict[str, Any], plots: list[str]) -> str:
         lines += ["", "## Scenarios that failed", ""]
         lines += [f"- {k}: {v}" for k, v in failed.items()]
     return "\n".join(lines) + "\n"
+
+
+def _front_end_memory(section: dict[str, Any]) -> list[str]:
+    """Idle memory of the process tree by ``--frontends`` (one worker)."""
+    trees = section.get("trees", {})
+    if not trees:
+        return []
+    lines = [
+        "",
+        "Idle memory of the whole process tree (demo model, one worker) by `--frontends` "
+        "(RSS counts shared libraries in each process; PSS shares them out):",
+        "",
+        "| --frontends | tree RSS MB | tree PSS MB | RSS MB by process |",
+        "|---|---|---|---|",
+    ]
+    for count, tree in trees.items():
+        each = ", ".join(f"{tree['roles'][pid]} {mb:.1f}" for pid, mb in tree["rss_mb"].items())
+        lines.append(
+            f"| {count} | {tree['tree_rss_mb']:.1f} | {tree['tree_pss_mb']:.1f} | {each} |"
+        )
+    return lines
 
 
 def _goal_table(title: str, goals: list[dict[str, Any]], group: str) -> list[str]:

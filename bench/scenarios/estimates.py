@@ -10,7 +10,7 @@ from __future__ import annotations
 
 from bench.scenarios.features import BATCHING_CONFIGS, BATCHING_POINTS, PROFILED
 from bench.scenarios.plan import Plan
-from bench.systems.catalog import RESNET_PINNED, RESNET_TWO_CORE, TINY, TWO_CORE
+from bench.systems.catalog import ONE_CONNECTION, RESNET_PINNED, RESNET_TWO_CORE, TINY, TWO_CORE
 
 START_S = 12.0
 """Starting a group of servers side by side (models loaded, ready)."""
@@ -45,7 +45,8 @@ def _estimate(plan: Plan, name: str) -> float:
             + _points(swept * levels, r, plan.sweep_s, warm)
         )
     if name == "tiny-2core":
-        return START_S + len(TWO_CORE) * VERIFY_S + _points(len(TWO_CORE), r, plan.point_s, warm)
+        points = len(TWO_CORE) + len(ONE_CONNECTION)
+        return START_S + len(TWO_CORE) * VERIFY_S + _points(points, r, plan.point_s, warm)
     if name == "resnet50":
         jobs = len(RESNET_PINNED) + 1
         if plan.name == "full":
@@ -70,7 +71,7 @@ def _estimate(plan: Plan, name: str) -> float:
     if name == "tracing":
         return START_S + _points(2, r, plan.point_s, warm)
     if name == "idle-rss":
-        return 10.0
+        return 40.0
     if name == "profile":
         return len(PROFILED) * (START_S + plan.profile_s + 6.0)
     return 30.0

@@ -13,7 +13,7 @@ from bench.cpus import layouts
 from bench.load.calls import PREDICT_METHOD, predict_payload
 from bench.load.loadgen import LoadOptions, run_load
 from bench.measure.points import Load, interleaved, run_point, summarize
-from bench.measure.usage import descendants, rss_bytes
+from bench.measure.usage import descendants, pss_bytes, role_of, rss_bytes
 from bench.scenarios.common import closed_loop_driver, not_available
 from bench.scenarios.runner import BENCH_DIR, CACHE, Bench
 from bench.systems.catalog import BATCHING_TIMEOUT_0, CATALOG
@@ -76,15 +76,9 @@ def batching(bench: Bench) -> None:
 
 
 def idle_rss(bench: Bench) -> None:
-    """RSS of the gateway serving ``models/digits`` (auto workers): at start, idle, after load."""
-    argv = [
-        sys.executable,
-        "-m",
-        "gateway",
-        "--model_name=digits",
-        f"--model_base_path={BENCH_DIR.parent / 'models' / 'digits'}",
-        "--port=0",
-    ]
+    """RSS of the gateway serving ``models/digits`` (auto workers) as one process: at start,
+    idle, after load; then the memory each extra front end adds (:func:`front_end_rss`)."""
+    argv = [*_digits_argv(), "--frontends=1"]
     server, _ = start_with_ready_fd("idle-rss", argv, bench.ctx.logs / "idle-rss.log")
     try:
         section: dict[str, Any] = {"at_ready_mb": rss_bytes(server.pid) / 1e6}
@@ -104,7 +98,57 @@ def idle_rss(bench: Bench) -> None:
         section["after_2000_requests_mb"] = rss_bytes(server.pid) / 1e6
     finally:
         server.stop()
+    section["front_ends"] = front_end_rss(bench)
     bench.results["scenarios"]["idle-rss"] = section
+
+
+FRONT_END_COUNTS = (1, 2, 3)
+"""``--frontends`` values whose idle memory :func:`front_end_rss` compares."""
+
+
+def _digits_argv() -> list[str]:
+    return [
+        sys.executable,
+        "-m",
+        "gateway",
+        "--model_name=digits",
+        f"--model_base_path={BENCH_DIR.parent / 'models' / 'digits'}",
+        "--port=0",
+        "--workers=1",
+    ]
+
+
+def front_end_rss(bench: Bench) -> dict[str, Any]:
+    """The idle memory of the whole process tree with 1, 2 and 3 front ends (one worker): each
+    process's RSS and the tree's RSS and PSS (PSS shares each page among the processes that map
+    it, so the tree's PSS is the memory the node pays; RSS counts shared libraries in every
+    process). ``per_extra_mb``: what one more front end adds, from 2 to 3 (the supervisor is
+    there already)."""
+    trees: dict[str, Any] = {}
+    for count in FRONT_END_COUNTS:
+        log = bench.ctx.logs / f"idle-rss-{count}f.log"
+        server, _ = start_with_ready_fd("idle-rss", [*_digits_argv(), f"--frontends={count}"], log)
+        try:
+            time.sleep(2.0)  # as above: a measurement of the settled state, not a sync
+            pids = descendants(server.pid)
+            trees[str(count)] = {
+                "rss_mb": {str(p): rss_bytes(p) / 1e6 for p in pids},
+                "tree_rss_mb": sum(rss_bytes(p) for p in pids) / 1e6,
+                "tree_pss_mb": sum(pss_bytes(p) for p in pids) / 1e6,
+                "roles": {str(p): role_of(p) for p in pids},
+            }
+        finally:
+            server.stop()
+    two, three = trees["2"], trees["3"]
+    front_rss = [mb for pid, mb in three["rss_mb"].items() if three["roles"][pid] == "front end"]
+    return {
+        "trees": trees,
+        "per_extra_mb": {
+            "tree_pss": three["tree_pss_mb"] - two["tree_pss_mb"],
+            "tree_rss": three["tree_rss_mb"] - two["tree_rss_mb"],
+            "front_end_rss": sum(front_rss) / max(1, len(front_rss)),
+        },
+    }
 
 
 PROFILED = ("tensorgate", "echo")

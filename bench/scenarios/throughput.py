@@ -10,7 +10,15 @@ from bench.measure.points import Load, interleaved, run_point, summarize
 from bench.scenarios.common import best_of, check_h2load, closed_loop_driver, verify_status
 from bench.scenarios.runner import Bench
 from bench.systems import raw_ort
-from bench.systems.catalog import GRPC_TENSORGATE, RESNET_PINNED, RESNET_TWO_CORE, TINY, TWO_CORE
+from bench.systems.catalog import (
+    GRPC_TENSORGATE,
+    ONE_CONNECTION,
+    RESNET_PINNED,
+    RESNET_TWO_CORE,
+    TINY,
+    TWO_CORE,
+    TWO_CORE_CONNECTIONS,
+)
 from bench.systems.models import model_path
 
 
@@ -78,20 +86,44 @@ def tiny(bench: Bench) -> None:
 
 
 def tiny_2core(bench: Bench) -> None:
+    """Every system of :data:`TWO_CORE` at saturation, gRPC calls spread over
+    :data:`TWO_CORE_CONNECTIONS` connections; then, in the same rounds, tensorgate's default front
+    ends against one front end with every call on one connection (:data:`ONE_CONNECTION`)."""
     plan = bench.plan
     server_cpus, client_cpus = layouts()["2-core"]
-    section: dict[str, Any] = {"layout": "2-core", "driver": closed_loop_driver()}
+    section: dict[str, Any] = {
+        "layout": "2-core",
+        "driver": closed_loop_driver(),
+        "connections": TWO_CORE_CONNECTIONS,
+    }
     with bench.systems(TWO_CORE, "mlp", server_cpus) as running:
         checks = {n: verify_status(r, client_cpus) for n, r in running.items()}
         section["verify"] = checks
-        load = Load(
-            plan.saturation_concurrency, plan.point_s, plan.warmup_s, driver=closed_loop_driver()
-        )
+        top, driver = plan.saturation_concurrency, closed_loop_driver()
+        connections = TWO_CORE_CONNECTIONS
+        load = Load(top, plan.point_s, plan.warmup_s, driver=driver, connections=connections)
+        one = Load(top, plan.point_s, plan.warmup_s, driver=driver, connections=1)
         jobs = [(n, functools.partial(run_point, r, load, client_cpus)) for n, r in running.items()]
-        sat = {k: summarize(v) for k, v in interleaved(jobs, plan.repeats).items()}
+        jobs += [
+            (ONE_CONNECTION_KEY + n, functools.partial(run_point, running[n], one, client_cpus))
+            for n in ONE_CONNECTION
+            if n in running
+        ]
+        results = {k: summarize(v) for k, v in interleaved(jobs, plan.repeats).items()}
+        sat = {k: v for k, v in results.items() if not k.startswith(ONE_CONNECTION_KEY)}
         check_h2load(sat, checks)
         section["saturation"] = sat
+        section["one_connection"] = {
+            k.removeprefix(ONE_CONNECTION_KEY): v
+            for k, v in results.items()
+            if k.startswith(ONE_CONNECTION_KEY)
+        }
+        check_h2load(section["one_connection"], checks)
     bench.results["scenarios"]["tiny-2core"] = section
+
+
+ONE_CONNECTION_KEY = "1 connection: "
+"""Prefix of the run keys of the two-core one-connection point."""
 
 
 ONE_CORE = "1-core: "

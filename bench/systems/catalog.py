@@ -27,6 +27,7 @@ the pinned one, does not apply it to HTTP/2 calls)."""
 
 def _build() -> dict[str, SystemSpec]:
     batch = {"batching": BATCHING_TIMEOUT_0}
+    one = {"frontends": 1}
     specs = [
         SystemSpec("echo", "echo"),
         SystemSpec("tensorgate", "tensorgate", {"workers": 1, "intra_op": 1}),
@@ -34,6 +35,10 @@ def _build() -> dict[str, SystemSpec]:
         SystemSpec("tensorgate-rest", "tensorgate", {"workers": 1, "intra_op": 1, "rest": True}),
         SystemSpec("tensorgate-2w", "tensorgate", {"workers": 2, "intra_op": 1}),
         SystemSpec("tensorgate-2w-batch", "tensorgate", {"workers": 2, "intra_op": 1, **batch}),
+        SystemSpec("tensorgate-2w-1f", "tensorgate", {"workers": 2, "intra_op": 1, **one}),
+        SystemSpec(
+            "tensorgate-2w-1f-batch", "tensorgate", {"workers": 2, "intra_op": 1, **one, **batch}
+        ),
         SystemSpec("tensorgate-1w2t", "tensorgate", {"workers": 1, "intra_op": 2}),
         SystemSpec("triton", "triton", {"instances": 1}),
         SystemSpec("triton-http", "triton", {"instances": 1, "http": True}),
@@ -79,7 +84,10 @@ workers / tensorgate workers / Triton model instances); ``-batch``: batching on 
 :data:`BATCHING_TIMEOUT_0`; MLServer: adaptive batching, 32 rows, 1 ms); ``-rest`` / ``-http``:
 the same server driven over its REST API (tensorgate: TF Serving's JSON ``instances``; KServe: v1
 ``instances``; Triton: HTTP v2 with binary tensors); ``kserve-grpc``, ``triton``: gRPC v2;
-``-guarded``: with the admission flags of :data:`GUARDED_FLAGS`."""
+``-guarded``: with the admission flags of :data:`GUARDED_FLAGS`. tensorgate runs its default
+front ends (``--frontends=0``: one per CPU it may use, so one on one pinned core and two on the
+two-core layout) except ``-1f``: one front end (``--frontends=1``, one process, as before
+issue 27)."""
 
 TINY = (
     "echo",
@@ -97,6 +105,8 @@ TWO_CORE = (
     "echo",
     "tensorgate-2w",
     "tensorgate-2w-batch",
+    "tensorgate-2w-1f",
+    "tensorgate-2w-1f-batch",
     "triton-2w",
     "fastapi-inline-2w",
     "fastapi-thread-2w",
@@ -104,7 +114,16 @@ TWO_CORE = (
     "mlserver-pw2",
     "mlserver-pw2-batch",
 )
-"""The tiny-model comparison on both cores (each peer with two workers)."""
+"""The tiny-model comparison on both cores (each peer with two workers; tensorgate with its
+default front ends and with one)."""
+
+TWO_CORE_CONNECTIONS = 8
+"""gRPC connections the two-core saturation point spreads its calls over (issue 27: several
+front ends share a port, and the kernel spreads connections, not calls, over them)."""
+
+ONE_CONNECTION = ("tensorgate-2w", "tensorgate-2w-1f")
+"""The two-core one-connection point: default front ends against one (one HTTP/2 connection
+lands on one front end)."""
 
 RESNET_PINNED = ("tensorgate", "triton")
 """ResNet50 on one pinned server core (with one raw 1-thread ONNX Runtime process)."""
@@ -121,6 +140,7 @@ RESNET_TWO_CORE = (
 GRPC_TENSORGATE = {
     "1-core": ("tensorgate", "tensorgate-batch"),
     "2-core": ("tensorgate-2w", "tensorgate-2w-batch"),
+    "2-core, one front end": ("tensorgate-2w-1f", "tensorgate-2w-1f-batch"),
 }
 """tensorgate's gRPC configurations per core layout; goals compare the better of each pair."""
 

@@ -1,7 +1,8 @@
 """The systems under test, each started on demand and addressed the same way.
 
 - ``tensorgate``: ``python -m gateway`` (TF Serving flags, ``--ready_fd`` handshake), gRPC Predict
-  or its TF Serving REST API (JSON ``instances``), batching on or off;
+  or its TF Serving REST API (JSON ``instances``), batching on or off, its default front ends
+  (``--frontends=0``: one per server CPU) or as many as the configuration names;
 - ``echo``: the bare grpc.aio echo server (:mod:`bench.systems.peers.echo_server`), same method
   and bytes;
 - both run on this interpreter unless their parameters name another ``python`` (and ``env``
@@ -59,6 +60,7 @@ def _tensorgate(ctx: Context, spec: SystemSpec, model: str, cpus: tuple[int, ...
         "--port=0",
         f"--workers={p.get('workers', 0)}",
         f"--tensorflow_intra_op_parallelism={p.get('intra_op', 1)}",
+        f"--frontends={p.get('frontends', 0)}",
         *p.get("flags", ()),
     ]
     if p.get("batching"):

@@ -224,6 +224,12 @@ class Channel:
             if requests or woken or (deadline is not None and time.monotonic() >= deadline):
                 return requests
 
+    def announce_sleep(self, asleep: bool) -> None:
+        """Worker side, for one wait over several channels (:mod:`workers.fanin`): set (or clear)
+        the word that tells the gateway to ring ``submit_fd``; the caller fences and re-checks
+        every ring (:meth:`wait_submissions` with timeout 0) before it sleeps."""
+        self._words[W_SUBMIT_SLEEPING] = int(asleep)
+
     def post_completion(self, message: bytes) -> None:
         """Post an encoded reply to the gateway, ringing its doorbell only if it sleeps
         (ChannelFull, ValueError as :meth:`submit`)."""

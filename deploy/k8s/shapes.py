@@ -14,17 +14,25 @@ The rule, for a node of ``vcpus`` CPUs and ``memory_gib`` GiB (one tensorgate po
 2. The pod takes the rest, rounded down (100 mCPU, 64 MiB), with requests equal to limits
    (Guaranteed QoS): the CPU limit is the quota the gateway reads (``available_cpus``) and no
    neighbour can take the cores the workers count on.
-3. Workers: one single-threaded worker per whole CPU left after 0.5 CPU for the gateway process
-   itself (gRPC/REST, batching, encoding), at least one; intra-op and inter-op threads 1 — several
+3. Workers: one single-threaded worker per whole CPU left after 0.5 CPU for the front ends
+   (gRPC/REST, batching, encoding), at least one; intra-op and inter-op threads 1 — several
    one-thread processes beat one multi-threaded process on the same cores (DESIGN.md §10). So
    ``workers x intra_op`` never exceeds the CPU limit.
-4. Shared-memory arena: each worker has an input and an output area of ``--worker_arena_mb``;
-   together they may use a quarter of the pod's memory, per worker the largest power of two that
-   fits, between 64 MiB (the default) and 1 GiB. The areas are anonymous memfd segments, not files
-   in ``/dev/shm``, so the container's 64 MiB ``/dev/shm`` does not bound them and no
-   ``emptyDir: {medium: Memory}`` is needed; their pages count against the pod's memory limit,
-   which this budget leaves room for (:func:`derive` checks it).
-5. Replicas: the HorizontalPodAutoscaler keeps at least one pod per node of the pool and may double
+4. Front ends (``--frontends``): one per CPU of the limit, rounded up, at most 8 — one event loop
+   uses one core at most, and a small model's request costs its front end several times what it
+   costs its worker; a front end idles, costing only its memory, when the model's runs dominate.
+   The CPU limit rounded down would give ``--frontends=0`` one front end on the 1.6-CPU pod of a
+   2-vCPU node, hence the flag. Front ends and workers share the cores: the kernel balances them.
+5. Shared-memory arena: each (front end, worker) pair has a channel, and so does the supervisor
+   (warmup runs) with each worker, each with an input and an output area of
+   ``--worker_arena_mb``; all of them together may use a third of the pod's memory, per area the
+   largest power of two that fits, between 32 MiB (a batch of 32 ResNet50 images is 19 MB) and
+   1 GiB. The areas are anonymous memfd segments, not files in ``/dev/shm``, so the container's
+   64 MiB ``/dev/shm`` does not bound them and no ``emptyDir: {medium: Memory}`` is needed; their
+   pages count against the pod's memory limit (a worker's output area, a ring, is touched whole
+   over time), which this budget leaves room for with the processes' own memory
+   (:func:`derive` checks it).
+6. Replicas: the HorizontalPodAutoscaler keeps at least one pod per node of the pool and may double
    that (pods beyond the node count wait for the cluster autoscaler to add nodes of this shape).
 """
 
@@ -42,10 +50,13 @@ DAEMONSET_MILLICPU = 300
 DAEMONSET_MIB = 400
 EVICTION_MIB = 100
 GATEWAY_CPU = 0.5
-ARENA_SHARE = 0.25
-ARENA_MIN_MIB, ARENA_MAX_MIB = 64, 1024
-GATEWAY_BASE_MIB = 250
-"""Resident memory of the gateway process with no model traffic (idle measures ~75 MB)."""
+MAX_FRONTENDS = 8
+ARENA_SHARE = 1 / 3
+ARENA_MIN_MIB, ARENA_MAX_MIB = 32, 1024
+SUPERVISOR_BASE_MIB = 150
+"""Resident memory of the supervisor (idle measures ~80 MB; it serves no traffic)."""
+FRONTEND_BASE_MIB = 200
+"""Resident memory of one front end under traffic (idle measures ~85 MB)."""
 WORKER_BASE_MIB = 300
 """Resident memory of one idle worker (Python, numpy, ONNX Runtime) before any model."""
 
@@ -83,6 +94,7 @@ class PodSettings:
     millicpu: int
     memory_mib: int
     workers: int
+    frontends: int
     intra_op: int
     inter_op: int
     arena_mib: int
@@ -117,16 +129,28 @@ def derive(shape: NodeShape) -> PodSettings:
     memory = shape.memory_gib * 1024 - reserved_mib(shape.memory_gib) - EVICTION_MIB
     memory_mib = int((memory - DAEMONSET_MIB) // 64 * 64)
     workers = max(1, math.floor(millicpu / 1000 - GATEWAY_CPU))
-    per_worker = memory_mib * ARENA_SHARE / (2 * workers)
-    arena = 2 ** math.floor(math.log2(per_worker))
+    frontends = min(MAX_FRONTENDS, math.ceil(millicpu / 1000))
+    channels = workers * (frontends + 1)
+    per_area = memory_mib * ARENA_SHARE / (2 * channels)
+    arena = 2 ** math.floor(math.log2(per_area))
     arena_mib = min(ARENA_MAX_MIB, max(ARENA_MIN_MIB, arena))
-    needed = GATEWAY_BASE_MIB + workers * (WORKER_BASE_MIB + 2 * arena_mib)
+    processes = SUPERVISOR_BASE_MIB + frontends * FRONTEND_BASE_MIB + workers * WORKER_BASE_MIB
+    needed = processes + channels * 2 * arena_mib
     if needed > memory_mib:
         raise ValueError(f"{shape.name}: {needed} MiB needed before any model, {memory_mib} MiB")
     if workers > millicpu // 1000:
         raise ValueError(f"{shape.name}: {workers} workers on {millicpu} mCPU")
     return PodSettings(
-        shape, millicpu, memory_mib, workers, 1, 1, arena_mib, shape.nodes, 2 * shape.nodes
+        shape,
+        millicpu,
+        memory_mib,
+        workers,
+        frontends,
+        1,
+        1,
+        arena_mib,
+        shape.nodes,
+        2 * shape.nodes,
     )
 
 
@@ -178,6 +202,7 @@ spec:
 """
     flag_values = (
         f"--workers={s.workers}",
+        f"--frontends={s.frontends}",
         f"--tensorflow_intra_op_parallelism={s.intra_op}",
         f"--tensorflow_inter_op_parallelism={s.inter_op}",
         f"--worker_arena_mb={s.arena_mib}",
@@ -210,14 +235,15 @@ def table() -> str:
     """The derived settings as a Markdown table (deploy/README.md quotes it)."""
     rows = [
         "| overlay | nodes | CPU request = limit | memory request = limit | --workers | "
-        "intra/inter-op threads | --worker_arena_mb | HPA min-max |",
-        "|---|---|---|---|---|---|---|---|",
+        "--frontends | intra/inter-op threads | --worker_arena_mb | HPA min-max |",
+        "|---|---|---|---|---|---|---|---|---|",
     ]
     for shape in SHAPES:
         s = derive(shape)
         rows.append(
             f"| `{shape.name}` | {shape.nodes} x {shape.vcpus} vCPU / {shape.memory_gib} GB | "
-            f"{_cpu(s.millicpu)} | {s.memory_mib}Mi | {s.workers} | {s.intra_op}/{s.inter_op} | "
+            f"{_cpu(s.millicpu)} | {s.memory_mib}Mi | {s.workers} | {s.frontends} | "
+            f"{s.intra_op}/{s.inter_op} | "
             f"{s.arena_mib} | {s.min_replicas}-{s.max_replicas} |"
         )
     return "\n".join(rows) + "\n"

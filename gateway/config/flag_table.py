@@ -158,6 +158,7 @@ FLAGS: dict[str, FlagSpec] = {
         _impl("enable_serialization_as_tensor_content", "bool"),
         # tensorgate's own flags.
         _impl("workers", "int32"),
+        _impl("frontends", "int32"),
         _impl("max_message_bytes", "int64"),
         _impl("rest_api_max_body_bytes", "int64"),
         _impl("worker_arena_mb", "int32"),

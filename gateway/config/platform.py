@@ -2,7 +2,8 @@
 
 :func:`available_cpus` reads the affinity mask and the cgroup CPU quota (how Kubernetes CPU limits
 arrive); :func:`resolve_worker_threads` divides that budget between worker processes and their
-runtime thread pools so that ``workers x intra_op`` never oversubscribes the cores.
+runtime thread pools so that ``workers x intra_op`` never oversubscribes the cores;
+:func:`resolve_frontends` how many front-end processes share them.
 """
 
 from __future__ import annotations
@@ -123,3 +124,34 @@ def resolve_worker_threads(settings: Settings, cpus: int | None = None) -> tuple
             cpus,
         )
     return workers, intra, inter
+
+
+MAX_AUTO_FRONTENDS = 8
+"""The most front ends ``--frontends=0`` starts."""
+MAX_AUTO_CHANNELS = 64
+"""The most (front end, worker) channels ``--frontends=0`` makes: each holds its own input and
+output areas (``--worker_arena_mb`` each), and a worker's output area, a ring, is touched whole
+over time."""
+
+
+def resolve_frontends(settings: Settings, cpus: int | None = None) -> int:
+    """How many front-end processes serve (``--frontends``; 1: one process, as before).
+
+    ``--frontends=N`` (N >= 1) is used as given. 0 (auto) derives it from the CPU budget (default
+    :func:`available_cpus`) and the workers (:func:`resolve_worker_threads`): one
+    front end per CPU — a small model's request costs its front end several times what it costs
+    its worker (the transport: gRPC, protobuf, the event loop), and one event loop uses one core
+    at most — but at most :data:`MAX_AUTO_FRONTENDS`, and at most ``MAX_AUTO_CHANNELS //
+    workers`` (at least 2) so that front ends × workers channels stay few; 1 on one CPU (one
+    process: a supervisor would be one more process on the same core for nothing). For
+    example: 1 CPU → 1; 2 → 2; 4 → 4; 8 CPUs and 8 workers → 8; 16 CPUs and 16 workers → 4.
+    Front ends idle on a model whose runs dominate (ResNet50) cost only their memory.
+    """
+    if settings.frontends > 0:
+        return settings.frontends
+    cpus = available_cpus() if cpus is None else cpus
+    if cpus < 2:
+        return 1
+    workers = settings.workers or resolve_worker_threads(settings, cpus)[0]
+    by_channels = max(2, MAX_AUTO_CHANNELS // max(1, workers))
+    return min(cpus, MAX_AUTO_FRONTENDS, by_channels)

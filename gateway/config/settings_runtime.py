@@ -38,10 +38,19 @@ class RuntimeSettings:
         "available CPUs and --tensorflow_intra_op_parallelism so that workers x intra-op threads "
         "never exceeds the CPUs. Default 0.",
     )
+    frontends: int = setting(
+        0,
+        "tensorgate: front-end processes (>= 0), each with its own event loop, gRPC and REST "
+        "servers on the same ports (SO_REUSEPORT spreads connections, not requests, over them) "
+        "and batch queues, sharing the workers; 1 = one process, as before. 0 = auto: one per "
+        "CPU, at most 8 and at most 64 // --workers (each front end has its own shared-memory "
+        "channel to each worker), and 1 on one CPU. Default 0.",
+    )
     worker_arena_mb: int = setting(
         64,
         "tensorgate: shared memory per worker for batch inputs, and the same again for outputs, "
-        "in MiB (>= 1). A batch larger than this cannot be placed. Default 64.",
+        "in MiB (>= 1), for each front end (and once more for the supervisor's warmup runs "
+        "when there are several). A batch larger than this cannot be placed. Default 64.",
     )
     worker_ping_interval_seconds: float = setting(
         5.0,

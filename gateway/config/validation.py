@@ -84,6 +84,7 @@ def validate(s: Settings) -> None:
     _check_range("tensorflow_intra_op_parallelism", s.tensorflow_intra_op_parallelism, 0)
     _check_range("tensorflow_inter_op_parallelism", s.tensorflow_inter_op_parallelism, 0)
     _check_range("workers", s.workers, 0)
+    _check_range("frontends", s.frontends, 0)
     _check_range("worker_arena_mb", s.worker_arena_mb, 1)
     _check_range("max_tensor_elements", s.max_tensor_elements, 1)
     _check_range("max_request_bytes", s.max_request_bytes, 1)

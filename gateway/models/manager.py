@@ -29,13 +29,13 @@ import time
 from collections.abc import Awaitable, Callable, Sequence
 
 from gateway.config.model_config import ModelSpecConfig
-from gateway.errors import InvalidArgument, NotFound, ServingError, servable_not_found
+from gateway.errors import NotFound, ServingError
 from gateway.models import reload_rules
 from gateway.models.base_path import BasePathWatch
 from gateway.models.jobs import ModelState, VersionJobs, settle
 from gateway.models.load_slots import LoadSlots
 from gateway.models.loader import LoadOptions, VersionLoader, Warmup, Workers
-from gateway.serving.registry import Servable, State, VersionStatus
+from gateway.serving.registry import Servable, State, VersionStatus, pick_servable
 
 log = logging.getLogger(__name__)
 
@@ -118,24 +118,10 @@ class ModelManager:
 
         Raises NotFound with TF Serving's "Servable not found for request: ..." texts.
         """
-        if version is not None and label is not None:
-            raise InvalidArgument("ModelSpec has both version and version_label set")
         model = self._models.get(name)
         if model is None or not model.active:
-            raise servable_not_found(name, version, label)
-        if label is not None:
-            labelled = model.spec.labels.get(label)
-            if labelled is None:
-                raise InvalidArgument(f"Unrecognized servable version label: {label}")
-            version = labelled
-        if version is None:
-            if not model.servables:
-                raise servable_not_found(name)
-            return model.servables[max(model.servables)]
-        servable = model.servables.get(version)
-        if servable is None:
-            raise servable_not_found(name, version)
-        return servable
+            return pick_servable(name, None, {}, version, label)
+        return pick_servable(name, model.servables, model.spec.labels, version, label)
 
     def statuses(self, name: str, version: int | None = None) -> list[VersionStatus]:
         """Version states for GetModelStatus (TF Serving's NOT_FOUND texts when unknown)."""

@@ -18,14 +18,15 @@ long batch) is shown with its previous answer if the process is the same.
 - read from the pool at scrape: ``tensorgate_worker_restarts_total`` (workers replaced after dying
   or hanging), ``tensorgate_shm_bytes_in_use`` and ``tensorgate_shm_capacity_bytes`` gauges
   {worker, area}: shared memory held by batches in flight and, in ``output``, by responses
-  being encoded from it.
+  being encoded from it, summed over the worker's channels (with several front ends, each front
+  end's channel to the worker adds its own figures: ``shared``).
 """
 
 from __future__ import annotations
 
 import asyncio
 import contextlib
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
 
 from prometheus_client.core import CounterMetricFamily, GaugeMetricFamily, Metric
 
@@ -37,14 +38,25 @@ from gateway.parallel.pool import WorkerPool
 PING_TIMEOUT_S = 1.0
 """How long a scrape waits for each worker's figures."""
 
+ShmUse = dict[tuple[str, str], tuple[int, int]]
+"""(worker, area) → (bytes in use, capacity in bytes) of shared memory."""
+
 
 class WorkerFigures:
     """The latest figures of each live worker of ``pool``, refreshed by :meth:`refresh`."""
 
-    def __init__(self, pool: WorkerPool, timeout_s: float = PING_TIMEOUT_S) -> None:
+    def __init__(
+        self,
+        pool: WorkerPool,
+        timeout_s: float = PING_TIMEOUT_S,
+        *,
+        shared: Callable[[], ShmUse] | None = None,
+    ) -> None:
+        """``shared``: the shared memory of the workers' other channels (several front ends)."""
         self.pool = pool
         self.timeout_s = timeout_s
         self.latest: dict[int, WorkerStats] = {}
+        self.shared = shared
 
     async def refresh(self) -> None:
         """Ask every live worker for its figures (concurrently, bounded); forget dead ones."""
@@ -116,16 +128,27 @@ class WorkerFigures:
             "Size of each worker's shared-memory areas.",
             labels=["worker", "area"],
         )
+        for (worker, area), (used, size) in self.shm_use().items():
+            in_use.add_metric([worker, area], used)
+            capacity.add_metric([worker, area], size)
+        yield from (in_use, capacity)
+
+    def shm_use(self) -> ShmUse:
+        """Each live worker's shared memory in use and its capacity, per area, over the pool's
+        channels and the ``shared`` ones."""
         options = self.pool.options
+        use: ShmUse = {}
         for link in self.pool.links:
             if not link.alive:
                 continue
             worker = str(link.index)
-            in_use.add_metric([worker, "input"], link.channel.input_used)
-            in_use.add_metric([worker, "output"], link.channel.output_used)
-            capacity.add_metric([worker, "input"], options.input_bytes)
-            capacity.add_metric([worker, "output"], options.output_bytes)
-        yield from (in_use, capacity)
+            use[(worker, "input")] = (link.channel.input_used, options.input_bytes)
+            use[(worker, "output")] = (link.channel.output_used, options.output_bytes)
+        for key, (used, size) in (self.shared() if self.shared else {}).items():
+            if key in use:  # a worker that died since is not listed
+                was_used, was_size = use[key]
+                use[key] = (was_used + used, was_size + size)
+        return use
 
 
 def _gauge(name: str, documentation: str) -> GaugeMetricFamily:

@@ -23,6 +23,7 @@ import asyncio
 import logging
 from collections.abc import Callable
 from dataclasses import dataclass, field
+from typing import Protocol
 
 from gateway.errors import ServingError, Unavailable
 from gateway.parallel.control import ControlLink
@@ -65,6 +66,20 @@ class PoolOptions:
     stop_timeout_s: float = 5.0
     restart_delay_s: float = 1.0
     log_format: str = "text"
+    handover: bool = False
+    """Give each worker a socket for channels handed over later (several front ends)."""
+
+
+class WorkerEvents(Protocol):
+    """Who else must know when a worker process comes and goes (the supervisor's front ends)."""
+
+    def started(self, worker: WorkerProcess) -> None:
+        """``worker`` is ready, before its servables are restored and routed."""
+        ...
+
+    def exited(self, worker: WorkerProcess, code: int) -> None:
+        """``worker`` ended with ``code`` and was reaped (not called while the pool closes)."""
+        ...
 
 
 class WorkerPool:
@@ -80,8 +95,10 @@ class WorkerPool:
         *,
         dispatcher: Dispatcher | None = None,
         on_change: Callable[[], None] | None = None,
+        events: WorkerEvents | None = None,
     ) -> None:
         self.options = options
+        self.events = events
         self.dispatcher = dispatcher or Dispatcher()
         self.restarts = 0
         self._on_change = on_change
@@ -168,11 +185,14 @@ class WorkerPool:
             log_format=options.log_format,
             dispatcher=self.dispatcher,
             on_exit=self._on_exit,
+            handover=options.handover,
         )
         self._workers[index] = worker
         try:
             await asyncio.wait_for(asyncio.shield(worker.control.ready), options.start_timeout_s)
             worker.endpoint.open()  # refused when its exit was seen first
+            if self.events is not None:
+                self.events.started(worker)
             await self._hosting.restore(worker)
             worker.endpoint.check_open()  # it may have died while its servables were loading
         except TimeoutError:
@@ -190,6 +210,8 @@ class WorkerPool:
         code = worker.reap()
         if self._closing:
             return
+        if self.events is not None:
+            self.events.exited(worker, code)
         self.restarts += 1
         self._tasks.spawn(self._notify(), "worker change")
         if not worker.started:

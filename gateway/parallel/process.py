@@ -14,6 +14,7 @@ import contextlib
 import logging
 import os
 import signal
+import socket
 import subprocess
 from collections.abc import Callable
 from typing import Any
@@ -49,6 +50,10 @@ class WorkerProcess:
         """Servables loaded in this process, warm or still warming."""
         self.routed: set[str] = set()
         """Servables whose runs are routed here (warm)."""
+        self.handover: socket.socket | None = None
+        """The supervisor's end of the socket on which channels are handed to the worker after
+        it started (several front ends: :mod:`gateway.supervisor.fanout`, which closes it);
+        None otherwise."""
         self.started = False
         """Set by the pool once the worker is alive with its servables: from then on its exit
         calls for a replacement (before, its start fails instead)."""
@@ -66,21 +71,34 @@ class WorkerProcess:
         log_format: str,
         dispatcher: Dispatcher,
         on_exit: Callable[[WorkerProcess], None],
+        handover: bool = False,
     ) -> WorkerProcess:
         """Create worker ``index``'s channel and control link, then its process, and attach the
         channel to ``dispatcher`` (the run side); ``on_exit`` is called on the loop when the
-        process ends."""
+        process ends. ``handover``: give the worker a Unix socket for channels made later
+        (:attr:`handover`)."""
         loop = asyncio.get_running_loop()
         channel = Channel.create(index=index, input_bytes=input_bytes, output_bytes=output_bytes)
         endpoint = Endpoint(index, channel, loop)
         control = ControlLink(endpoint, loop)
+        ours, theirs = socket.socketpair() if handover else (None, None)
         try:
-            process = spawn_worker(channel, log_format=log_format)
+            process = spawn_worker(
+                channel,
+                log_format=log_format,
+                handover_fd=None if theirs is None else theirs.fileno(),
+            )
         except BaseException:
             endpoint.close(Unavailable("worker failed to start"))
+            if ours is not None:
+                ours.close()
             raise
+        finally:
+            if theirs is not None:
+                theirs.close()
         control.pid = process.pid
         worker = cls(endpoint, control, dispatcher.attach(endpoint), process)
+        worker.handover = ours
         loop.add_reader(worker._pidfd, on_exit, worker)
         return worker
 

@@ -67,7 +67,11 @@ class BatchQueues:
 
     async def drain(self, servable: Servable) -> None:
         """Run what is queued for a servable about to be unloaded; then forget its queues."""
-        keys = [k for k in self._schedulers if k[0] == servable.key]
+        await self.drain_key(servable.key)
+
+    async def drain_key(self, servable_key: str) -> None:
+        """:meth:`drain` by the servable's key (``<model>:<version>``)."""
+        keys = [k for k in self._schedulers if k[0] == servable_key]
         for key in keys:
             await self._schedulers[key].drain()
             del self._schedulers[key]

@@ -11,12 +11,12 @@ control will forward to the supervisor.
 from __future__ import annotations
 
 import enum
-from collections.abc import Sequence
+from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from typing import Protocol
 
 from gateway.config.model_config import ModelSpecConfig
-from gateway.errors import ServingError
+from gateway.errors import InvalidArgument, ServingError, servable_not_found
 from gateway.parallel.warmup import WarmupReport
 from gateway.serving.signature import Signature
 
@@ -57,6 +57,36 @@ class VersionStatus:
     state: State
     error: ServingError | None = None
     warmup: tuple[WarmupReport, ...] = ()
+
+
+def pick_servable(
+    name: str,
+    servables: Mapping[int, Servable] | None,
+    labels: Mapping[str, int],
+    version: int | None = None,
+    label: str | None = None,
+) -> Servable:
+    """The servable a ModelSpec names among a model's loaded ``servables`` (None: the model is
+    not configured): the latest by default, a specific version, or a version ``label``.
+    NotFound with TF Serving's "Servable not found for request: ..." texts; InvalidArgument for
+    both a version and a label, or an unknown label."""
+    if version is not None and label is not None:
+        raise InvalidArgument("ModelSpec has both version and version_label set")
+    if servables is None:
+        raise servable_not_found(name, version, label)
+    if label is not None:
+        labelled = labels.get(label)
+        if labelled is None:
+            raise InvalidArgument(f"Unrecognized servable version label: {label}")
+        version = labelled
+    if version is None:
+        if not servables:
+            raise servable_not_found(name)
+        return servables[max(servables)]
+    servable = servables.get(version)
+    if servable is None:
+        raise servable_not_found(name, version)
+    return servable
 
 
 class Registry(Protocol):

@@ -54,15 +54,21 @@ class V2Options:
 
 
 class DataPlane:
-    """V2's operations over ``core``; ``stats``: the per-version statistics (None: metrics off)."""
+    """V2's operations over ``core``; ``stats``: the per-version statistics (None: metrics off);
+    ``repository``: the repository extension (default: over ``core.models``; a front end of
+    several forwards load and unload to the supervisor's)."""
 
     def __init__(
-        self, core: ServingCore, options: V2Options, stats: ModelStats | None = None
+        self,
+        core: ServingCore,
+        options: V2Options,
+        stats: ModelStats | None = None,
+        repository: Repository | None = None,
     ) -> None:
         self._core = core
         self.options = options
         self.limits = Limits(options.max_elements, options.max_request_bytes)
-        self.repository = Repository(core.models, management=options.management)
+        self.repository = repository or Repository(core.models, management=options.management)
         self._stats = stats
 
     # -- health and metadata --------------------------------------------------------------------

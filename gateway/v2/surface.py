@@ -25,6 +25,7 @@ from gateway.transport.surface import GrpcService
 from gateway.v2 import PROTOCOL
 from gateway.v2.dataplane import DataPlane, V2Options
 from gateway.v2.grpc import InferenceService
+from gateway.v2.model_control import Repository
 from gateway.v2.rest.routes import V2Rest
 
 SERVICE = pb.DESCRIPTOR.services_by_name["GRPCInferenceService"].full_name
@@ -51,14 +52,19 @@ def model_of(request: Any) -> str:
 
 class V2Surface:
     """GRPCInferenceService and ``/v2`` over ``core``; ``stats``: each model version's
-    statistics (None while metrics are off: the statistics extension then reports zeros)."""
+    statistics (None while metrics are off: the statistics extension then reports zeros);
+    ``repository``: the repository extension (:class:`DataPlane`'s)."""
 
     name = PROTOCOL
 
     def __init__(
-        self, core: ServingCore, options: V2Options, stats: ModelStats | None = None
+        self,
+        core: ServingCore,
+        options: V2Options,
+        stats: ModelStats | None = None,
+        repository: Repository | None = None,
     ) -> None:
-        self._plane = DataPlane(core, options, stats)
+        self._plane = DataPlane(core, options, stats, repository)
 
     def grpc_services(self) -> Sequence[GrpcService]:
         servicer = InferenceService(self._plane)

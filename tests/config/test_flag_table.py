@@ -65,6 +65,7 @@ UPSTREAM_DEFAULTS: dict[str, object] = {
 }
 TENSORGATE_FLAGS = {
     "workers",
+    "frontends",
     "max_message_bytes",
     "rest_api_max_body_bytes",
     "worker_arena_mb",

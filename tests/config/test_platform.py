@@ -14,7 +14,7 @@ import pytest
 from hypothesis import given
 from hypothesis import strategies as st
 
-from gateway.config.platform import available_cpus, resolve_worker_threads
+from gateway.config.platform import available_cpus, resolve_frontends, resolve_worker_threads
 from gateway.config.settings import Settings
 from gateway.config.validation import SettingsError
 
@@ -149,3 +149,25 @@ def test_odd_quota_files(workdir: Path, files: dict[str, str], quota_cpus: int |
 def test_an_unreadable_proc_file_falls_back_to_the_root_cgroup(workdir: Path) -> None:
     (workdir / "cpu.max").write_text("100000 100000\n")
     assert available_cpus(cgroup_root=workdir, proc_cgroup=workdir / "missing") == 1
+
+
+@pytest.mark.parametrize(
+    ("cpus", "flags", "expected"),
+    [
+        (1, {}, 1),  # one process, as before
+        (2, {}, 2),
+        (4, {}, 4),
+        (8, {}, 8),
+        (16, {}, 4),  # 16 workers: 64 channels at most
+        (16, {"workers": 4}, 8),  # at most 8
+        (64, {"tensorflow_intra_op_parallelism": 8}, 8),  # 8 workers of 8 threads
+        (2, {"workers": 64}, 2),  # at least 2 on two CPUs
+        (8, {"frontends": 3}, 3),  # as given
+        (1, {"frontends": 2}, 2),
+    ],
+)
+def test_front_ends_per_cpu_bounded_by_the_channels(
+    cpus: int, flags: dict[str, int], expected: int
+) -> None:
+    settings = Settings(model_base_path="/m", **flags)  # type: ignore[arg-type]
+    assert resolve_frontends(settings, cpus=cpus) == expected

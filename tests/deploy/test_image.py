@@ -50,7 +50,8 @@ ZERO += [0, 8, 8, 0, 0, 5, 8, 0, 0, 9, 8, 0, 0, 4, 11, 0, 1, 12, 7, 0, 0, 2, 14,
 ZERO += [0, 0, 6, 13, 10, 0, 0, 0]
 
 TEXT_LINE = re.compile(
-    r"\d{4}-\d\d-\d\d \d\d:\d\d:\d\d\.\d{3} [DIWEC] \d+ (gateway|worker-\d+) [\w.]+\] \S"
+    r"\d{4}-\d\d-\d\d \d\d:\d\d:\d\d\.\d{3} [DIWEC] \d+ (gateway|worker-\d+|frontend-\d+) "
+    r"[\w.]+\] \S"
 )
 
 
@@ -79,8 +80,8 @@ def onnx_container(
     onnx_image: BuiltImage, tmp_path_factory: pytest.TempPathFactory
 ) -> Iterator[Container]:
     """The demo model mounted as "mnist" under MODEL_BASE_PATH=/srv/models, a monitoring config
-    mounted at /etc/tensorgate and named by an appended flag, one worker; nothing writable, not
-    even /tmp."""
+    mounted at /etc/tensorgate and named by an appended flag, one worker and two front ends (the
+    supervisor is PID 1); nothing writable, not even /tmp."""
     root = tmp_path_factory.mktemp("onnx")
     shutil.copytree(REPO_ROOT / "models" / "digits", root / "mnist")
     (root / "config").mkdir()
@@ -90,7 +91,11 @@ def onnx_container(
         "onnx",
         env={"MODEL_NAME": "mnist", "MODEL_BASE_PATH": "/srv/models"},
         volumes=[(root / "mnist", "/srv/models/mnist"), (root / "config", "/etc/tensorgate")],
-        flags=["--workers=1", "--monitoring_config_file=/etc/tensorgate/monitoring.config"],
+        flags=[
+            "--workers=1",
+            "--frontends=2",
+            "--monitoring_config_file=/etc/tensorgate/monitoring.config",
+        ],
         writable_tmp=False,
     ) as container:
         yield container
@@ -112,7 +117,7 @@ def tf_container(
         "tf",
         env={"MODEL_NAME": "half_plus_two"},
         volumes=[(models / "half_plus_two", "/models/half_plus_two")],
-        flags=["--workers=1", "--log_format=json"],
+        flags=["--workers=1", "--frontends=1", "--log_format=json"],
     ) as container:
         yield container
 
@@ -238,7 +243,9 @@ def test_official_tf_serving_client_on_port_8500(onnx_container: Container, tmp_
 
 
 def test_appended_flags_are_applied(onnx_container: Container) -> None:
-    """--monitoring_config_file (a mounted file) and --workers=1 came after the image's flags."""
+    """--monitoring_config_file (a mounted file), --workers=1 and --frontends=2 came after the
+    image's flags: one worker on the page, two front ends serving (each scrape is the whole
+    server's page, whichever front end answers)."""
     status, body, _ = http(onnx_container.rest_url + "/monitoring/prometheus/metrics")
     assert status == 200, body
     page = body.decode()
@@ -250,7 +257,7 @@ def test_appended_flags_are_applied(onnx_container: Container) -> None:
 def test_runs_unprivileged_on_a_read_only_root(onnx_container: Container) -> None:
     assert onnx_container.inspect("{{.HostConfig.ReadonlyRootfs}}") == "true"
     assert onnx_container.inspect("{{.Config.User}}") == "10001"
-    # The server (PID 1, the entry point exec'd) and its workers.
+    # The supervisor (PID 1, the entry point exec'd), its front ends and its workers.
     done = onnx_container.exec("sh", "-c", "grep -h '^Uid:' /proc/[0-9]*/status")
     assert done.returncode == 0, done.stderr
     uids = {line.split()[1] for line in done.stdout.splitlines()}
@@ -268,7 +275,7 @@ def test_logs_are_in_the_project_format(onnx_container: Container) -> None:
     strays = [line for line in lines if not TEXT_LINE.match(line)]
     assert not strays, strays
     roles = {TEXT_LINE.match(line).group(1) for line in lines}  # type: ignore[union-attr]
-    assert roles == {"gateway", "worker-0"}, roles
+    assert roles == {"gateway", "worker-0", "frontend-0", "frontend-1"}, roles
 
 
 def test_podman_stop_drains_and_exits_0_within_the_grace(onnx_container: Container) -> None:

@@ -31,7 +31,7 @@ from gateway.config.model_config import (
     load_monitoring_config,
     model_specs,
 )
-from gateway.config.platform import resolve_worker_threads
+from gateway.config.platform import resolve_frontends, resolve_worker_threads
 from gateway.config.settings import MIB
 from gateway.parallel.pool import PoolOptions
 from tests.support.gateway_proc import start_gateway
@@ -110,8 +110,9 @@ def test_rule_never_oversubscribes_and_leaves_memory_for_models() -> None:
         s = shapes.derive(shape)
         assert s.workers * s.intra_op <= s.millicpu // 1000 < shape.vcpus
         assert s.memory_mib < shape.memory_gib * 1024
-        arenas = s.workers * 2 * s.arena_mib
+        arenas = s.workers * (s.frontends + 1) * 2 * s.arena_mib  # a channel per front end
         assert arenas <= s.memory_mib * shapes.ARENA_SHARE
+        assert s.frontends >= max(2, s.millicpu / 1000)  # one event loop per CPU, rounded up
     bigger = [shapes.derive(shape) for shape in shapes.SHAPES]
     assert [s.workers for s in bigger] == sorted(s.workers for s in bigger)
 
@@ -158,7 +159,9 @@ def test_flags_fit_the_shape(rendered: Path) -> None:
     assert workers * intra <= cpus
     assert (workers, intra, inter) == (settings.workers, 1, 1)
     memory = int(str(limits["memory"]).removesuffix("Mi")) * MIB
-    assert workers * 2 * settings.worker_arena_bytes < memory
+    frontends = resolve_frontends(settings, cpus)
+    assert frontends == settings.frontends >= 2
+    assert workers * (frontends + 1) * 2 * settings.worker_arena_bytes < memory
     hpa = docs["HorizontalPodAutoscaler"]["spec"]
     shape = next(s for s in shapes.SHAPES if rendered.stem == s.name)
     assert (hpa["minReplicas"], hpa["maxReplicas"]) == (shape.nodes, 2 * shape.nodes)

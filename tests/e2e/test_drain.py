@@ -21,7 +21,7 @@ import numpy as np
 from grpc_health.v1 import health_pb2, health_pb2_grpc
 
 from gateway._pb.tensorflow_serving.apis import prediction_service_pb2_grpc
-from tests.support.gateway_proc import child_pids, free_port, running_gateway, start_gateway
+from tests.support.gateway_proc import free_port, running_gateway, start_gateway, worker_pids
 from tests.support.grpc_calls import outputs_of, predict_request
 
 X = np.ones((1, 64), np.float32)
@@ -100,7 +100,7 @@ def test_a_second_signal_cancels_what_still_runs(model_repo: Path, tmp_path: Pat
     try:
         with grpc.insecure_channel(gateway.target) as channel:
             stub = prediction_service_pb2_grpc.PredictionServiceStub(channel)
-            (worker,) = child_pids(gateway.pid)
+            (worker,) = worker_pids(gateway.pid)
             os.kill(worker, signal.SIGSTOP)
             held = _hold(stub)
             gateway.process.send_signal(signal.SIGTERM)

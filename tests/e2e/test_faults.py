@@ -19,12 +19,12 @@ from gateway.serving.core import ModelRef, PredictResult
 from gateway.serving.inputs import Ready
 from tests.support import onnx_models
 from tests.support.gateway_proc import (
-    child_pids,
     kill_quietly,
     running_gateway,
     shm_entries,
     start_gateway,
     wait_gone,
+    worker_pids,
 )
 from tests.support.grpc_calls import outputs_of, predict_request
 from tests.support.ort import run_reference
@@ -85,7 +85,7 @@ def _watch_until(stream: object, wanted: int) -> None:
 def test_worker_sigkill_through_the_gateway(model_repo: Path, tmp_path: Path) -> None:
     args = ["--model_name=mlp", f"--model_base_path={model_repo / 'mlp'}", "--workers=1"]
     with running_gateway(args, tmp_path) as gateway, grpc.insecure_channel(gateway.target) as ch:
-        (worker,) = child_pids(gateway.pid)
+        (worker,) = worker_pids(gateway.pid)
         health = health_pb2_grpc.HealthStub(ch)
         stream = health.Watch(health_pb2.HealthCheckRequest(service="mlp"), timeout=120)
         _watch_until(stream, SERVING)
@@ -93,7 +93,7 @@ def test_worker_sigkill_through_the_gateway(model_repo: Path, tmp_path: Path) ->
         _watch_until(stream, NOT_SERVING)
         _watch_until(stream, SERVING)
         stream.cancel()
-        assert child_pids(gateway.pid) != [worker]
+        assert worker_pids(gateway.pid) != [worker]
         stub = prediction_service_pb2_grpc.PredictionServiceStub(ch)
         x = np.ones((1, 64), np.float32)
         got = outputs_of(stub.Predict(predict_request("mlp", {"x": x}), timeout=30))
@@ -110,7 +110,7 @@ def test_hung_worker_is_caught_by_ping(model_repo: Path, tmp_path: Path) -> None
         "--worker_ping_timeout_seconds=1",
     ]
     with running_gateway(args, tmp_path) as gateway, grpc.insecure_channel(gateway.target) as ch:
-        (worker,) = child_pids(gateway.pid)
+        (worker,) = worker_pids(gateway.pid)
         os.kill(worker, signal.SIGSTOP)
         stub = prediction_service_pb2_grpc.PredictionServiceStub(ch)
         x = np.ones((1, 64), np.float32)
@@ -130,7 +130,7 @@ def test_gateway_sigkill_leaves_nothing_and_restarts(model_repo: Path, tmp_path:
     args = ["--model_name=mlp", f"--model_base_path={model_repo / 'mlp'}", "--workers=2"]
     shm_before = shm_entries()
     gateway = start_gateway(args, tmp_path)
-    workers = child_pids(gateway.pid)
+    workers = worker_pids(gateway.pid)
     assert len(workers) == 2
     try:
         gateway.stop(signal.SIGKILL)
@@ -161,7 +161,7 @@ def test_a_hung_worker_is_replaced_within_seconds_not_at_the_ping(
         stub = prediction_service_pb2_grpc.PredictionServiceStub(ch)
         x = np.ones((1, 64), np.float32)
         stub.Predict(predict_request("mlp", {"x": x}), timeout=30)  # the model's runs are timed
-        (worker,) = child_pids(gateway.pid)
+        (worker,) = worker_pids(gateway.pid)
         os.kill(worker, signal.SIGSTOP)
         with pytest.raises(grpc.RpcError) as info:
             stub.Predict(predict_request("mlp", {"x": x}), timeout=25)

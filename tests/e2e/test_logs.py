@@ -8,7 +8,7 @@ import re
 from collections import Counter
 from pathlib import Path
 
-from tests.support.gateway_proc import GatewayProcess, child_pids, free_port, running_gateway
+from tests.support.gateway_proc import GatewayProcess, free_port, running_gateway, worker_pids
 
 TEXT_LINE = re.compile(
     r"^\d{4}-\d\d-\d\d \d\d:\d\d:\d\d\.\d{3} [DIWEC] \d+ (gateway|worker-\d+) [\w.]+\] \S"
@@ -31,7 +31,7 @@ def test_json_lines_from_gateway_and_workers_one_per_start_step(
         "--log_format=json",
     ]
     with running_gateway(args, tmp_path) as gateway:
-        workers = set(child_pids(gateway.pid))
+        workers = set(worker_pids(gateway.pid))
         gateway_pid = gateway.pid
     entries = [json.loads(line) for line in gateway.log().splitlines()]
     assert all(set(e) >= {"time", "level", "pid", "process", "logger", "message"} for e in entries)

@@ -20,7 +20,7 @@ from grpc_health.v1 import health_pb2, health_pb2_grpc
 
 from gateway._pb.tensorflow_serving.apis import get_model_metadata_pb2, prediction_service_pb2_grpc
 from gateway.observability.tfs_metrics import LATENCY_BUCKETS, g6
-from tests.support.gateway_proc import GatewayProcess, child_pids, free_port, running_gateway
+from tests.support.gateway_proc import GatewayProcess, free_port, running_gateway, worker_pids
 from tests.support.grpc_calls import predict_request
 from tests.support.prometheus import running_prometheus
 
@@ -186,7 +186,7 @@ def test_worker_figures_appear_and_survive_a_worker_restart(gateway: GatewayProc
     with grpc.insecure_channel(gateway.target) as channel:
         stub = prediction_service_pb2_grpc.PredictionServiceStub(channel)
         stub.Predict(predict_request("mlp", {"x": x}), timeout=30)
-        (old,) = child_pids(gateway.pid)
+        (old,) = worker_pids(gateway.pid)
         page = scrape(gateway)
         assert _worker_lines(page) == [f'tensorgate_worker_info{{pid="{old}",worker="0"}} 1.0']
         assert re.search(r'tensorgate_worker_runs_total\{worker="0"\} [1-9]', page)
@@ -203,7 +203,7 @@ def test_worker_figures_appear_and_survive_a_worker_restart(gateway: GatewayProc
         _watch_until(stream, NOT_SERVING)
         _watch_until(stream, SERVING)
         stream.cancel()
-        (new,) = child_pids(gateway.pid)
+        (new,) = worker_pids(gateway.pid)
         stub.Predict(predict_request("mlp", {"x": x}), timeout=30)
         page = scrape(gateway)
     assert new != old

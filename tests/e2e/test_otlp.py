@@ -14,7 +14,7 @@ import numpy as np
 import pytest
 
 from gateway._pb.tensorflow_serving.apis import prediction_service_pb2_grpc
-from tests.support.gateway_proc import child_pids, free_port, running_gateway
+from tests.support.gateway_proc import free_port, running_gateway, worker_pids
 from tests.support.grpc_calls import predict_request
 from tests.support.otlp_receiver import Received, running_receiver
 
@@ -42,7 +42,7 @@ def test_spans_reach_an_otlp_receiver(protocol: str, model_repo: Path, tmp_path:
             f"--rest_api_port={free_port()}",
         ]
         with running_gateway(args, tmp_path, env) as gateway:
-            (worker,) = child_pids(gateway.pid)
+            (worker,) = worker_pids(gateway.pid)
             x = np.ones((1, 64), np.float32)
             with grpc.insecure_channel(gateway.target) as channel:
                 stub = prediction_service_pb2_grpc.PredictionServiceStub(channel)

@@ -2,6 +2,10 @@
 
 Readiness is reported by the gateway itself over an inherited pipe (``--ready_fd``): the test blocks
 on that pipe (bounded), never sleeps and string-matches logs.
+
+A gateway is one process (``--frontends=1``) unless the test asks for front ends
+(``tests/e2e/test_frontends.py``): most whole-server tests observe the one-process shape (its
+children are the workers). ``TENSORGATE_TEST_FRONTENDS=N`` runs them with N front ends instead.
 """
 
 from __future__ import annotations
@@ -97,6 +101,8 @@ def start_gateway(
     flags = [*args, f"--ready_fd={write_fd}"]
     if not any(a.startswith("--port") for a in args):
         flags.append("--port=0")
+    if not any(a.startswith("--frontends") for a in args):
+        flags.append(f"--frontends={os.environ.get('TENSORGATE_TEST_FRONTENDS', '1')}")
     argv = gateway_command(flags) if command is None else [*command, *flags]
     with open(log_path, "wb") as log_file:
         process = subprocess.Popen(
@@ -139,6 +145,24 @@ def child_pids(pid: int) -> list[int]:
         return [int(p) for p in path.read_text().split()]
     except FileNotFoundError:
         return []
+
+
+def _cmdline(pid: int) -> str:
+    try:
+        return Path(f"/proc/{pid}/cmdline").read_bytes().replace(b"\0", b" ").decode()
+    except FileNotFoundError:
+        return ""
+
+
+def worker_pids(pid: int) -> list[int]:
+    """The gateway ``pid``'s worker processes (one process or a supervisor alike)."""
+    return [p for p in child_pids(pid) if "-m workers" in _cmdline(p)]
+
+
+def front_end_pids(pid: int) -> list[int]:
+    """The supervisor ``pid``'s front-end processes, by slot (none: one process)."""
+    found = [p for p in child_pids(pid) if "-m gateway.frontend" in _cmdline(p)]
+    return sorted(found, key=lambda p: int(_cmdline(p).split("--slot ")[1].split()[0]))
 
 
 def wait_gone(pid: int, timeout_s: float = 30.0) -> bool:

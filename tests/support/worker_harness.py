@@ -1,19 +1,23 @@
 """The gateway's end of one real worker process, driven by hand: typed requests by id, tensors in
-and out of the shared-memory areas."""
+and out of the shared-memory areas; with ``handover``, more channels handed to the worker as a
+supervisor hands them (each driven the same way: :meth:`Harness.attach`)."""
 
 from __future__ import annotations
 
 import functools
 import itertools
 import json
+import os
 import select
+import socket
+import subprocess
 import time
 from collections.abc import Callable
 from typing import Any
 
 import numpy as np
 
-from channel import messages
+from channel import handover, messages
 from channel.dtypes import dtype_name
 from channel.messages import TensorDesc
 from channel.shm.channel import Channel
@@ -24,25 +28,17 @@ WAIT_S = 30.0
 """Upper bound of every wait on a worker (never reached when things work)."""
 
 
-class Harness:
-    """The gateway's end of one worker: typed requests by id, tensors in and out of the areas."""
+class ChannelEnd:
+    """The gateway's end of one channel to a worker process ``proc``: typed requests by id,
+    tensors in and out of the areas."""
 
-    def __init__(self, **layout: int) -> None:
-        self.channel = Channel.create(
-            index=0, **{"input_bytes": 1 << 20, "output_bytes": 1 << 20, **layout}
-        )
-        self.proc = spawn_worker(self.channel, log_level="WARNING")
+    def __init__(self, channel: Channel, proc: subprocess.Popen[bytes]) -> None:
+        self.channel = channel
+        self.proc = proc
         self._poll = select.poll()
         self._poll.register(self.channel.complete_fd, select.POLLIN)
         self._ids = itertools.count(messages.READY_ID + 1)
         self._replies: dict[int, dict[str, Any]] = {}
-        self.ready = self.reply(messages.READY_ID)
-
-    def close(self) -> None:
-        if self.proc.poll() is None:
-            self.proc.kill()
-        self.proc.wait(WAIT_S)
-        self.channel.close()
 
     def send(self, make: Callable[[int], messages.Request]) -> int:
         """Post the request ``make(id)`` builds (a constructor of :mod:`channel.messages`)."""
@@ -116,3 +112,58 @@ class Harness:
         inputs = [self.put(name, arr) for name, arr in feeds.items()]
         reply = self.reply(self.send_run(key, inputs, **fields))
         return reply, self.finish(inputs, reply)
+
+
+class Harness(ChannelEnd):
+    """One worker process and the gateway's end of its first channel; with ``handover``, a
+    supervisor's socket to hand it more (:meth:`attach`, :meth:`detach`)."""
+
+    def __init__(self, *, handover: bool = False, **layout: int) -> None:
+        self.layout = {"input_bytes": 1 << 20, "output_bytes": 1 << 20, **layout}
+        channel = Channel.create(index=0, **self.layout)
+        self.handover: socket.socket | None = None
+        theirs = None
+        if handover:
+            self.handover, theirs = socket.socketpair()
+        try:
+            proc = spawn_worker(
+                channel,
+                log_level="WARNING",
+                handover_fd=None if theirs is None else theirs.fileno(),
+            )
+        finally:
+            if theirs is not None:
+                theirs.close()
+        super().__init__(channel, proc)
+        self.ready = self.reply(messages.READY_ID)
+        self.attached: list[ChannelEnd] = []
+
+    def attach(self, owner: int) -> ChannelEnd:
+        """A new channel, handed to the worker for ``owner``; the gateway's end of it."""
+        if self.handover is None:
+            raise RuntimeError("this worker has no handover socket")
+        channel = Channel.create(index=0, **self.layout)
+        copies = [os.dup(fd) for fd in channel.fds]
+        try:
+            handover.send(self.handover, {"op": "attach", "owner": owner}, copies)
+        finally:
+            handover.close_all(copies)
+        end = ChannelEnd(channel, self.proc)
+        self.attached.append(end)
+        return end
+
+    def detach(self, owner: int) -> None:
+        """Tell the worker that ``owner`` is gone."""
+        if self.handover is None:
+            raise RuntimeError("this worker has no handover socket")
+        handover.send(self.handover, {"op": "detach", "owner": owner})
+
+    def close(self) -> None:
+        if self.proc.poll() is None:
+            self.proc.kill()
+        self.proc.wait(WAIT_S)
+        self.channel.close()
+        for end in self.attached:
+            end.channel.close()
+        if self.handover is not None:
+            self.handover.close()

@@ -96,9 +96,17 @@ class HttpServer:
         self._site: web.TCPSite | None = None
 
     # -- lifecycle ------------------------------------------------------------------------------
-    async def start(self, host: str, port: int, ssl_context: ssl.SSLContext | None = None) -> int:
+    async def start(
+        self,
+        host: str,
+        port: int,
+        ssl_context: ssl.SSLContext | None = None,
+        *,
+        reuse_port: bool = False,
+    ) -> int:
         """Listen on ``host``:``port`` (with TLS when ``ssl_context``) and return the bound port
         (``port`` 0: OS-chosen). FailedPrecondition when the address cannot be bound.
+        ``reuse_port``: share the port with other processes that set it (``SO_REUSEPORT``).
 
         ``host`` "" listens on every interface, IPv4 and IPv6 (one socket each: with port 0 they
         may get different ports, and the first is returned — give an address for port 0).
@@ -107,7 +115,9 @@ class HttpServer:
             make_server(self._handle, self._limits), shutdown_timeout=_CANCEL_AFTER_S
         )
         await runner.setup()
-        site = web.TCPSite(runner, host or None, port, ssl_context=ssl_context)
+        site = web.TCPSite(
+            runner, host or None, port, ssl_context=ssl_context, reuse_port=reuse_port or None
+        )
         try:
             await site.start()
         except OSError as exc:

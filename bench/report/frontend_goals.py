@@ -1,0 +1,103 @@
+"""Issue 27's goals (several front-end processes sharing one worker pool), from one run.
+
+- tiny MLP, 2 cores, c=64 spread over :data:`~bench.systems.catalog.TWO_CORE_CONNECTIONS`
+  connections: tensorgate with its default front ends (the better of batching off and on,
+  :data:`~bench.systems.catalog.GRPC_TENSORGATE` ``2-core``) ≥ 1.0× Triton with two instances,
+  ≥ 1.0× FastAPI + ProcessPool with two uvicorn workers, ≥ 1.5× tensorgate with one front end;
+- the same with every call on one connection: no worse than one front end (a connection lands on
+  one front end), met when the repeats' range reaches 1.0×;
+- ResNet50's goal rows stay met with the default front ends (they are issue 12's table's rows);
+- the idle memory one more front end adds: ≤ 60 MB (the tree's PSS from 2 to 3 front ends, the
+  memory the node pays; each process's RSS, which counts shared libraries in every process, is in
+  the note);
+- throughput against 1…8 front ends on a machine with more cores: reported when measured.
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+from bench.report.goal_rows import FRONTENDS, best, fmt_ratio, median, ratio, row
+from bench.systems.catalog import GRPC_TENSORGATE, TWO_CORE_CONNECTIONS
+
+MEMORY_MB = 60.0
+
+
+def frontend_rows(sc: dict[str, Any], resnet_met: list[bool | None]) -> list[dict[str, Any]]:
+    """Issue 27's rows; ``resnet_met``: whether each ResNet50 row of issue 12's table was met."""
+    two = sc.get("tiny-2core", {})
+    sat = two.get("saturation", {})
+    ours, one = GRPC_TENSORGATE["2-core"], GRPC_TENSORGATE["2-core, one front end"]
+    where = f"2 cores, c=64 over {two.get('connections', TWO_CORE_CONNECTIONS)} connections"
+    goal = "tiny gRPC: default front ends ≥ the peers' best two-worker setups, ≥ 1.5× one front end"
+    rows = [
+        _versus(goal, sat, ours, ("triton-2w",), 1.0, where),
+        _versus(goal, sat, ours, ("fastapi-process-2w",), 1.0, where),
+        _versus(goal, sat, ours, one, 1.5, where),
+        _one_connection(two.get("one_connection", {})),
+        _resnet(resnet_met),
+        _memory(sc.get("idle-rss", {}).get("front_ends", {})),
+        row(
+            "throughput against 1…8 front ends on a machine with more cores",
+            "tiny MLP, c=64 over 8 connections",
+            "reported",
+            note="no machine with more cores in this run",
+            group=FRONTENDS,
+        ),
+    ]
+    return rows
+
+
+def _versus(
+    goal: str,
+    section: dict[str, Any],
+    ours: tuple[str, ...],
+    theirs: tuple[str, ...],
+    minimum: float,
+    where: str,
+) -> dict[str, Any]:
+    a, b = best(section, ours), best(section, theirs)
+    case = f"{where}: {a or ' / '.join(ours)} vs {b or ' / '.join(theirs)}"
+    target = f"≥ {minimum}×"
+    if a is None or b is None:
+        return row(goal, case, target, group=FRONTENDS)
+    r = ratio(section[a], section[b])
+    note = f"{section[a]['rps']['median']:.0f} vs {section[b]['rps']['median']:.0f} req/s"
+    return row(goal, case, target, fmt_ratio(r), r[0] >= minimum, note, FRONTENDS)
+
+
+def _one_connection(section: dict[str, Any]) -> dict[str, Any]:
+    goal = "tiny gRPC, one connection: default front ends no worse than one front end"
+    case = "2 cores, c=64 on 1 connection: tensorgate-2w vs tensorgate-2w-1f"
+    target = "≥ 1.0× within the repeats' range"
+    ours, one = section.get("tensorgate-2w"), section.get("tensorgate-2w-1f")
+    if not median(ours) or not median(one) or ours is None or one is None:
+        return row(goal, case, target, group=FRONTENDS)
+    r = ratio(ours, one)
+    note = f"{ours['rps']['median']:.0f} vs {one['rps']['median']:.0f} req/s"
+    return row(goal, case, target, fmt_ratio(r), r[2] >= 1.0, note, FRONTENDS)
+
+
+def _resnet(met: list[bool | None]) -> dict[str, Any]:
+    goal = "ResNet50's goal rows stay met with the default front ends"
+    case = "issue 12's ResNet50 rows (1 pinned core; 2 cores)"
+    measured = [m for m in met if m is not None]
+    if not measured:
+        return row(goal, case, "all met", group=FRONTENDS)
+    value = f"{sum(measured)} of {len(measured)} met"
+    return row(goal, case, "all met", value, all(measured), group=FRONTENDS)
+
+
+def _memory(section: dict[str, Any]) -> dict[str, Any]:
+    goal = "idle memory per extra front end"
+    case = "demo model, one worker: 2 → 3 front ends"
+    target = f"≤ {MEMORY_MB:.0f} MB"
+    extra = section.get("per_extra_mb")
+    if not extra:
+        return row(goal, case, target, group=FRONTENDS)
+    pss = extra["tree_pss"]
+    note = (
+        f"the tree's RSS +{extra['tree_rss']:.1f} MB; a front end's own RSS "
+        f"{extra['front_end_rss']:.1f} MB (shared libraries counted in each process)"
+    )
+    return row(goal, case, target, f"+{pss:.1f} MB PSS", pss <= MEMORY_MB, note, FRONTENDS)

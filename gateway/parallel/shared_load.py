@@ -1,0 +1,141 @@
+"""Least-loaded routing across front-end processes: every front end sees every worker's load.
+
+With several front ends each routes its own runs, over channels of its own, to workers they all
+share; a front end that counted only its own runs would pile onto a worker the others keep busy.
+The :class:`LoadTable` is one small anonymous memfd (no name in /dev/shm) that the supervisor
+makes and every front end maps: a uint64 per (front end, worker) holding that front end's runs in
+flight on that worker. Each slot has one writer, its front end (aligned 8-byte stores: readers see
+a whole value, never a torn one), so no cross-process atomics are needed; a reader sums a
+worker's column. A respawned front end zeroes its row first (its runs died with the process).
+
+:class:`SharedLoadDispatcher` is the front end's :class:`~gateway.parallel.dispatcher.Dispatcher`
+over that table: its run links publish their runs in flight as they change, and ``pick`` chooses
+the live worker hosting the servable with the fewest runs in flight over all front ends (ties:
+fewer of this front end's own), within this front end's own cap of ``max_in_flight``. The cap
+stays per front end because a front end is woken only by its own runs' completions.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import fcntl
+import mmap
+import os
+
+from gateway.errors import Unavailable
+from gateway.parallel.dispatcher import Dispatcher
+from gateway.parallel.endpoint import Endpoint
+from gateway.parallel.run_link import RunLink
+
+SLOT_BYTES = 8
+
+
+class LoadTable:
+    """``frontends`` × ``workers`` counters in ``memfd`` (mapped here; the descriptor stays the
+    caller's)."""
+
+    def __init__(self, memfd: int, frontends: int, workers: int) -> None:
+        if frontends < 1 or workers < 1:
+            raise ValueError(f"a load table needs >= 1 row and column, got {frontends}x{workers}")
+        size = os.fstat(memfd).st_size
+        if size < frontends * workers * SLOT_BYTES:
+            raise ValueError(f"load table memfd of {size} bytes is too small")
+        self.frontends = frontends
+        self.workers = workers
+        self._mmap = mmap.mmap(memfd, size, flags=mmap.MAP_SHARED)
+        self._words = memoryview(self._mmap).cast("Q")
+
+    @staticmethod
+    def create_memfd(frontends: int, workers: int) -> int:
+        """A zeroed, sealed memfd for such a table; the caller owns the descriptor."""
+        memfd = os.memfd_create("tensorgate-load", os.MFD_CLOEXEC | os.MFD_ALLOW_SEALING)
+        try:
+            os.ftruncate(memfd, max(1, frontends * workers) * SLOT_BYTES)
+            seals = fcntl.F_SEAL_SHRINK | fcntl.F_SEAL_GROW | fcntl.F_SEAL_SEAL
+            fcntl.fcntl(memfd, fcntl.F_ADD_SEALS, seals)
+        except BaseException:
+            os.close(memfd)
+            raise
+        return memfd
+
+    def set(self, frontend: int, worker: int, runs: int) -> None:
+        """Front end ``frontend``'s runs in flight on ``worker`` (only that front end writes)."""
+        self._words[frontend * self.workers + worker] = runs
+
+    def load(self, worker: int) -> int:
+        """Runs in flight on ``worker`` over every front end."""
+        words, step = self._words, self.workers
+        return sum(words[worker + row * step] for row in range(self.frontends))
+
+    def clear_row(self, frontend: int) -> None:
+        """Zero front end ``frontend``'s slots (it starts, or it died)."""
+        for worker in range(self.workers):
+            self.set(frontend, worker, 0)
+
+    def close(self) -> None:
+        """Unmap (idempotent)."""
+        if not self._mmap.closed:
+            self._words.release()
+            self._mmap.close()
+
+
+class SharedLoadRunLink(RunLink):
+    """A run link whose runs in flight are also published in its front end's table slot."""
+
+    def __init__(
+        self,
+        endpoint: Endpoint,
+        loop: asyncio.AbstractEventLoop,
+        table: LoadTable,
+        frontend: int,
+        dispatcher: Dispatcher,
+    ) -> None:
+        self._table = table
+        self._frontend = frontend
+        self._in_flight = 0
+        super().__init__(
+            endpoint, loop, on_run_done=dispatcher.wake, run_times=dispatcher.run_times
+        )
+
+    @property
+    def runs_in_flight(self) -> int:
+        return self._in_flight
+
+    @runs_in_flight.setter
+    def runs_in_flight(self, runs: int) -> None:
+        self._in_flight = runs
+        self._table.set(self._frontend, self.index, runs)
+
+
+class SharedLoadDispatcher(Dispatcher):
+    """Front end ``frontend``'s run side, routing by ``table`` (see the module doc)."""
+
+    def __init__(self, table: LoadTable, frontend: int, *, max_in_flight: int = 2) -> None:
+        super().__init__(max_in_flight=max_in_flight)
+        self.table = table
+        self.frontend = frontend
+        table.clear_row(frontend)
+
+    def attach(self, endpoint: Endpoint) -> RunLink:
+        link = SharedLoadRunLink(
+            endpoint, asyncio.get_running_loop(), self.table, self.frontend, self
+        )
+        self.add_link(link)
+        return link
+
+    def pick(self, key: str, sender: object = None) -> RunLink | None:
+        candidates = [link for link in self.links if link.alive and key in link.routed]
+        if not candidates:
+            raise Unavailable(f"no worker is serving {key} right now; retry later")
+        kept = self._kept_before(sender)  # senders waiting for input room go first
+        if kept:
+            candidates = [link for link in candidates if not link.routed & kept]
+            if not candidates:
+                return None
+        table = self.table
+        best = min(candidates, key=lambda x: (table.load(x.index), x.runs_in_flight))
+        if best.runs_in_flight < self.max_in_flight:
+            return best
+        # The globally least loaded is at this front end's own cap: any other with room.
+        free = [x for x in candidates if x.runs_in_flight < self.max_in_flight]
+        return min(free, key=lambda x: table.load(x.index)) if free else None

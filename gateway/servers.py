@@ -1,0 +1,227 @@
+"""The servers of one front end: gRPC and REST over its core, health, and their drain.
+
+Both shapes of the gateway use it: the one process of ``--frontends 1``
+(:class:`gateway.app.Gateway`) and each front-end process of several
+(:class:`gateway.frontend.app.FrontEnd`). :meth:`Servers.start` builds the protocols' surfaces
+(TF Serving's API and the Open Inference Protocol's) over the core, registers their gRPC services
+behind the gate with health and reflection, binds gRPC (TCP, TLS with ``--ssl_config_file``, and
+the optional Unix socket) and REST; :meth:`~Servers.stop` drains them (:mod:`gateway.drain`),
+stops them and fails what is still queued. With ``reuse_port`` several processes bind the same
+ports (``SO_REUSEPORT``: the kernel spreads *connections* over them); otherwise a port in use is
+an error, never silently shared.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import logging
+from collections.abc import Callable
+from typing import Any
+
+import grpc
+from grpc_health.v1 import health, health_pb2, health_pb2_grpc
+from grpc_reflection.v1alpha import reflection, reflection_pb2_grpc
+
+from gateway.config.settings import Settings
+from gateway.drain import Signals, Surface, drain
+from gateway.errors import Unavailable
+from gateway.listen import TlsMaterial, UnixSocket, bind_grpc
+from gateway.observability.hooks import Observability
+from gateway.serving.core import ServingCore
+from gateway.serving.queues import BatchQueues
+from gateway.serving.registry import Registry
+from gateway.tfserving.surface import TfServingOptions, TfServingSurface
+from gateway.transport.auth import load_tokens
+from gateway.transport.gate import Gate
+from gateway.transport.http.connections import rest_limits
+from gateway.transport.http.front import Front
+from gateway.transport.http.routes import ExtraRoute, Routes
+from gateway.transport.http.server import HttpServer
+from gateway.transport.surface import GrpcService, ProtocolSurface, service_names
+from gateway.v2.model_control import Repository
+from gateway.v2.surface import V2Surface
+from gateway.v2.surface import options_from as v2_options
+
+log = logging.getLogger(__name__)
+
+HEALTH_SERVICE = health_pb2.DESCRIPTOR.services_by_name["Health"].full_name
+
+FINAL_GRACE_S = 0.5
+"""After the drain, how long calls that are just being refused may take to get their answer."""
+
+
+def grpc_options(settings: Settings, *, reuse_port: bool = False) -> list[tuple[str, Any]]:
+    """Server channel options: message and connection limits, no silent port sharing (unless
+    ``reuse_port``: several front ends on one port), user overrides (--grpc_channel_arguments)
+    last."""
+    return [
+        ("grpc.so_reuseport", int(reuse_port)),
+        ("grpc.max_receive_message_length", settings.max_message_bytes),
+        ("grpc.max_send_message_length", settings.max_message_bytes),
+        ("grpc.max_allowed_incoming_connections", settings.grpc_max_connections),
+        ("grpc.max_connection_idle_ms", int(settings.grpc_idle_timeout_seconds * 1000)),
+        ("grpc.server_handshake_timeout_ms", int(settings.rest_api_header_timeout_seconds * 1000)),
+        *_pending_limits(settings.grpc_max_pending_requests),
+        *settings.grpc_channel_options,
+    ]
+
+
+def _pending_limits(soft: int) -> list[tuple[str, int]]:
+    """grpc's random early refusal of calls waiting in its core: from ``soft`` waiting calls on,
+    always at twice that (none: grpc's defaults)."""
+    if not soft:
+        return []
+    return [
+        ("grpc.server.max_pending_requests", soft),
+        ("grpc.server.max_pending_requests_hard_limit", 2 * soft),
+    ]
+
+
+class Servers:
+    """The servers over ``core`` (its ``queues`` flushed and failed at stop).
+
+    ``pages``: exact REST routes of observability (the metrics page). ``reuse_port``: share the
+    ports with other front ends. ``unix_socket``: also listen on ``--grpc_socket_path`` (one
+    process of several may: a Unix socket cannot be shared). ``repository``: V2's repository
+    extension (default: over the core's models).
+    """
+
+    def __init__(
+        self,
+        settings: Settings,
+        core: ServingCore,
+        queues: BatchQueues,
+        observability: Observability,
+        *,
+        pages: Callable[[], dict[str, ExtraRoute]],
+        reuse_port: bool = False,
+        unix_socket: bool = True,
+        repository: Repository | None = None,
+    ) -> None:
+        self.settings = settings
+        self.core = core
+        self.queues = queues
+        self.observability = observability
+        self.health = health.aio.HealthServicer()
+        self.server: grpc.aio.Server | None = None
+        self.rest: HttpServer | None = None
+        self.grpc_port = 0
+        self.rest_port = 0
+        self.tls = TlsMaterial.load(settings.ssl_config_file) if settings.ssl_config_file else None
+        self.auth = load_tokens(settings)
+        self.gate = Gate(auth=self.auth, max_concurrent=settings.max_concurrent_requests)
+        self._pages = pages
+        self._reuse_port = reuse_port
+        self._unix_socket = unix_socket
+        self._repository = repository
+        self._socket: UnixSocket | None = None
+
+    async def start(self, grpc_port: int, rest_port: int) -> None:
+        """Bind gRPC on ``grpc_port`` and, when ``rest_port`` is not 0, REST (0 for gRPC: an
+        OS-chosen port); :attr:`grpc_port` and :attr:`rest_port` are then the bound ones."""
+        settings = self.settings
+        surfaces = self._surfaces()
+        server = grpc.aio.server(options=grpc_options(settings, reuse_port=self._reuse_port))
+        self.server = server
+        self._add_grpc_services(server, [s for p in surfaces for s in p.grpc_services()])
+        self.grpc_port, self._socket = bind_grpc(
+            server,
+            host=settings.grpc_bind_address,
+            port=grpc_port,
+            socket_path=settings.grpc_socket_path if self._unix_socket else "",
+            credentials=self.tls.grpc_credentials() if self.tls else None,
+        )
+        await server.start()
+        if rest_port:
+            self.rest = self._http_server(surfaces)
+            self.rest_port = await self.rest.start(
+                settings.rest_api_bind_address,
+                rest_port,
+                self.tls.ssl_context() if self.tls and settings.rest_api_enable_tls else None,
+                reuse_port=self._reuse_port,
+            )
+
+    def _surfaces(self) -> list[ProtocolSurface]:
+        """The protocols served, each on the gRPC port and the REST port: TF Serving's API and
+        the Open Inference Protocol (KServe V2)."""
+        return [
+            TfServingSurface(self.core, TfServingOptions.from_settings(self.settings)),
+            V2Surface(
+                self.core,
+                v2_options(self.settings),
+                self.observability.model_stats,
+                self._repository,
+            ),
+        ]
+
+    def _add_grpc_services(self, server: grpc.aio.Server, services: list[GrpcService]) -> None:
+        """The protocols' services, health and reflection, each behind the gate (and observed
+        when observability records calls)."""
+        observed = self.observability.grpc_registry(server, services)
+        registrar = self.gate.registrar(observed, [s.name for s in services if s.bounded])
+        for service in services:
+            service.add(registrar)
+        health_pb2_grpc.add_HealthServicer_to_server(self.health, registrar)
+        names = service_names(services, HEALTH_SERVICE, reflection.SERVICE_NAME)
+        reflection_pb2_grpc.add_ServerReflectionServicer_to_server(
+            reflection.aio.ReflectionServicer(names), registrar
+        )
+
+    def _http_server(self, surfaces: list[ProtocolSurface]) -> HttpServer:
+        """The REST server: the protocols' APIs, the probes and observability's pages."""
+        settings = self.settings
+        routes = Routes()
+        for path, page in self._pages().items():
+            routes.add_exact(path, page)
+        for surface in surfaces:
+            surface.add_routes(routes)
+        return HttpServer(
+            routes,
+            ready=self.core.ready,
+            timeout_ms=settings.rest_api_timeout_in_ms,
+            max_body_bytes=settings.rest_api_max_body_bytes,
+            enable_cors=settings.rest_api_enable_cors_support,
+            observe=self.observability.rest_observer(),
+            front=Front(auth=self.auth, max_concurrent=settings.max_concurrent_requests),
+            limits=rest_limits(settings),
+        )
+
+    async def update_health(self, models: Registry) -> None:
+        """grpc.health.v1 from the registry: SERVING for each available model and, when every
+        model is, for the whole server (``""``)."""
+        serving = health_pb2.HealthCheckResponse.SERVING
+        not_serving = health_pb2.HealthCheckResponse.NOT_SERVING
+        for name in models.model_names():
+            await self.health.set(name, serving if models.is_available(name) else not_serving)
+        await self.health.set("", serving if self.core.ready() else not_serving)
+
+    async def stop(self, signals: Signals) -> None:
+        """Drain (readiness off, new calls refused, running ones finish within
+        ``--shutdown_grace_seconds`` or until ``signals.hurry``), stop both servers, fail what is
+        still queued. Safe to call twice."""
+        surfaces: list[Surface] = [self.gate] if self.server is not None else []
+        surfaces += [self.rest] if self.rest is not None else []
+        await drain(
+            surfaces,
+            not_ready=self._stop_taking,
+            grace_s=self.settings.shutdown_grace_seconds,
+            hurry=signals.hurry,
+        )
+        final_s = 0.0 if signals.hurry.is_set() else FINAL_GRACE_S
+        servers: list[Any] = []
+        if self.server is not None:
+            servers.append(self.server.stop(final_s))
+            self.server = None
+        if self.rest is not None:
+            servers.append(self.rest.stop(final_s))
+            self.rest = None
+        await asyncio.gather(*servers)
+        self.queues.fail_all(Unavailable("the server is shutting down"))
+        if self._socket is not None:
+            self._socket.release()
+            self._socket = None
+
+    async def _stop_taking(self) -> None:
+        """Drain's first step: NOT_SERVING everywhere, and open batches leave now."""
+        await self.health.enter_graceful_shutdown()
+        self.queues.flush()

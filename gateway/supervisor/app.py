@@ -1,0 +1,324 @@
+"""The supervisor of several front ends (``tensorgate --frontends N``): lifecycle and requests.
+
+It owns what must be single and supervises the rest (spawn, watch, restart, signal):
+
+start: hold the ports (:mod:`~gateway.supervisor.ports`) → spawn N front ends (they start up while
+the workers do) → workers → models loaded and warmed up → every front end joined (channels,
+routes, registry) and told to ``serve`` on the held ports → readiness reported (``--ready_fd``:
+pid, ports and the front ends' pids) → file-system and config polling.
+
+While serving: a front end's ``apply`` (HandleReloadConfigRequest, V2 load/unload) is carried out
+here, once, and answered when every front end serves from the new registry; ``scrape`` answers
+the whole server's metrics page (:mod:`~gateway.supervisor.page`); ``retire`` kills a worker a
+front end found hung. A front end that dies is replaced (only its own calls failed); a worker that
+dies is replaced by the pool and every front end gets a channel to the new one.
+
+stop (SIGTERM/SIGINT only set events): every front end drains as one process does (``stop``;
+a second signal sends ``hurry``) and exits → polling stops → workers stop → the load table and
+the ports are released. If the supervisor itself dies, the kernel kills every front end and
+worker (``PR_SET_PDEATHSIG``), and shared memory is anonymous: nothing is left behind.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import contextlib
+import itertools
+import logging
+import os
+from collections.abc import Awaitable, Mapping, Sequence
+from typing import Any
+
+from channel.handover import Message, close_all
+from gateway.config.model_config import ModelSpecConfig
+from gateway.config.settings import Settings
+from gateway.drain import Signals
+from gateway.errors import ServingError, Unavailable
+from gateway.ipc.link import Handler
+from gateway.ipc.snapshot import spec_from_wire
+from gateway.lifecycle import report_ready, serve
+from gateway.listen import TlsMaterial
+from gateway.models.config_poll import poll_config_file
+from gateway.observability.hooks import Observability
+from gateway.parallel.shared_load import LoadTable
+from gateway.parallel.supervised import Tasks, every
+from gateway.roles import Options, build_supervisor
+from gateway.serving.registry import Servable
+from gateway.supervisor.fanout import Fanout
+from gateway.supervisor.frontends import FrontEndProcess
+from gateway.supervisor.page import FleetPage
+from gateway.supervisor.ports import Reservation, reserve
+from gateway.supervisor.registry_push import RegistryPush
+from gateway.tfserving.warmup import WarmupPlanner
+from gateway.transport.auth import load_tokens
+from gateway.v2.model_control import Repository
+from gateway.v2.repository import RepositoryCall
+
+log = logging.getLogger(__name__)
+
+STOP_MARGIN_S = 10.0
+"""Beyond ``--shutdown_grace_seconds``, how long a draining front end may take to exit."""
+RESPAWN_BACKOFF_S = (0.0, 0.5, 1.0, 2.0, 5.0)
+"""Delay before replacing a front end that died, by how many died in a row before serving."""
+
+
+class Supervisor:
+    """``frontends`` front ends over one worker pool, started with the command line ``flags``."""
+
+    def __init__(
+        self,
+        settings: Settings,
+        specs: Sequence[ModelSpecConfig],
+        *,
+        frontends: int,
+        flags: Sequence[str],
+    ) -> None:
+        self.settings = settings
+        self.specs = list(specs)
+        self.frontends = frontends
+        self.flags = [f for f in flags if not f.startswith("--ready_fd")]
+        if settings.ssl_config_file:  # each front end loads them: refuse bad ones here, once
+            TlsMaterial.load(settings.ssl_config_file)
+        load_tokens(settings)
+        options = Options.from_settings(settings, self.specs)
+        self.workers = options.pool.workers
+        self._table_fd = LoadTable.create_memfd(frontends, self.workers)
+        self.table = LoadTable(self._table_fd, frontends, self.workers)
+        self.fanout = Fanout(
+            input_bytes=options.pool.input_bytes,
+            output_bytes=options.pool.output_bytes,
+            table=self.table,
+        )
+        self.observability = Observability.from_settings(settings, env={})  # warmups: no spans
+        parts = build_supervisor(
+            options,
+            self.specs,
+            dispatcher=self.fanout,
+            events=self.fanout,
+            before_unload=self._before_unload,
+            on_change=self._changed,
+            warmup=WarmupPlanner.from_settings(settings, options.batching),
+        )
+        self.pool, self.models = parts.pool, parts.models
+        self.push = RegistryPush(self.models, self.fanout.front_ends)
+        self.repository = Repository(self.models, management=settings.enable_model_management_api)
+        self.page = FleetPage(self.fanout.front_ends, self.pool, self.observability.tfs)
+        self.signals = Signals()
+        self.restarts = 0
+        """Front ends replaced after dying."""
+        self.grpc_port = 0
+        self.rest_port = 0
+        self._slots: list[FrontEndProcess | None] = [None] * frontends
+        self._early_deaths = [0] * frontends
+        self._serials = itertools.count(1)
+        self._ports: list[Reservation] = []
+        self.started = False
+        """True once :meth:`start` has completed (every front end serves)."""
+        self._stopping = False
+        self._ready_fd = settings.ready_fd
+        self._tasks = Tasks(log)
+
+    # -- lifecycle --------------------------------------------------------------------------------
+    async def serve(self) -> None:
+        """Run until SIGTERM/SIGINT, then drain every front end and shut down in order
+        (:func:`gateway.lifecycle.serve`)."""
+        await serve(self)
+
+    async def start(self) -> None:
+        settings = self.settings
+        grpc = reserve("gRPC", settings.grpc_bind_address, settings.port, dual_stack=True)
+        self._ports.append(grpc)
+        self.grpc_port = grpc.port
+        if settings.rest_api_port:
+            rest = reserve(
+                "REST", settings.rest_api_bind_address, settings.rest_api_port, dual_stack=False
+            )
+            self._ports.append(rest)
+            self.rest_port = rest.port
+        for slot in range(self.frontends):
+            self._spawn_front_end(slot)
+        await self.pool.start()
+        await self.models.apply(self.specs)  # TF Serving's checks (labels) apply at start too
+        await asyncio.gather(*(self._serve_slot(slot) for slot in range(self.frontends)))
+        self.started = True
+        log.info(
+            "%d front ends serving gRPC on port %d%s", self.frontends, self.grpc_port,
+            f" and REST on port {self.rest_port}" if self.rest_port else "",
+        )  # fmt: skip
+        if settings.file_system_poll_wait_seconds > 0:
+            every_s = settings.file_system_poll_wait_seconds
+            poll = every(every_s, self.models.scan, what="file system poll", logger=log)
+            self._tasks.spawn(poll, "file system poll")
+        if settings.model_config_file and settings.model_config_file_poll_wait_seconds > 0:
+            every_s = settings.model_config_file_poll_wait_seconds
+            poll = poll_config_file(settings.model_config_file, every_s, self.models)
+            self._tasks.spawn(poll, "config file poll")
+        self._report_ready()
+
+    async def stop(self) -> None:
+        """Drain and stop every front end, then the workers; release everything. Idempotent."""
+        self._stopping = True
+        fronts = [f for f in self._slots if f is not None and f.alive]
+        for front in fronts:
+            front.link.notify("stop")
+        hurry = asyncio.ensure_future(self._forward_hurry(fronts))
+        grace_s = self.settings.shutdown_grace_seconds + STOP_MARGIN_S
+        await asyncio.gather(*(f.stop(grace_s) for f in fronts))
+        hurry.cancel()
+        with contextlib.suppress(asyncio.CancelledError):
+            await hurry
+        await self._tasks.close()
+        await self.models.close()
+        await self.pool.close()
+        self.fanout.close()
+        self.table.close()
+        if self._table_fd >= 0:
+            os.close(self._table_fd)
+            self._table_fd = -1
+        for reservation in self._ports:
+            reservation.close()
+        self._ports.clear()
+        log.info("tensorgate stopped")
+
+    async def _forward_hurry(self, fronts: list[FrontEndProcess]) -> None:
+        await self.signals.hurry.wait()
+        for front in fronts:
+            front.link.notify("hurry")
+
+    # -- front ends -------------------------------------------------------------------------------
+    def _spawn_front_end(self, slot: int) -> FrontEndProcess:
+        front = FrontEndProcess.spawn(
+            slot,
+            next(self._serials),
+            flags=self.flags,
+            load_table_fd=self._table_fd,
+            frontends=self.frontends,
+            workers=self.workers,
+            handler=self._handler,
+            on_exit=self._front_end_exited,
+        )
+        self._slots[slot] = front
+        return front
+
+    async def _serve_slot(self, slot: int) -> None:
+        """Wait until the front end in ``slot`` joined, then have it serve (at start)."""
+        while True:
+            front = self._slots[slot]
+            if front is None or not front.alive:
+                raise Unavailable(f"front end {slot} exited before it served")
+            if front.joined.done():
+                await self._serve(front)
+                return
+            either: set[asyncio.Future[Any]] = {front.exited, front.joined}
+            await asyncio.wait(either, return_when=asyncio.FIRST_COMPLETED)
+
+    async def _serve(self, front: FrontEndProcess) -> None:
+        """Have ``front`` listen on the held ports; ServingError when it cannot."""
+        answer = await front.link.call("serve", grpc_port=self.grpc_port, rest_port=self.rest_port)
+        front.serving = True
+        self._early_deaths[front.slot] = 0
+        log.info(
+            "front end %d (pid %d) serving on ports %s", front.slot, front.pid,
+            f"{answer['grpc_port']}/{answer['rest_port']}",
+        )  # fmt: skip
+
+    def _front_end_exited(self, front: FrontEndProcess) -> None:
+        self.fanout.leave(front)
+        self.page.departed(front)
+        if self._slots[front.slot] is front:
+            self._slots[front.slot] = None
+        if self._stopping:
+            return
+        code = front.exited.result()
+        log.warning("front end %d (pid %d) exited with %s; restarting", front.slot, front.pid, code)
+        self.restarts += 1
+        if not front.serving:
+            self._early_deaths[front.slot] += 1
+        if self.started:
+            self._tasks.spawn(self._replace(front.slot), f"replacement of front end {front.slot}")
+
+    async def _replace(self, slot: int) -> None:
+        deaths = self._early_deaths[slot]
+        await asyncio.sleep(RESPAWN_BACKOFF_S[min(deaths, len(RESPAWN_BACKOFF_S) - 1)])
+        if not self._stopping:
+            self._spawn_front_end(slot)
+
+    # -- their requests ---------------------------------------------------------------------------
+    def _handler(self, front: FrontEndProcess) -> Handler:
+        def handle(message: Message, fds: list[int]) -> Awaitable[Mapping[str, Any]] | None:
+            close_all(fds)
+            op = message.get("op")
+            if op == "hello":
+                return self._hello(front)
+            if op == "apply":
+                return self._apply([spec_from_wire(s) for s in message["specs"]])
+            if op == "scrape":
+                return self._scrape()
+            if op == "v2_repository":
+                call = RepositoryCall(str(message["model"]), bool(message["unload_dependents"]))
+                return self._repository_call(str(message["action"]), call)
+            if op == "retire":
+                self.fanout.retire(message["index"], message["pid"], str(message["message"]))
+            else:
+                log.warning("front end %d sent an unknown message %r", front.slot, op)
+            return None
+
+        return handle
+
+    async def _hello(self, front: FrontEndProcess) -> Mapping[str, Any]:
+        """Channels to every worker with their routes, then the registry; answered once the
+        front end serves from it. After start, it is then told to serve."""
+        self.fanout.join(front)
+        await self.push.send(front)
+        if not front.joined.done():
+            front.joined.set_result(None)
+        if self.started and not self._stopping:
+            self._tasks.spawn(self._serve_replacement(front), "replacement serving")
+        return {}
+
+    async def _serve_replacement(self, front: FrontEndProcess) -> None:
+        try:
+            await self._serve(front)
+        except ServingError as exc:
+            log.error("front end %d could not serve (replacing it): %s", front.slot, exc.message)
+            front.kill()
+
+    async def _apply(self, specs: list[ModelSpecConfig]) -> Mapping[str, Any]:
+        await self.models.apply(specs)
+        await self.push.sync()
+        return {}
+
+    async def _repository_call(self, action: str, call: RepositoryCall) -> Mapping[str, Any]:
+        """V2's repository load or unload, carried out here (one memory of what V2 unloaded)."""
+        await (self.repository.unload(call) if action == "unload" else self.repository.load(call))
+        await self.push.sync()
+        return {}
+
+    async def _scrape(self) -> Mapping[str, Any]:
+        return {"page": (await self.page.render()).decode()}
+
+    # -- the model lifecycle's hooks --------------------------------------------------------------
+    def _changed(self) -> None:
+        self.observability.record_warmups(self.models)
+        self.push.changed()
+
+    async def _before_unload(self, servable: Servable) -> None:
+        await self.push.drain(servable)
+
+    def _report_ready(self) -> None:
+        fd, self._ready_fd = self._ready_fd, -1
+        if fd >= 0:
+            pids = [f.pid for f in self._slots if f is not None]
+            info = {
+                "pid": os.getpid(),
+                "grpc_port": self.grpc_port,
+                "rest_port": self.rest_port,
+                "frontends": pids,
+            }
+            report_ready(fd, info)
+
+    def report_not_ready(self) -> None:
+        """The start failed or was abandoned: close ``--ready_fd`` without a line."""
+        fd, self._ready_fd = self._ready_fd, -1
+        if fd >= 0:
+            os.close(fd)

@@ -1,0 +1,91 @@
+"""The whole server's metrics page, written by the supervisor for whichever front end is scraped.
+
+A scrape on any front end asks the supervisor (``scrape``), which asks every joined front end for
+its figures (``figures``: :func:`gateway.ipc.figures.dump`), pings the workers for theirs, and
+adds everything up once (:func:`gateway.ipc.figures.merge`; the rule is there): each front end's
+calls and batches, the supervisor's own series (TF Serving's warmup metrics: warmups happen here),
+the workers' figures, restarts and shared memory. The page is then written by the one-process
+writers (:meth:`TfServingMetrics.render`, prometheus_client), so its format is unchanged.
+
+Exactly once: every joined front end counts once. One that does not answer within ``timeout_s``
+counts with its previous answer; one that died counts with its last answer for good (a counter
+never goes down when a front end is replaced; what it recorded after its last scrape is lost).
+"""
+
+from __future__ import annotations
+
+import asyncio
+import contextlib
+from typing import Any
+
+from prometheus_client import generate_latest
+
+from gateway.errors import ServingError
+from gateway.ipc import figures
+from gateway.observability.metrics import GatewayCollector, GatewayMetrics, registry_of
+from gateway.observability.tfs_metrics import TfServingMetrics
+from gateway.observability.workers import ShmUse, WorkerFigures
+from gateway.parallel.pool import WorkerPool
+from gateway.supervisor.frontends import FrontEndProcess
+
+FIGURES_TIMEOUT_S = 2.0
+"""How long a scrape waits for each front end's figures."""
+
+
+class FleetPage:
+    """The page over ``front_ends`` (joined, by slot), ``pool`` and the supervisor's own ``tfs``
+    series (None: metrics are off)."""
+
+    def __init__(
+        self,
+        front_ends: dict[int, FrontEndProcess],
+        pool: WorkerPool,
+        tfs: TfServingMetrics | None,
+        timeout_s: float = FIGURES_TIMEOUT_S,
+    ) -> None:
+        self._front_ends = front_ends
+        self._tfs = tfs
+        self._timeout_s = timeout_s
+        self._latest: dict[int, dict[str, Any]] = {}
+        """Front end serial → its latest figures."""
+        self._departed: list[dict[str, Any]] = []
+        self._shared: ShmUse = {}
+        self.workers = WorkerFigures(pool, shared=lambda: self._shared)
+
+    def departed(self, front: FrontEndProcess) -> None:
+        """``front`` is gone: its last figures count from now on, for good."""
+        last = self._latest.pop(front.serial, None)
+        if last is not None:
+            last = {**last, "in_flight": [], "shm": []}  # gauges of a process that is gone
+            self._departed.append(last)
+
+    async def render(self) -> bytes:
+        """The page (see the module doc)."""
+        fronts = list(self._front_ends.values())
+        answers = await asyncio.gather(*(self._ask(front) for front in fronts))
+        for front, answer in zip(fronts, answers, strict=True):
+            if answer is not None:
+                self._latest[front.serial] = answer
+        tfs, metrics = TfServingMetrics(), GatewayMetrics()
+        shm: ShmUse = {}
+        own = figures.dump(self._tfs, None, {})
+        for dumped in [own, *self._departed, *self._latest.values()]:
+            figures.merge(tfs, metrics, dumped, shm)
+        self._shared = shm
+        await self.workers.refresh()
+        registry = registry_of(GatewayCollector(metrics, self.workers.families))
+        return tfs.render().encode() + generate_latest(registry)
+
+    async def _ask(self, front: FrontEndProcess) -> dict[str, Any] | None:
+        call = front.link.call("figures")
+        with contextlib.suppress(ServingError, TimeoutError):
+            answer = await asyncio.wait_for(asyncio.shield(call), self._timeout_s)
+            return dict(answer["figures"])
+        if not call.done():
+            call.add_done_callback(_retrieve)
+        return None
+
+
+def _retrieve(future: asyncio.Future[Any]) -> None:
+    if not future.cancelled():
+        future.exception()

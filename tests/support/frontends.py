@@ -1,0 +1,103 @@
+"""Reaching each front end of a real multi-front-end gateway, and watching its processes.
+
+``SO_REUSEPORT`` lets the kernel choose the front end of each new connection; a test that must
+speak to a given front end opens connections one at a time until it has one to each, telling
+which process accepted each by the socket that appeared among that process's descriptors (an
+observable state, read from ``/proc``). With two front ends, 64 tries all landing on one happen
+with probability 2**-63.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import http.client
+import os
+from collections.abc import Callable
+from pathlib import Path
+
+import grpc
+from grpc_health.v1 import health_pb2, health_pb2_grpc
+
+from tests.support.gateway_proc import front_end_pids, worker_pids
+
+__all__ = ["front_end_pids", "worker_pids"]
+
+ATTEMPTS = 64
+
+
+def sockets_of(pid: int) -> set[str]:
+    """The socket inodes ``pid`` holds now."""
+    found = set()
+    for fd in os.listdir(f"/proc/{pid}/fd"):
+        with contextlib.suppress(FileNotFoundError):
+            link = os.readlink(f"/proc/{pid}/fd/{fd}")
+            if link.startswith("socket:"):
+                found.add(link)
+    return found
+
+
+def _accepted_by(pids: list[int], connect: Callable[[], object]) -> tuple[int, object]:
+    """Connect, and tell which of ``pids`` accepted (the one holding a new socket)."""
+    before = {pid: sockets_of(pid) for pid in pids}
+    connection = connect()
+    owners = [pid for pid in pids if sockets_of(pid) - before[pid]]
+    if len(owners) != 1:
+        raise AssertionError(f"new sockets in {owners} of {pids}")
+    return owners[0], connection
+
+
+def grpc_channels(target: str, pids: list[int]) -> dict[int, grpc.Channel]:
+    """A channel to each front end in ``pids``, by pid, each its own connection (close them)."""
+
+    def connect() -> grpc.Channel:
+        channel = grpc.insecure_channel(target, options=[("grpc.use_local_subchannel_pool", 1)])
+        health = health_pb2_grpc.HealthStub(channel)
+        health.Check(health_pb2.HealthCheckRequest(), timeout=30)  # accepted and answered
+        return channel
+
+    found: dict[int, grpc.Channel] = {}
+    for _ in range(ATTEMPTS):
+        pid, channel = _accepted_by(pids, connect)
+        if pid in found:
+            channel.close()  # type: ignore[attr-defined]
+        else:
+            found[pid] = channel  # type: ignore[assignment]
+        if len(found) == len(pids):
+            return found
+    raise AssertionError(f"no connection reached every front end in {ATTEMPTS} tries")
+
+
+def rest_connections(port: int, pids: list[int]) -> dict[int, http.client.HTTPConnection]:
+    """A keep-alive HTTP connection to each front end in ``pids``, by pid."""
+
+    def connect() -> http.client.HTTPConnection:
+        connection = http.client.HTTPConnection("127.0.0.1", port, timeout=30)
+        connection.request("GET", "/healthz")
+        connection.getresponse().read()  # accepted and answered
+        return connection
+
+    found: dict[int, http.client.HTTPConnection] = {}
+    for _ in range(ATTEMPTS):
+        pid, connection = _accepted_by(pids, connect)
+        if pid in found:
+            connection.close()  # type: ignore[attr-defined]
+        else:
+            found[pid] = connection  # type: ignore[assignment]
+        if len(found) == len(pids):
+            return found
+    raise AssertionError(f"no connection reached every front end in {ATTEMPTS} tries")
+
+
+def get(connection: http.client.HTTPConnection, path: str) -> tuple[int, bytes]:
+    connection.request("GET", path)
+    response = connection.getresponse()
+    return response.status, response.read()
+
+
+CLK_TCK = os.sysconf("SC_CLK_TCK")
+
+
+def cpu_seconds(pid: int) -> float:
+    """User + system CPU seconds ``pid`` used so far."""
+    fields = Path(f"/proc/{pid}/stat").read_text().rsplit(")", 1)[1].split()
+    return (int(fields[11]) + int(fields[12])) / CLK_TCK

@@ -1,0 +1,179 @@
+"""Every channel a worker serves, watched with one wait.
+
+A worker has its supervisor's channel (control: load, unload, ping, stop, warmup runs) and one
+channel per front end (runs), the latter handed over at run time on the worker's handover socket
+(:mod:`channel.handover`): ``{"op": "attach", "owner": N}`` with the channel's four descriptors
+(a front end started, or this worker replaced one), ``{"op": "detach", "owner": N}`` (front end
+``N`` is gone: its channel is closed; what it still had in flight completes into nothing).
+
+:meth:`ChannelSet.wait` is the need-wakeup handshake of :mod:`channel.shm.doorbell` over all of
+them at once: announce sleep on every channel, fence, re-check every ring, and only then ``poll``
+every submit doorbell, the handover socket and the signal wake-up descriptor together. It returns
+each channel's waiting requests (the serving loop takes them round-robin), so a busy front end
+cannot starve the others or the supervisor's control requests.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import logging
+import os
+import select
+import socket
+from dataclasses import dataclass
+
+from channel import handover
+from channel.shm.channel import Channel
+from channel.shm.doorbell import fence
+
+log = logging.getLogger(__name__)
+
+
+@dataclass
+class Ready:
+    """What one wait found: each channel's requests (non-empty lists only) and whether a signal
+    arrived."""
+
+    requests: list[tuple[Channel, list[bytes]]]
+    woken: bool = False
+    handed_over: bool = False
+    """Whether handover messages were applied (channels attached or detached)."""
+
+
+class ChannelSet:
+    """The ``primary`` channel (never detached) and the attached ones, by owner."""
+
+    def __init__(
+        self, primary: Channel, handover_sock: socket.socket | None, wake_fd: int | None
+    ) -> None:
+        self.primary = primary
+        self._owned: dict[int, Channel] = {}
+        self._by_fd: dict[int, Channel] = {primary.submit_fd: primary}
+        self._poll = select.poll()
+        self._poll.register(primary.submit_fd, select.POLLIN)
+        self._sock = handover_sock
+        self._decoder = handover.Decoder()
+        if handover_sock is not None:
+            handover_sock.setblocking(False)
+            self._poll.register(handover_sock.fileno(), select.POLLIN)
+        self._wake_fd = wake_fd
+        if wake_fd is not None:
+            self._poll.register(wake_fd, select.POLLIN)
+
+    @property
+    def channels(self) -> list[Channel]:
+        """The primary channel first, then the attached ones in attach order."""
+        return [self.primary, *self._owned.values()]
+
+    def attach(self, owner: int, channel: Channel) -> None:
+        """Serve ``channel`` for ``owner`` (replacing, and closing, one it had)."""
+        self.detach(owner)
+        self._owned[owner] = channel
+        self._by_fd[channel.submit_fd] = channel
+        self._poll.register(channel.submit_fd, select.POLLIN)
+        log.debug("attached the channel of front end %d", owner)
+
+    def detach(self, owner: int) -> None:
+        """Stop serving ``owner``'s channel and close it (nothing when it has none)."""
+        channel = self._owned.pop(owner, None)
+        if channel is None:
+            return
+        self._poll.unregister(channel.submit_fd)
+        del self._by_fd[channel.submit_fd]
+        channel.close()
+        log.debug("detached the channel of front end %d", owner)
+
+    def close(self) -> None:
+        """Close every attached channel (not the primary) and what the handover left."""
+        for owner in list(self._owned):
+            self.detach(owner)
+        self._decoder.close()
+
+    def pending(self) -> list[tuple[Channel, list[bytes]]]:
+        """Every channel's waiting requests, without waiting."""
+        found = []
+        for channel in self.channels:
+            requests = channel.wait_submissions(0)
+            if requests:
+                found.append((channel, requests))
+        return found
+
+    def wait(self) -> Ready:
+        """Wait until some channel has requests, a signal arrives or handover messages were
+        applied (these first: a channel attached now is served from this wait on)."""
+        found = self.pending()
+        if found:
+            return Ready(found)
+        while True:
+            channels = self.channels
+            for channel in channels:
+                channel.announce_sleep(True)
+            fence()
+            found = self.pending()  # pushed before a gateway could see its word
+            if found:
+                self._awake(channels)
+                return Ready(found)
+            events = self._poll.poll()
+            self._awake(channels)
+            woken = handed_over = False
+            for fd, _ in events:
+                if fd == self._wake_fd:
+                    with contextlib.suppress(BlockingIOError):
+                        os.read(fd, 4096)
+                    woken = True
+                elif self._sock is not None and fd == self._sock.fileno():
+                    handed_over = True
+                    self._take_handover()
+                elif fd in self._by_fd:
+                    with contextlib.suppress(BlockingIOError):
+                        os.eventfd_read(fd)
+            found = self.pending()
+            if found or woken or handed_over:
+                return Ready(found, woken, handed_over)
+
+    @staticmethod
+    def _awake(channels: list[Channel]) -> None:
+        for channel in channels:
+            channel.announce_sleep(False)
+
+    def _take_handover(self) -> None:
+        sock = self._sock
+        if sock is None:
+            return
+        try:
+            more = handover.receive(sock, self._decoder)
+        except BlockingIOError:
+            return
+        except (OSError, handover.HandoverError) as exc:
+            log.error("handover socket failed (no new channels from now on): %s", exc)
+            more = False
+        if not more:  # the supervisor is gone; PR_SET_PDEATHSIG ends this process
+            self._poll.unregister(sock.fileno())
+            self._sock = None
+            return
+        for message, fds in self._decoder.frames():
+            self._apply(message, fds)
+
+    def _apply(self, message: handover.Message, fds: list[int]) -> None:
+        op, owner = message.get("op"), message.get("owner")
+        if op == "attach" and isinstance(owner, int) and len(fds) == 4:
+            memfd, submit_fd, complete_fd, release_fd = fds
+            try:
+                channel = Channel(
+                    index=self.primary.index,
+                    memfd=memfd,
+                    submit_fd=submit_fd,
+                    complete_fd=complete_fd,
+                    release_fd=release_fd,
+                )
+            except (OSError, ValueError) as exc:
+                log.error("channel of front end %d refused: %s", owner, exc)
+                handover.close_all(fds)
+                return
+            self.attach(owner, channel)
+        elif op == "detach" and isinstance(owner, int):
+            handover.close_all(fds)
+            self.detach(owner)
+        else:
+            log.error("unknown handover message %r with %d descriptors", message, len(fds))
+            handover.close_all(fds)
