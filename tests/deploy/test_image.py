@@ -108,7 +108,8 @@ def tf_container(
     """TF Serving's half_plus_two SavedModel (built here) mounted at /models/half_plus_two, the
     image's default MODEL_BASE_PATH, with JSON logs asked for by an appended flag, on a read-only
     root with podman's tmpfs at /tmp: ``import tensorflow`` needs a usable temporary directory
-    (absl's test module, which TensorFlow imports, asks for one), like an ``emptyDir`` in Kubernetes."""
+    (absl's test module, which TensorFlow imports, asks for one), as an ``emptyDir`` gives in
+    Kubernetes."""
     from tests.support.tf_models_script import models_root
 
     models = models_root(tmp_path_factory.mktemp("tf"))
