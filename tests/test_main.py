@@ -96,21 +96,27 @@ def test_a_gateway_that_cannot_be_built_is_status_one(
 
 
 @pytest.mark.usefixtures("root_logging")
+@pytest.mark.parametrize("frontends", [1, 2], ids=["one process", "supervisor"])
 def test_an_unexpected_error_at_start_is_one_line_status_one_and_no_ready_line(
-    tmp_path: Path, monkeypatch: pytest.MonkeyPatch, capfd: pytest.CaptureFixture[str]
+    frontends: int,
+    tmp_path: Path,
+    monkeypatch: pytest.MonkeyPatch,
+    capfd: pytest.CaptureFixture[str],
 ) -> None:
     """Issue 30, defect 2: a raw exception at start ended the process with a bare traceback,
     and the ready fd closed only with the process. Now: one line naming the failure (its
-    traceback attached to it), exit status 1, and --ready_fd closed without a line at once."""
+    traceback attached to it), exit status 1, and --ready_fd closed without a line at once;
+    the one-process gateway and the supervisor of several front ends alike."""
+    from gateway.supervisor.app import Supervisor
 
-    async def start(self: Gateway) -> None:
+    async def start(self: object) -> None:
         raise ValueError("channel is closed")
 
-    monkeypatch.setattr(Gateway, "start", start)
+    monkeypatch.setattr(Gateway if frontends == 1 else Supervisor, "start", start)
     read_fd, write_fd = os.pipe()
     try:
         argv = [f"--model_base_path={tmp_path}", f"--ready_fd={write_fd}", "--port=0"]
-        assert main(argv) == 1
+        assert main([*argv, f"--frontends={frontends}", "--workers=1"]) == 1
         assert os.read(read_fd, 100) == b""  # end of file: the writer end is closed, no line
     finally:
         os.close(read_fd)

@@ -95,7 +95,7 @@ def test_run_links_publish_their_runs_in_flight(memfd: int) -> None:
         dispatcher = SharedLoadDispatcher(table, 2)
         channel = Channel.create(index=1, input_bytes=1 << 12, output_bytes=1 << 12)
         endpoint = Endpoint(1, channel, asyncio.get_running_loop())
-        endpoint.alive = True
+        endpoint.open()
         link = dispatcher.attach(endpoint)
         layout = {"x": (np.dtype(np.float32), (2, 2))}
         link.submit("m:1", layout, lambda name, dest: None, None, None)
