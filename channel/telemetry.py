@@ -7,7 +7,7 @@ gateway decodes them as :class:`SpanRecord` values and exports them with this pr
 ``process.pid``. A run without a context (or with a zero id) records nothing and costs nothing.
 
 Metrics: :class:`Telemetry` keeps this process's own figures since it started (runs, failed runs,
-each servable's load time) and reports them with process CPU time and resident memory as
+wake-ups, each servable's load time) and reports them with process CPU time and resident memory as
 :class:`WorkerStats` in every ``ping`` reply. A restarted worker starts from zero: the gateway
 reports each live worker's figures under its index, so nothing of a dead process stays behind.
 """
@@ -39,8 +39,11 @@ class SpanRecord(TypedDict):
 
 class WorkerStats(TypedDict):
     """A worker process's figures: ``start_time`` in Unix seconds, ``cpu_seconds`` user + system,
-    ``rss_bytes`` resident memory now, ``runs`` and ``run_errors`` since start, ``load_seconds``
-    per loaded servable key (how long its load took in this process)."""
+    ``rss_bytes`` resident memory now, ``runs`` and ``run_errors`` since start, ``wakeups`` since
+    start (waits that found no request at first look, announced sleep and then took requests: each
+    follows at most one submit doorbell per channel, since the gateway rings only a worker that
+    announced sleep), ``load_seconds`` per loaded servable key (how long its load took in this
+    process)."""
 
     pid: int
     start_time: float
@@ -48,6 +51,7 @@ class WorkerStats(TypedDict):
     rss_bytes: int
     runs: int
     run_errors: int
+    wakeups: int
     load_seconds: dict[str, float]
 
 
@@ -115,6 +119,7 @@ class Telemetry:
         self.start_time = time.time()
         self.runs = 0
         self.run_errors = 0
+        self.wakeups = 0
         self.load_seconds: dict[str, float] = {}
 
     def trace(self, context: tuple[int, int] | None) -> RunTrace | None:
@@ -128,6 +133,10 @@ class Telemetry:
         self.runs += 1
         if not ok:
             self.run_errors += 1
+
+    def count_wakeup(self) -> None:
+        """The serving loop's wait announced sleep and came back with requests."""
+        self.wakeups += 1
 
     def loaded(self, key: str, seconds: float) -> None:
         self.load_seconds[key] = seconds
@@ -144,6 +153,7 @@ class Telemetry:
             "rss_bytes": _rss_bytes(),
             "runs": self.runs,
             "run_errors": self.run_errors,
+            "wakeups": self.wakeups,
             "load_seconds": dict(self.load_seconds),
         }
 

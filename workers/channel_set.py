@@ -38,6 +38,9 @@ class Ready:
     woken: bool = False
     handed_over: bool = False
     """Whether handover messages were applied (channels attached or detached)."""
+    slept: bool = False
+    """Whether the wait found nothing at first look and announced sleep (the gateway rings a
+    channel's submit doorbell only then): with requests, one wake-up of the worker."""
 
 
 class ChannelSet:
@@ -112,7 +115,7 @@ class ChannelSet:
             found = self.pending()  # pushed before a gateway could see its word
             if found:
                 self._awake(channels)
-                return Ready(found)
+                return Ready(found, slept=True)
             events = self._poll.poll()
             self._awake(channels)
             woken = handed_over = False
@@ -129,7 +132,7 @@ class ChannelSet:
                         os.eventfd_read(fd)
             found = self.pending()
             if found or woken or handed_over:
-                return Ready(found, woken, handed_over)
+                return Ready(found, woken, handed_over, slept=True)
 
     @staticmethod
     def _awake(channels: list[Channel]) -> None:

@@ -57,6 +57,8 @@ def serve(
     try:
         while True:
             ready = channels.wait()
+            if ready.slept and ready.requests:
+                worker.telemetry.count_wakeup()
             taken = round_robin(ready.requests)
             for channel, data in taken:
                 request = _decode(data)

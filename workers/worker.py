@@ -197,13 +197,25 @@ def _refuse(channel: Channel, requests: list[Request | BadRequest]) -> None:
         _post(channel, WorkerError("UNAVAILABLE", "worker is shutting down").reply(request_id))
 
 
+def _wait(channel: Channel, worker: Worker, wake_fd: int | None) -> list[bytes]:
+    """The requests waiting on ``channel``, sleeping until some arrive (or a signal: []); a wait
+    that found none at first look and returns some counts as one wake-up."""
+    requests = channel.wait_submissions(0)
+    if requests:
+        return requests
+    requests = channel.wait_submissions(None, wake_fd=wake_fd)
+    if requests:
+        worker.telemetry.count_wakeup()
+    return requests
+
+
 def serve(channel: Channel, stopping: Callable[[], bool], wake_fd: int | None = None) -> int:
     """Announce readiness, then serve requests until ``stop`` or ``stopping()``; returns the exit
     status (0). ``wake_fd`` is a descriptor that becomes readable when a signal arrives."""
     worker = Worker(channel)
     _post(channel, messages.ready(os.getpid()))
     while True:
-        batch = [_decode(data) for data in channel.wait_submissions(None, wake_fd=wake_fd)]
+        batch = [_decode(data) for data in _wait(channel, worker, wake_fd)]
         for i, request in enumerate(batch):
             if isinstance(request, BadRequest):
                 _post(channel, request.reply(request.request_id))

@@ -13,11 +13,12 @@ import numpy as np
 from google.protobuf import descriptor_pool, json_format, message_factory
 
 # Importing these registers TF Serving's services in the default descriptor pool.
+from gateway._pb.inference import grpc_service_pb2
 from gateway._pb.tensorflow_serving.apis import model_service_pb2, prediction_service_pb2
 from gateway.client import predict_request
 
 PREDICT_METHOD = "/tensorflow.serving.PredictionService/Predict"
-_REGISTERED = (model_service_pb2, prediction_service_pb2)
+_REGISTERED = (model_service_pb2, prediction_service_pb2, grpc_service_pb2)
 _DURATION = re.compile(r"(\d+(?:\.\d*)?|\.\d+)(h|ms|us|µs|ns|m|s)")
 _UNITS_S = {"h": 3600.0, "m": 60.0, "s": 1.0, "ms": 1e-3, "us": 1e-6, "µs": 1e-6, "ns": 1e-9}
 
@@ -90,3 +91,15 @@ def parse_duration(text: str) -> float:
     if value < 0:
         raise ValueError(f"duration must be >= 0, got {text!r}")
     return value
+
+
+def v2_infer_payload(model: str, name: str, shape: tuple[int, ...], raw: bytes) -> bytes:
+    """A serialized v2 ``ModelInferRequest`` for ``model``: one FP32 input ``name`` of ``shape``
+    carried in ``raw_input_contents`` (the V2 peers' request, from tensorgate's own protos)."""
+    request = grpc_service_pb2.ModelInferRequest(model_name=model)
+    tensor = request.inputs.add()
+    tensor.name = name
+    tensor.datatype = "FP32"
+    tensor.shape.extend(shape)
+    request.raw_input_contents.append(raw)
+    return request.SerializeToString()

@@ -209,6 +209,10 @@ def median_ci(values: Sequence[float]) -> tuple[float, float] | None:
     return float(ordered[k]), float(ordered[n - 1 - k])
 
 
+COUNTED = ("runs_per_request", "wakeups_per_request", "rows_per_run", "worker_cpu_us_per_request")
+"""tensorgate's own figures per request (:mod:`bench.measure.counters`), where recorded."""
+
+
 def summarize(runs: Sequence[dict[str, Any]]) -> dict[str, Any]:
     """Median/min/max of each numeric metric over the successful repeats (+ the raw runs)."""
     ok = [r for r in runs if "error" not in r]
@@ -223,6 +227,7 @@ def summarize(runs: Sequence[dict[str, Any]]) -> dict[str, Any]:
         "server_cpu_cores",
         "server_cpu_us_per_request",
         "send_lag_p99_ms",
+        *COUNTED,
     ):
         values = [float(r[key]) for r in ok if isinstance(r.get(key), int | float)]
         if values:

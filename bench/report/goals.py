@@ -3,21 +3,25 @@
 :func:`compute` returns every row of issue 12's goal table (group ``issue 12``), in its order,
 whether or not this run measured it, then issue 10's tracing goals
 (:mod:`bench.report.tracing_goals`), the still-open goals of earlier issues (overload, memory,
-reliability: :mod:`bench.report.earlier_goals`) and issue 27's front-end goals
-(:mod:`bench.report.frontend_goals`). A ratio is the ratio of medians with the range
-the repeats allow (:mod:`bench.report.goal_rows`). tensorgate's gRPC rows compare its better
-configuration (batching off, or on with timeout 0: :data:`bench.systems.catalog.GRPC_TENSORGATE`)
-and name it.
+reliability: :mod:`bench.report.earlier_goals`), issue 27's front-end goals
+(:mod:`bench.report.frontend_goals`), issue 26's cost goals (:mod:`bench.report.cost_goals`) and
+issue 28's v2 comparison (:mod:`bench.report.v2_goals`). A ratio is the ratio of medians with
+the range the repeats allow (:mod:`bench.report.goal_rows`). tensorgate's gRPC rows compare its
+better configuration (batching off, or on with timeout 0:
+:data:`bench.systems.catalog.GRPC_TENSORGATE`) and name it.
 """
 
 from __future__ import annotations
 
 from typing import Any
 
+from bench.report.cost_goals import cost_rows
 from bench.report.earlier_goals import earlier_rows
 from bench.report.frontend_goals import frontend_rows
-from bench.report.goal_rows import best, fmt_ratio, median, ratio, row
+from bench.report.goal_rows import TRACING, fmt_ratio, median, ratio, row
+from bench.report.tiny_rows import cpu_row, light_row, versus
 from bench.report.tracing_goals import tracing_rows
+from bench.report.v2_goals import v2_rows
 from bench.systems.catalog import GRPC_TENSORGATE
 
 ONE_CORE = "1-core: "
@@ -35,16 +39,18 @@ def compute(results: dict[str, Any]) -> list[dict[str, Any]]:
     mlservers1 = ("mlserver", "mlserver-batch")
     mlservers2 = ("mlserver-pw2", "mlserver-pw2-batch")
     rows = [
-        _versus(g1, sat1, tg1, ("triton",), 1.0, "1 server core"),
-        _versus(g1, sat2, tg2, ("triton-2w",), 1.0, "2 cores"),
-        _versus("tiny gRPC, 1 server core, c=64: ≥ 0.7× echo", sat1, tg1, ("echo",), 0.7, "1 core"),
-        _cpu_row(sat1, tg1),
-        _light_row(sc),
-        _versus(g4, sat1, tg1, mlservers1, 2.0, "1 server core"),
-        _versus(g4, sat2, tg2, mlservers2, 3.0, "2 cores"),
-        _versus(g5, sat1, tg1, ("kserve-grpc",), 2.0, "gRPC, 1 server core"),
-        _versus(g5, sat1, ("tensorgate-rest",), ("kserve-rest",), 2.0, "REST, 1 server core"),
-        _versus(
+        versus(g1, sat1, tg1, ("triton",), 1.0, "1 server core"),
+        versus(g1, sat2, tg2, ("triton-2w",), 1.0, "2 cores"),
+        versus("tiny gRPC, 1 server core, c=64: ≥ 0.7× echo", sat1, tg1, ("echo",), 0.7, "1 core"),
+        cpu_row(
+            "tiny gRPC, 1 server core, c=64: server CPU ≤ 1.5× echo's per request", sat1, tg1, 1.5
+        ),
+        light_row("tiny, c=1: p50 ≤ echo p50 + model time + 0.15 ms", sc, 0.15),
+        versus(g4, sat1, tg1, mlservers1, 2.0, "1 server core"),
+        versus(g4, sat2, tg2, mlservers2, 3.0, "2 cores"),
+        versus(g5, sat1, tg1, ("kserve-grpc",), 2.0, "gRPC, 1 server core"),
+        versus(g5, sat1, ("tensorgate-rest",), ("kserve-rest",), 2.0, "REST, 1 server core"),
+        versus(
             "REST tiny vs FastAPI inline (REST against REST): ≥ 0.6×",
             sat1,
             ("tensorgate-rest",),
@@ -57,63 +63,14 @@ def compute(results: dict[str, Any]) -> list[dict[str, Any]]:
     ]
     resnet_met = [r["met"] for r in rows if r["goal"].startswith("ResNet50")]
     extra = tracing_rows(sc.get("tracing", {})) + earlier_rows(sc)
-    return rows + extra + frontend_rows(sc, resnet_met)
-
-
-def _versus(
-    goal: str,
-    section: dict[str, Any],
-    ours: tuple[str, ...],
-    theirs: tuple[str, ...],
-    minimum: float,
-    where: str,
-    key: str = "rps",
-) -> dict[str, Any]:
-    """``ours`` (best of) against ``theirs`` (best of) on ``key``: met when ≥ ``minimum``×."""
-    a, b = best(section, ours), best(section, theirs)
-    case = f"{where}: {a or ' / '.join(ours)} vs {b or ' / '.join(theirs)}"
-    target = f"≥ {minimum}×"
-    if a is None or b is None or not median(section[b], key) or not median(section[a], key):
-        return row(goal, case, target)
-    r = ratio(section[a], section[b], key)
-    unit = "img/s" if section[a][key]["median"] < 100 else "req/s"
-    note = f"{section[a][key]['median']:.1f} vs {section[b][key]['median']:.1f} {unit}"
-    return row(goal, case, target, fmt_ratio(r), r[0] >= minimum, note)
-
-
-def _cpu_row(sat: dict[str, Any], ours: tuple[str, ...]) -> dict[str, Any]:
-    goal = "tiny gRPC, 1 server core, c=64: server CPU ≤ 1.5× echo's per request"
-    key = "server_cpu_us_per_request"
-    a = best(sat, ours)
-    case = f"1 core: {a or ' / '.join(ours)} vs echo, CPU µs per request"
-    if a is None or not median(sat.get("echo"), key) or not median(sat[a], key):
-        return row(goal, case, "≤ 1.5×")
-    r = ratio(sat[a], sat["echo"], key)
-    note = f"{sat[a][key]['median']:.0f} vs {sat['echo'][key]['median']:.0f} µs"
-    return row(goal, case, "≤ 1.5×", fmt_ratio(r), r[0] <= 1.5, note)
-
-
-def _light_row(sc: dict[str, Any]) -> dict[str, Any]:
-    goal = "tiny, c=1: p50 ≤ echo p50 + model time + 0.15 ms"
-    light = sc.get("tiny", {}).get("light", {})
-    model_us = sc.get("limits", {}).get("mlp_model_us")
-    ours = [n for n in GRPC_TENSORGATE["1-core"] if median(light.get(n), "p50_ms")]
-    name = min(ours, key=lambda n: light[n]["p50_ms"]["median"], default="tensorgate")
-    tg, echo = light.get(name), light.get("echo")
-    case = f"1 server core: {name} vs echo"
-    if tg is None or echo is None or model_us is None:
-        return row(goal, case, "overhead ≤ 0.15 ms")
-    if not median(tg, "p50_ms") or not median(echo, "p50_ms"):
-        return row(goal, case, "overhead ≤ 0.15 ms")
-    model_ms = model_us / 1000
-    overhead = [tg["p50_ms"][k] - echo["p50_ms"]["median"] - model_ms for k in ("median", "min")]
-    top = tg["p50_ms"]["max"] - echo["p50_ms"]["median"] - model_ms
-    value = f"overhead {overhead[0]:.3f} ms ({overhead[1]:.3f}–{top:.3f})"
-    note = (
-        f"{name} p50 {tg['p50_ms']['median']:.3f} ms, echo {echo['p50_ms']['median']:.3f} "
-        f"ms, model {model_ms:.3f} ms"
-    )
-    return row(goal, case, "overhead ≤ 0.15 ms", value, overhead[0] <= 0.15, note)
+    tracing_met = [r["met"] for r in extra if r["group"] == TRACING]
+    return [
+        *rows,
+        *extra,
+        *frontend_rows(sc, resnet_met),
+        *cost_rows(sc, resnet_met + tracing_met),
+        *v2_rows(sc),
+    ]
 
 
 def _resnet_rows(runs: dict[str, Any]) -> list[dict[str, Any]]:
@@ -126,8 +83,8 @@ def _resnet_rows(runs: dict[str, Any]) -> list[dict[str, Any]]:
         ("2 cores", unpinned, ("tensorgate-2w", "tensorgate-1w2t"), "triton-2w"),
     ):
         raw = tuple(k for k in section if k.startswith("raw "))
-        rows.append(_versus(goal, section, ours, raw or ("raw ONNX Runtime",), 0.95, where))
-        rows.append(_versus(goal, section, ours, (triton,), 1.0, where))
+        rows.append(versus(goal, section, ours, raw or ("raw ONNX Runtime",), 0.95, where))
+        rows.append(versus(goal, section, ours, (triton,), 1.0, where))
     return rows
 
 

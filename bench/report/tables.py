@@ -57,6 +57,25 @@ def system_table(rows: dict[str, dict[str, Any]], latency: bool = True) -> list[
     return lines
 
 
+def per_request_table(rows: dict[str, dict[str, Any]]) -> list[str]:
+    """tensorgate's own counters per request (:mod:`bench.measure.counters`), one row per system
+    that recorded them; [] when none did."""
+    counted = {n: s for n, s in rows.items() if "runs_per_request" in s}
+    if not counted:
+        return []
+    lines = [
+        "| system | runs/request | wake-ups/request | rows/run | worker CPU µs/request |",
+        "|---|---|---|---|---|",
+    ]
+    for name, s in counted.items():
+        lines.append(
+            f"| {name} | {cell(s, 'runs_per_request', '{:.3f}')} | "
+            f"{cell(s, 'wakeups_per_request', '{:.3f}')} | {cell(s, 'rows_per_run', '{:.1f}')} | "
+            f"{cell(s, 'worker_cpu_us_per_request', '{:.1f}')} |"
+        )
+    return lines
+
+
 def sweep_table(sweep: dict[str, dict[str, Any]]) -> list[str]:
     """Systems × concurrency levels: req/s and p99 at each."""
     conc = sorted({int(c) for by_c in sweep.values() for c in by_c})

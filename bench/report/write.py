@@ -9,12 +9,22 @@ import json
 from pathlib import Path
 from typing import Any
 
-from bench.report.goal_rows import EARLIER, FRONTENDS, ISSUE, RELIABILITY, TRACING, percent_spread
+from bench.report.goal_rows import (
+    COST,
+    EARLIER,
+    FRONTENDS,
+    ISSUE,
+    RELIABILITY,
+    TRACING,
+    V2,
+    percent_spread,
+)
 from bench.report.goals import compute
 from bench.report.plots import write_plots
 from bench.report.tables import (
     batching_tables,
     cell,
+    per_request_table,
     roles_table,
     sweep_table,
     system_table,
@@ -43,6 +53,8 @@ def markdown(results: dict[str, Any], plots: list[str]) -> str:
     lines += _goal_table("Earlier goals still open", results.get("goals", []), EARLIER)
     lines += _goal_table("Reliability (issue 14)", results.get("goals", []), RELIABILITY)
     lines += _goal_table("Several front ends (issue 27)", results.get("goals", []), FRONTENDS)
+    lines += _goal_table("What serving costs (issue 26)", results.get("goals", []), COST)
+    lines += _goal_table("KServe v2 against the v2 peers (issue 28)", results.get("goals", []), V2)
     peers = run.get("peer_venvs", {})
     if peers:
         lines += ["", "Peers: " + "; ".join(f"{k}: {', '.join(v)}" for k, v in peers.items())]
@@ -63,6 +75,9 @@ def markdown(results: dict[str, Any], plots: list[str]) -> str:
             f"{lim['mlp_model_us_batch64']:.1f} µs. ResNet50: batch 1 "
             f"{lim['resnet50_model_ms']:.1f} ms.",
         ]
+        if lim.get("mlp_model_us_by_batch"):
+            times = ", ".join(f"{b}: {us:.1f}" for b, us in lim["mlp_model_us_by_batch"].items())
+            lines += ["", f"MLP, µs of one run by batch size: {times}."]
     tiny = sc.get("tiny", {})
     if "saturation" in tiny:
         lines += [
@@ -72,6 +87,7 @@ def markdown(results: dict[str, Any], plots: list[str]) -> str:
             "",
         ]
         lines += system_table(tiny["saturation"])
+        lines += _per_request(tiny["saturation"])
         lines += ["", "### Light load (concurrency 1)", ""]
         lines += system_table(tiny.get("light", {}))
         if "sweep.png" in plots:
@@ -81,6 +97,7 @@ def markdown(results: dict[str, Any], plots: list[str]) -> str:
     if "saturation" in two:
         lines += ["", "## Tiny MLP, 2 cores (server workers = 2; client shares the cores)", ""]
         lines += system_table(two["saturation"])
+        lines += _per_request(two["saturation"])
     res = sc.get("resnet50", {})
     if "runs" in res:
         lines += [
@@ -213,6 +230,17 @@ def _front_end_memory(section: dict[str, Any]) -> list[str]:
             f"| {count} | {tree['tree_rss_mb']:.1f} | {tree['tree_pss_mb']:.1f} | {each} |"
         )
     return lines
+
+
+def _per_request(saturation: dict[str, Any]) -> list[str]:
+    table = per_request_table(saturation)
+    if not table:
+        return []
+    intro = (
+        "tensorgate's own counters per request (its Prometheus page scraped around each point; a "
+        "wake-up is one submit doorbell, rows/run the mean batch size):"
+    )
+    return ["", "### Per request (tensorgate)", "", intro, "", *table]
 
 
 def _goal_table(title: str, goals: list[dict[str, Any]], group: str) -> list[str]:

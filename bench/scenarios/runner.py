@@ -17,7 +17,7 @@ import subprocess
 import time
 from collections.abc import Iterator, Sequence
 from concurrent.futures import ThreadPoolExecutor
-from dataclasses import asdict
+from dataclasses import asdict, replace
 from pathlib import Path
 from typing import Any
 
@@ -66,16 +66,20 @@ class Bench:
 
     @contextlib.contextmanager
     def systems(
-        self, names: Sequence[str], model: str, cpus: tuple[int, ...]
+        self, names: Sequence[str], model: str, cpus: tuple[int, ...], *, metrics: bool = False
     ) -> Iterator[dict[str, Running]]:
-        """Start ``names`` serving ``model`` pinned to ``cpus``; stop them all on exit."""
+        """Start ``names`` serving ``model`` pinned to ``cpus``; stop them all on exit. With
+        ``metrics``, tensorgate systems serve their Prometheus page (``Running.metrics_url``)."""
         running: dict[str, Running] = {}
         failed: dict[str, str] = {}
 
         def start_one(name: str) -> None:
             began = time.monotonic()
             try:
-                running[name] = start(self.ctx, CATALOG[name], model, cpus)
+                spec = CATALOG[name]
+                if metrics and spec.kind == "tensorgate":
+                    spec = replace(spec, params={**spec.params, "metrics": True})
+                running[name] = start(self.ctx, spec, model, cpus)
                 log.info("%s (%s) up in %.1f s", name, model, time.monotonic() - began)
             except StartFailed as exc:
                 failed[name] = f"{exc}: {_last_line(exc.log)}" if exc.log else str(exc)

@@ -3,9 +3,11 @@
 from __future__ import annotations
 
 import functools
+from collections.abc import Callable
 from typing import Any
 
 from bench.cpus import layouts
+from bench.measure import counters
 from bench.measure.points import Load, interleaved, run_point, summarize
 from bench.scenarios.common import best_of, check_h2load, closed_loop_driver, verify_status
 from bench.scenarios.runner import Bench
@@ -20,15 +22,23 @@ from bench.systems.catalog import (
     TWO_CORE_CONNECTIONS,
 )
 from bench.systems.models import model_path
+from bench.systems.targets import Running
+
+MLP_BATCHES = (1, 2, 4, 8, 16, 32)
+"""The MLP's batch sizes ``limits`` times (``mlp_model_us_by_batch``: µs of one run of b rows)."""
 
 
 def limits(bench: Bench) -> None:
-    """Single-run model times on one thread (ResNet50's throughput limit is measured in the
-    ``resnet50`` scenario, interleaved with the servers)."""
+    """Single-run model times on one thread, median µs of many runs (ResNet50's throughput limit
+    is measured in the ``resnet50`` scenario, interleaved with the servers)."""
     root = bench.ctx.models_root
+    mlp = model_path(root, "mlp")
     bench.results["scenarios"]["limits"] = {
-        "mlp_model_us": raw_ort.latency_us(model_path(root, "mlp"), "mlp"),
-        "mlp_model_us_batch64": raw_ort.latency_us(model_path(root, "mlp"), "mlp", batch=64),
+        "mlp_model_us": raw_ort.latency_us(mlp, "mlp"),
+        "mlp_model_us_batch64": raw_ort.latency_us(mlp, "mlp", batch=64),
+        "mlp_model_us_by_batch": {
+            str(b): raw_ort.latency_us(mlp, "mlp", batch=b, max_s=1.0) for b in MLP_BATCHES
+        },
         "resnet50_model_ms": raw_ort.latency_us(
             model_path(root, "resnet50"), "resnet50", runs=10, max_s=2.0
         )
@@ -46,12 +56,12 @@ def tiny(bench: Bench) -> None:
         "client_cpus": client_cpus,
         "driver": closed_loop_driver(),
     }
-    with bench.systems(names, "mlp", server_cpus) as running:
+    with bench.systems(names, "mlp", server_cpus, metrics=True) as running:
         checks = {n: verify_status(r, client_cpus) for n, r in running.items()}
         section["verify"] = checks
         top = plan.saturation_concurrency
         load = Load(top, plan.point_s, plan.warmup_s, driver=closed_loop_driver())
-        jobs = [(n, functools.partial(run_point, r, load, client_cpus)) for n, r in running.items()]
+        jobs = [(n, _counted_point(r, load, client_cpus)) for n, r in running.items()]
         sat = {k: summarize(v) for k, v in interleaved(jobs, plan.repeats).items()}
         check_h2load(sat, checks)
         section["saturation"] = sat
@@ -96,16 +106,16 @@ def tiny_2core(bench: Bench) -> None:
         "driver": closed_loop_driver(),
         "connections": TWO_CORE_CONNECTIONS,
     }
-    with bench.systems(TWO_CORE, "mlp", server_cpus) as running:
+    with bench.systems(TWO_CORE, "mlp", server_cpus, metrics=True) as running:
         checks = {n: verify_status(r, client_cpus) for n, r in running.items()}
         section["verify"] = checks
         top, driver = plan.saturation_concurrency, closed_loop_driver()
         connections = TWO_CORE_CONNECTIONS
         load = Load(top, plan.point_s, plan.warmup_s, driver=driver, connections=connections)
         one = Load(top, plan.point_s, plan.warmup_s, driver=driver, connections=1)
-        jobs = [(n, functools.partial(run_point, r, load, client_cpus)) for n, r in running.items()]
+        jobs = [(n, _counted_point(r, load, client_cpus)) for n, r in running.items()]
         jobs += [
-            (ONE_CONNECTION_KEY + n, functools.partial(run_point, running[n], one, client_cpus))
+            (ONE_CONNECTION_KEY + n, _counted_point(running[n], one, client_cpus))
             for n in ONE_CONNECTION
             if n in running
         ]
@@ -120,6 +130,15 @@ def tiny_2core(bench: Bench) -> None:
         }
         check_h2load(section["one_connection"], checks)
     bench.results["scenarios"]["tiny-2core"] = section
+
+
+def _counted_point(
+    running: Running, load: Load, client_cpus: tuple[int, ...]
+) -> Callable[[], dict[str, Any]]:
+    """A saturation point's job: :func:`run_point` with tensorgate's counters per request
+    (:mod:`bench.measure.counters`) when the system serves its metrics page."""
+    point = functools.partial(run_point, running, load, client_cpus)
+    return functools.partial(counters.counted, running.metrics_url, point)
 
 
 ONE_CONNECTION_KEY = "1 connection: "

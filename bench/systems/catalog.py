@@ -27,12 +27,15 @@ the pinned one, does not apply it to HTTP/2 calls)."""
 
 def _build() -> dict[str, SystemSpec]:
     batch = {"batching": BATCHING_TIMEOUT_0}
+    one_rest_batch = {"workers": 1, "intra_op": 1, "rest": True, **batch}
     one = {"frontends": 1}
     specs = [
         SystemSpec("echo", "echo"),
         SystemSpec("tensorgate", "tensorgate", {"workers": 1, "intra_op": 1}),
         SystemSpec("tensorgate-batch", "tensorgate", {"workers": 1, "intra_op": 1, **batch}),
         SystemSpec("tensorgate-rest", "tensorgate", {"workers": 1, "intra_op": 1, "rest": True}),
+        SystemSpec("tensorgate-rest-batch", "tensorgate", one_rest_batch),
+        SystemSpec("tensorgate-v2", "tensorgate", {"workers": 1, "intra_op": 1, "v2": True}),
         SystemSpec("tensorgate-2w", "tensorgate", {"workers": 2, "intra_op": 1}),
         SystemSpec("tensorgate-2w-batch", "tensorgate", {"workers": 2, "intra_op": 1, **batch}),
         SystemSpec("tensorgate-2w-1f", "tensorgate", {"workers": 2, "intra_op": 1, **one}),
@@ -83,7 +86,8 @@ CATALOG = _build()
 workers / tensorgate workers / Triton model instances); ``-batch``: batching on (tensorgate:
 :data:`BATCHING_TIMEOUT_0`; MLServer: adaptive batching, 32 rows, 1 ms); ``-rest`` / ``-http``:
 the same server driven over its REST API (tensorgate: TF Serving's JSON ``instances``; KServe: v1
-``instances``; Triton: HTTP v2 with binary tensors); ``kserve-grpc``, ``triton``: gRPC v2;
+``instances``; Triton: HTTP v2 with binary tensors); ``kserve-grpc``, ``triton``,
+``tensorgate-v2``: gRPC v2 ModelInfer with ``raw_input_contents``;
 ``-guarded``: with the admission flags of :data:`GUARDED_FLAGS`. tensorgate runs its default
 front ends (``--frontends=0``: one per CPU it may use, so one on one pinned core and two on the
 two-core layout) except ``-1f``: one front end (``--frontends=1``, one process, as before
@@ -94,12 +98,17 @@ TINY = (
     "tensorgate",
     "tensorgate-batch",
     "tensorgate-rest",
+    "tensorgate-rest-batch",
+    "tensorgate-v2",
     "triton",
     "triton-http",
     "kserve-grpc",
     "kserve-rest",
 )
 """The tiny-model comparison on one server core (the plan adds its FastAPI and MLServer peers)."""
+
+REST_TENSORGATE = ("tensorgate-rest", "tensorgate-rest-batch")
+"""tensorgate over TF Serving's REST API, batching off and on; goals compare the better."""
 
 TWO_CORE = (
     "echo",

@@ -1,8 +1,10 @@
 """The systems under test, each started on demand and addressed the same way.
 
-- ``tensorgate``: ``python -m gateway`` (TF Serving flags, ``--ready_fd`` handshake), gRPC Predict
-  or its TF Serving REST API (JSON ``instances``), batching on or off, its default front ends
-  (``--frontends=0``: one per server CPU) or as many as the configuration names;
+- ``tensorgate``: ``python -m gateway`` (TF Serving flags, ``--ready_fd`` handshake), gRPC Predict,
+  gRPC v2 ModelInfer (``v2``: the V2 peers' request) or its TF Serving REST API (JSON
+  ``instances``), batching on or off, its default front ends (``--frontends=0``: one per server
+  CPU) or as many as the configuration names; with ``metrics`` its Prometheus page is on (a
+  monitoring config and a REST port) and :attr:`Running.metrics_url` names it;
 - ``echo``: the bare grpc.aio echo server (:mod:`bench.systems.peers.echo_server`), same method
   and bytes;
 - both run on this interpreter unless their parameters name another ``python`` (and ``env``
@@ -20,13 +22,15 @@ import json
 import os
 import sys
 
-from bench.load.calls import PREDICT_METHOD, predict_payload
+from bench.load.calls import PREDICT_METHOD, predict_payload, v2_infer_payload
 from bench.systems import v2_peers, venvs
-from bench.systems.models import INPUT_NAMES, sample_input
+from bench.systems.models import INPUT_NAMES, input_shape, sample_input
 from bench.systems.procs import StartFailed, free_port, start_polled, start_with_ready_fd
 from bench.systems.targets import Context, Running, SystemSpec, Target
 
 PEERS = v2_peers.PEERS
+METRICS_PATH = "/monitoring/prometheus/metrics"
+"""tensorgate's Prometheus page (TF Serving's default path) when a system has ``metrics`` on."""
 
 
 def start(ctx: Context, spec: SystemSpec, model: str, cpus: tuple[int, ...]) -> Running:
@@ -68,12 +72,18 @@ def _tensorgate(ctx: Context, spec: SystemSpec, model: str, cpus: tuple[int, ...
         path.parent.mkdir(parents=True, exist_ok=True)
         path.write_text(p["batching"])
         argv += ["--enable_batching", f"--batching_parameters_file={path}"]
-    if p.get("rest"):
+    if p.get("rest") or p.get("metrics"):
         argv.append(f"--rest_api_port={free_port()}")
+    if p.get("metrics"):
+        path = ctx.logs / f"{spec.name}-monitoring.pbtxt"
+        path.parent.mkdir(parents=True, exist_ok=True)
+        path.write_text(f'prometheus_config {{ enable: true path: "{METRICS_PATH}" }}\n')
+        argv.append(f"--monitoring_config_file={path}")
     env = {**os.environ, **p.get("env", {})}
     server, info = start_with_ready_fd(
         spec.name, argv, ctx.log_path(spec, model), cpus=cpus, env=env
     )
+    metrics = f"http://127.0.0.1:{info['rest_port']}{METRICS_PATH}" if p.get("metrics") else None
     if p.get("rest"):
         # TF Serving's REST predict, row format; JSON as every REST client sends it.
         body = json.dumps({"instances": sample_input(model, ctx.batch).tolist()}).encode()
@@ -82,11 +92,22 @@ def _tensorgate(ctx: Context, spec: SystemSpec, model: str, cpus: tuple[int, ...
             spec,
             server,
             Target("http", url, f"/v1/models/{model}:predict", body, "application/json"),
+            metrics,
         )
+    if p.get("v2"):
+        # The V2 peers' request: gRPC ModelInfer, the tensor in raw_input_contents.
+        payload = ctx.payload(
+            ("v2", "tensorgate", model),
+            lambda: v2_infer_payload(
+                model, INPUT_NAMES[model], input_shape(model, ctx.batch), ctx.raw_input(model)
+            ),
+        )
+        target = Target("grpc", f"127.0.0.1:{server.port}", v2_peers.V2_METHOD, payload)
+        return Running(spec, server, target, metrics)
     target = Target(
         "grpc", f"127.0.0.1:{server.port}", PREDICT_METHOD, _predict_payload(ctx, model)
     )
-    return Running(spec, server, target)
+    return Running(spec, server, target, metrics)
 
 
 def _echo(ctx: Context, spec: SystemSpec, model: str, cpus: tuple[int, ...]) -> Running:

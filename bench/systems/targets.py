@@ -73,6 +73,8 @@ class Running:
     spec: SystemSpec
     server: Server
     target: Target
+    metrics_url: str | None = None
+    """tensorgate's Prometheus page when started with ``metrics`` on."""
 
     def stop(self) -> None:
         self.server.stop()

@@ -13,6 +13,8 @@ long batch) is shown with its previous answer if the process is the same.
 - ``tensorgate_worker_resident_memory_bytes`` gauge {worker};
 - ``tensorgate_worker_runs_total`` / ``tensorgate_worker_run_errors_total`` counter {worker}:
   batches run / failed;
+- ``tensorgate_worker_wakeups_total`` counter {worker}: times the worker woke from sleep to take
+  submitted runs (each is one submit doorbell: the gateway rings only a sleeping worker);
 - ``tensorgate_model_load_seconds`` gauge {worker, model_name, version}: how long loading that
   version took in that worker;
 - read from the pool at scrape: ``tensorgate_worker_restarts_total`` (workers replaced after dying
@@ -90,6 +92,12 @@ class WorkerFigures:
         )
         rss = _gauge("tensorgate_worker_resident_memory_bytes", "Resident memory in bytes.")
         runs = CounterMetricFamily("tensorgate_worker_runs", "Batches run.", labels=["worker"])
+        wakeups = CounterMetricFamily(
+            "tensorgate_worker_wakeups",
+            "Times the worker woke to take submitted runs (each is one submit doorbell: the "
+            "gateway rings only a sleeping worker).",
+            labels=["worker"],
+        )
         errors = CounterMetricFamily(
             "tensorgate_worker_run_errors", "Batches that failed.", labels=["worker"]
         )
@@ -105,11 +113,12 @@ class WorkerFigures:
             cpu.add_metric([worker], stats["cpu_seconds"])
             rss.add_metric([worker], stats["rss_bytes"])
             runs.add_metric([worker], stats["runs"])
+            wakeups.add_metric([worker], stats["wakeups"])
             errors.add_metric([worker], stats["run_errors"])
             for key, seconds in sorted(stats["load_seconds"].items()):
                 model, _, version = key.rpartition(":")
                 loads.add_metric([worker, model, version], seconds)
-        yield from (info, start, cpu, rss, runs, errors, loads)
+        yield from (info, start, cpu, rss, runs, wakeups, errors, loads)
         yield from self._pool_families()
 
     def _pool_families(self) -> Iterator[Metric]:

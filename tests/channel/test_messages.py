@@ -48,6 +48,7 @@ REPLIES: list[Reply] = [
             "rss_bytes": 4096,
             "runs": 3,
             "run_errors": 1,
+            "wakeups": 2,
             "load_seconds": {"m:3": 0.5},
         },
     ),

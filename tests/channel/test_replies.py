@@ -50,6 +50,7 @@ def test_ping_reply_reports_runs_and_stats_only_when_given() -> None:
         "rss_bytes": 4096,
         "runs": 3,
         "run_errors": 1,
+        "wakeups": 2,
         "load_seconds": {"m:3": 0.5},
     }
     reply = ping_reply(7, 1234, runs=6, stats=stats)

@@ -75,6 +75,28 @@ def test_ping_reports_the_workers_own_figures(worker: tuple[Harness, str]) -> No
     assert set(harness.ping()["stats"]["load_seconds"]) == {"mlp:1"}
 
 
+def _asleep(end: Harness) -> None:
+    """Wait (bounded) until the worker has announced that it sleeps on its channel."""
+    deadline = time.monotonic() + 30.0
+    while not end.channel.worker_sleeps:
+        assert time.monotonic() < deadline, "the worker never went to sleep"
+        time.sleep(0.001)
+
+
+@pytest.mark.parametrize("handover", [False, True], ids=["one channel", "channel set"])
+def test_ping_counts_a_wakeup_for_each_request_that_woke_a_sleeping_worker(
+    handover: bool,
+) -> None:
+    harness = Harness(handover=handover)
+    try:
+        before = harness.ping()["stats"]["wakeups"]
+        for n in range(1, 4):
+            _asleep(harness)
+            assert harness.ping()["stats"]["wakeups"] == before + n  # counted before it answers
+    finally:
+        harness.close()
+
+
 @pytest.mark.parametrize(
     ("value", "parsed"),
     [

@@ -54,12 +54,14 @@ def _samples(families: list[Metric]) -> dict[tuple[str, tuple[tuple[str, str], .
 def test_each_scrape_asks_every_live_worker_and_reads_the_pool() -> None:
     async def scenario(pool: WorkerPool, changed: asyncio.Event) -> None:
         figures = WorkerFigures(pool)
-        assert not any(f.samples for f in list(figures.families())[:7])  # nothing asked yet
+        assert not any(f.samples for f in list(figures.families())[:8])  # nothing asked yet
         await figures.refresh()
         (pid,) = pool.pids()
         samples = _samples(list(figures.families()))
         assert samples[("tensorgate_worker_info", (("pid", str(pid)), ("worker", "0")))] == 1
         assert samples[("tensorgate_worker_runs_total", (("worker", "0"),))] == 0
+        wakeups = samples[("tensorgate_worker_wakeups_total", (("worker", "0"),))]
+        assert wakeups == figures.latest[0]["wakeups"]
         assert samples[("tensorgate_worker_cpu_seconds_total", (("worker", "0"),))] > 0
         assert samples[("tensorgate_worker_restarts_total", ())] == 0
         capacity = ("tensorgate_shm_capacity_bytes", (("area", "input"), ("worker", "0")))

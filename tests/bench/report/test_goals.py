@@ -5,7 +5,7 @@ from __future__ import annotations
 from typing import Any
 
 from bench.report import goals
-from bench.report.goal_rows import ISSUE
+from bench.report.goal_rows import COST, ISSUE, V2
 from bench.report.write import markdown
 from bench.systems.tracing import TRACING_CONTROL
 
@@ -31,7 +31,9 @@ def point(rps: float, low: float | None = None, high: float | None = None, **mor
 
 
 def rows_for(results: dict[str, Any], goal: str) -> list[dict[str, Any]]:
-    return [g for g in goals.compute(results) if goal in g["goal"]]
+    """The rows naming ``goal`` outside issues 26 and 28 (tests/bench/report/test_cost_goals.py
+    and test_v2_goals.py have theirs, which share words with these)."""
+    return [g for g in goals.compute(results) if goal in g["goal"] and g["group"] not in (COST, V2)]
 
 
 def test_every_issue_row_is_listed_in_order_even_when_nothing_was_measured() -> None:

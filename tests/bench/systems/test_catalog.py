@@ -32,3 +32,12 @@ def test_families_and_transports() -> None:
     assert family("tensorgate-2w-batch") == "tensorgate"
     assert is_rest("tensorgate-rest") and is_rest("triton-http") and is_rest("fastapi-inline")
     assert not is_rest("tensorgate") and not is_rest("kserve-grpc") and not is_rest("echo")
+
+
+def test_tiny_compares_tensorgate_rest_batching_and_v2_like_their_peers() -> None:
+    names = ("tensorgate-rest-batch", "tensorgate-batch", "tensorgate-v2")
+    rest, batch, v2 = (CATALOG[n] for n in names)
+    assert {"tensorgate-rest-batch", "tensorgate-v2"} <= set(TINY)
+    assert rest.params == {**batch.params, "rest": True}
+    assert v2.params == {**CATALOG["tensorgate"].params, "v2": True}
+    assert is_rest("tensorgate-rest-batch") and not is_rest("tensorgate-v2")

@@ -1,0 +1,73 @@
+"""Goal rows on the tiny MLP's points that several issues set bars on: one system's throughput
+against another's, server CPU per request against echo's, and the light-load (c=1) overhead over
+echo. Each takes its goal text, bar and group, so issue 12's table and later issues' share them."""
+
+from __future__ import annotations
+
+from typing import Any
+
+from bench.report.goal_rows import ISSUE, best, fmt_ratio, median, ratio, row
+from bench.systems.catalog import GRPC_TENSORGATE
+
+
+def versus(
+    goal: str,
+    section: dict[str, Any],
+    ours: tuple[str, ...],
+    theirs: tuple[str, ...],
+    minimum: float,
+    where: str,
+    key: str = "rps",
+    group: str = ISSUE,
+) -> dict[str, Any]:
+    """``ours`` (best of) against ``theirs`` (best of) on ``key``: met when ≥ ``minimum``×."""
+    a, b = best(section, ours), best(section, theirs)
+    case = f"{where}: {a or ' / '.join(ours)} vs {b or ' / '.join(theirs)}"
+    target = f"≥ {minimum}×"
+    if a is None or b is None or not median(section[b], key) or not median(section[a], key):
+        return row(goal, case, target, group=group)
+    r = ratio(section[a], section[b], key)
+    unit = "img/s" if section[a][key]["median"] < 100 else "req/s"
+    note = f"{section[a][key]['median']:.1f} vs {section[b][key]['median']:.1f} {unit}"
+    return row(goal, case, target, fmt_ratio(r), r[0] >= minimum, note, group)
+
+
+def cpu_row(
+    goal: str, sat: dict[str, Any], ours: tuple[str, ...], most: float, group: str = ISSUE
+) -> dict[str, Any]:
+    """Server CPU µs per request of ``ours`` (its best by throughput) against echo's: met when
+    ≤ ``most``×."""
+    key = "server_cpu_us_per_request"
+    a = best(sat, ours)
+    case = f"1 core: {a or ' / '.join(ours)} vs echo, CPU µs per request"
+    target = f"≤ {most}×"
+    if a is None or not median(sat.get("echo"), key) or not median(sat[a], key):
+        return row(goal, case, target, group=group)
+    r = ratio(sat[a], sat["echo"], key)
+    note = f"{sat[a][key]['median']:.0f} vs {sat['echo'][key]['median']:.0f} µs"
+    return row(goal, case, target, fmt_ratio(r), r[0] <= most, note, group)
+
+
+def light_row(goal: str, sc: dict[str, Any], most_ms: float, group: str = ISSUE) -> dict[str, Any]:
+    """At concurrency 1 on one server core: tensorgate's best gRPC p50 less echo's p50 and the
+    MLP's model time (``limits``), in ms: met when ≤ ``most_ms``."""
+    light = sc.get("tiny", {}).get("light", {})
+    model_us = sc.get("limits", {}).get("mlp_model_us")
+    ours = [n for n in GRPC_TENSORGATE["1-core"] if median(light.get(n), "p50_ms")]
+    name = min(ours, key=lambda n: light[n]["p50_ms"]["median"], default="tensorgate")
+    tg, echo = light.get(name), light.get("echo")
+    case = f"1 server core: {name} vs echo"
+    target = f"overhead ≤ {most_ms} ms"
+    if tg is None or echo is None or model_us is None:
+        return row(goal, case, target, group=group)
+    if not median(tg, "p50_ms") or not median(echo, "p50_ms"):
+        return row(goal, case, target, group=group)
+    model_ms = model_us / 1000
+    overhead = [tg["p50_ms"][k] - echo["p50_ms"]["median"] - model_ms for k in ("median", "min")]
+    top = tg["p50_ms"]["max"] - echo["p50_ms"]["median"] - model_ms
+    value = f"overhead {overhead[0]:.3f} ms ({overhead[1]:.3f}–{top:.3f})"
+    note = (
+        f"{name} p50 {tg['p50_ms']['median']:.3f} ms, echo {echo['p50_ms']['median']:.3f} "
+        f"ms, model {model_ms:.3f} ms"
+    )
+    return row(goal, case, target, value, overhead[0] <= most_ms, note, group)
