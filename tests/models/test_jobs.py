@@ -16,9 +16,11 @@ from typing import Any, TypeVar
 
 from gateway.config.model_config import ModelSpecConfig
 from gateway.errors import Code, FailedPrecondition
-from gateway.models.loader import LoadOptions
+from gateway.models.base_path import BasePathWatch
+from gateway.models.jobs import ModelState, VersionJobs
+from gateway.models.loader import LoadOptions, VersionLoader
 from gateway.models.manager import ModelManager
-from gateway.serving.registry import State
+from gateway.serving.registry import Servable, State
 from tests.support.fakes import FakePool, settle
 
 T = TypeVar("T")
@@ -170,3 +172,64 @@ def test_a_new_config_stops_a_load_still_waiting_for_a_slot(tmp_path: Path) -> N
         assert pool.calls == [("load", "a:1")] and models.all_available()
 
     run(scenario())
+
+
+# -- VersionJobs on its own (the fake pool as its workers) ---------------------------------------
+def _jobs(pool: FakePool, events: list[str]) -> tuple[VersionJobs, ModelState]:
+    async def before_unload(servable: Servable) -> None:
+        events.append(f"drain {servable.key}")
+
+    loader = VersionLoader(workers=pool, intra_op=1, inter_op=1)  # type: ignore[arg-type]
+    jobs = VersionJobs(loader, pool, lambda: events.append("changed"), before_unload)  # type: ignore[arg-type]
+    model = ModelState(ModelSpecConfig("m", "unused"), BasePathWatch("m"))
+    return jobs, model
+
+
+def test_a_version_job_goes_loading_then_available_and_leaves_the_jobs(tmp_path: Path) -> None:
+    versions(tmp_path, 1)
+
+    async def go() -> None:
+        events: list[str] = []
+        jobs, model = _jobs(FakePool(), events)
+        job = jobs.start(model, 1, str(tmp_path / "1"))
+        assert model.versions[1].state == State.LOADING and model.jobs == {1: job}
+        await job
+        assert model.versions[1].state == State.AVAILABLE and model.versions[1].error is None
+        assert model.servables[1].key == "m:1" and model.jobs == {}
+        assert events == ["changed", "changed"]
+
+    run(go())
+
+
+def test_a_failed_load_ends_the_version_with_its_error(tmp_path: Path) -> None:
+    versions(tmp_path, 1)
+
+    async def go() -> None:
+        pool = FakePool(fail={"m:1": FailedPrecondition("bad model")})
+        jobs, model = _jobs(pool, [])
+        await jobs.start(model, 1, str(tmp_path / "1"))
+        status = model.versions[1]
+        assert status.state == State.END and status.error is not None
+        assert status.error.message == "bad model" and model.servables == {}
+
+    run(go())
+
+
+def test_the_swap_unloads_stale_versions_only_once_an_aspired_one_serves(tmp_path: Path) -> None:
+    versions(tmp_path, 1, 2)
+
+    async def go() -> None:
+        events: list[str] = []
+        pool = FakePool()
+        jobs, model = _jobs(pool, events)
+        await jobs.start(model, 1, str(tmp_path / "1"))
+        model.aspired = (2,)
+        await jobs.unload_stale(model)
+        assert 1 in model.servables  # no aspired version serves yet: 1 stays
+        events.clear()
+        await jobs.start(model, 2, str(tmp_path / "2"))
+        assert sorted(model.servables) == [2] and model.versions[1].state == State.END
+        assert ("unload", "m:1") in pool.calls
+        assert events == ["changed", "changed", "changed", "drain m:1", "changed"]
+
+    run(go())

@@ -1,95 +1,19 @@
-"""The datatype table, declared headers and bounds, and the raw byte layout."""
+"""Raw tensor bytes ⇄ numpy: the layout of raw_input_contents and the binary data extension."""
 
 from __future__ import annotations
 
 import struct
 from typing import Any
 
-import ml_dtypes
 import numpy as np
 import pytest
 from hypothesis import given
 from hypothesis import strategies as st
 from hypothesis.extra import numpy as hnp
 
-from channel.dtypes import DTYPE_NAMES
-from gateway.errors import Code, InvalidArgument, ResourceExhausted, ServingError
+from gateway.errors import InvalidArgument
 from gateway.v2 import datatypes, declared, raw
 from gateway.v2.declared import Limits
-
-EXPECTED = {
-    "BOOL": ("bool", 1, "bool_contents"),
-    "UINT8": ("uint8", 1, "uint_contents"),
-    "UINT16": ("uint16", 2, "uint_contents"),
-    "UINT32": ("uint32", 4, "uint_contents"),
-    "UINT64": ("uint64", 8, "uint64_contents"),
-    "INT8": ("int8", 1, "int_contents"),
-    "INT16": ("int16", 2, "int_contents"),
-    "INT32": ("int32", 4, "int_contents"),
-    "INT64": ("int64", 8, "int64_contents"),
-    "FP16": ("float16", 2, None),
-    "BF16": ("bfloat16", 2, None),
-    "FP32": ("float32", 4, "fp32_contents"),
-    "FP64": ("float64", 8, "fp64_contents"),
-    "BYTES": ("string", 0, "bytes_contents"),
-}
-
-
-def test_the_table() -> None:
-    assert tuple(EXPECTED) == datatypes.DATATYPES
-    for name, (dtype_name, size, field) in EXPECTED.items():
-        row = datatypes.lookup(name)
-        assert (row.dtype_name, row.itemsize, row.field) == (dtype_name, size, field)
-        assert datatypes.for_dtype_name(dtype_name) == row
-        assert datatypes.for_numpy(row.numpy) == row
-        assert datatypes.datatype_of(dtype_name) == name
-    assert datatypes.for_numpy(np.dtype(ml_dtypes.bfloat16)).name == "BF16"
-    assert datatypes.for_numpy(np.dtype("S3")).name == "BYTES"
-    assert datatypes.for_numpy(np.dtype("<U2")).name == "BYTES"
-    assert datatypes.for_numpy(np.dtype(">i4")).name == "INT32"
-
-
-def test_every_canonical_dtype_but_complex_has_a_datatype() -> None:
-    carried = {datatypes.lookup(n).dtype_name for n in datatypes.DATATYPES}
-    assert DTYPE_NAMES - carried == {"complex64", "complex128"}
-    for name in ("complex64", "complex128"):
-        with pytest.raises(ServingError) as info:
-            datatypes.for_dtype_name(name)
-        assert info.value.code == Code.UNIMPLEMENTED
-
-
-@pytest.mark.parametrize("name", ["fp32", "FLOAT", "STRING", "", "TYPE_FP32"])
-def test_unknown_datatypes_are_invalid(name: str) -> None:
-    with pytest.raises(InvalidArgument, match="invalid datatype"):
-        datatypes.lookup(name)
-
-
-def test_declare_checks_shapes_and_bounds(limits: Limits) -> None:
-    header = declared.declare("x", "FP32", [2, 3], limits)
-    assert (header.shape, header.elements, header.datatype.name) == ((2, 3), 6, "FP32")
-    assert declared.decoded_bytes(header, 999) == 24
-    with pytest.raises(InvalidArgument, match="input 'x': invalid datatype 'F32'"):
-        declared.declare("x", "F32", [1], limits)
-    with pytest.raises(InvalidArgument, match="negative dimension"):
-        declared.declare("x", "FP32", [-1, 3], limits)
-    with pytest.raises(InvalidArgument, match="over the limit of 1000"):
-        declared.declare("x", "FP32", [1001], limits)
-    with pytest.raises(InvalidArgument, match="over the limit of 1000"):
-        declared.declare("x", "FP32", [0, 10**12], limits)  # zero elements, a huge dimension
-    with pytest.raises(InvalidArgument, match="65 dimensions"):
-        declared.declare("x", "FP32", [1] * 65, limits)
-
-
-def test_decoded_bytes_of_strings_count_their_overhead(limits: Limits) -> None:
-    header = declared.declare("s", "BYTES", [3], limits)
-    assert declared.decoded_bytes(header, 10) == 3 * declared.STRING_ELEMENT_BYTES + 10
-
-
-def test_check_total_is_resource_exhausted() -> None:
-    declared.check_total(100, Limits(10, 100))
-    declared.check_total(10**12, Limits(10, None))
-    with pytest.raises(ResourceExhausted, match="101 bytes once decoded, over the limit of 100"):
-        declared.check_total(101, Limits(10, 100))
 
 
 def _header(datatype: str, shape: tuple[int, ...]) -> declared.Declared:

@@ -1,0 +1,37 @@
+"""Declared input tensors: shapes and bounds checked before any value is read."""
+
+from __future__ import annotations
+
+import pytest
+
+from gateway.errors import InvalidArgument, ResourceExhausted
+from gateway.v2 import declared
+from gateway.v2.declared import Limits
+
+
+def test_declare_checks_shapes_and_bounds(limits: Limits) -> None:
+    header = declared.declare("x", "FP32", [2, 3], limits)
+    assert (header.shape, header.elements, header.datatype.name) == ((2, 3), 6, "FP32")
+    assert declared.decoded_bytes(header, 999) == 24
+    with pytest.raises(InvalidArgument, match="input 'x': invalid datatype 'F32'"):
+        declared.declare("x", "F32", [1], limits)
+    with pytest.raises(InvalidArgument, match="negative dimension"):
+        declared.declare("x", "FP32", [-1, 3], limits)
+    with pytest.raises(InvalidArgument, match="over the limit of 1000"):
+        declared.declare("x", "FP32", [1001], limits)
+    with pytest.raises(InvalidArgument, match="over the limit of 1000"):
+        declared.declare("x", "FP32", [0, 10**12], limits)  # zero elements, a huge dimension
+    with pytest.raises(InvalidArgument, match="65 dimensions"):
+        declared.declare("x", "FP32", [1] * 65, limits)
+
+
+def test_decoded_bytes_of_strings_count_their_overhead(limits: Limits) -> None:
+    header = declared.declare("s", "BYTES", [3], limits)
+    assert declared.decoded_bytes(header, 10) == 3 * declared.STRING_ELEMENT_BYTES + 10
+
+
+def test_check_total_is_resource_exhausted() -> None:
+    declared.check_total(100, Limits(10, 100))
+    declared.check_total(10**12, Limits(10, None))
+    with pytest.raises(ResourceExhausted, match="101 bytes once decoded, over the limit of 100"):
+        declared.check_total(101, Limits(10, 100))
