@@ -20,6 +20,8 @@ from gateway.serving.inputs import Ready
 from tests.support import onnx_models
 from tests.support.gateway_proc import (
     kill_quietly,
+    memfd_inodes,
+    memfds_still_held,
     running_gateway,
     shm_entries,
     start_gateway,
@@ -132,6 +134,8 @@ def test_gateway_sigkill_leaves_nothing_and_restarts(model_repo: Path, tmp_path:
     gateway = start_gateway(args, tmp_path)
     workers = worker_pids(gateway.pid)
     assert len(workers) == 2
+    segments = memfd_inodes([gateway.pid, *workers])
+    assert segments, "the channels are memfd segments"
     try:
         gateway.stop(signal.SIGKILL)
         for pid in workers:
@@ -139,6 +143,7 @@ def test_gateway_sigkill_leaves_nothing_and_restarts(model_repo: Path, tmp_path:
     finally:
         for pid in workers:
             kill_quietly(pid)
+    assert memfds_still_held(segments) == set()  # no process holds or maps one: all freed
     assert shm_entries() - shm_before == set()
     with running_gateway(args, tmp_path) as again, grpc.insecure_channel(again.target) as ch:
         stub = prediction_service_pb2_grpc.PredictionServiceStub(ch)

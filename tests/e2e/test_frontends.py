@@ -41,6 +41,8 @@ from tests.support.gateway_proc import (
     GatewayProcess,
     free_port,
     kill_quietly,
+    memfd_inodes,
+    memfds_still_held,
     running_gateway,
     shm_entries,
     start_gateway,
@@ -434,6 +436,8 @@ def test_sigkill_of_the_supervisor_leaves_no_process_and_no_shared_memory(
     gateway = start_gateway(_args(model_repo), tmp_path)
     children = front_end_pids(gateway.pid) + worker_pids(gateway.pid)
     assert len(children) == 4
+    segments = memfd_inodes([gateway.pid, *children])
+    assert segments, "the channels and the load table are memfd segments"
     try:
         gateway.stop(signal.SIGKILL)
         for pid in children:
@@ -441,4 +445,5 @@ def test_sigkill_of_the_supervisor_leaves_no_process_and_no_shared_memory(
     finally:
         for pid in children:
             kill_quietly(pid)
+    assert memfds_still_held(segments) == set()  # no process holds or maps one: all freed
     assert shm_entries() - shm_before == set()

@@ -182,6 +182,40 @@ def shm_entries() -> set[str]:
     return set(os.listdir("/dev/shm"))
 
 
+def memfd_inodes(pids: list[int]) -> set[int]:
+    """The inodes of the anonymous ``memfd`` segments that ``pids`` hold open or map."""
+    found = set()
+    for pid in pids:
+        found |= _memfds_of(pid)
+    return found
+
+
+def memfds_still_held(inodes: set[int]) -> set[int]:
+    """Which of ``inodes`` (``memfd`` segments) any process on the machine still holds open or
+    maps: a segment is freed by the kernel once none does, so an empty set proves nothing is left
+    (a ``/dev/shm`` listing cannot: a memfd never appears there)."""
+    held: set[int] = set()
+    for entry in os.listdir("/proc"):
+        if entry.isdigit():
+            held |= _memfds_of(int(entry)) & inodes
+    return held
+
+
+def _memfds_of(pid: int) -> set[int]:
+    found = set()
+    with contextlib.suppress(OSError):
+        for fd in os.listdir(f"/proc/{pid}/fd"):
+            with contextlib.suppress(OSError):
+                if os.readlink(f"/proc/{pid}/fd/{fd}").startswith("/memfd:"):
+                    found.add(os.stat(f"/proc/{pid}/fd/{fd}").st_ino)
+    with contextlib.suppress(OSError), open(f"/proc/{pid}/maps") as maps:
+        for line in maps:
+            fields = line.split(maxsplit=5)
+            if len(fields) == 6 and fields[5].startswith("/memfd:"):
+                found.add(int(fields[4]))
+    return found
+
+
 def kill_quietly(pid: int) -> None:
     with contextlib.suppress(ProcessLookupError):
         os.kill(pid, signal.SIGKILL)
