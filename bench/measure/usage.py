@@ -29,6 +29,15 @@ def descendants(pid: int) -> list[int]:
     return out
 
 
+def by_role(pid: int) -> dict[str, list[int]]:
+    """The processes below ``pid`` by :func:`role_of`: ``worker`` and ``front end`` lists (the
+    gateway's workers; the front ends a supervisor of several runs), in pid order."""
+    found: dict[str, list[int]] = {"worker": [], "front end": [], "gateway": []}
+    for child in sorted(p for p in descendants(pid) if p != pid):
+        found.setdefault(role_of(child), []).append(child)
+    return found
+
+
 def cpu_seconds(pids: Sequence[int]) -> float:
     """User + system CPU seconds used so far by ``pids`` (processes that are gone count 0)."""
     total = 0

@@ -290,7 +290,8 @@ def _reliability_sections(soak: dict[str, Any], chaos: dict[str, Any]) -> list[s
                 )
         if "fds" in flat:
             lines.append(
-                f"| gateway fds | {flat['fds']['start']:.0f} | {flat['fds']['end']:.0f} | |"
+                f"| fds (gateway and front ends) | {flat['fds']['start']:.0f} | "
+                f"{flat['fds']['end']:.0f} | |"
             )
     if "result" in chaos:
         result = chaos["result"]

@@ -21,7 +21,7 @@ from concurrent.futures import ThreadPoolExecutor
 from typing import Any
 
 from bench.measure.points import Load, run_point
-from bench.measure.usage import descendants, rss_bytes
+from bench.measure.usage import by_role, rss_bytes
 from bench.scenarios.runner import Bench
 from bench.systems.catalog import CATALOG
 from bench.systems.targets import Running
@@ -39,14 +39,16 @@ def _fds(pid: int) -> int:
 
 
 def sample(running: Running) -> dict[str, Any]:
-    """RSS (MiB) of the gateway and its workers, and the gateway's open fds, now."""
+    """RSS (MiB) of the gateway (the one process, or the supervisor), its front ends and its
+    workers, and the open fds of the gateway and its front ends together, now."""
     gateway = running.server.pid
-    workers = [p for p in descendants(gateway) if p != gateway]
+    roles = by_role(gateway)
     return {
         "t": time.monotonic(),
         "gateway_mb": rss_bytes(gateway) / MIB,
-        "workers_mb": [rss_bytes(p) / MIB for p in workers],
-        "fds": _fds(gateway),
+        "front_ends_mb": [rss_bytes(p) / MIB for p in roles["front end"]],
+        "workers_mb": [rss_bytes(p) / MIB for p in roles["worker"]],
+        "fds": _fds(gateway) + sum(_fds(p) for p in roles["front end"]),
     }
 
 
@@ -61,9 +63,10 @@ def flatness(samples: list[dict[str, Any]]) -> dict[str, Any]:
     if len(samples) < 10:
         return {"flat": None, "reason": f"only {len(samples)} samples"}
     series: dict[str, list[float]] = {"gateway_mb": [s["gateway_mb"] for s in samples]}
-    workers = min(len(s["workers_mb"]) for s in samples)
-    for i in range(workers):
-        series[f"worker{i}_mb"] = [sorted(s["workers_mb"])[i] for s in samples]
+    for key, label in (("front_ends_mb", "front_end"), ("workers_mb", "worker")):
+        count = min(len(s.get(key, [])) for s in samples)
+        for i in range(count):
+            series[f"{label}{i}_mb"] = [sorted(s[key])[i] for s in samples]
     out: dict[str, Any] = {}
     flat = True
     for name, values in series.items():
@@ -138,7 +141,7 @@ def chaos(bench: Bench) -> None:
             if now < next_kill[0]:
                 return
             next_kill[0] = now + plan.chaos_kill_every_s
-            workers = [p for p in descendants(r.server.pid) if p != r.server.pid]
+            workers = by_role(r.server.pid)["worker"]  # workers only, never a front end
             if workers:
                 victim = rng.choice(workers)
                 os.kill(victim, signal.SIGKILL)

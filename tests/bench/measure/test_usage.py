@@ -2,7 +2,12 @@
 
 from __future__ import annotations
 
-from bench.measure.usage import CPU_ROLES, cpu_by_role
+import os
+import subprocess
+import sys
+from pathlib import Path
+
+from bench.measure.usage import CPU_ROLES, by_role, cpu_by_role, role_of
 
 
 def test_threads_are_split_into_loop_threads_grpc_and_workers() -> None:
@@ -22,3 +27,28 @@ def test_threads_are_split_into_loop_threads_grpc_and_workers() -> None:
         "workers": 0.5,
     }
     assert tuple(cpu_by_role({}, {}, 10)) == CPU_ROLES
+
+
+def test_processes_below_a_pid_are_told_apart_by_role(tmp_path: Path) -> None:
+    """Children started as ``python -m workers`` and ``python -m gateway.frontend`` (stand-in
+    modules that wait for their stdin to close) are a worker and a front end."""
+    wait = "import sys\nsys.stdin.read()\n"
+    (tmp_path / "workers.py").write_text(wait)
+    (tmp_path / "gateway").mkdir()
+    (tmp_path / "gateway" / "__init__.py").write_text("")
+    (tmp_path / "gateway" / "frontend.py").write_text(wait)
+    argvs = [["-m", "workers"], ["-m", "gateway.frontend"]]
+    children = [
+        subprocess.Popen([sys.executable, *argv], cwd=tmp_path, stdin=subprocess.PIPE)
+        for argv in argvs
+    ]
+    try:
+        roles = by_role(os.getpid())
+        assert roles["worker"] == [children[0].pid]
+        assert roles["front end"] == [children[1].pid]
+        assert role_of(os.getpid()) == "gateway"  # anything else
+    finally:
+        for child in children:
+            assert child.stdin is not None
+            child.stdin.close()
+            child.wait()

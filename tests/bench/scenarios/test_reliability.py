@@ -22,3 +22,14 @@ def test_flat_series_pass_and_growth_or_fd_leaks_fail() -> None:
     leaking = list(range(30, 50))
     assert flatness(_samples(steady, [60.0] * 20, leaking))["flat"] is False
     assert flatness(_samples(steady[:5], [60.0] * 5, [30] * 5))["flat"] is None
+
+
+def test_front_ends_are_series_of_their_own() -> None:
+    steady = [100.0] * 20
+    samples = _samples(steady, [60.0] * 20, [30] * 20)
+    for i, s in enumerate(samples):
+        s["front_ends_mb"] = [80.0, 80.0 + i]  # the second front end grows ~24 % over the run
+    verdict = flatness(samples)
+    assert verdict["front_end0_mb"]["growth"] == 0.0
+    assert verdict["flat"] is False and verdict["front_end1_mb"]["growth"] > 0.05
+    assert verdict["worker0_mb"]["growth"] == 0.0
