@@ -29,9 +29,9 @@ from gateway.lifecycle import (
     settle_heap,
     wait_ready,
 )
-from gateway.models.config_poll import poll_config_file
+from gateway.models.config_poll import start_polls
 from gateway.observability.hooks import Observability
-from gateway.parallel.supervised import Tasks, every
+from gateway.parallel.supervised import Tasks
 from gateway.roles import Options, build
 from gateway.servers import FINAL_GRACE_S, Servers, grpc_options
 from gateway.tfserving.warmup import WarmupPlanner
@@ -111,14 +111,7 @@ class Gateway:
         await self.servers.update_health(self.models)
         log.info("%s", self.observability.describe())
         await self.servers.start(settings.port, settings.rest_api_port)
-        if settings.file_system_poll_wait_seconds > 0:
-            every_s = settings.file_system_poll_wait_seconds
-            poll = every(every_s, self.models.scan, what="file system poll", logger=log)
-            self._tasks.spawn(poll, "file system poll")
-        if settings.model_config_file and settings.model_config_file_poll_wait_seconds > 0:
-            every_s = settings.model_config_file_poll_wait_seconds
-            poll = poll_config_file(settings.model_config_file, every_s, self.models)
-            self._tasks.spawn(poll, "config file poll")
+        start_polls(settings, self.models, self._tasks)
         self.started = True
         self._report_ready()
 

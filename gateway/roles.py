@@ -150,18 +150,7 @@ def build(
     # The supervisor: workers attached to that run side, versions that drain those queues first.
     if workers is None:
         workers = WorkerPool(options.pool, dispatcher=dispatcher, on_change=on_change)
-    models = ModelManager(
-        workers,
-        specs,
-        intra_op=options.intra_op,
-        inter_op=options.inter_op,
-        saved_model_tags=options.saved_model_tags,
-        options=options.load,
-        on_change=on_change,
-        before_load=options.batching.check_version,
-        before_unload=queues.drain,
-        warmup=warmup,
-    )
+    models = _manager(options, specs, workers, on_change, queues.drain, warmup)
     # The front end's core reads the models through the registry.
     core = ServingCore(models, queues, inflight_bytes=options.inflight_bytes)
     return Stack(workers, models, dispatcher, queues, core)
@@ -195,8 +184,21 @@ def build_supervisor(
         on_change=on_change,
         events=events,
     )
-    models = ModelManager(
-        pool,
+    models = _manager(options, specs, pool, on_change, before_unload, warmup)
+    return SupervisorParts(pool, models)
+
+
+def _manager(
+    options: Options,
+    specs: Sequence[ModelSpecConfig],
+    workers: Workers,
+    on_change: Callable[[], None] | None,
+    before_unload: Callable[[Servable], Awaitable[None]],
+    warmup: Warmup | None,
+) -> ModelManager:
+    """The model lifecycle over ``workers``, as ``options`` configure it (both roles)."""
+    return ModelManager(
+        workers,
         specs,
         intra_op=options.intra_op,
         inter_op=options.inter_op,
@@ -207,7 +209,6 @@ def build_supervisor(
         before_unload=before_unload,
         warmup=warmup,
     )
-    return SupervisorParts(pool, models)
 
 
 @dataclass(frozen=True)

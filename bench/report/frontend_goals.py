@@ -17,7 +17,8 @@ from __future__ import annotations
 
 from typing import Any
 
-from bench.report.goal_rows import FRONTENDS, best, fmt_ratio, median, ratio, row
+from bench.report.goal_rows import FRONTENDS, fmt_ratio, median, ratio, row
+from bench.report.tiny_rows import versus
 from bench.systems.catalog import GRPC_TENSORGATE, TWO_CORE_CONNECTIONS
 
 MEMORY_MB = 60.0
@@ -31,9 +32,9 @@ def frontend_rows(sc: dict[str, Any], resnet_met: list[bool | None]) -> list[dic
     where = f"2 cores, c=64 over {two.get('connections', TWO_CORE_CONNECTIONS)} connections"
     goal = "tiny gRPC: default front ends ≥ the peers' best two-worker setups, ≥ 1.5× one front end"
     rows = [
-        _versus(goal, sat, ours, ("triton-2w",), 1.0, where),
-        _versus(goal, sat, ours, ("fastapi-process-2w",), 1.0, where),
-        _versus(goal, sat, ours, one, 1.5, where),
+        versus(goal, sat, ours, ("triton-2w",), 1.0, where, group=FRONTENDS),
+        versus(goal, sat, ours, ("fastapi-process-2w",), 1.0, where, group=FRONTENDS),
+        versus(goal, sat, ours, one, 1.5, where, group=FRONTENDS),
         _one_connection(two.get("one_connection", {})),
         _resnet(resnet_met),
         _memory(sc.get("idle-rss", {}).get("front_ends", {})),
@@ -46,24 +47,6 @@ def frontend_rows(sc: dict[str, Any], resnet_met: list[bool | None]) -> list[dic
         ),
     ]
     return rows
-
-
-def _versus(
-    goal: str,
-    section: dict[str, Any],
-    ours: tuple[str, ...],
-    theirs: tuple[str, ...],
-    minimum: float,
-    where: str,
-) -> dict[str, Any]:
-    a, b = best(section, ours), best(section, theirs)
-    case = f"{where}: {a or ' / '.join(ours)} vs {b or ' / '.join(theirs)}"
-    target = f"≥ {minimum}×"
-    if a is None or b is None:
-        return row(goal, case, target, group=FRONTENDS)
-    r = ratio(section[a], section[b])
-    note = f"{section[a]['rps']['median']:.0f} vs {section[b]['rps']['median']:.0f} req/s"
-    return row(goal, case, target, fmt_ratio(r), r[0] >= minimum, note, FRONTENDS)
 
 
 def _one_connection(section: dict[str, Any]) -> dict[str, Any]:

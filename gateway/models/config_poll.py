@@ -13,11 +13,26 @@ import asyncio
 import logging
 
 from gateway.config.model_config import ConfigError, load_model_server_config, model_specs
+from gateway.config.settings import Settings
 from gateway.errors import ServingError
 from gateway.models.manager import ModelManager
-from gateway.parallel.supervised import Sleep, every
+from gateway.parallel.supervised import Sleep, Tasks, every
 
 log = logging.getLogger(__name__)
+
+
+def start_polls(settings: Settings, models: ModelManager, tasks: Tasks) -> None:
+    """The polls the flags ask for, as supervised ``tasks``: the model base paths every
+    ``--file_system_poll_wait_seconds`` and the config file every
+    ``--model_config_file_poll_wait_seconds`` (0: none)."""
+    if settings.file_system_poll_wait_seconds > 0:
+        every_s = settings.file_system_poll_wait_seconds
+        poll = every(every_s, models.scan, what="file system poll", logger=log)
+        tasks.spawn(poll, "file system poll")
+    if settings.model_config_file and settings.model_config_file_poll_wait_seconds > 0:
+        every_s = settings.model_config_file_poll_wait_seconds
+        poll = poll_config_file(settings.model_config_file, every_s, models)
+        tasks.spawn(poll, "config file poll")
 
 
 async def poll_config_file(

@@ -38,10 +38,10 @@ from gateway.ipc.link import Handler
 from gateway.ipc.snapshot import spec_from_wire
 from gateway.lifecycle import report_ready, serve
 from gateway.listen import TlsMaterial
-from gateway.models.config_poll import poll_config_file
+from gateway.models.config_poll import start_polls
 from gateway.observability.hooks import Observability
 from gateway.parallel.shared_load import LoadTable
-from gateway.parallel.supervised import Tasks, every
+from gateway.parallel.supervised import Tasks
 from gateway.roles import Options, build_supervisor
 from gateway.serving.registry import Servable
 from gateway.supervisor.fanout import Fanout
@@ -145,14 +145,7 @@ class Supervisor:
             "%d front ends serving gRPC on port %d%s", self.frontends, self.grpc_port,
             f" and REST on port {self.rest_port}" if self.rest_port else "",
         )  # fmt: skip
-        if settings.file_system_poll_wait_seconds > 0:
-            every_s = settings.file_system_poll_wait_seconds
-            poll = every(every_s, self.models.scan, what="file system poll", logger=log)
-            self._tasks.spawn(poll, "file system poll")
-        if settings.model_config_file and settings.model_config_file_poll_wait_seconds > 0:
-            every_s = settings.model_config_file_poll_wait_seconds
-            poll = poll_config_file(settings.model_config_file, every_s, self.models)
-            self._tasks.spawn(poll, "config file poll")
+        start_polls(settings, self.models, self._tasks)
         self._report_ready()
 
     async def stop(self) -> None:

@@ -19,11 +19,8 @@ from gateway.serving.core import ModelRef, PredictResult
 from gateway.serving.inputs import Ready
 from tests.support import onnx_models
 from tests.support.gateway_proc import (
-    kill_quietly,
-    memfd_inodes,
-    memfds_still_held,
+    assert_sigkill_leaves_nothing,
     running_gateway,
-    shm_entries,
     start_gateway,
     wait_gone,
     worker_pids,
@@ -130,21 +127,10 @@ def test_hung_worker_is_caught_by_ping(model_repo: Path, tmp_path: Path) -> None
 
 def test_gateway_sigkill_leaves_nothing_and_restarts(model_repo: Path, tmp_path: Path) -> None:
     args = ["--model_name=mlp", f"--model_base_path={model_repo / 'mlp'}", "--workers=2"]
-    shm_before = shm_entries()
     gateway = start_gateway(args, tmp_path)
     workers = worker_pids(gateway.pid)
     assert len(workers) == 2
-    segments = memfd_inodes([gateway.pid, *workers])
-    assert segments, "the channels are memfd segments"
-    try:
-        gateway.stop(signal.SIGKILL)
-        for pid in workers:
-            assert wait_gone(pid), f"worker {pid} outlived its gateway"
-    finally:
-        for pid in workers:
-            kill_quietly(pid)
-    assert memfds_still_held(segments) == set()  # no process holds or maps one: all freed
-    assert shm_entries() - shm_before == set()
+    assert_sigkill_leaves_nothing(gateway, workers)
     with running_gateway(args, tmp_path) as again, grpc.insecure_channel(again.target) as ch:
         stub = prediction_service_pb2_grpc.PredictionServiceStub(ch)
         x = np.ones((1, 64), np.float32)

@@ -39,12 +39,9 @@ from tests.support.frontends import (
 )
 from tests.support.gateway_proc import (
     GatewayProcess,
+    assert_sigkill_leaves_nothing,
     free_port,
-    kill_quietly,
-    memfd_inodes,
-    memfds_still_held,
     running_gateway,
-    shm_entries,
     start_gateway,
     wait_gone,
 )
@@ -432,18 +429,7 @@ def test_sigterm_drains_every_front_end_under_load_and_loses_nothing(
 def test_sigkill_of_the_supervisor_leaves_no_process_and_no_shared_memory(
     model_repo: Path, tmp_path: Path
 ) -> None:
-    shm_before = shm_entries()
     gateway = start_gateway(_args(model_repo), tmp_path)
     children = front_end_pids(gateway.pid) + worker_pids(gateway.pid)
     assert len(children) == 4
-    segments = memfd_inodes([gateway.pid, *children])
-    assert segments, "the channels and the load table are memfd segments"
-    try:
-        gateway.stop(signal.SIGKILL)
-        for pid in children:
-            assert wait_gone(pid), f"{pid} outlived its supervisor"
-    finally:
-        for pid in children:
-            kill_quietly(pid)
-    assert memfds_still_held(segments) == set()  # no process holds or maps one: all freed
-    assert shm_entries() - shm_before == set()
+    assert_sigkill_leaves_nothing(gateway, children)

@@ -182,6 +182,24 @@ def shm_entries() -> set[str]:
     return set(os.listdir("/dev/shm"))
 
 
+def assert_sigkill_leaves_nothing(gateway: GatewayProcess, children: list[int]) -> None:
+    """SIGKILL ``gateway``: every one of its ``children`` ends by itself, and no process holds or
+    maps any of the tree's memfd segments afterwards (so the kernel freed them), nor is anything
+    left in /dev/shm."""
+    shm_before = shm_entries()
+    segments = memfd_inodes([gateway.pid, *children])
+    assert segments, "the channels are memfd segments"
+    try:
+        gateway.stop(signal.SIGKILL)
+        for pid in children:
+            assert wait_gone(pid), f"{pid} outlived its parent"
+    finally:
+        for pid in children:
+            kill_quietly(pid)
+    assert memfds_still_held(segments) == set()
+    assert shm_entries() - shm_before == set()
+
+
 def memfd_inodes(pids: list[int]) -> set[int]:
     """The inodes of the anonymous ``memfd`` segments that ``pids`` hold open or map."""
     found = set()
