@@ -14,6 +14,7 @@ import http.client
 import os
 from collections.abc import Callable
 from pathlib import Path
+from typing import TypeVar
 
 import grpc
 from grpc_health.v1 import health_pb2, health_pb2_grpc
@@ -23,6 +24,7 @@ from tests.support.gateway_proc import front_end_pids, worker_pids
 __all__ = ["front_end_pids", "worker_pids"]
 
 ATTEMPTS = 64
+C = TypeVar("C", grpc.Channel, http.client.HTTPConnection)
 
 
 def sockets_of(pid: int) -> set[str]:
@@ -36,7 +38,7 @@ def sockets_of(pid: int) -> set[str]:
     return found
 
 
-def _accepted_by(pids: list[int], connect: Callable[[], object]) -> tuple[int, object]:
+def _accepted_by(pids: list[int], connect: Callable[[], C]) -> tuple[int, C]:
     """Connect, and tell which of ``pids`` accepted (the one holding a new socket)."""
     before = {pid: sockets_of(pid) for pid in pids}
     connection = connect()
@@ -55,16 +57,7 @@ def grpc_channels(target: str, pids: list[int]) -> dict[int, grpc.Channel]:
         health.Check(health_pb2.HealthCheckRequest(), timeout=30)  # accepted and answered
         return channel
 
-    found: dict[int, grpc.Channel] = {}
-    for _ in range(ATTEMPTS):
-        pid, channel = _accepted_by(pids, connect)
-        if pid in found:
-            channel.close()  # type: ignore[attr-defined]
-        else:
-            found[pid] = channel  # type: ignore[assignment]
-        if len(found) == len(pids):
-            return found
-    raise AssertionError(f"no connection reached every front end in {ATTEMPTS} tries")
+    return _one_each(pids, connect)
 
 
 def rest_connections(port: int, pids: list[int]) -> dict[int, http.client.HTTPConnection]:
@@ -76,13 +69,18 @@ def rest_connections(port: int, pids: list[int]) -> dict[int, http.client.HTTPCo
         connection.getresponse().read()  # accepted and answered
         return connection
 
-    found: dict[int, http.client.HTTPConnection] = {}
+    return _one_each(pids, connect)
+
+
+def _one_each(pids: list[int], connect: Callable[[], C]) -> dict[int, C]:
+    """Connections from ``connect`` until each of ``pids`` accepted one (the extra ones closed)."""
+    found: dict[int, C] = {}
     for _ in range(ATTEMPTS):
         pid, connection = _accepted_by(pids, connect)
         if pid in found:
-            connection.close()  # type: ignore[attr-defined]
+            connection.close()
         else:
-            found[pid] = connection  # type: ignore[assignment]
+            found[pid] = connection
         if len(found) == len(pids):
             return found
     raise AssertionError(f"no connection reached every front end in {ATTEMPTS} tries")
