@@ -22,29 +22,13 @@ from collections.abc import Sequence
 from gateway.config.model_config import ModelSpecConfig
 from gateway.config.settings import Settings
 from gateway.drain import Signals
-from gateway.lifecycle import (
-    YOUNG_COLLECTION_THRESHOLD,
-    report_ready,
-    serve,
-    settle_heap,
-    wait_ready,
-)
+from gateway.lifecycle import report_ready, serve
 from gateway.models.config_poll import start_polls
 from gateway.observability.hooks import Observability
 from gateway.parallel.supervised import Tasks
 from gateway.roles import Options, build
-from gateway.servers import FINAL_GRACE_S, Servers, grpc_options
+from gateway.servers import Servers
 from gateway.tfserving.warmup import WarmupPlanner
-
-__all__ = [
-    "FINAL_GRACE_S",
-    "YOUNG_COLLECTION_THRESHOLD",
-    "Gateway",
-    "grpc_options",
-    "report_ready",
-    "settle_heap",
-    "wait_ready",
-]
 
 log = logging.getLogger(__name__)
 

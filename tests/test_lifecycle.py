@@ -23,7 +23,7 @@ from tests.support.fakes import settle
 ROOT = Path(__file__).resolve().parents[1]
 SCRIPT = """
 import gc, weakref
-from gateway.app import YOUNG_COLLECTION_THRESHOLD, settle_heap
+from gateway.lifecycle import YOUNG_COLLECTION_THRESHOLD, settle_heap
 
 class Node:
     pass

@@ -112,6 +112,11 @@ class Dispatcher:
             candidates = [link for link in candidates if not link.routed & kept]
             if not candidates:
                 return None
+        return self._choose(candidates)
+
+    def _choose(self, candidates: list[RunLink]) -> RunLink | None:
+        """Among live, unkept ``candidates`` (not empty): the one with the fewest runs in flight,
+        if it has a free slot."""
         best = min(candidates, key=lambda link: link.runs_in_flight)
         return best if best.runs_in_flight < self.max_in_flight else None
 

@@ -22,7 +22,6 @@ import fcntl
 import mmap
 import os
 
-from gateway.errors import Unavailable
 from gateway.parallel.dispatcher import Dispatcher
 from gateway.parallel.endpoint import Endpoint
 from gateway.parallel.run_link import RunLink
@@ -123,15 +122,8 @@ class SharedLoadDispatcher(Dispatcher):
         self.add_link(link)
         return link
 
-    def pick(self, key: str, sender: object = None) -> RunLink | None:
-        candidates = [link for link in self.links if link.alive and key in link.routed]
-        if not candidates:
-            raise Unavailable(f"no worker is serving {key} right now; retry later")
-        kept = self._kept_before(sender)  # senders waiting for input room go first
-        if kept:
-            candidates = [link for link in candidates if not link.routed & kept]
-            if not candidates:
-                return None
+    def _choose(self, candidates: list[RunLink]) -> RunLink | None:
+        """The least loaded over all front ends (:class:`LoadTable`) with a free slot here."""
         table = self.table
         best = min(candidates, key=lambda x: (table.load(x.index), x.runs_in_flight))
         if best.runs_in_flight < self.max_in_flight:

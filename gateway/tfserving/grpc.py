@@ -11,8 +11,6 @@ from __future__ import annotations
 import functools
 import logging
 import time
-from collections.abc import Awaitable, Callable
-from typing import Any, TypeVar
 
 import grpc
 
@@ -27,38 +25,13 @@ from gateway._pb.tensorflow_serving.apis import (
     prediction_service_pb2_grpc,
     regression_pb2,
 )
-from gateway.errors import Internal, ServingError, Unimplemented, grpc_status
+from gateway.errors import Unimplemented
 from gateway.serving.core import PredictResult, ServingCore
 from gateway.tfserving.codec import inference_messages, messages, response_wire
 from gateway.tfserving.inference import InferenceService
+from gateway.transport.grpc_errors import rpc
 
 log = logging.getLogger(__name__)
-
-Req = TypeVar("Req")
-Resp = TypeVar("Resp")
-Handler = Callable[[Any, Req, grpc.aio.ServicerContext], Awaitable[Resp]]
-
-
-def _rpc(method: Handler[Req, Resp]) -> Handler[Req, Resp]:
-    """Map ServingError (and unexpected exceptions) to a gRPC status on the context."""
-
-    @functools.wraps(method)
-    async def wrapper(self: Any, request: Req, context: grpc.aio.ServicerContext) -> Resp:
-        try:
-            return await method(self, request, context)
-        except ServingError as exc:
-            error = exc
-        except Exception as exc:
-            log.exception("%s failed", method.__name__)
-            error = Internal(f"{type(exc).__name__}: {exc}")
-        # Abort outside the except block: grpc keeps the abort exception, and chained to the
-        # error its traceback would hold the request's frames (and decoded tensors) in a cycle.
-        code, message = grpc_status(error.code), error.message
-        del error
-        await context.abort(code, message)
-        raise AssertionError("unreachable: context.abort raises")
-
-    return wrapper
 
 
 def encoded_response(result: PredictResult, *, as_tensor_content: bool) -> bytes:
@@ -98,7 +71,7 @@ class PredictionService(prediction_service_pb2_grpc.PredictionServiceServicer):
         self._inference = InferenceService(core, method_name_check=method_name_check)
         self._encode = functools.partial(encoded_response, as_tensor_content=as_tensor_content)
 
-    @_rpc
+    @rpc
     async def Predict(  # type: ignore[override]  # answers the encoded response
         self, request: predict_pb2.PredictRequest, context: grpc.aio.ServicerContext
     ) -> bytes:
@@ -117,7 +90,7 @@ class PredictionService(prediction_service_pb2_grpc.PredictionServiceServicer):
             deadline_of(context),
         )
 
-    @_rpc
+    @rpc
     async def GetModelMetadata(
         self,
         request: get_model_metadata_pb2.GetModelMetadataRequest,
@@ -128,7 +101,7 @@ class PredictionService(prediction_service_pb2_grpc.PredictionServiceServicer):
         servable, signatures = self._core.metadata(ref)
         return messages.metadata_response(servable.model, servable.version, signatures)
 
-    @_rpc
+    @rpc
     async def Classify(
         self,
         request: classification_pb2.ClassificationRequest,
@@ -145,7 +118,7 @@ class PredictionService(prediction_service_pb2_grpc.PredictionServiceServicer):
             deadline_of(context),
         )
 
-    @_rpc
+    @rpc
     async def Regress(
         self, request: regression_pb2.RegressionRequest, context: grpc.aio.ServicerContext
     ) -> regression_pb2.RegressionResponse:
@@ -160,7 +133,7 @@ class PredictionService(prediction_service_pb2_grpc.PredictionServiceServicer):
             deadline_of(context),
         )
 
-    @_rpc
+    @rpc
     async def MultiInference(
         self,
         request: inference_pb2.MultiInferenceRequest,
@@ -182,7 +155,7 @@ class ModelService(model_service_pb2_grpc.ModelServiceServicer):
         self._core = core
         self._management = management
 
-    @_rpc
+    @rpc
     async def GetModelStatus(
         self,
         request: get_model_status_pb2.GetModelStatusRequest,
@@ -192,7 +165,7 @@ class ModelService(model_service_pb2_grpc.ModelServiceServicer):
         statuses = self._core.status(ref.name, ref.version, ref.label)
         return messages.status_response(ref.name, statuses)
 
-    @_rpc
+    @rpc
     async def HandleReloadConfigRequest(
         self,
         request: model_management_pb2.ReloadConfigRequest,

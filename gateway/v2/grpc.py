@@ -10,50 +10,19 @@ system shared-memory extension is not supported by tensorgate"; RPCs the proto d
 
 from __future__ import annotations
 
-import functools
-import logging
 import time
-from collections.abc import Awaitable, Callable
-from typing import Any, TypeVar
+from typing import Any
 
 import grpc
 
 from gateway._pb.inference import grpc_service_pb2 as pb
 from gateway._pb.inference import grpc_service_pb2_grpc as pb_grpc
-from gateway.errors import Internal, ServingError
 from gateway.serving.core import PredictResult
 from gateway.serving.signature import Signature
+from gateway.transport.grpc_errors import rpc
 from gateway.v2 import errors, grpc_infer, metadata, repository, statistics
 from gateway.v2.dataplane import DataPlane
 from gateway.v2.declared import DeclaredInputs
-
-log = logging.getLogger(__name__)
-
-Req = TypeVar("Req")
-Resp = TypeVar("Resp")
-Handler = Callable[[Any, Req, grpc.aio.ServicerContext], Awaitable[Resp]]
-
-
-def _rpc(method: Handler[Req, Resp]) -> Handler[Req, Resp]:
-    """Map ServingError (and unexpected exceptions) to a gRPC status on the context."""
-
-    @functools.wraps(method)
-    async def wrapper(self: Any, request: Req, context: grpc.aio.ServicerContext) -> Resp:
-        try:
-            return await method(self, request, context)
-        except ServingError as exc:
-            error = exc
-        except Exception as exc:
-            log.exception("%s failed", method.__name__)
-            error = Internal(f"{type(exc).__name__}: {exc}")
-        # Abort outside the except block: chained to the error, the abort's traceback would hold
-        # the request's frames (and decoded tensors) in a cycle.
-        code, message = errors.grpc_status(error.code), error.message
-        del error
-        await context.abort(code, message)
-        raise AssertionError("unreachable: context.abort raises")
-
-    return wrapper
 
 
 def _deadline(context: grpc.aio.ServicerContext) -> float | None:
@@ -68,38 +37,38 @@ class InferenceService(pb_grpc.GRPCInferenceServiceServicer):
     def __init__(self, plane: DataPlane) -> None:
         self._plane = plane
 
-    @_rpc
+    @rpc
     async def ServerLive(
         self, request: pb.ServerLiveRequest, context: grpc.aio.ServicerContext
     ) -> pb.ServerLiveResponse:
         return pb.ServerLiveResponse(live=True)
 
-    @_rpc
+    @rpc
     async def ServerReady(
         self, request: pb.ServerReadyRequest, context: grpc.aio.ServicerContext
     ) -> pb.ServerReadyResponse:
         return pb.ServerReadyResponse(ready=self._plane.ready())
 
-    @_rpc
+    @rpc
     async def ModelReady(
         self, request: pb.ModelReadyRequest, context: grpc.aio.ServicerContext
     ) -> pb.ModelReadyResponse:
         return pb.ModelReadyResponse(ready=self._plane.model_ready(request.name, request.version))
 
-    @_rpc
+    @rpc
     async def ServerMetadata(
         self, request: pb.ServerMetadataRequest, context: grpc.aio.ServicerContext
     ) -> pb.ServerMetadataResponse:
         return metadata.server_metadata(self._plane.options.version)
 
-    @_rpc
+    @rpc
     async def ModelMetadata(
         self, request: pb.ModelMetadataRequest, context: grpc.aio.ServicerContext
     ) -> pb.ModelMetadataResponse:
         servable, available = self._plane.model_metadata(request.name, request.version)
         return metadata.model_metadata(servable, available)
 
-    @_rpc
+    @rpc
     async def ModelInfer(
         self, request: pb.ModelInferRequest, context: grpc.aio.ServicerContext
     ) -> pb.ModelInferResponse:
@@ -115,14 +84,14 @@ class InferenceService(pb_grpc.GRPCInferenceServiceServicer):
         deadline = call.deadline(time.monotonic(), _deadline(context))
         return await self._plane.infer(call, decode, encode, deadline)
 
-    @_rpc
+    @rpc
     async def ModelStatistics(
         self, request: pb.ModelStatisticsRequest, context: grpc.aio.ServicerContext
     ) -> pb.ModelStatisticsResponse:
         figures = self._plane.statistics(request.name, request.version)
         return statistics.statistics_response(figures)
 
-    @_rpc
+    @rpc
     async def RepositoryIndex(
         self, request: pb.RepositoryIndexRequest, context: grpc.aio.ServicerContext
     ) -> pb.RepositoryIndexResponse:
@@ -131,14 +100,14 @@ class InferenceService(pb_grpc.GRPCInferenceServiceServicer):
         entries = self._plane.repository.index(ready_only=request.ready)
         return repository.index_response(entries)
 
-    @_rpc
+    @rpc
     async def RepositoryModelLoad(
         self, request: pb.RepositoryModelLoadRequest, context: grpc.aio.ServicerContext
     ) -> pb.RepositoryModelLoadResponse:
         await self._plane.repository.load(repository.from_proto(request, unload=False))
         return pb.RepositoryModelLoadResponse()
 
-    @_rpc
+    @rpc
     async def RepositoryModelUnload(
         self, request: pb.RepositoryModelUnloadRequest, context: grpc.aio.ServicerContext
     ) -> pb.RepositoryModelUnloadResponse:

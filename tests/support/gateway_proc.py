@@ -24,7 +24,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-from gateway.app import wait_ready
+from gateway.lifecycle import wait_ready
 
 START_TIMEOUT_S = 120.0
 STOP_TIMEOUT_S = 60.0

@@ -25,9 +25,9 @@ from gateway._pb.tensorflow_serving.apis import (
 )
 from gateway.config.model_config import ModelSpecConfig
 from gateway.serving.core import ServingCore
-from gateway.tfserving import grpc as grpc_adapter
 from gateway.tfserving.grpc import ModelService, deadline_of
 from gateway.tfserving.surface import TfServingOptions, TfServingSurface
+from gateway.transport.grpc_errors import rpc
 from tests.support import onnx_models
 from tests.support.grpc_calls import outputs_of, predict_request
 from tests.support.stack import serving_stack
@@ -132,7 +132,7 @@ class _Broken(ModelService):
 
     deadlines: list[float | None] = []
 
-    @grpc_adapter._rpc
+    @rpc
     async def GetModelStatus(self, request: Any, context: grpc.aio.ServicerContext) -> Any:
         self.deadlines.append(deadline_of(context))
         raise RuntimeError("boom")

@@ -1,11 +1,11 @@
-"""The gateway's lifecycle module: the gRPC server's channel options that tensorgate's flags set."""
+"""gateway.servers: the gRPC server's channel options that tensorgate's flags set."""
 
 from __future__ import annotations
 
 import pytest
 
-from gateway.app import grpc_options
 from gateway.config.flags import FlagError, parse_flags
+from gateway.servers import grpc_options
 
 BASE = ["--model_base_path=/models/m"]
 
