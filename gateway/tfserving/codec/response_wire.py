@@ -29,6 +29,7 @@ from gateway.tfserving.codec.tensor_encode import (
     MAX_PROTO_BYTES,
     RAW_PAYLOAD_FIELDS,
     from_ndarray,
+    varint,
 )
 from gateway.tfserving.codec.tensor_types import STRING, for_numpy
 
@@ -37,21 +38,6 @@ _LEN = 2
 
 _CACHE_LIMIT = 4096
 """Most model specs and dtype heads kept (each a few bytes)."""
-
-
-def varint(value: int) -> bytes:
-    """Protobuf varint encoding of a non-negative ``value``."""
-    if value < 0x80:
-        return _SMALL[value]
-    out = bytearray()
-    while value > 0x7F:
-        out.append(value & 0x7F | 0x80)
-        value >>= 7
-    out.append(value)
-    return bytes(out)
-
-
-_SMALL = [bytes((n,)) for n in range(0x80)]
 
 
 def _field(number: int, payload: bytes) -> bytes:

@@ -85,18 +85,23 @@ def _append_typed(proto: TensorProto, spec: TensorType, flat: npt.NDArray[Any]) 
         ints = flat.view(np.uint16) if spec.field == HALF_FIELD else flat
         getattr(proto, spec.field).extend(ints.tolist())
         return
-    header = _varint((FIELD_NUMBER[spec.field] << 3) | 2) + _varint(flat.nbytes)
+    header = varint((FIELD_NUMBER[spec.field] << 3) | 2) + varint(flat.nbytes)
     record = bytearray(len(header) + flat.nbytes)
     record[: len(header)] = header
     np.frombuffer(record, dtype=np.uint8, offset=len(header))[:] = flat.view(np.uint8)
     proto.MergeFromString(cast(bytes, record))  # any buffer parses; bytes() would copy again
 
 
-def _varint(value: int) -> bytes:
+def varint(value: int) -> bytes:
     """Protobuf varint encoding of a non-negative ``value``."""
+    if value < 0x80:
+        return _SMALL[value]
     out = bytearray()
     while value > 0x7F:
         out.append(value & 0x7F | 0x80)
         value >>= 7
     out.append(value)
     return bytes(out)
+
+
+_SMALL = [bytes((n,)) for n in range(0x80)]
