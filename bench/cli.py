@@ -37,6 +37,7 @@ from bench.load.ghz_options import add_arguments, load_options, report_text
 from bench.scenarios.grpcio import DEFAULT_VERSIONS, GrpcPlan
 from bench.scenarios.grpcio import SYSTEMS as GRPCIO_SYSTEMS
 from bench.scenarios.plan import FULL, QUICK, SCENARIOS, Plan
+from bench.systems.catalog import CALL_SYSTEMS
 
 RESULTS = Path(__file__).resolve().parent / "results"
 log = logging.getLogger("bench")
@@ -110,6 +111,11 @@ def _parser() -> argparse.ArgumentParser:
     gr.add_argument(
         "--out", type=Path, help="result directory (default bench/results/<date>-grpcio)"
     )
+    ca = sub.add_parser("calls", help="Python calls per request of each system (exact counts)")
+    ca.add_argument("--systems", default=",".join(CALL_SYSTEMS), help="default %(default)s")
+    ca.add_argument("--requests", type=_positive, default=2000, help="counted calls per system")
+    ca.add_argument("--concurrency", type=_positive, default=16)
+    ca.add_argument("--json", type=Path, help="also write the counts here as JSON")
     fz = sub.add_parser("fuzz", help="randomized hostile input against a real gateway")
     fz.add_argument("--minutes", type=float, default=1.0)
     fz.add_argument("--threads", type=int, default=3, help="client threads per surface")
@@ -129,6 +135,27 @@ def _payload(args: argparse.Namespace) -> bytes:
     if not text:
         raise ValueError("give the request: -d, -D, -B or --model")
     return text.encode() if args.rest else request_from_json(args.call, text)
+
+
+def calls_command(args: argparse.Namespace) -> int:
+    from bench.measure.pycalls import count, table
+    from bench.systems.catalog import CATALOG
+    from bench.systems.models import ensure_models
+    from bench.systems.targets import Context
+
+    root = Path(__file__).resolve().parent / ".cache"
+    ensure_models(root / "models", ("mlp",))
+    ctx = Context(root / "models", root / "logs")
+    found = {}
+    for name in args.systems.split(","):
+        found[name] = count(
+            ctx, CATALOG[name], "mlp", requests=args.requests, concurrency=args.concurrency
+        )
+        log.info("%s: %s", name, {role: c["ours"] for role, c in found[name].items()})
+    print(table(found))
+    if args.json:
+        args.json.write_text(json.dumps(found, indent=1))
+    return 0
 
 
 def load_command(args: argparse.Namespace) -> int:
@@ -287,6 +314,8 @@ def main(argv: Sequence[str] | None = None) -> int:
             return 0
         if args.command == "venvs":
             return venvs_command(args.names)
+        if args.command == "calls":
+            return calls_command(args)
         if args.command == "fuzz":
             from bench.scenarios.fuzz import fuzz, summary_text
             from bench.scenarios.runner import CACHE

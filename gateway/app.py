@@ -15,6 +15,7 @@ workers stop (SIGKILL after a timeout) → every channel and shared-memory regio
 
 from __future__ import annotations
 
+import functools
 import logging
 import os
 from collections.abc import Sequence
@@ -25,9 +26,11 @@ from gateway.drain import Signals
 from gateway.lifecycle import report_ready, serve
 from gateway.models.config_poll import start_polls
 from gateway.observability.hooks import Observability
+from gateway.observability.metrics import set_runs_in
 from gateway.parallel.supervised import Tasks
 from gateway.roles import Options, build
 from gateway.servers import Servers
+from gateway.serving.registry import available_servables
 from gateway.tfserving.warmup import WarmupPlanner
 
 log = logging.getLogger(__name__)
@@ -58,6 +61,9 @@ class Gateway:
         self.models = stack.models
         self.queues = stack.queues
         self.core = stack.core
+        self.inline = stack.inline
+        if self.observability.metrics is not None:
+            self.inline.on_placed = functools.partial(set_runs_in, self.observability.metrics)
         self.servers = Servers(
             settings,
             self.core,
@@ -103,12 +109,14 @@ class Gateway:
         """Stop accepting, drain, stop workers, release everything. Safe to call twice."""
         await self.servers.stop(self.signals)
         await self._tasks.close()
+        self.inline.close()
         await self.models.close()
         await self.pool.close()
         await self.observability.close()
         log.info("tensorgate stopped")
 
     def _models_changed(self) -> None:
+        self.inline.sync(available_servables(self.models))
         self.observability.record_warmups(self.models)
         self._tasks.spawn(self.servers.update_health(self.models), "health update")
 

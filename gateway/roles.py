@@ -30,9 +30,12 @@ from gateway.batching.observer import BatchObserver
 from gateway.config.model_config import ModelSpecConfig
 from gateway.config.platform import resolve_worker_threads
 from gateway.config.settings import Settings
+from gateway.config.settings_field import MIB
 from gateway.models.loader import LoadOptions, Warmup, Workers
 from gateway.models.manager import ModelManager
 from gateway.parallel.dispatcher import Dispatcher
+from gateway.parallel.inline_link import InlineLink
+from gateway.parallel.inline_runs import InlineRuns
 from gateway.parallel.pool import PoolOptions, WorkerEvents, WorkerPool
 from gateway.serving.core import ServingCore
 from gateway.serving.policy import BatchingPolicy
@@ -53,6 +56,9 @@ class Options:
     ``intra_op`` / ``inter_op``: each model runtime's threads. ``saved_model_tags``: the
     SavedModel MetaGraph to load. ``load``: retries, labels and placement of versions.
     ``inflight_bytes``: the bound on decoded inputs held by in-flight requests (None: unbounded).
+    ``inline_runs`` / ``inline_budget_bytes``: where light versions run
+    (:mod:`gateway.parallel.inline_cost`; ``never``, the default here, sends every run to the
+    workers; the flag's default is ``auto``).
     """
 
     pool: PoolOptions
@@ -62,6 +68,8 @@ class Options:
     saved_model_tags: tuple[str, ...] = ("serve",)
     load: LoadOptions = field(default_factory=LoadOptions)
     inflight_bytes: int | None = None
+    inline_runs: str = "never"
+    inline_budget_bytes: int = 0
 
     @classmethod
     def from_settings(cls, settings: Settings, specs: Sequence[ModelSpecConfig]) -> Options:
@@ -83,20 +91,23 @@ class Options:
             saved_model_tags=tuple(sorted(settings.saved_model_tag_set)),
             load=LoadOptions.from_settings(settings),
             inflight_bytes=settings.max_inflight_bytes,
+            inline_runs=settings.inline_runs,
+            inline_budget_bytes=settings.inline_budget_mb * MIB,
         )
 
 
 @dataclass(frozen=True)
 class Stack(Generic[W]):
     """One process's serving parts: the supervisor's ``pool`` and ``models``; the front end's
-    ``dispatcher``, ``queues`` and ``core``. Nothing is started: start the pool, then apply or
-    reconcile the models."""
+    ``dispatcher``, ``queues``, ``core`` and ``inline`` (the versions it runs itself). Nothing
+    is started: start the pool, then apply or reconcile the models."""
 
     pool: W
     models: ModelManager
     dispatcher: Dispatcher
     queues: BatchQueues
     core: ServingCore
+    inline: InlineRuns
 
 
 @overload
@@ -153,7 +164,7 @@ def build(
     models = _manager(options, specs, workers, on_change, queues.drain, warmup)
     # The front end's core reads the models through the registry.
     core = ServingCore(models, queues, inflight_bytes=options.inflight_bytes)
-    return Stack(workers, models, dispatcher, queues, core)
+    return Stack(workers, models, dispatcher, queues, core, inline_runs(options, dispatcher))
 
 
 @dataclass(frozen=True)
@@ -213,10 +224,12 @@ def _manager(
 
 @dataclass(frozen=True)
 class FrontEndParts:
-    """A front-end process's half: its batch queues and core over its run side."""
+    """A front-end process's half: its batch queues and core over its run side, and the
+    versions it runs itself."""
 
     queues: BatchQueues
     core: ServingCore
+    inline: InlineRuns
 
 
 def build_front_end(
@@ -230,4 +243,17 @@ def build_front_end(
     (the registry the supervisor pushes)."""
     queues = BatchQueues(options.batching, dispatcher, observer=observer)
     core = ServingCore(models, queues, inflight_bytes=options.inflight_bytes)
-    return FrontEndParts(queues, core)
+    return FrontEndParts(queues, core, inline_runs(options, dispatcher))
+
+
+def inline_runs(options: Options, dispatcher: Dispatcher) -> InlineRuns:
+    """The versions a front end runs itself, over ``dispatcher`` (which picks its link first)."""
+    runs = InlineRuns(
+        InlineLink(),
+        mode=options.inline_runs,
+        budget_bytes=options.inline_budget_bytes,
+        hop_s=dispatcher.hop_s,
+    )
+    if options.inline_runs != "never":
+        dispatcher.inline = runs.link
+    return runs

@@ -9,6 +9,7 @@ import json
 from pathlib import Path
 from typing import Any
 
+from bench.report.calls_table import calls_section
 from bench.report.goal_rows import (
     COST,
     EARLIER,
@@ -203,6 +204,7 @@ def markdown(results: dict[str, Any], plots: list[str]) -> str:
                 )
             total = sum(r["cpu_us_per_request"] for r in v["cpu_us_per_request"])
             lines.append(f"| {system} | **total** | | **{total:.0f}** |")
+    lines += calls_section(sc.get("calls", {}))
     lines += _reliability_sections(sc.get("soak", {}), sc.get("chaos", {}))
     failed = {k: v["error"] for k, v in sc.items() if isinstance(v, dict) and "error" in v}
     if failed:

@@ -167,3 +167,18 @@ def profile(bench: Bench) -> None:
             continue
         section[system] = {"file": path.name, "cpu_us_per_request": table}
     bench.results["scenarios"]["profile"] = section
+
+
+def calls(bench: Bench) -> None:
+    """Python calls per request (exact counts, :mod:`bench.measure.pycalls`) for each protocol
+    and where runs go (:data:`bench.systems.catalog.CALL_SYSTEMS`), MLP at concurrency 16."""
+    from bench.measure.pycalls import count
+    from bench.systems.catalog import CALL_SYSTEMS
+
+    section: dict[str, Any] = {}
+    for system in CALL_SYSTEMS:
+        try:
+            section[system] = count(bench.ctx, CATALOG[system], "mlp")
+        except Exception as exc:
+            section[system] = {"error": f"{type(exc).__name__}: {exc}"}
+    bench.results["scenarios"]["calls"] = section

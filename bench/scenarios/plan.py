@@ -19,6 +19,7 @@ SCENARIOS = (
     "tracing",
     "idle-rss",
     "profile",
+    "calls",
     "soak",
     "chaos",
 )

@@ -5,7 +5,7 @@ from __future__ import annotations
 import logging
 import time
 
-from bench.scenarios.features import batching, idle_rss, profile
+from bench.scenarios.features import batching, calls, idle_rss, profile
 from bench.scenarios.load import overload, ramp
 from bench.scenarios.reliability import chaos, soak
 from bench.scenarios.runner import Bench
@@ -25,6 +25,7 @@ SCENARIO_FUNCTIONS = {
     "tracing": tracing,
     "idle-rss": idle_rss,
     "profile": profile,
+    "calls": calls,
     "soak": soak,
     "chaos": chaos,
 }

@@ -29,6 +29,7 @@ def _build() -> dict[str, SystemSpec]:
     batch = {"batching": BATCHING_TIMEOUT_0}
     one_rest_batch = {"workers": 1, "intra_op": 1, "rest": True, **batch}
     one = {"frontends": 1}
+    workers = {"flags": ("--inline_runs=never",)}
     specs = [
         SystemSpec("echo", "echo"),
         SystemSpec("tensorgate", "tensorgate", {"workers": 1, "intra_op": 1}),
@@ -43,6 +44,20 @@ def _build() -> dict[str, SystemSpec]:
             "tensorgate-2w-1f-batch", "tensorgate", {"workers": 2, "intra_op": 1, **one, **batch}
         ),
         SystemSpec("tensorgate-1w2t", "tensorgate", {"workers": 1, "intra_op": 2}),
+        SystemSpec("tensorgate-workers", "tensorgate", {"workers": 1, "intra_op": 1, **workers}),
+        SystemSpec(
+            "tensorgate-workers-batch",
+            "tensorgate",
+            {"workers": 1, "intra_op": 1, **workers, **batch},
+        ),
+        SystemSpec(
+            "tensorgate-v2-batch", "tensorgate", {"workers": 1, "intra_op": 1, "v2": True, **batch}
+        ),
+        SystemSpec(
+            "tensorgate-rest-2w-batch",
+            "tensorgate",
+            {"workers": 2, "intra_op": 1, "rest": True, **batch},
+        ),
         SystemSpec("triton", "triton", {"instances": 1}),
         SystemSpec("triton-http", "triton", {"instances": 1, "http": True}),
         SystemSpec("triton-2w", "triton", {"instances": 2}),
@@ -106,6 +121,19 @@ TINY = (
     "kserve-rest",
 )
 """The tiny-model comparison on one server core (the plan adds its FastAPI and MLServer peers)."""
+
+CALL_SYSTEMS = (
+    "echo",
+    "tensorgate",
+    "tensorgate-batch",
+    "tensorgate-workers",
+    "tensorgate-workers-batch",
+    "tensorgate-rest-batch",
+    "tensorgate-v2",
+    "tensorgate-v2-batch",
+)
+"""``python -m bench calls``: Python calls per request by protocol and where runs go (the
+default front-end runs, ``-workers``: the worker path forced)."""
 
 REST_TENSORGATE = ("tensorgate-rest", "tensorgate-rest-batch")
 """tensorgate over TF Serving's REST API, batching off and on; goals compare the better."""

@@ -21,8 +21,8 @@ from gateway.batching.observer import BatchObserver, BatchRecord
 from gateway.batching.queue import Task
 from gateway.config.batching_options import BatchingOptions
 from gateway.errors import Internal, ServingError, Unavailable
+from gateway.parallel.dispatcher import Link
 from gateway.parallel.lease import RunResult
-from gateway.parallel.run_link import RunLink
 
 
 @dataclass(eq=False)
@@ -38,7 +38,7 @@ class Posted:
 
 
 def post(
-    link: RunLink,
+    link: Link,
     tasks: list[Task],
     *,
     key: str,

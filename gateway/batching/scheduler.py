@@ -50,9 +50,9 @@ from gateway.batching.queue import Batch, BatchQueue, Task
 from gateway.batching.window import ConcurrencyWindow
 from gateway.config.batching_options import BatchingOptions
 from gateway.errors import DeadlineExceeded, InvalidArgument, ServingError, Unavailable
-from gateway.parallel.dispatcher import Dispatcher
+from gateway.parallel.dispatcher import Dispatcher, Link
 from gateway.parallel.lease import Outputs, RunResult, gather_chunks, take
-from gateway.parallel.run_link import InputAreaFull, InputTooLarge, RunLink
+from gateway.parallel.run_link import InputAreaFull, InputTooLarge
 
 
 @dataclass
@@ -234,7 +234,7 @@ class BatchScheduler:
             if batch is None or (self._end_of_turn and self._held(batch)):
                 return
             try:
-                link = self._dispatcher.pick(self.servable_key, self)
+                link = self._dispatcher.pick(self.servable_key, self, batch.size)
             except ServingError as exc:
                 results.fail(self._queue.pop(batch), exc)
                 self._check_idle()
@@ -265,7 +265,7 @@ class BatchScheduler:
         self._window_timer = None
         self._pump()
 
-    def _send(self, batch: Batch, link: RunLink) -> bool:
+    def _send(self, batch: Batch, link: Link) -> bool:
         """Post ``batch`` over ``link``; False when it must wait for room in the input area (it
         stays first in the queue, and this queue is woken when a run finishes)."""
         tasks = self._drop_late(batch)

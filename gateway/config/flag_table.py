@@ -162,6 +162,8 @@ FLAGS: dict[str, FlagSpec] = {
         _impl("max_message_bytes", "int64"),
         _impl("rest_api_max_body_bytes", "int64"),
         _impl("worker_arena_mb", "int32"),
+        _impl("inline_runs", "string"),
+        _impl("inline_budget_mb", "int32"),
         _impl("worker_ping_interval_seconds", "float"),
         _impl("worker_ping_timeout_seconds", "float"),
         _impl("max_tensor_elements", "int64"),

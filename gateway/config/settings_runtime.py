@@ -61,6 +61,21 @@ class RuntimeSettings:
         "tensorgate: seconds a worker may take to answer a ping (> 0) before it is killed and "
         "respawned with its models; longer than any single batch should run. Default 30.",
     )
+    inline_runs: str = setting(
+        "auto",
+        "tensorgate: where light models run. auto: an ONNX version whose measured run costs "
+        "less than the round trip to a worker (and whose model file fits --inline_budget_mb) "
+        "runs inside each front end, the calls of one event-loop turn as one batch, never "
+        "holding the loop more than 1 ms per batch; it moves to the workers if its runs turn "
+        "slow. always: every ONNX version that loads runs in the front ends (same bound). "
+        "never: every run goes to the worker processes. TensorFlow models always run on the "
+        "workers, which hold every version in any case. Default auto.",
+    )
+    inline_budget_mb: int = setting(
+        64,
+        "tensorgate: MiB of ONNX model files (>= 0) each front end may load to run versions "
+        "itself (--inline_runs). Default 64.",
+    )
     # --- lifecycle --------------------------------------------------------------------------------
     shutdown_grace_seconds: float = setting(
         10.0,

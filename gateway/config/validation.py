@@ -19,6 +19,8 @@ if TYPE_CHECKING:
 
 INT32_MAX = 2**31 - 1
 LOG_FORMATS = ("text", "json")
+INLINE_RUNS = ("auto", "always", "never")
+"""--inline_runs: where light models run (:mod:`gateway.parallel.inline_cost`)."""
 
 
 class SettingsError(ValueError):
@@ -114,6 +116,11 @@ def validate(s: Settings) -> None:
         raise SettingsError(
             f"log_format must be one of {', '.join(LOG_FORMATS)}, got {s.log_format!r}"
         )
+    if s.inline_runs not in INLINE_RUNS:
+        raise SettingsError(
+            f"inline_runs must be one of {', '.join(INLINE_RUNS)}, got {s.inline_runs!r}"
+        )
+    _check_range("inline_budget_mb", s.inline_budget_mb, 0)
     if any(not tag for tag in s.saved_model_tag_set):
         raise SettingsError(
             f"saved_model_tags must be comma-separated non-empty tags, got {s.saved_model_tags!r}"

@@ -25,6 +25,7 @@ from __future__ import annotations
 
 import asyncio
 import contextlib
+import functools
 import logging
 import os
 import signal
@@ -44,11 +45,13 @@ from gateway.ipc import figures, snapshot
 from gateway.ipc.link import MessageLink
 from gateway.lifecycle import settle_heap
 from gateway.observability.hooks import Observability
+from gateway.observability.metrics import set_runs_in
 from gateway.observability.page import CONTENT_TYPE
 from gateway.observability.workers import ShmUse
 from gateway.parallel.shared_load import LoadTable, SharedLoadDispatcher
 from gateway.roles import Options, build_front_end
 from gateway.servers import Servers
+from gateway.serving.registry import available_servables
 from gateway.transport.http.routes import ExtraRoute
 
 log = logging.getLogger(__name__)
@@ -78,7 +81,9 @@ class FrontEnd:
         parts = build_front_end(
             options, self.models, self.dispatcher, observer=self.observability.queue_observer
         )
-        self.queues, self.core = parts.queues, parts.core
+        self.queues, self.core, self.inline = parts.queues, parts.core, parts.inline
+        if self.observability.metrics is not None:
+            self.inline.on_placed = functools.partial(set_runs_in, self.observability.metrics)
         self.servers = Servers(
             settings,
             self.core,
@@ -117,6 +122,7 @@ class FrontEnd:
         for task in list(self._tasks):
             with contextlib.suppress(asyncio.CancelledError):
                 await task
+        self.inline.close()
         self.run_side.close()
         self._closing = True
         self.link.close()
@@ -189,7 +195,9 @@ class FrontEnd:
 
     # -- health and pages -------------------------------------------------------------------------
     def _changed(self) -> None:
-        """What is routable changed: update health once, at the end of this loop turn."""
+        """What is routable changed: run the new versions here if light, update health once,
+        at the end of this loop turn."""
+        self.inline.sync(available_servables(self.models))
         if not self._health_due:
             self._health_due = True
             self._spawn(self._update_health())

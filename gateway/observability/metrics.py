@@ -22,7 +22,7 @@ for the Open Inference Protocol's statistics extension; they are not on the page
 
 from __future__ import annotations
 
-from collections.abc import Callable, Iterable, Iterator
+from collections.abc import Callable, Iterable, Iterator, Mapping
 
 from prometheus_client.core import (
     CounterMetricFamily,
@@ -59,6 +59,9 @@ class GatewayMetrics:
         self.compute = Histogram(MODEL, SECONDS_BUCKETS)
         self.batch_size = Histogram(MODEL, ROWS_BUCKETS)
         self.refused = Counter(("model_name", "reason"))
+        self.runs_in = Counter(("model_name", "version", "runs_in"))
+        """Front ends that send a version's batches to ``frontend`` (their own session) or to
+        the ``workers`` (a count per front end: summed over front ends like a counter)."""
         self.model_stats = ModelStats()
 
 
@@ -110,7 +113,22 @@ class GatewayCollector(Collector):
         for labels, value in m.refused.items():
             refused.add_metric(list(labels), value)
         yield refused
+        runs_in = GaugeMetricFamily(
+            "tensorgate_model_runs_in",
+            "Front ends that run a model version's batches in the front-end process itself "
+            "(runs_in=frontend) or on the worker processes (runs_in=workers).",
+            labels=list(m.runs_in.label_names),
+        )
+        for labels, value in m.runs_in.items():
+            runs_in.add_metric(list(labels), value)
+        yield runs_in
         yield from self.live()
+
+
+def set_runs_in(metrics: GatewayMetrics, placed: Mapping[str, str]) -> None:
+    """This process's ``tensorgate_model_runs_in``: each servable key (``<model>:<version>``)
+    with where its batches run."""
+    metrics.runs_in.values = {(*key.rsplit(":", 1), where): 1 for key, where in placed.items()}
 
 
 def _histogram(name: str, documentation: str, histogram: Histogram) -> HistogramMetricFamily:

@@ -27,8 +27,13 @@ from collections.abc import Callable
 
 from gateway.errors import Unavailable
 from gateway.parallel.endpoint import Endpoint
+from gateway.parallel.inline_cost import HOP_S
+from gateway.parallel.inline_link import InlineLink
 from gateway.parallel.run_link import RunLink
 from gateway.parallel.watchdog import HangPolicy, RunTimes, hung_run
+
+Link = RunLink | InlineLink
+"""Where a batch runs: a worker, or this front end itself."""
 
 
 class Dispatcher:
@@ -44,6 +49,16 @@ class Dispatcher:
         self._listeners: dict[Callable[[], None], None] = {}
         self._room: dict[object, str] = {}
         """Senders waiting for input room, in arrival order, with the servable each sends."""
+        self.inline: InlineLink | None = None
+        """This front end's own runs (:mod:`gateway.parallel.inline_link`), picked first for the
+        versions it holds; None: every run goes to a worker."""
+
+    def hop_s(self) -> float:
+        """The worker hop's measured wall time per run (seconds; the links' moving average of a
+        reply's time less its compute, for runs sent to an idle worker), or
+        :data:`~gateway.parallel.inline_cost.HOP_S` before any."""
+        measured = [link.hop_s for link in self.links if link.hop_s is not None]
+        return sum(measured) / len(measured) if measured else HOP_S
 
     # -- what the supervisor tells the run side -------------------------------------------------
     def attach(self, endpoint: Endpoint) -> RunLink:
@@ -98,12 +113,16 @@ class Dispatcher:
         return found
 
     # -- routing --------------------------------------------------------------------------------
-    def pick(self, key: str, sender: object = None) -> RunLink | None:
-        """The least-loaded live worker hosting ``key`` with a free slot, or None if all are busy
-        or kept for senders waiting for input room ahead of ``sender``.
+    def pick(self, key: str, sender: object = None, rows: int = 1) -> Link | None:
+        """This front end itself when it runs ``key`` and a batch of ``rows`` fits its loop
+        bound; else the least-loaded live worker hosting ``key`` with a free slot, or None if all
+        are busy or kept for senders waiting for input room ahead of ``sender``.
 
         Raises Unavailable when no live worker hosts ``key`` at all.
         """
+        inline = self.inline
+        if inline is not None and key in inline.routed and inline.fits(key, rows):
+            return inline
         candidates = [link for link in self.links if link.alive and key in link.routed]
         if not candidates:
             raise Unavailable(f"no worker is serving {key} right now; retry later")

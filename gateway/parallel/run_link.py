@@ -57,6 +57,8 @@ class _Run:
     key: str
     rows: int
     sent_at: float
+    alone: bool
+    """Sent while no other run of this link was in flight (its reply times the hop)."""
 
 
 class RunLink:
@@ -82,6 +84,8 @@ class RunLink:
         self.run_times = run_times
         self.last_run_done_at = 0.0
         """``time.monotonic()`` when this worker last finished a run."""
+        self.hop_s: float | None = None
+        """Moving average (weight 1/16) of a lone run's reply time less its compute, seconds."""
         self._loop = loop
         self._runs: dict[int, _Run] = {}
         self._finished = 0
@@ -163,7 +167,8 @@ class RunLink:
             raise
         future: asyncio.Future[RunResult] = self._loop.create_future()
         rows = next((shape[0] for _, shape in layout.values() if shape), 0)
-        self._runs[request["id"]] = _Run(future, offset, key, rows, time.monotonic())
+        alone = not self.runs_in_flight
+        self._runs[request["id"]] = _Run(future, offset, key, rows, time.monotonic(), alone)
         self.runs_in_flight += 1
         return future
 
@@ -211,10 +216,14 @@ class RunLink:
         self.runs_in_flight -= 1
         result, error = self._read(reply)
         self._finished += 1
-        self.last_run_done_at = time.monotonic()
-        if self.run_times is not None and reply["ok"]:
+        self.last_run_done_at = now = time.monotonic()
+        if reply["ok"]:
             compute_s = cast(RunReply, reply)["compute_us"] / 1e6
-            self.run_times.record(run.key, run.rows, compute_s)
+            if self.run_times is not None:
+                self.run_times.record(run.key, run.rows, compute_s)
+            if run.alone:
+                hop = now - run.sent_at - compute_s
+                self.hop_s = hop if self.hop_s is None else self.hop_s + (hop - self.hop_s) / 16
         self.channel.free_input(run.input_offset)
         if run.future.done():
             if result is not None:

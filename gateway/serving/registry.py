@@ -131,3 +131,20 @@ class ModelControl(Protocol):
 
 class Models(Registry, ModelControl, Protocol):
     """The registry and its control together (what the request core is given)."""
+
+
+def available_servables(registry: Registry) -> list[Servable]:
+    """Every AVAILABLE version of every model ``registry`` knows, in model order."""
+    found = []
+    for name in registry.model_names():
+        try:
+            statuses = registry.statuses(name)
+        except ServingError:
+            continue
+        for status in statuses:
+            if status.state is State.AVAILABLE:
+                try:
+                    found.append(registry.resolve(name, status.version))
+                except ServingError:
+                    continue
+    return found
