@@ -104,6 +104,11 @@ class Endpoint:
         it is closed (nothing was posted either way).
         """
         self.check_open()
+        self.post_open(link, request)
+
+    def post_open(self, link: Replies, request: Request) -> None:
+        """:meth:`post` for a caller that has just found the endpoint :attr:`alive` (one check
+        per run). ResourceExhausted when the ring is full."""
         try:
             self.channel.submit(messages.encode(request), ring=False)
         except ChannelFull as exc:

@@ -116,8 +116,9 @@ class RunLink:
         Unavailable when the worker dies, or with the worker's error.
         ``trace``: the batch span's (trace id, span id), for the worker's spans (None: untraced).
         """
-        self.endpoint.check_open()  # gone: the reason it closed with
-        if not self.endpoint.alive:
+        endpoint = self.endpoint
+        if not endpoint.alive:
+            endpoint.check_open()  # gone: the reason it closed with
             raise Unavailable(f"worker {self.index} is not available")
         strings: dict[str, np.ndarray] = {}
         sizes: dict[str, int] = {}
@@ -161,7 +162,7 @@ class RunLink:
                 signature=signature,
                 trace=trace,
             )
-            self.endpoint.post(self, request)
+            endpoint.post_open(self, request)
         except BaseException:
             self.channel.free_input(offset)
             raise

@@ -103,6 +103,23 @@ class ServingCore:
         DeadlineExceeded, Unavailable, ...
         """
         servable, signature = self.signature(ref, signature_name)
+        return await self.run(
+            servable, signature, decode, encode, output_filter, deadline, check_dtypes=check_dtypes
+        )
+
+    async def run(
+        self,
+        servable: Servable,
+        signature: Signature,
+        decode: Decoder,
+        encode: Encoder[R],
+        output_filter: Sequence[str] = (),
+        deadline: float | None = None,
+        *,
+        check_dtypes: bool = True,
+    ) -> R:
+        """:meth:`predict` on a servable and signature already looked up (a protocol that reads
+        the model's signature to name it, as V2 does, looks it up once)."""
         inputs = validated(signature, decode(signature), check_dtypes=check_dtypes)
         outputs = signature.select_outputs(output_filter)
         scheduler = self.queues.get(servable, signature.name)

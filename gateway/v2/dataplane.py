@@ -107,8 +107,8 @@ class DataPlane:
             servable = self._core.servable(ref)
             name = call.options.signature_name
             signature = metadata.signature_for(target.name, servable.signatures, name)
-            return await self._core.predict(
-                ref, signature.name, decode, encode, call.output_filter(), deadline
+            return await self._core.run(
+                servable, signature, decode, encode, call.output_filter(), deadline
             )
         except NotFound:
             raise self._unknown(target) from None
