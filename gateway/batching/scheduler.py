@@ -86,6 +86,8 @@ class BatchScheduler:
         self.options = options
         self.stats = SchedulerStats()
         self.in_flight = 0
+        self._running_tasks = 0
+        """Requests (or chunks) in the batches in flight."""
         self._dispatcher = dispatcher
         self._clock = clock or LoopClock()
         self._observer = observer
@@ -160,7 +162,10 @@ class BatchScheduler:
             self._refused("deadline")
             raise late
         if self._end_of_turn:
-            self._window.arrival(self.in_flight > 0 or len(self._queue) > 0)
+            waiting = self._queue.task_count
+            self._window.arrival(
+                self.in_flight > 0 or waiting > 0, waiting + self._running_tasks + 1
+            )
         tasks = self._enqueue(dict(inputs), tuple(outputs), deadline, key, chunks, into_open, now)
         if self._end_of_turn:
             self._pump_at_end_of_turn()
@@ -254,7 +259,8 @@ class BatchScheduler:
         deadlines = [t.deadline for t in batch.tasks if t.deadline is not None]
         service_s = self._admission.service_s or 0.0
         send_by = min(deadlines) - service_s if deadlines else None
-        until = self._window.hold_until(batch.created_at, send_by, now)
+        present = self._queue.task_count + self._running_tasks
+        until = self._window.hold_until(batch.created_at, send_by, now, present)
         if until is None:
             return False
         if self._window_timer is None:
@@ -308,6 +314,7 @@ class BatchScheduler:
         self.stats.rows += posted.rows
         self.stats.padding_rows += posted.padded - posted.rows
         self.in_flight += 1
+        self._running_tasks += len(posted.tasks)
         self._runs.add(future)
         future.add_done_callback(functools.partial(self._finish, posted))
         return True
@@ -316,6 +323,7 @@ class BatchScheduler:
         """Done-callback of a batch's run: hand each task its rows (or the error), send more."""
         self._runs.discard(future)
         self.in_flight -= 1
+        self._running_tasks -= len(posted.tasks)
         if results.finish(posted, future, solo=self.options.solo):
             self._admission.record(self._clock.now() - posted.sent_at)
         self._check_idle()

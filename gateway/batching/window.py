@@ -6,7 +6,10 @@ microseconds) the worker is free whenever a request reaches its queue, so every 
 and paid a whole worker round trip: a doorbell, a process switch and the per-run work on both
 sides, several times what the model itself costs.
 
-The window makes batches form by themselves under concurrency, and only then. Each arriving
+The window makes batches form by themselves under concurrency, and only then, and only while
+company can still come: it remembers how many of its queue's requests were present together
+lately (waiting or running, a decaying peak), and a batch that, with what runs, already holds that
+many goes at once (four closed-loop clients fill a batch of four: nobody else will join it). Each arriving
 request says whether it found company: another request of its queue waiting, or a batch of its
 queue running. While most arrivals do (:data:`OVERLAP_THRESHOLD` of a moving average), an open
 batch is held until :data:`WINDOW_S` after it opened, until it is full, or until one of its
@@ -33,32 +36,43 @@ closes after about 25 in a row found none."""
 OVERLAP_THRESHOLD = 0.25
 """The moving average above which the queue counts as concurrent (holds its batches)."""
 
+PEAK_DECAY = 0.98
+"""Per arrival, how much of the peak of requests seen together is remembered: after the number of
+callers drops, the peak follows within a few dozen arrivals."""
+
 
 class ConcurrencyWindow:
     """One queue's window (see the module docstring). ``window_s``: the longest hold."""
 
-    __slots__ = ("overlap", "window_s")
+    __slots__ = ("overlap", "peak", "window_s")
 
     def __init__(self, window_s: float = WINDOW_S) -> None:
         self.window_s = window_s
         self.overlap = 0.0
         """Moving average of arrivals that found company (0: never, 1: always)."""
+        self.peak = 0.0
+        """Decaying peak of the requests present together (waiting or running)."""
 
-    def arrival(self, company: bool) -> None:
+    def arrival(self, company: bool, present: int = 1) -> None:
         """Note one arriving request; ``company``: another request of the queue was waiting or
-        running as it arrived."""
+        running as it arrived; ``present``: the queue's requests waiting or running with it
+        (itself included)."""
         self.overlap += OVERLAP_WEIGHT * (float(company) - self.overlap)
+        self.peak = max(float(present), self.peak * PEAK_DECAY)
 
     @property
     def concurrent(self) -> bool:
         """Whether open batches are held now."""
         return self.overlap > OVERLAP_THRESHOLD
 
-    def hold_until(self, opened_at: float, send_by: float | None, now: float) -> float | None:
+    def hold_until(
+        self, opened_at: float, send_by: float | None, now: float, present: int = 0
+    ) -> float | None:
         """When an open batch that opened at ``opened_at`` should go, if later than ``now``;
         None: now. ``send_by``: the latest time its requests allow (their deadlines less a
-        batch's service time; None: no deadline)."""
-        if not self.concurrent:
+        batch's service time; None: no deadline). ``present``: the queue's requests waiting or
+        running now; as many as the peak means no other caller is left to join."""
+        if not self.concurrent or present >= self.peak:
             return None
         until = opened_at + self.window_s
         if send_by is not None and send_by < until:

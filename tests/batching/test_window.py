@@ -59,3 +59,26 @@ def test_a_deadline_shortens_the_hold() -> None:
     until = window.hold_until(opened_at=10.0, send_by=10.0 + WINDOW_S / 4, now=10.0)
     assert until == pytest.approx(10.0 + WINDOW_S / 4)
     assert window.hold_until(opened_at=10.0, send_by=9.0, now=10.0) is None  # already due
+
+
+def test_a_batch_holding_every_caller_seen_lately_goes_at_once() -> None:
+    """Four closed-loop clients: once the open batch (with what runs) holds four, nobody else can
+    join it, so it is not held for company."""
+    window = concurrent_window()
+    for present in (1, 2, 3, 4) * 10:
+        window.arrival(True, present)
+    assert window.hold_until(opened_at=10.0, send_by=None, now=10.0, present=3) == pytest.approx(
+        10.0 + WINDOW_S
+    )
+    assert window.hold_until(opened_at=10.0, send_by=None, now=10.0, present=4) is None
+
+
+def test_the_peak_follows_the_callers_down() -> None:
+    window = concurrent_window()
+    window.arrival(True, 64)
+    arrivals = 0
+    while window.peak > 4:
+        window.arrival(True, 4)
+        arrivals += 1
+    assert arrivals <= 150
+    assert window.hold_until(opened_at=10.0, send_by=None, now=10.0, present=4) is None
