@@ -7,11 +7,11 @@ and paid a whole worker round trip: a doorbell, a process switch and the per-run
 sides, several times what the model itself costs.
 
 The window makes batches form by themselves under concurrency, and only then, and only while
-company can still come: it remembers how many of its queue's requests were present together
-lately (waiting or running, a decaying peak), and a batch that, with what runs, already holds that
-many goes at once (four closed-loop clients fill a batch of four: nobody else will join it). Each arriving
-request says whether it found company: another request of its queue waiting, or a batch of its
-queue running. While most arrivals do (:data:`OVERLAP_THRESHOLD` of a moving average), an open
+company can still come: it remembers how many of its queue's requests were present together lately
+(waiting or running, a decaying peak), and a batch that, with what runs, already holds that many
+goes at once (four closed-loop clients fill a batch of four: nobody else will join it). Each
+arriving request says whether it found company: another request of its queue waiting, or a batch of
+its queue running. While most arrivals do (:data:`OVERLAP_THRESHOLD` of a moving average), an open
 batch is held until :data:`WINDOW_S` after it opened, until it is full, or until one of its
 requests could no longer be served in time, whichever comes first; then it goes. A client that
 sends one request at a time never finds company, so at concurrency 1 nothing waits (its request
