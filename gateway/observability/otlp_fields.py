@@ -12,6 +12,8 @@ from typing import Any
 
 from opentelemetry.trace import SpanKind
 
+from gateway.transport.proto_wire import varint
+
 _DOUBLE = struct.Struct("<d").pack
 FIXED64 = struct.Struct("<Q").pack
 FIXED32 = struct.Struct("<I").pack
@@ -19,19 +21,6 @@ HAS_IS_REMOTE = 0x100
 IS_REMOTE = 0x200
 EMPTY_STATUS = b"\x7a\x00"
 """Field 15 (status), empty: the SDK always writes a status message, even an UNSET one."""
-
-
-def varint(value: int) -> bytes:
-    if value < 0:
-        value += 1 << 64
-    if value < 0x80:
-        return bytes((value,))
-    out = bytearray()
-    while value >= 0x80:
-        out.append((value & 0x7F) | 0x80)
-        value >>= 7
-    out.append(value)
-    return bytes(out)
 
 
 def delimited(tag: int, payload: bytes) -> bytes:

@@ -29,9 +29,9 @@ from gateway.observability.otlp_fields import (
     delimited,
     name_and_kind,
     string_field,
-    varint,
 )
 from gateway.observability.span_records import BatchSpan, ServerSpan
+from gateway.transport.proto_wire import varint
 
 
 class Template:

@@ -20,7 +20,7 @@ from gateway._pb.inference import grpc_service_pb2_grpc as pb_grpc
 from gateway.serving.core import PredictResult
 from gateway.serving.signature import Signature
 from gateway.transport.grpc_errors import rpc
-from gateway.v2 import errors, grpc_infer, metadata, repository, statistics
+from gateway.v2 import errors, grpc_infer, metadata, repository, response_wire, statistics
 from gateway.v2.dataplane import DataPlane
 from gateway.v2.declared import DeclaredInputs
 
@@ -69,17 +69,20 @@ class InferenceService(pb_grpc.GRPCInferenceServiceServicer):
         return metadata.model_metadata(servable, available)
 
     @rpc
-    async def ModelInfer(
+    async def ModelInfer(  # type: ignore[override]  # answers the encoded response
         self, request: pb.ModelInferRequest, context: grpc.aio.ServicerContext
-    ) -> pb.ModelInferResponse:
+    ) -> bytes:
+        """The ModelInferResponse, already encoded (:mod:`gateway.v2.response_wire`)."""
         call = grpc_infer.infer_call(request)
         limits = self._plane.limits
 
         def decode(signature: Signature) -> DeclaredInputs[Any]:
             return grpc_infer.infer_inputs(request, limits)
 
-        def encode(result: PredictResult) -> pb.ModelInferResponse:
-            return grpc_infer.infer_response(result.model, result.version, call.id, result.outputs)
+        def encode(result: PredictResult) -> bytes:
+            return response_wire.infer_response(
+                result.model, result.version, call.id, result.outputs
+            )
 
         deadline = call.deadline(time.monotonic(), _deadline(context))
         return await self._plane.infer(call, decode, encode, deadline)

@@ -10,7 +10,6 @@ service). Observability learns a call's model from its request's ``model_name`` 
 
 from __future__ import annotations
 
-import functools
 import importlib.metadata
 from collections.abc import Sequence
 from typing import Any
@@ -20,6 +19,7 @@ from gateway._pb.inference import grpc_service_pb2_grpc as pb_grpc
 from gateway.config.settings import Settings
 from gateway.observability.model_stats import ModelStats
 from gateway.serving.core import ServingCore
+from gateway.transport.gate import EncodedResponses, ServiceRegistry
 from gateway.transport.http.routes import Routes
 from gateway.transport.surface import GrpcService
 from gateway.v2 import PROTOCOL
@@ -68,7 +68,11 @@ class V2Surface:
 
     def grpc_services(self) -> Sequence[GrpcService]:
         servicer = InferenceService(self._plane)
-        add = functools.partial(pb_grpc.add_GRPCInferenceServiceServicer_to_server, servicer)
+
+        def add(registry: ServiceRegistry) -> None:
+            # ModelInfer answers encoded bytes (gateway.v2.response_wire).
+            pb_grpc.add_GRPCInferenceServiceServicer_to_server(servicer, EncodedResponses(registry))
+
         return (GrpcService(SERVICE, PROTOCOL, add, bounded=True, model_of=model_of),)
 
     def add_routes(self, routes: Routes) -> None:

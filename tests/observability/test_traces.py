@@ -60,6 +60,9 @@ def model(tmp_path: Path) -> Path:
 
 
 async def start(model: Path, tmp_path: Path, roots: bool = True, **flags: object) -> Traced:
+    """A gateway tracing every root (``roots``) or only sampled parents; runs go to the worker
+    unless ``flags`` say ``inline_runs`` (then it has placed the model before it returns)."""
+    flags.setdefault("inline_runs", "never")
     settings = Settings(
         model_name="mlp",
         model_base_path=str(model),
@@ -78,6 +81,7 @@ async def start(model: Path, tmp_path: Path, roots: bool = True, **flags: object
     specs = model_specs(model_server_config_from_flags(settings))
     gateway = Gateway(settings, specs, observability)
     await gateway.start()
+    await gateway.inline.loaded()
     return Traced(gateway, exporter)
 
 
@@ -92,7 +96,8 @@ def by_name(spans: Sequence[ReadableSpan]) -> dict[str, ReadableSpan]:
 
 
 def check_request_tree(spans: Sequence[ReadableSpan], server_name: str, worker_pid: int) -> None:
-    """server → decode, queue wait, batch → compute (in the worker), encode; all one trace."""
+    """server → decode, queue wait, batch → compute (in the worker ``worker_pid``, or in this
+    process for a run in the front end), encode; all one trace."""
     named = by_name(spans)
     assert set(named) == {server_name, "decode", "queue wait", "batch", "compute", "encode"}
     server = named[server_name]
@@ -147,6 +152,23 @@ def test_each_grpc_request_is_one_connected_trace_across_gateway_and_worker(
         ((_, root),) = traces.items()
         check_request_tree(root, PREDICT, worker_pid)
         assert by_name(root)[PREDICT].parent is None
+
+    run(scenario())
+
+
+def test_a_run_in_the_front_end_keeps_its_compute_span(model: Path, tmp_path: Path) -> None:
+    async def scenario() -> None:
+        traced = await start(model, tmp_path, inline_runs="always")
+        try:
+            assert traced.gateway.inline.placed == {"mlp:1": "frontend"}
+            target = f"127.0.0.1:{traced.gateway.grpc_port}"
+            async with grpc.aio.insecure_channel(target) as channel:
+                stub = prediction_service_pb2_grpc.PredictionServiceStub(channel)
+                await stub.Predict(predict_request("mlp", {"x": X}))
+        finally:
+            await traced.gateway.stop()
+        ((_, spans),) = traced.traces().items()
+        check_request_tree(spans, PREDICT, os.getpid())
 
     run(scenario())
 

@@ -80,7 +80,7 @@ def test_each_rpc_answers_from_the_data_plane(tmp_path: Path) -> None:
         assert server.version == "9.9"
         model = await service.ModelMetadata(pb.ModelMetadataRequest(name="m"), ctx)
         assert list(model.versions) == ["1"]
-        response = await service.ModelInfer(_infer_request(), ctx)
+        response = pb.ModelInferResponse.FromString(await service.ModelInfer(_infer_request(), ctx))
         assert (response.model_name, response.model_version, response.id) == ("m", "1", "r1")
         assert struct.unpack("<2f", response.raw_output_contents[0]) == (2.0, 6.0)
         stats = await service.ModelStatistics(pb.ModelStatisticsRequest(name="m"), ctx)

@@ -29,23 +29,15 @@ from gateway.tfserving.codec.tensor_encode import (
     MAX_PROTO_BYTES,
     RAW_PAYLOAD_FIELDS,
     from_ndarray,
-    varint,
 )
 from gateway.tfserving.codec.tensor_types import STRING, for_numpy
-
-_LEN = 2
-"""Wire type of a length-delimited field."""
+from gateway.transport.proto_wire import LEN, field, varint
 
 _CACHE_LIMIT = 4096
 """Most model specs and dtype heads kept (each a few bytes)."""
 
 
-def _field(number: int, payload: bytes) -> bytes:
-    """A length-delimited field: its tag, the payload's length, the payload."""
-    return varint(number << 3 | _LEN) + varint(len(payload)) + payload
-
-
-_TENSOR_CONTENT_TAG = varint(FIELD_NUMBER["tensor_content"] << 3 | _LEN)
+_TENSOR_CONTENT_TAG = varint(FIELD_NUMBER["tensor_content"] << 3 | LEN)
 _spec_cache: dict[tuple[str, int, str], bytes] = {}
 _head_cache: dict[tuple[np.dtype[Any], tuple[int, ...]], tuple[bytes, bytes] | None] = {}
 
@@ -56,14 +48,14 @@ def model_spec_field(model: str, version: int, signature_name: str) -> bytes:
     cached = _spec_cache.get(key)
     if cached is not None:
         return cached
-    spec = _field(1, model.encode()) if model else b""
-    spec += _field(2, (b"\x08" + varint(version)) if version else b"")
+    spec = field(1, model.encode()) if model else b""
+    spec += field(2, (b"\x08" + varint(version)) if version else b"")
     if signature_name:
-        spec += _field(3, signature_name.encode())
-    field = _field(2, spec)
+        spec += field(3, signature_name.encode())
+    encoded = field(2, spec)
     if len(_spec_cache) < _CACHE_LIMIT:
-        _spec_cache[key] = field
-    return field
+        _spec_cache[key] = encoded
+    return encoded
 
 
 def _head(dtype: np.dtype[Any], shape: tuple[int, ...]) -> tuple[bytes, bytes] | None:
@@ -75,9 +67,9 @@ def _head(dtype: np.dtype[Any], shape: tuple[int, ...]) -> tuple[bytes, bytes] |
     spec = for_numpy(dtype)
     head: tuple[bytes, bytes] | None = None
     if spec is not STRING:
-        dims = b"".join(_field(2, (b"\x08" + varint(size)) if size else b"") for size in shape)
-        fields = b"\x08" + varint(spec.data_type) + _field(2, dims)
-        typed_tag = varint(FIELD_NUMBER[spec.field] << 3 | _LEN)
+        dims = b"".join(field(2, (b"\x08" + varint(size)) if size else b"") for size in shape)
+        fields = b"\x08" + varint(spec.data_type) + field(2, dims)
+        typed_tag = varint(FIELD_NUMBER[spec.field] << 3 | LEN)
         head = (fields, typed_tag if spec.field in RAW_PAYLOAD_FIELDS else b"")
     if len(_head_cache) < _CACHE_LIMIT:
         _head_cache[key] = head
@@ -123,10 +115,10 @@ def _entry_prefix(name: str, array: npt.NDArray[Any], as_tensor_content: bool) -
         tag = _TENSOR_CONTENT_TAG if as_tensor_content else typed_tag
         tensor_head = fields + tag + varint(array.nbytes)
         tensor_len = len(tensor_head) + array.nbytes
-        value_head = varint(2 << 3 | _LEN) + varint(tensor_len) + tensor_head
-        key_field = _field(1, name.encode())
+        value_head = varint(2 << 3 | LEN) + varint(tensor_len) + tensor_head
+        key_field = field(1, name.encode())
         entry_len = len(key_field) + len(value_head) + array.nbytes
-        prefix = varint(1 << 3 | _LEN) + varint(entry_len) + key_field + value_head
+        prefix = varint(1 << 3 | LEN) + varint(entry_len) + key_field + value_head
     if len(_entry_cache) < _CACHE_LIMIT:
         _entry_cache[key] = prefix
     return prefix
@@ -148,9 +140,9 @@ def predict_response(
             parts.append(prefix)
             parts.append(_payload(array))
             continue
-        entry = _field(1, name.encode()) + _field(
+        entry = field(1, name.encode()) + field(
             2, tensor_bytes(array, as_tensor_content=as_tensor_content)
         )
-        parts.append(_field(1, entry))
+        parts.append(field(1, entry))
     parts.append(model_spec_field(model, version, signature_name))
     return b"".join(parts)

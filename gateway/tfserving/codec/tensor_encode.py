@@ -17,6 +17,7 @@ from gateway._pb.tensorflow.core.framework import tensor_shape_pb2
 from gateway._pb.tensorflow.core.framework.tensor_pb2 import TensorProto
 from gateway.errors import InvalidArgument, ResourceExhausted
 from gateway.tfserving.codec.tensor_types import HALF_FIELD, STRING, TensorType, for_numpy
+from gateway.transport.proto_wire import varint
 
 MAX_PROTO_BYTES = 2**31 - 1
 """Protobuf messages cannot exceed 2 GiB; larger tensors cannot be encoded at all."""
@@ -90,18 +91,3 @@ def _append_typed(proto: TensorProto, spec: TensorType, flat: npt.NDArray[Any]) 
     record[: len(header)] = header
     np.frombuffer(record, dtype=np.uint8, offset=len(header))[:] = flat.view(np.uint8)
     proto.MergeFromString(cast(bytes, record))  # any buffer parses; bytes() would copy again
-
-
-def varint(value: int) -> bytes:
-    """Protobuf varint encoding of a non-negative ``value``."""
-    if value < 0x80:
-        return _SMALL[value]
-    out = bytearray()
-    while value > 0x7F:
-        out.append(value & 0x7F | 0x80)
-        value >>= 7
-    out.append(value)
-    return bytes(out)
-
-
-_SMALL = [bytes((n,)) for n in range(0x80)]
