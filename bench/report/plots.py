@@ -28,6 +28,8 @@ FAMILY_COLOURS = {
 }
 _SHADES = (0.0, 0.28, -0.22, 0.48, -0.38, 0.62, -0.5, 0.14, -0.11, 0.38, -0.3, 0.55)
 """Lightness shifts of a family's configurations, in catalog order (0: the family's colour)."""
+_HUE_TURN = 0.05
+"""Hue turn for each further round of shades in a large family."""
 PERCENTILE_STYLES = {"p50": "-", "p90": ":", "p99": "--"}
 
 
@@ -39,9 +41,11 @@ def system_colour(name: str) -> str:
         return _hex(r, g, b)
     fam = family(name)
     siblings = [n for n in CATALOG if family(n) == fam]
-    shift = _SHADES[siblings.index(name) % len(_SHADES)]
+    turn, index = divmod(siblings.index(name), len(_SHADES))
+    shift = _SHADES[index]
     base = FAMILY_COLOURS[fam]
     h, lightness, s = colorsys.rgb_to_hls(*(int(base[i : i + 2], 16) / 255 for i in (1, 3, 5)))
+    h = (h + turn * _HUE_TURN) % 1.0  # past the shades, the family's hue turns a little
     room = 1 - lightness if shift > 0 else lightness  # towards white, or towards black
     lightness = min(0.85, max(0.12, lightness + shift * room))
     return _hex(*colorsys.hls_to_rgb(h, lightness, s))

@@ -69,6 +69,8 @@ TENSORGATE_FLAGS = {
     "max_message_bytes",
     "rest_api_max_body_bytes",
     "worker_arena_mb",
+    "inline_runs",
+    "inline_budget_mb",
     "worker_ping_interval_seconds",
     "worker_ping_timeout_seconds",
     "max_tensor_elements",
