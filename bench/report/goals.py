@@ -17,6 +17,7 @@ from typing import Any
 
 from bench.report.cost_goals import cost_rows
 from bench.report.earlier_goals import earlier_rows
+from bench.report.floor_goals import floor_rows
 from bench.report.frontend_goals import frontend_rows
 from bench.report.goal_rows import TRACING, fmt_ratio, median, ratio, row
 from bench.report.tiny_rows import cpu_row, light_row, versus
@@ -70,6 +71,7 @@ def compute(results: dict[str, Any]) -> list[dict[str, Any]]:
         *frontend_rows(sc, resnet_met),
         *cost_rows(sc, resnet_met + tracing_met),
         *v2_rows(sc),
+        *floor_rows(sc),
     ]
 
 

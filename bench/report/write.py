@@ -13,6 +13,7 @@ from bench.report.calls_table import calls_section
 from bench.report.goal_rows import (
     COST,
     EARLIER,
+    FLOOR,
     FRONTENDS,
     ISSUE,
     RELIABILITY,
@@ -56,6 +57,9 @@ def markdown(results: dict[str, Any], plots: list[str]) -> str:
     lines += _goal_table("Several front ends (issue 27)", results.get("goals", []), FRONTENDS)
     lines += _goal_table("What serving costs (issue 26)", results.get("goals", []), COST)
     lines += _goal_table("KServe v2 against the v2 peers (issue 28)", results.get("goals", []), V2)
+    lines += _goal_table(
+        "Light models at the transport floor (issue 33)", results.get("goals", []), FLOOR
+    )
     peers = run.get("peer_venvs", {})
     if peers:
         lines += ["", "Peers: " + "; ".join(f"{k}: {', '.join(v)}" for k, v in peers.items())]

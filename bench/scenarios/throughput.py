@@ -190,8 +190,9 @@ def _ort(config: tuple[int, int, int]) -> raw_ort.OrtConfig:
 
 
 def sweep_systems(saturation: dict[str, Any]) -> list[str]:
-    """The full plan's sweep: echo, tensorgate's better gRPC configuration, tensorgate over REST,
-    and the best configuration of each peer family (by saturating throughput)."""
-    tensorgate = best_of(saturation, "tensorgate", GRPC_TENSORGATE["1-core"])
+    """The full plan's sweep: echo, tensorgate's gRPC configurations (batching off and on: issue
+    33's bar compares them at every point), tensorgate over REST, and the best configuration of
+    each peer family (by saturating throughput)."""
+    tensorgate = [n for n in GRPC_TENSORGATE["1-core"] if n in saturation]
     peers = [best_of(saturation, f) for f in ("triton", "kserve", "fastapi", "mlserver")]
-    return [n for n in ("echo", tensorgate, "tensorgate-rest", *peers) if n]
+    return [n for n in ("echo", *tensorgate, "tensorgate-rest", *peers) if n]

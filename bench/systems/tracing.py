@@ -15,9 +15,10 @@ from pathlib import Path
 
 from bench.systems.procs import Server, start_with_ready_fd
 
-TRACING_SAMPLERS = {"ratio 0": "0", "ratio 1.0": "1.0"}
+TRACING_SAMPLERS = {"ratio 0": "0", "ratio 0.01": "0.01", "ratio 1.0": "1.0"}
 """``OTEL_TRACES_SAMPLER_ARG`` of each traced system (``parentbased_traceidratio``); the load
-carries no traceparent, so ratio 0 samples nothing and ratio 1.0 every request."""
+carries no traceparent, so ratio 0 samples nothing, 0.01 one request in a hundred (what
+production runs) and 1.0 every request."""
 
 TRACING_CONTROL = "off (control)"
 """A second untraced system in the tracing scenario's side-by-side rounds: its cost against
