@@ -23,29 +23,33 @@ CompatKey = tuple[tuple[str, str, tuple[int, ...]], ...]
 
 def request_size(inputs: Mapping[str, Array]) -> int:
     """The batch dimension shared by all inputs; InvalidArgument if they disagree or are scalars."""
-    sizes = set()
+    size = -1
     for name, array in inputs.items():
         if array.ndim == 0:
             raise InvalidArgument(f"input '{name}' is a scalar; batching needs a batch dimension")
-        sizes.add(int(array.shape[0]))
-    if len(sizes) != 1:
-        detail = ", ".join(f"{n}: {a.shape[0]}" for n, a in sorted(inputs.items()))
-        raise InvalidArgument(
-            f"all inputs must have the same size in their 0th dimension to be batched ({detail})"
-        )
-    return sizes.pop()
+        rows = array.shape[0]
+        if size != rows:
+            if size >= 0:
+                detail = ", ".join(f"{n}: {a.shape[0]}" for n, a in sorted(inputs.items()))
+                raise InvalidArgument(
+                    "all inputs must have the same size in their 0th dimension to be batched "
+                    f"({detail})"
+                )
+            size = rows
+    if size < 0:
+        raise InvalidArgument("a request needs at least one input to be batched")
+    return size
 
 
 def compat_key(inputs: Mapping[str, Array], *, pad_variable_length: bool) -> CompatKey:
     """What must agree between requests for them to share a batch."""
-    return tuple(
-        (
-            name,
-            "string" if array.dtype.kind == "O" else array.dtype.str,
-            (array.ndim,) if pad_variable_length else tuple(int(d) for d in array.shape[1:]),
-        )
-        for name, array in sorted(inputs.items())
-    )
+    key = []
+    for name in sorted(inputs):
+        array = inputs[name]
+        dtype = "string" if array.dtype.kind == "O" else array.dtype.str
+        dims = (array.ndim,) if pad_variable_length else array.shape[1:]
+        key.append((name, dtype, dims))
+    return tuple(key)
 
 
 def padded_size(rows: int, allowed: Sequence[int]) -> int:

@@ -58,23 +58,23 @@ class BatchQueue:
     ) -> None:
         self.options = options
         self.batches: list[Batch] = []
+        self.task_count = 0
+        """Requests (or split chunks) waiting in the queue's batches."""
         self._open: dict[CompatKey, Batch] = {}
+        self._execution_size = options.execution_batch_size
+        self._work_conserving = options.batch_timeout_micros == 0
         self._clock = clock
         self._on_ready = on_ready
 
     def __len__(self) -> int:
         return len(self.batches)
 
-    @property
-    def task_count(self) -> int:
-        return sum(len(b.tasks) for b in self.batches)
-
     def plan(self, key: CompatKey, size: int) -> tuple[list[int], bool]:
         """Chunk sizes for a request of ``size`` rows, and whether the first chunk joins the open
         batch of ``key``."""
         if self.options.solo or size == 0:
             return [size], False
-        limit = self.options.execution_batch_size
+        limit = self._execution_size
         open_batch = self._open.get(key)
         room = limit - open_batch.size if open_batch is not None else 0
         if self.options.enable_large_batch_splitting:
@@ -90,23 +90,32 @@ class BatchQueue:
         batch.tasks.append(task)
         batch.size += task.size
         task.batch = batch
-        if alone or batch.size >= self.options.execution_batch_size:
+        self.task_count += 1
+        if alone or batch.size >= self._execution_size:
             self._close(batch)
 
     def next_ready(self) -> Batch | None:
         """The oldest batch that may be sent now."""
-        work_conserving = self.options.batch_timeout_micros == 0
-        return next((b for b in self.batches if b.closed or work_conserving), None)
+        if self._work_conserving:
+            return self.batches[0] if self.batches else None
+        for batch in self.batches:
+            if batch.closed:
+                return batch
+        return None
 
     def pop(self, batch: Batch) -> list[Task]:
         """Take ``batch`` out of the queue; its live tasks, detached (their timers stop)."""
         self.batches.remove(batch)
         self._close(batch)
-        tasks = [t for t in batch.tasks if not t.future.done()]
+        self.task_count -= len(batch.tasks)
+        tasks = []
         for task in batch.tasks:
             task.batch = None
-            _cancel(task.timer)
-            task.timer = None
+            if task.timer is not None:
+                task.timer.cancel()
+                task.timer = None
+            if not task.future.done():
+                tasks.append(task)
         batch.tasks = []
         return tasks
 
@@ -121,6 +130,7 @@ class BatchQueue:
         task.timer = None
         batch.tasks.remove(task)
         batch.size -= task.size
+        self.task_count -= 1
         if not batch.tasks:
             self._close(batch)
             self.batches.remove(batch)
@@ -172,8 +182,9 @@ class BatchQueue:
         batch.closed = True
         if self._open.get(batch.key) is batch:
             del self._open[batch.key]
-        _cancel(batch.timer)
-        batch.timer = None
+        if batch.timer is not None:
+            batch.timer.cancel()
+            batch.timer = None
 
 
 def _cancel(timer: Timer | None) -> None:

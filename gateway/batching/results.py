@@ -53,7 +53,14 @@ def post(
     union of the members'. Raises the link's ServingError when the run cannot be posted (the
     observer's record is then done without a result; the tasks are left as they were).
     """
-    rows = sum(t.size for t in tasks)
+    rows = 0
+    outputs: dict[str, None] = {}
+    deadline: float | None = 0.0
+    for task in tasks:  # one pass, no generator per batch
+        rows += task.size
+        outputs.update(dict.fromkeys(task.outputs))
+        if deadline is not None:
+            deadline = None if task.deadline is None else max(deadline, task.deadline)
     solo = options.solo
     padded = rows if solo else merge.padded_size(rows, options.allowed_batch_sizes)
     parts = [t.inputs for t in tasks]
@@ -62,9 +69,6 @@ def post(
     else:
         layout = merge.batch_layout(parts, padded)
     link.check_room(layout)  # before the observer counts a batch that must wait for room
-    outputs = list(dict.fromkeys(name for t in tasks for name in t.outputs))
-    deadlines = [t.deadline for t in tasks]
-    deadline = None if None in deadlines else max(d for d in deadlines if d is not None)
     record = None
     if observer is not None:
         tags = [t.tag for t in tasks]
@@ -77,7 +81,7 @@ def post(
             key,
             layout,
             lambda name, dest: merge.fill_rows(name, dest, parts),
-            outputs,
+            list(outputs),
             deadline,
             signature,
             trace=None if record is None else record.trace,

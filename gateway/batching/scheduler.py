@@ -51,7 +51,7 @@ from gateway.batching.window import ConcurrencyWindow
 from gateway.config.batching_options import BatchingOptions
 from gateway.errors import DeadlineExceeded, InvalidArgument, ServingError, Unavailable
 from gateway.parallel.dispatcher import Dispatcher, Link
-from gateway.parallel.lease import Outputs, RunResult, gather_chunks, take
+from gateway.parallel.lease import Outputs, RunResult, gather_chunks, release_result
 from gateway.parallel.run_link import InputAreaFull, InputTooLarge
 
 
@@ -150,12 +150,13 @@ class BatchScheduler:
             key = merge.compat_key(inputs, pad_variable_length=options.pad_variable_length_inputs)
         chunks, into_open = self._queue.plan(key, size)
         new_batches = len(chunks) - (1 if into_open else 0)
-        full = self._admission.queue_full(len(self._queue) + new_batches)
+        queued = len(self._queue.batches)
+        full = self._admission.queue_full(queued + new_batches)
         if full is not None:
             self.stats.rejected_full += 1
             self._refused("queue_full")
             raise full
-        ahead = len(self._queue) + self.in_flight - (1 if into_open else 0)
+        ahead = queued + self.in_flight - (1 if into_open else 0)
         late = self._admission.too_late(now, deadline, ahead)
         if late is not None:
             self.stats.rejected_late += 1
@@ -171,9 +172,16 @@ class BatchScheduler:
             self._pump_at_end_of_turn()
         else:
             self._pump()
-        if len(tasks) == 1:
-            return await take(tasks[0].future)
-        return await gather_chunks([t.future for t in tasks], chunks)
+        if len(tasks) > 1:
+            return await gather_chunks([t.future for t in tasks], chunks)
+        task = tasks[0]
+        try:
+            return await task.future
+        except asyncio.CancelledError:
+            # The caller left: its rows, if they came as it left, go back; queued, it leaves.
+            release_result(task.future)
+            self._on_task_done(task)
+            raise
 
     def _enqueue(
         self,
@@ -196,7 +204,8 @@ class BatchScheduler:
             self._queue.add(task, key, i == 0 and into_open, now)
             if deadline is not None:
                 task.timer = self._clock.call_at(deadline, functools.partial(self._expire, task))
-            task.future.add_done_callback(functools.partial(self._on_task_done, task))
+            if len(chunks) > 1:  # a chunk cancelled by gather_chunks leaves its batch
+                task.future.add_done_callback(functools.partial(self._on_task_done, task))
             tasks.append(task)
         return tasks
 

@@ -44,7 +44,7 @@ callers drops, the peak follows within a few dozen arrivals."""
 class ConcurrencyWindow:
     """One queue's window (see the module docstring). ``window_s``: the longest hold."""
 
-    __slots__ = ("overlap", "peak", "window_s")
+    __slots__ = ("concurrent", "overlap", "peak", "window_s")
 
     def __init__(self, window_s: float = WINDOW_S) -> None:
         self.window_s = window_s
@@ -52,18 +52,18 @@ class ConcurrencyWindow:
         """Moving average of arrivals that found company (0: never, 1: always)."""
         self.peak = 0.0
         """Decaying peak of the requests present together (waiting or running)."""
+        self.concurrent = False
+        """Whether open batches are held now (the moving average is over
+        :data:`OVERLAP_THRESHOLD`)."""
 
     def arrival(self, company: bool, present: int = 1) -> None:
         """Note one arriving request; ``company``: another request of the queue was waiting or
         running as it arrived; ``present``: the queue's requests waiting or running with it
         (itself included)."""
         self.overlap += OVERLAP_WEIGHT * (float(company) - self.overlap)
-        self.peak = max(float(present), self.peak * PEAK_DECAY)
-
-    @property
-    def concurrent(self) -> bool:
-        """Whether open batches are held now."""
-        return self.overlap > OVERLAP_THRESHOLD
+        self.concurrent = self.overlap > OVERLAP_THRESHOLD
+        peak = self.peak * PEAK_DECAY
+        self.peak = present if present > peak else peak
 
     def hold_until(
         self, opened_at: float, send_by: float | None, now: float, present: int = 0

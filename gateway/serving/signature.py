@@ -59,9 +59,13 @@ class Signature:
     """The serialized SignatureDef as the model declares it, for a signature that the inputs and
     outputs above cannot describe (an ``unservable`` one); empty otherwise."""
     _inputs_by_name: dict[str, TensorSpec] = field(init=False, repr=False, compare=False)
+    _input_set: frozenset[str] = field(init=False, repr=False, compare=False)
+    _output_names: list[str] = field(init=False, repr=False, compare=False)
 
     def __post_init__(self) -> None:
         object.__setattr__(self, "_inputs_by_name", {t.name: t for t in self.inputs})
+        object.__setattr__(self, "_input_set", frozenset(self._inputs_by_name))
+        object.__setattr__(self, "_output_names", [t.name for t in self.outputs])
 
     @classmethod
     def from_wire(
@@ -88,7 +92,7 @@ class Signature:
     def check_input_names(self, names: Collection[str]) -> None:
         """InvalidArgument (TF Serving's text) unless ``names`` are exactly the inputs'."""
         expected = self._inputs_by_name
-        if set(names) != set(expected):
+        if self._input_set != set(names):
             extra = sorted(set(names) - set(expected))
             missing = sorted(set(expected) - set(names))
             raise InvalidArgument(
@@ -112,8 +116,9 @@ class Signature:
             )
 
     def select_outputs(self, output_filter: Sequence[str]) -> list[str]:
-        """Output aliases to compute: all of them when the filter is empty."""
-        names = self.output_names()
+        """Output aliases to compute: all of them when the filter is empty (a list the caller
+        must not change)."""
+        names = self._output_names
         if not output_filter:
             return names
         seen: set[str] = set()
@@ -133,7 +138,10 @@ def shape_matches(shape: Sequence[int], expected: Sequence[int]) -> bool:
     """True when ranks agree and every fixed (non ``-1``) dimension is equal."""
     if len(shape) != len(expected):
         return False
-    return all(e < 0 or s == e for s, e in zip(shape, expected, strict=True))
+    for size, want in zip(shape, expected, strict=True):  # noqa: SIM110  # no generator per call
+        if want >= 0 and size != want:
+            return False
+    return True
 
 
 def find_signature(signatures: Mapping[str, Signature], name: str) -> Signature:

@@ -218,7 +218,14 @@ def _wrap_behaviour(
         return stream
 
     async def call(request: Any, context: Any) -> Any:
-        request = await admit(request, context)
+        # admit(), written out: one coroutine less per call on the hot path.
+        refusal = check(context)
+        if refusal is None and type(request) is Undecodable:
+            refusal = gate.undecodable(request, path)
+        if refusal is not None:
+            await context.abort(grpc_status(refusal.code), refusal.message)
+        if streaming_in:
+            request = _checked_stream(request, context, gate, path)
         if not counted:
             return await behaviour(request, context)
         gate.enter()

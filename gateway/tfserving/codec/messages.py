@@ -90,12 +90,14 @@ class PredictInputs:
 
     @property
     def names(self) -> Collection[str]:
-        return self._inputs.keys()
+        return self._inputs  # the map's own keys (its views are Python-level, per call)
 
     def headers(self) -> Iterator[Header]:
         total = 0
         kept = self._headers
-        for name, proto in self._inputs.items():
+        inputs = self._inputs
+        for name in inputs:
+            proto = inputs[name]
             try:
                 header = tensor_codec.declared(proto, max_elements=self._max_elements)
             except InvalidArgument as exc:
