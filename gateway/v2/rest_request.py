@@ -13,9 +13,11 @@ The body is the protocol's JSON inference request, optionally followed by binary
 - Each input gives exactly one of ``data`` (see :mod:`gateway.v2.json_values`) and the
   ``binary_data_size`` parameter (its raw bytes follow the JSON, inputs in order, layout of
   :mod:`gateway.v2.raw`); the binary sizes must add up to the bytes after the JSON exactly.
-- Without the header the whole body is JSON. A header that is not an integer in
-  [0, body length] is INVALID_ARGUMENT (Triton's texts).
-- Header ``0`` is Triton's raw binary request: the body is the raw bytes of a one-input model's
+- Without the header the whole body is JSON (an empty body is INVALID_ARGUMENT, whatever its
+  ``Content-Type``). A header that is not an integer in [0, body length] is INVALID_ARGUMENT
+  (Triton's texts).
+- Header ``0`` is Triton's raw binary request (an empty body: INVALID_ARGUMENT "input byte size
+  mismatch", Triton's): the body is the raw bytes of a one-input model's
   only input, its shape the signature's with a leading ``-1`` taken as 1 (batch of one) unless it
   is the only dynamic dimension, then deduced from the byte size; BYTES: one element. Every
   output is then returned as binary data.
@@ -23,7 +25,12 @@ The body is the protocol's JSON inference request, optionally followed by binary
   outputs, each as JSON unless ``binary_data_output`` is true.
 
 The JSON parser is orjson; a body it refuses is re-read by the standard library, which takes the
-``NaN`` / ``Infinity`` literals (``tritonclient`` may send them) and reports syntax errors.
+``NaN`` / ``Infinity`` literals (``tritonclient`` may send them) and integers past 64 bits, and
+reports syntax errors. Hostile documents are INVALID_ARGUMENT before anything runs: nesting past
+the parser's depth (orjson's 1,024 levels, the standard library's recursion limit), an ``id``
+that is not valid Unicode (a lone ``\\ud800`` escape: it could not be echoed), numbers out of
+their datatype's range (:mod:`gateway.v2.json_values`) or of a parameter's
+(:mod:`gateway.v2.parameters`).
 """
 
 from __future__ import annotations
@@ -72,6 +79,10 @@ class RestInfer:
 def parse(body: bytes, header_length: str | None, model: str, version: str) -> RestInfer:
     """Parse an infer body (``header_length``: the header's value, None when absent)."""
     view = memoryview(body)
+    if not body and header_length is None:
+        raise InvalidArgument(
+            f"the inference request is empty (a JSON body, or {INFER_HEADER} and binary data)"
+        )
     length = _header_length(header_length, len(body))
     if length == 0:
         options = RequestOptions(binary_data_output=True)
@@ -82,6 +93,8 @@ def parse(body: bytes, header_length: str | None, model: str, version: str) -> R
     request_id = document.get("id", "")
     if not isinstance(request_id, str):
         raise InvalidArgument("'id' must be a string")
+    if not _unicode(request_id):
+        raise InvalidArgument("'id' must be valid Unicode (it holds a lone surrogate)")
     options = parameters.request_options(
         parameters.from_json(document.get("parameters"), "request")
     )
@@ -111,8 +124,18 @@ def _json(text: bytes) -> Any:
         pass
     try:
         return json.loads(text)
+    except RecursionError:
+        raise InvalidArgument("the inference request is nested too deeply to be read") from None
     except (UnicodeDecodeError, ValueError) as exc:
         raise InvalidArgument(f"the inference request is not valid JSON: {exc}") from None
+
+
+def _unicode(text: str) -> bool:
+    try:
+        text.encode()
+    except UnicodeEncodeError:
+        return False
+    return True
 
 
 def _list(document: dict[str, Any], key: str) -> list[Any]:
@@ -208,6 +231,11 @@ def _raw_input(body: memoryview, signature: Signature) -> RestInput:
             f"this one has {len(signature.inputs)}"
         )
     (spec,) = signature.inputs
+    if not body:
+        raise InvalidArgument(
+            f"input byte size mismatch for input '{spec.name}': a raw binary request "
+            f"({INFER_HEADER}: 0) holds the input's bytes, and the body is empty"
+        )
     row = for_dtype_name(spec.dtype)
     if spec.shape is None:
         raise InvalidArgument(

@@ -162,3 +162,49 @@ def test_raw_binary_request_deduces_the_shape() -> None:
     three = signature({"x": ("float32", (2, -1, -1))})
     with pytest.raises(InvalidArgument, match="more than one dynamic dimension"):
         validate(three, rest_request.rest_inputs(parsed, three, Limits(100)))
+
+
+def _nested(depth: int, leaf: str = "1") -> str:
+    return "[" * depth + leaf + "]" * depth
+
+
+X_ONLY = signature({"x": ("float32", (-1, 2))})
+X = '{"name": "x", "datatype": "FP32", "shape": [1, 2], "data": %s}'
+HOSTILE_BODIES = {
+    # id: (body, message) — each refused by the parse or the values' conversion, before a run
+    "data_nested_1100_deep": ('{"inputs": [%s]}' % (X % _nested(1100)), "nested"),
+    "parameters_nested_1100_deep": (
+        '{"inputs": [%s], "parameters": {"p": %s}}' % (X % "[1, 2]", _nested(1100)),  # noqa: UP031
+        "nested",
+    ),
+    "401_digit_fp32": (
+        '{"inputs": [%s]}' % (X % f"[{'9' * 401}, 1]"),
+        "value 0 .* is out of range for FP32",
+    ),
+    "401_digit_timeout": (
+        '{"inputs": [%s], "parameters": {"timeout": %s}}' % (X % "[1, 2]", "9" * 401),  # noqa: UP031
+        "invalid value for 'timeout'",
+    ),
+    "lone_surrogate_id": (
+        '{"id": "a\\ud800b", "inputs": [%s]}' % (X % "[1, 2]"),
+        "'id' must be valid Unicode",
+    ),
+}
+
+
+@pytest.mark.parametrize("case", list(HOSTILE_BODIES))
+def test_hostile_json_is_invalid_before_any_run(case: str) -> None:
+    """RecursionError, OverflowError and an unencodable ``id`` were 500s (issue 35, item 5)."""
+    body, message = HOSTILE_BODIES[case]
+    with pytest.raises(InvalidArgument, match=message):
+        _decode(body.encode(), None, X_ONLY)
+
+
+def test_an_empty_body_is_no_raw_request() -> None:
+    """Without the header an empty body is no JSON; with header 0 it holds no input bytes
+    (Triton: 400 for both; issue 35, item 4)."""
+    with pytest.raises(InvalidArgument, match="the inference request is empty"):
+        rest_request.parse(b"", None, "m", "")
+    one = signature({"x": ("float32", (-1, 4))})
+    with pytest.raises(InvalidArgument, match="input byte size mismatch for input 'x'"):
+        _decode(b"", "0", one)

@@ -27,7 +27,7 @@ from gateway.transport.http.bounds import CallBounds
 from gateway.transport.http.front import HttpError
 from gateway.transport.http.json_error import RETRY_AFTER_S, STATUS_KEY
 from gateway.transport.http.routes import UNKNOWN_API, ApiCall
-from gateway.v2 import PROTOCOL, errors, metadata, repository, rest_request, rest_response
+from gateway.v2 import PROTOCOL, errors, metadata, repository, rest_request, rest_response, versions
 from gateway.v2 import statistics as stats
 from gateway.v2.dataplane import DataPlane
 from gateway.v2.declared import DeclaredInputs
@@ -69,7 +69,7 @@ class V2Rest:
             return ApiCall(PROTOCOL, UNKNOWN_API, refusal=refusal)
         except ServingError as exc:
             return ApiCall(PROTOCOL, UNKNOWN_API, refusal=exc)
-        version = int(call.version) if call.version.isascii() and call.version.isdigit() else None
+        version = versions.number(call.version)
         return ApiCall(PROTOCOL, call.api, call.model, version, call.template, detail=call)
 
     async def serve(
