@@ -65,7 +65,7 @@ def to_array(data: Any, header: Declared) -> npt.NDArray[Any]:
     row = header.datatype
     if row.name == "BOOL":
         _check(leaves, header, lambda v: isinstance(v, bool), "a boolean")
-        flat = np.array(leaves, dtype=np.bool_)
+        flat = _chunked(leaves, np.bool_)
     elif row.name == BYTES:
         _check(leaves, header, lambda v: isinstance(v, str), "a string")
         flat = np.empty(len(leaves), dtype=object)
@@ -78,7 +78,7 @@ def to_array(data: Any, header: Declared) -> npt.NDArray[Any]:
     else:
         _check(leaves, header, _is_number, "a number")
         try:
-            flat = np.array(leaves, dtype=np.float64).astype(row.numpy)
+            flat = _chunked(leaves, np.float64).astype(row.numpy)
         except OverflowError:  # an integer past float64's range (the parser takes any size)
             index = next(i for i, v in enumerate(leaves) if isinstance(v, int) and _too_big(v))
             raise InvalidArgument(
@@ -117,7 +117,21 @@ def _integers(leaves: list[Any], row: Datatype, header: Declared) -> npt.NDArray
                 f"input '{header.name}': value {value} is out of range for {row.name} "
                 f"[{info.min}, {info.max}]"
             )
-    return np.array(leaves, dtype=row.numpy)
+    return _chunked(leaves, row.numpy)
+
+
+CHUNK_ELEMENTS = 1 << 16
+"""Values converted per numpy call (a few ms each): between calls a thread converting a large
+body (:func:`gateway.v2.rest_request.parse_converted`) lets the GIL go."""
+
+
+def _chunked(leaves: list[Any], dtype: Any) -> npt.NDArray[Any]:
+    if len(leaves) <= CHUNK_ELEMENTS:
+        return np.array(leaves, dtype=dtype)
+    flat = np.empty(len(leaves), dtype=dtype)
+    for start in range(0, len(leaves), CHUNK_ELEMENTS):
+        flat[start : start + CHUNK_ELEMENTS] = leaves[start : start + CHUNK_ELEMENTS]
+    return flat
 
 
 def _utf8(value: str, header: Declared) -> bytes:

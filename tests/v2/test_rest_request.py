@@ -208,3 +208,21 @@ def test_an_empty_body_is_no_raw_request() -> None:
     one = signature({"x": ("float32", (-1, 4))})
     with pytest.raises(InvalidArgument, match="input byte size mismatch for input 'x'"):
         _decode(b"", "0", one)
+
+
+def test_a_large_body_converts_ahead_and_keeps_errors_for_the_core() -> None:
+    """:func:`rest_request.parse_converted` (a thread's work for a large body): the arrays the
+    core would convert, and a value error kept until the core asks for the arrays."""
+    good = {"inputs": [{"name": "x", "datatype": "FP32", "shape": [2, 2], "data": [1, 2, 3, 4]}]}
+    parsed = rest_request.parse_converted(orjson.dumps(good), None, "m", "", Limits(100))
+    assert parsed.inputs[0].data is None
+    assert validate(X_ONLY, rest_request.rest_inputs(parsed, X_ONLY, Limits(100)))[
+        "x"
+    ].tolist() == [[1, 2], [3, 4]]
+    bad = {"inputs": [{"name": "x", "datatype": "FP32", "shape": [1, 2], "data": [1, "a"]}]}
+    parsed = rest_request.parse_converted(orjson.dumps(bad), None, "m", "", Limits(100))
+    with pytest.raises(InvalidArgument, match="is not a number"):
+        validate(X_ONLY, rest_request.rest_inputs(parsed, X_ONLY, Limits(100)))
+    assert rest_request.off_loop(bytes(rest_request.OFF_LOOP_BYTES + 1), None)
+    assert not rest_request.off_loop(bytes(rest_request.OFF_LOOP_BYTES + 1), "0")
+    assert not rest_request.off_loop(b"{}", None)

@@ -13,6 +13,7 @@ deadline.
 
 from __future__ import annotations
 
+import asyncio
 import time
 from collections.abc import Awaitable, Callable
 from typing import Any
@@ -111,8 +112,13 @@ class V2Rest:
         body = await bounds.read_body(request)
         transport_deadline = bounds.deadline()
         header = request.headers.get(rest_request.INFER_HEADER)
-        parsed = rest_request.parse(body, header, call.model, call.version)
         limits = self._plane.limits
+        if rest_request.off_loop(body, header):  # a large JSON body: the loop serves meanwhile
+            parsed = await asyncio.to_thread(
+                rest_request.parse_converted, body, header, call.model, call.version, limits
+            )
+        else:
+            parsed = rest_request.parse(body, header, call.model, call.version)
 
         def decode(signature: Signature) -> DeclaredInputs[Any]:
             return rest_request.rest_inputs(parsed, signature, limits)
