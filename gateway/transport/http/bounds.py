@@ -62,8 +62,9 @@ class CallBounds:
         self.budget = budget
 
     async def read_body(self, request: web.BaseRequest) -> bytes:
-        """The whole body, refused (400) as soon as it is known to exceed the limit, and (408)
-        when it has not arrived within the body deadline (a stalled chunked body included)."""
+        """The whole body, refused (400) as soon as it is known to exceed the limit, (429) as
+        soon as the in-flight budget cannot hold it, and (408) when it has not arrived within
+        the body deadline (a stalled chunked body included)."""
         declared = request.content_length
         if declared is not None and declared > self.max_body_bytes:
             raise self._too_big(f"{declared} bytes")
