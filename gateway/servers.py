@@ -184,6 +184,7 @@ class Servers:
             observe=self.observability.rest_observer(),
             front=Front(auth=self.auth, max_concurrent=settings.max_concurrent_requests),
             limits=rest_limits(settings),
+            budget=self.core.budget,
         )
 
     async def update_health(self, models: Registry) -> None:

@@ -4,10 +4,16 @@ One tensorgate (the bench MLP, batching on, REST on) gets, from a few client thr
 structured PredictRequests with random dtypes, shapes (zeros beside huge dimensions, negative
 ones), values and ``tensor_content``; mutated and random message bytes on every
 PredictionService method; random JSON bodies and mutated valid ones on REST; raw HTTP junk
-(methods, paths, headers, chunked framing). Every answer is counted by status. The run fails when
-an answer is INTERNAL / UNKNOWN / DATA_LOSS (HTTP 500) for client input, when the gateway dies,
-or when a good request no longer gets its answer at the end. ``make test`` runs the same
-properties derandomized in process (``tests/tfserving/test_fuzz.py``).
+(methods, paths, headers, chunked framing); and the Open Inference Protocol's surface (REST JSON
+and binary, gRPC raw and typed, with issue 35's hostile cases: :mod:`bench.scenarios.fuzz_v2`).
+Every answer is counted by status. The run fails when an answer is INTERNAL / UNKNOWN / DATA_LOSS
+(HTTP 500) for client input, when a complete call gets no answer within 10 s (a hang: gRPC
+DEADLINE_EXCEEDED at the client's timeout, a V2 REST call without an answer), when the gateway
+dies, or when a good request no longer gets its answer at the end. The RSS of the gateway's
+processes is sampled throughout (the peak is reported). Then two hostile-caller scenarios run on
+gateways of their own (:mod:`bench.scenarios.hostile`): slow bodies against
+``--max_inflight_bytes`` (RSS), and batch neighbours (0 valid calls may fail). ``make test`` runs
+the same properties derandomized in process (``tests/tfserving/test_fuzz.py``).
 """
 
 from __future__ import annotations
@@ -27,7 +33,8 @@ import grpc
 import numpy as np
 
 from bench.load.calls import PREDICT_METHOD, predict_payload
-from bench.measure.usage import rss_bytes
+from bench.measure.usage import descendants, rss_bytes
+from bench.scenarios import fuzz_v2, hostile
 from bench.systems.models import ensure_models, sample_input
 from bench.systems.start import start
 from bench.systems.targets import Context, Running, SystemSpec
@@ -168,12 +175,12 @@ def _grpc_loop(
             method, data = fuzzer.grpc_call()
             call = calls.setdefault(method, channel.unary_unary(method))
             try:
-                call(data, timeout=10)
-                code = "OK"
+                call(data, timeout=fuzz_v2.TIMEOUT_S)
+                key = "grpc OK"
             except grpc.RpcError as error:
-                code = error.code().name
+                key = fuzz_v2.grpc_key("grpc", error)
             with lock:
-                counts[f"grpc {code}"] += 1
+                counts[key] += 1
 
 
 def _rest_loop(
@@ -195,6 +202,25 @@ def _rest_loop(
                 key = f"rest no answer ({type(exc).__name__})"
         with lock:
             counts[key] += 1
+
+
+def _v2_loop(
+    target: str, port: int, seed: int, until: float, counts: Counter[str], lock: threading.Lock
+) -> None:
+    fuzzer = fuzz_v2.V2Fuzzer(seed)
+    with grpc.insecure_channel(target) as channel:
+        calls: dict[str, Any] = {}
+        while time.monotonic() < until:
+            if fuzzer.rng.random() < 0.5:
+                key = fuzz_v2.rest_answer(port, fuzzer.rest_call())
+            else:
+                key = fuzz_v2.grpc_answer(channel, calls, *fuzzer.grpc_call())
+            with lock:
+                counts[key] += 1
+
+
+def _tree_rss_mb(pid: int) -> float:
+    return sum(rss_bytes(p) for p in descendants(pid)) / 2**20
 
 
 def _raw(port: int, data: bytes) -> str:
@@ -224,38 +250,64 @@ def fuzz(minutes: float, cache: Path, threads: int = 3, seed: int = 0) -> dict[s
     grpc_target = f"127.0.0.1:{running.server.port}"
     rest_base = running.target.address
     rest_port = int(rest_base.rsplit(":", 1)[1])
-    workers = [
-        threading.Thread(target=_grpc_loop, args=(grpc_target, seed + i, until, counts, lock))
-        for i in range(threads)
-    ] + [
-        threading.Thread(
-            target=_rest_loop, args=(rest_base, rest_port, seed + 100 + i, until, counts, lock)
-        )
-        for i in range(threads)
-    ]
+    workers = (
+        [
+            threading.Thread(target=_grpc_loop, args=(grpc_target, seed + i, until, counts, lock))
+            for i in range(threads)
+        ]
+        + [
+            threading.Thread(
+                target=_rest_loop, args=(rest_base, rest_port, seed + 100 + i, until, counts, lock)
+            )
+            for i in range(threads)
+        ]
+        + [
+            threading.Thread(
+                target=_v2_loop, args=(grpc_target, rest_port, seed + 200 + i, until, counts, lock)
+            )
+            for i in range(threads)
+        ]
+    )
     try:
+        rss_start_mb = peak_mb = _tree_rss_mb(running.server.pid)
         for w in workers:
             w.start()
+        while any(w.is_alive() for w in workers):
+            workers[0].join(5.0)
+            peak_mb = max(peak_mb, _tree_rss_mb(running.server.pid))
         for w in workers:
             w.join()
         alive = running.server.process.poll() is None
         still_serves = alive and _good_answer(grpc_target)
-        rss_mb = rss_bytes(running.server.pid) / 2**20
+        rss_mb = _tree_rss_mb(running.server.pid)
     finally:
         running.stop()
     log_bytes = running.server.log_path.stat().st_size
     bad = {k: v for k, v in counts.items() if k.split()[-1] in BAD_GRPC or k.endswith(" 500")}
+    hangs = {k: v for k, v in counts.items() if _is_hang(k)}
+    slow = hostile.slow_bodies(ctx.logs, models / "mlp")
+    neighbours = hostile.neighbours(ctx.logs)
     return {
         "minutes": minutes,
         "requests": sum(counts.values()),
         "by_status": dict(sorted(counts.items())),
         "bad": bad,
+        "hangs": hangs,
         "gateway_alive": alive,
         "good_request_ok_after": still_serves,
+        "gateway_rss_mb_start": rss_start_mb,
+        "gateway_rss_mb_peak": peak_mb,
         "gateway_rss_mb_after": rss_mb,
         "log_bytes": log_bytes,
-        "ok": not bad and alive and still_serves,
+        "slow_bodies": slow,
+        "neighbours": neighbours,
+        "ok": not bad and not hangs and alive and still_serves and not neighbours["valid_failed"],
     }
+
+
+def _is_hang(key: str) -> bool:
+    """A complete call with no answer in time (raw junk may rightly leave the server waiting)."""
+    return key.endswith("(client deadline)") or key.startswith("v2rest no answer")
 
 
 def _good_answer(target: str) -> bool:
@@ -272,8 +324,12 @@ def summary_text(report: dict[str, Any]) -> str:
         + ("no finding" if report["ok"] else "FINDINGS"),
         *(f"  {count:8d}  {status}" for status, count in report["by_status"].items()),
         f"gateway alive: {report['gateway_alive']}, a good request answered after: "
-        f"{report['good_request_ok_after']}, RSS {report['gateway_rss_mb_after']:.1f} MB, "
-        f"log {report['log_bytes']} bytes",
+        f"{report['good_request_ok_after']}, hangs: {sum(report['hangs'].values())}, RSS of its "
+        f"processes {report['gateway_rss_mb_start']:.1f} MB at start, "
+        f"{report['gateway_rss_mb_peak']:.1f} MB at most, {report['gateway_rss_mb_after']:.1f} "
+        f"MB after, log {report['log_bytes']} bytes",
+        f"slow bodies: {report['slow_bodies']}",
+        f"batch neighbours: {report['neighbours']}",
     ]
     if report["bad"]:
         lines.append(f"bad answers: {report['bad']}")

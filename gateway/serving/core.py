@@ -15,7 +15,7 @@ import numpy as np
 
 from gateway.config.model_config import ModelSpecConfig
 from gateway.serving.budget import MemoryBudget, inputs_nbytes
-from gateway.serving.inputs import Decoded, validated
+from gateway.serving.inputs import TEXT_PLATFORMS, Decoded, check_text, validated
 from gateway.serving.queues import BatchQueues
 from gateway.serving.registry import Models, Servable, VersionStatus
 from gateway.serving.signature import Signature, find_signature
@@ -93,7 +93,9 @@ class ServingCore:
         the tensors are; then ``decode`` reads the request's tensors for that signature, and what
         they declare is validated against it once, before anything is converted or queued (dtypes
         only with ``check_dtypes``: serialized Examples feed a TensorFlow signature's Examples
-        input whatever dtype it declares, as in TF Serving).
+        input whatever dtype it declares, as in TF Serving); a runtime that takes strings as text
+        gets only UTF-8 (:func:`~gateway.serving.inputs.check_text`), so one caller's bad value
+        never fails a batch.
 
         The decoded inputs count against the in-flight budget until the run is done. The outputs
         are views on the worker's output space: ``encode`` reads them, and the space goes back
@@ -123,6 +125,8 @@ class ServingCore:
         """:meth:`predict` on a servable and signature already looked up (a protocol that reads
         the model's signature to name it, as V2 does, looks it up once)."""
         inputs = validated(signature, decode(signature), check_dtypes=check_dtypes)
+        if servable.platform in TEXT_PLATFORMS:
+            check_text(inputs)
         outputs = signature.select_outputs(output_filter)
         scheduler = self.queues.get(servable, signature.name)
         budget = self.budget

@@ -10,11 +10,12 @@ values, and the arrays the codec then converts are known to fit.
 from __future__ import annotations
 
 from collections.abc import Collection, Iterator, Mapping
-from typing import Protocol
+from typing import Final, Protocol
 
 import numpy as np
 
 from channel.dtypes import dtype_name
+from gateway.errors import InvalidArgument
 from gateway.serving.signature import Signature
 
 Header = tuple[str, str, tuple[int, ...]]
@@ -70,6 +71,27 @@ def validated(
     for name, dtype, shape in decoded.headers():
         signature.check_input(name, dtype, shape, check_dtype=check_dtypes)
     return decoded.arrays()
+
+
+TEXT_PLATFORMS: Final = frozenset({"onnx"})
+"""Platforms whose runtime takes string tensors as text: ONNX Runtime's Python API reads a
+``bytes`` element as its ``repr``, so the worker decodes strings as UTF-8 before the run
+(``workers/tensors.read_input``). TensorFlow takes bytes as they are."""
+
+
+def check_text(inputs: Mapping[str, np.ndarray]) -> None:
+    """INVALID_ARGUMENT for the first string input with an element that is not UTF-8 (the
+    worker's own text). Run per request before it is queued, so a bad value fails only its own
+    request, never the batch it would join."""
+    for name, array in inputs.items():
+        if array.dtype.kind != "O":
+            continue
+        for item in array.ravel().tolist():
+            if isinstance(item, bytes) and not item.isascii():
+                try:
+                    item.decode()
+                except UnicodeDecodeError:
+                    raise InvalidArgument(f"string input {name!r} is not valid UTF-8") from None
 
 
 def ready(arrays: Mapping[str, np.ndarray]) -> Ready:

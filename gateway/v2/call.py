@@ -36,8 +36,9 @@ class InferCall:
     """Empty: every output of the signature."""
 
     def output_filter(self) -> list[str]:
-        """The requested output names, in order (the core's ``output_filter``)."""
-        return [output.name for output in self.outputs]
+        """The requested output names, in order, each once (the core's ``output_filter``, which
+        refuses duplicates as TF Serving does; Triton answers a name requested twice once)."""
+        return list(dict.fromkeys(output.name for output in self.outputs))
 
     def binary_outputs(self, names: list[str]) -> set[str]:
         """Which of ``names`` (the outputs computed) go back as binary data (REST): an output's

@@ -65,7 +65,7 @@ def to_array(data: Any, header: Declared) -> npt.NDArray[Any]:
     row = header.datatype
     if row.name == "BOOL":
         _check(leaves, header, lambda v: isinstance(v, bool), "a boolean")
-        flat = np.array(leaves, dtype=np.bool_)
+        flat = _chunked(leaves, np.bool_)
     elif row.name == BYTES:
         _check(leaves, header, lambda v: isinstance(v, str), "a string")
         flat = np.empty(len(leaves), dtype=object)
@@ -77,8 +77,23 @@ def to_array(data: Any, header: Declared) -> npt.NDArray[Any]:
         flat = _integers(leaves, row, header)
     else:
         _check(leaves, header, _is_number, "a number")
-        flat = np.array(leaves, dtype=np.float64).astype(row.numpy)
+        try:
+            flat = _chunked(leaves, np.float64).astype(row.numpy)
+        except OverflowError:  # an integer past float64's range (the parser takes any size)
+            index = next(i for i, v in enumerate(leaves) if isinstance(v, int) and _too_big(v))
+            raise InvalidArgument(
+                f"input '{header.name}': value {index} ({_show(leaves[index])}) is out of range "
+                f"for {row.name}"
+            ) from None
     return flat.reshape(header.shape)
+
+
+def _too_big(value: int) -> bool:
+    try:
+        float(value)
+    except OverflowError:
+        return True
+    return False
 
 
 def _is_number(value: Any) -> bool:
@@ -102,7 +117,21 @@ def _integers(leaves: list[Any], row: Datatype, header: Declared) -> npt.NDArray
                 f"input '{header.name}': value {value} is out of range for {row.name} "
                 f"[{info.min}, {info.max}]"
             )
-    return np.array(leaves, dtype=row.numpy)
+    return _chunked(leaves, row.numpy)
+
+
+CHUNK_ELEMENTS = 1 << 16
+"""Values converted per numpy call (a few ms each): between calls a thread converting a large
+body (:func:`gateway.v2.rest_request.parse_converted`) lets the GIL go."""
+
+
+def _chunked(leaves: list[Any], dtype: Any) -> npt.NDArray[Any]:
+    if len(leaves) <= CHUNK_ELEMENTS:
+        return np.array(leaves, dtype=dtype)
+    flat = np.empty(len(leaves), dtype=dtype)
+    for start in range(0, len(leaves), CHUNK_ELEMENTS):
+        flat[start : start + CHUNK_ELEMENTS] = leaves[start : start + CHUNK_ELEMENTS]
+    return flat
 
 
 def _utf8(value: str, header: Declared) -> bytes:
@@ -113,8 +142,19 @@ def _utf8(value: str, header: Declared) -> bytes:
 
 
 def _show(value: Any) -> str:
-    text = orjson.dumps(value).decode() if not isinstance(value, float) else repr(value)
+    if isinstance(value, dict | list):  # may nest past orjson's depth: name its kind
+        return "an object" if isinstance(value, dict) else "an array"
+    if isinstance(value, int) and not isinstance(value, bool) and value.bit_length() > 128:
+        return f"an integer of {len(str(abs(value)))} digits"
+    text = repr(value) if isinstance(value, float) else _json_text(value)
     return text if len(text) <= 40 else text[:37] + "..."
+
+
+def _json_text(value: Any) -> str:
+    try:
+        return orjson.dumps(value).decode()
+    except TypeError:  # a lone surrogate
+        return ascii(value)
 
 
 _LITERALS = {True: "Infinity", False: "-Infinity"}

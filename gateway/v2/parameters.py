@@ -8,8 +8,8 @@ Request parameters (``ModelInferRequest.parameters``, the REST body's ``"paramet
 
 - ``signature_name`` (string): the signature to run; absent or empty: ``serving_default``
   (tensorgate's own, as TF Serving's ``ModelSpec.signature_name``);
-- ``timeout`` (int, microseconds, > 0; Triton's): the request's time budget, which tightens the
-  transport's deadline;
+- ``timeout`` (int, microseconds, > 0 and ≤ 2^63−1; Triton's): the request's time budget, which
+  tightens the transport's deadline;
 - ``binary_data_output`` (bool; REST only, the binary data extension): default for every output;
 - ``priority`` (int ≥ 0; Triton's): accepted and ignored (one priority level);
 - ``sequence_id``, ``sequence_start``, ``sequence_end``: INVALID_ARGUMENT (no sequence batching);
@@ -31,6 +31,7 @@ from gateway._pb.inference.grpc_service_pb2 import InferParameter
 from gateway.errors import InvalidArgument, Unimplemented
 
 Value = bool | int | str | float
+INT64_MAX: Final = 2**63 - 1
 _T = TypeVar("_T")
 
 SIGNATURE: Final = "signature_name"
@@ -135,8 +136,10 @@ def _timeout(values: Mapping[str, Value]) -> int | None:
     if TIMEOUT not in values:
         return None
     timeout = values[TIMEOUT]
-    if isinstance(timeout, bool) or not isinstance(timeout, int) or timeout <= 0:
-        raise InvalidArgument("invalid value for 'timeout', expected microseconds > 0")
+    if isinstance(timeout, bool) or not isinstance(timeout, int) or not 0 < timeout <= INT64_MAX:
+        raise InvalidArgument(
+            f"invalid value for 'timeout', expected microseconds > 0 and <= {INT64_MAX}"
+        )
     return timeout
 
 

@@ -13,39 +13,65 @@ The body is the protocol's JSON inference request, optionally followed by binary
 - Each input gives exactly one of ``data`` (see :mod:`gateway.v2.json_values`) and the
   ``binary_data_size`` parameter (its raw bytes follow the JSON, inputs in order, layout of
   :mod:`gateway.v2.raw`); the binary sizes must add up to the bytes after the JSON exactly.
-- Without the header the whole body is JSON. A header that is not an integer in
-  [0, body length] is INVALID_ARGUMENT (Triton's texts).
-- Header ``0`` is Triton's raw binary request: the body is the raw bytes of a one-input model's
+- Without the header the whole body is JSON (an empty body is INVALID_ARGUMENT, whatever its
+  ``Content-Type``). A header that is not an integer in [0, body length] is INVALID_ARGUMENT
+  (Triton's texts).
+- Header ``0`` is Triton's raw binary request (an empty body: INVALID_ARGUMENT "input byte size
+  mismatch", Triton's): the body is the raw bytes of a one-input model's
   only input, its shape the signature's with a leading ``-1`` taken as 1 (batch of one) unless it
   is the only dynamic dimension, then deduced from the byte size; BYTES: one element. Every
   output is then returned as binary data.
 - ``outputs`` (optional): ``{"name": ..., "parameters": {"binary_data": bool}}``; absent: all
   outputs, each as JSON unless ``binary_data_output`` is true.
 
+A body larger than :data:`OFF_LOOP_BYTES` (not a raw binary request) is read by
+:func:`parse_converted` in a thread: the parse, then each JSON input's values converted for its
+own header (an error is kept for the core to raise in its turn, after the model's lookup), so the
+front end's loop answers other connections meanwhile; what still holds it is orjson's parse of
+the JSON, which takes the GIL throughout (about 20 ms per MiB of JSON measured here: the issue's
+33.6 MB body held the loop 5.8 s, now about 0.7 s). The binary data extension holds it for
+neither.
+
 The JSON parser is orjson; a body it refuses is re-read by the standard library, which takes the
-``NaN`` / ``Infinity`` literals (``tritonclient`` may send them) and reports syntax errors.
+``NaN`` / ``Infinity`` literals (``tritonclient`` may send them) and integers past 64 bits, and
+reports syntax errors. Hostile documents are INVALID_ARGUMENT before anything runs: nesting past
+the parser's depth (orjson's 1,024 levels, the standard library's recursion limit), an ``id``
+that is not valid Unicode (a lone ``\\ud800`` escape: it could not be echoed), numbers out of
+their datatype's range (:mod:`gateway.v2.json_values`) or of a parameter's
+(:mod:`gateway.v2.parameters`).
 """
 
 from __future__ import annotations
 
 import json
 import math
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from typing import Any, Final
 
+import numpy as np
 import numpy.typing as npt
 import orjson
 
-from gateway.errors import InvalidArgument
+from gateway.errors import InvalidArgument, ServingError
 from gateway.serving.signature import Signature
 from gateway.v2 import json_values, parameters, raw
 from gateway.v2.call import InferCall, RequestedOutput
 from gateway.v2.datatypes import BYTES, for_dtype_name
-from gateway.v2.declared import Declared, DeclaredInputs, Limits, Wire
+from gateway.v2.declared import (
+    Declared,
+    DeclaredInputs,
+    Limits,
+    Wire,
+    check_total,
+    declare,
+    decoded_bytes,
+)
 from gateway.v2.parameters import RequestOptions
 from gateway.v2.versions import target
 
 INFER_HEADER: Final = "Inference-Header-Content-Length"
+OFF_LOOP_BYTES: Final = 1 << 20
+"""Bodies larger than this (1 MiB) are parsed and converted off the loop (:func:`off_loop`)."""
 
 
 @dataclass(frozen=True)
@@ -57,6 +83,9 @@ class RestInput:
     shape: tuple[int, ...]
     data: Any = None
     binary: memoryview | None = None
+    converted: npt.NDArray[Any] | ServingError | None = None
+    """``data`` already converted for this input's own header, or why it could not be
+    (:func:`parse_converted`); ``data`` is then None."""
 
 
 @dataclass(frozen=True)
@@ -72,6 +101,10 @@ class RestInfer:
 def parse(body: bytes, header_length: str | None, model: str, version: str) -> RestInfer:
     """Parse an infer body (``header_length``: the header's value, None when absent)."""
     view = memoryview(body)
+    if not body and header_length is None:
+        raise InvalidArgument(
+            f"the inference request is empty (a JSON body, or {INFER_HEADER} and binary data)"
+        )
     length = _header_length(header_length, len(body))
     if length == 0:
         options = RequestOptions(binary_data_output=True)
@@ -82,12 +115,44 @@ def parse(body: bytes, header_length: str | None, model: str, version: str) -> R
     request_id = document.get("id", "")
     if not isinstance(request_id, str):
         raise InvalidArgument("'id' must be a string")
+    if not _unicode(request_id):
+        raise InvalidArgument("'id' must be valid Unicode (it holds a lone surrogate)")
     options = parameters.request_options(
         parameters.from_json(document.get("parameters"), "request")
     )
     inputs = _inputs(document.get("inputs"), view[length:], model)
     outputs = tuple(_output(item, index) for index, item in enumerate(_list(document, "outputs")))
     return RestInfer(InferCall(target(model, version), request_id, options, outputs), inputs)
+
+
+def off_loop(body: bytes, header_length: str | None) -> bool:
+    """Whether a body is read with :func:`parse_converted` in a thread: over
+    :data:`OFF_LOOP_BYTES`, and not a raw binary request (whose bytes are a view)."""
+    return len(body) > OFF_LOOP_BYTES and (header_length is None or header_length.strip() != "0")
+
+
+def parse_converted(
+    body: bytes, header_length: str | None, model: str, version: str, limits: Limits
+) -> RestInfer:
+    """:func:`parse`, then each JSON input's values converted (:mod:`gateway.v2.json_values`)
+    for the header it declares; a header or value the core would refuse is left for it."""
+    parsed = parse(body, header_length, model, version)
+    return replace(parsed, inputs=tuple(_converted(item, limits) for item in parsed.inputs))
+
+
+def _converted(item: RestInput, limits: Limits) -> RestInput:
+    if item.binary is not None:
+        return item
+    try:
+        header = declare(item.name, item.datatype, item.shape, limits)
+        check_total(decoded_bytes(header, 0), limits)
+    except ServingError:
+        return item  # the core says it, in its turn
+    try:
+        converted: npt.NDArray[Any] | ServingError = json_values.to_array(item.data, header)
+    except ServingError as exc:
+        converted = exc
+    return replace(item, data=None, converted=converted)
 
 
 def _header_length(value: str | None, body_length: int) -> int:
@@ -111,8 +176,18 @@ def _json(text: bytes) -> Any:
         pass
     try:
         return json.loads(text)
+    except RecursionError:
+        raise InvalidArgument("the inference request is nested too deeply to be read") from None
     except (UnicodeDecodeError, ValueError) as exc:
         raise InvalidArgument(f"the inference request is not valid JSON: {exc}") from None
+
+
+def _unicode(text: str) -> bool:
+    try:
+        text.encode()
+    except UnicodeEncodeError:
+        return False
+    return True
 
 
 def _list(document: dict[str, Any], key: str) -> list[Any]:
@@ -190,13 +265,19 @@ def rest_inputs(parsed: RestInfer, signature: Signature, limits: Limits) -> Decl
 def _convert(header: Declared, item: RestInput) -> npt.NDArray[Any]:
     if item.binary is not None:
         return raw.from_raw(item.binary, header)
+    if isinstance(item.converted, ServingError):
+        raise item.converted
+    if item.converted is not None:
+        return item.converted
     return json_values.to_array(item.data, header)
 
 
 def _wire_bytes(header: Declared, item: RestInput) -> int:
     if item.binary is not None:
         return len(item.binary)
-    if item.datatype == BYTES:
+    if isinstance(item.converted, np.ndarray) and item.datatype == BYTES:
+        return sum(len(v) for v in item.converted.ravel().tolist())
+    if item.datatype == BYTES and item.converted is None:
         return sum(len(v) for v in json_values.flatten(item.data) if isinstance(v, str))
     return 0
 
@@ -208,6 +289,11 @@ def _raw_input(body: memoryview, signature: Signature) -> RestInput:
             f"this one has {len(signature.inputs)}"
         )
     (spec,) = signature.inputs
+    if not body:
+        raise InvalidArgument(
+            f"input byte size mismatch for input '{spec.name}': a raw binary request "
+            f"({INFER_HEADER}: 0) holds the input's bytes, and the body is empty"
+        )
     row = for_dtype_name(spec.dtype)
     if spec.shape is None:
         raise InvalidArgument(

@@ -15,9 +15,11 @@ string        resolves to                 when it names nothing
               points at (TF's labels)     label: stable" (TF Serving's text)
 ============  ==========================  =============================================
 
-Digits past int64 are INVALID_ARGUMENT. Responses name the version that served as its decimal
-string (``model_version: "3"``); metadata lists the available versions likewise, ascending.
-NOT_FOUND messages are Triton's, which V2 clients and their users know; the code is the same.
+Digits past int64 are INVALID_ARGUMENT, however many (the length is checked before ``int()``,
+which refuses more than 4,300 digits with a ValueError). Responses name the version that served
+as its decimal string (``model_version: "3"``); metadata lists the available versions
+likewise, ascending. NOT_FOUND messages are Triton's, which V2 clients and their users know; the
+code is the same.
 """
 
 from __future__ import annotations
@@ -38,16 +40,31 @@ class Target(NamedTuple):
     label: str | None = None
 
 
+_INT64_DIGITS = len(str(INT64_MAX))
+
+
 def target(name: str, version: str) -> Target:
     """Read a V2 (model name, version string) pair (see the module docstring)."""
     if not version:
         return Target(name)
     if version.isascii() and version.isdigit():
-        number = int(version)
-        if number > INT64_MAX:
-            raise InvalidArgument(f"model version '{version}' is out of range (max {INT64_MAX})")
-        return Target(name, version=number)
+        found = number(version)
+        if found is None:
+            shown = version if len(version) <= 40 else f"{version[:20]}...({len(version)} digits)"
+            raise InvalidArgument(f"model version '{shown}' is out of range (max {INT64_MAX})")
+        return Target(name, version=found)
     return Target(name, label=version)
+
+
+def number(version: str) -> int | None:
+    """The version number ``version`` names (ASCII digits within int64), else None."""
+    if not (version.isascii() and version.isdigit()):
+        return None
+    digits = version.lstrip("0") or "0"
+    if len(digits) > _INT64_DIGITS:
+        return None
+    value = int(digits)
+    return value if value <= INT64_MAX else None
 
 
 def version_string(version: int) -> str:

@@ -286,3 +286,105 @@ def test_a_byte_size_that_does_not_fit_the_shape(v2_gateway: V2Gateway) -> None:
             stub.ModelInfer(request, timeout=30)
     assert info.value.code() == grpc.StatusCode.INVALID_ARGUMENT
     assert "expected 256 bytes of FP32 data for shape [1, 64], got 255" in str(info.value.details())
+
+
+# -- hostile input (issue 35, items 4-6): 400 / INVALID_ARGUMENT, never 500 / INTERNAL ---------
+def _deep(depth: int) -> str:
+    return "[" * depth + "1" + "]" * depth
+
+
+_X = '{"name": "x", "datatype": "FP32", "shape": [1, 64], "data": %s}'
+_ZEROS = "[" + ", ".join(["0"] * 64) + "]"
+_LONG_VERSION = "9" * 5000
+
+
+def _with_parameters(parameters: str) -> bytes:
+    return ('{"inputs": [%s], "parameters": {%s}}' % (_X % _ZEROS, parameters)).encode()  # noqa: UP031
+
+
+HOSTILE_REST: dict[str, tuple[str, str, bytes, dict[str, str], str]] = {
+    # id: (method, path after /v2/models/mlp, body, headers, message fragment)
+    "empty_body": ("POST", "/infer", b"", {}, "the inference request is empty"),
+    "empty_json_body": (
+        "POST",
+        "/infer",
+        b"",
+        {"Content-Type": "application/json"},
+        "the inference request is empty",
+    ),
+    "empty_raw_body": (
+        "POST",
+        "/infer",
+        b"",
+        {"Inference-Header-Content-Length": "0"},
+        "input byte size mismatch for input 'x'",
+    ),
+    "data_nested_1100_deep": (
+        "POST",
+        "/infer",
+        ('{"inputs": [%s]}' % (_X % _deep(1100))).encode(),
+        {},
+        "nested too deeply",
+    ),
+    "parameters_nested_1100_deep": (
+        "POST",
+        "/infer",
+        _with_parameters('"p": ' + _deep(1100)),
+        {},
+        "nested too deeply",
+    ),
+    "401_digit_fp32": (
+        "POST",
+        "/infer",
+        ('{"inputs": [%s]}' % (_X % ("[" + "9" * 401 + ", 0" * 63 + "]"))).encode(),
+        {},
+        "is out of range for FP32",
+    ),
+    "401_digit_timeout": (
+        "POST",
+        "/infer",
+        _with_parameters('"timeout": ' + "9" * 401),
+        {},
+        "invalid value for 'timeout'",
+    ),
+    "lone_surrogate_id": (
+        "POST",
+        "/infer",
+        ('{"id": "\\udc80", "inputs": [%s]}' % (_X % _ZEROS)).encode(),
+        {},
+        "'id' must be valid Unicode",
+    ),
+    "long_version_infer": (
+        "POST",
+        f"/versions/{_LONG_VERSION}/infer",
+        ('{"inputs": [%s]}' % (_X % _ZEROS)).encode(),
+        {},
+        "is out of range",
+    ),
+    "long_version_ready": ("GET", f"/versions/{_LONG_VERSION}/ready", b"", {}, ""),
+    "long_version_stats": ("GET", f"/versions/{_LONG_VERSION}/stats", b"", {}, "is out of range"),
+}
+
+
+@pytest.mark.parametrize("case", list(HOSTILE_REST))
+def test_hostile_rest_input_is_400(v2_gateway: V2Gateway, case: str) -> None:  # noqa: F811
+    method, suffix, body, headers, message = HOSTILE_REST[case]
+    url = f"http://127.0.0.1:{v2_gateway.process.rest_port}/v2/models/mlp{suffix}"
+    reply = http(method, url, body or None, headers)
+    assert reply.status == 400, reply.body[:300]
+    if message:
+        assert message in reply.error()
+
+
+def test_a_long_grpc_version_is_invalid_argument(v2_gateway: V2Gateway) -> None:  # noqa: F811
+    request = pb.ModelInferRequest(model_name="mlp", model_version=_LONG_VERSION)
+    request.inputs.add(name="x", datatype="FP32", shape=[1, 64])
+    request.raw_input_contents.append(ROW)
+    with grpc.insecure_channel(v2_gateway.process.target) as channel:
+        stub = pb_grpc.GRPCInferenceServiceStub(channel)
+        with pytest.raises(grpc.RpcError) as info:
+            stub.ModelInfer(request, timeout=30)
+        assert info.value.code() == grpc.StatusCode.INVALID_ARGUMENT
+        assert "is out of range" in str(info.value.details())
+        ready = stub.ModelReady(pb.ModelReadyRequest(name="mlp", version=_LONG_VERSION), timeout=30)
+        assert not ready.ready

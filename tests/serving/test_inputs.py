@@ -9,7 +9,7 @@ import numpy as np
 import pytest
 
 from gateway.errors import InvalidArgument, ResourceExhausted
-from gateway.serving.inputs import Header, Ready, validated
+from gateway.serving.inputs import Header, Ready, check_text, validated
 from gateway.serving.signature import Signature
 from tests.serving.test_signature import GOOD, SIG
 
@@ -94,3 +94,13 @@ def test_dtypes_are_left_alone_when_asked() -> None:
     with pytest.raises(InvalidArgument, match="dtype"):
         validated(SIG, Ready(examples))
     assert validated(SIG, Ready(examples), check_dtypes=False) is examples
+
+
+def test_strings_for_a_text_runtime_must_be_utf8() -> None:
+    """Checked per request (issue 35, item 1): bytes, str and numbers pass; one bad element names
+    its input."""
+    good = np.array([b"ascii", "h\u00e9llo".encode(), b""], dtype=object)
+    check_text({"s": good, "x": np.zeros(3, np.float32), "t": np.array(["text"], dtype=object)})
+    bad = np.array([[b"ok", b"\xff\xfe"]], dtype=object)
+    with pytest.raises(InvalidArgument, match="string input 'b' is not valid UTF-8"):
+        check_text({"s": good, "b": bad})

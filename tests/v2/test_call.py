@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import pytest
 
-from gateway.v2.call import InferCall
+from gateway.v2.call import InferCall, RequestedOutput
 from gateway.v2.parameters import RequestOptions
 from gateway.v2.versions import Target
 
@@ -17,3 +17,16 @@ def test_deadline_from_the_timeout_parameter() -> None:
     assert timed.deadline(100.0, None) == pytest.approx(102.0)
     assert timed.deadline(100.0, 101.0) == 101.0
     assert timed.deadline(100.0, 110.0) == pytest.approx(102.0)
+
+
+def test_an_output_requested_twice_is_computed_and_answered_once() -> None:
+    """Triton answers 200 for a duplicate requested output (issue 35, item 7); TF Serving's
+    output_filter refuses duplicates, so V2 asks the core for each name once."""
+    call = InferCall(
+        Target("m"),
+        "",
+        RequestOptions(),
+        (RequestedOutput("y"), RequestedOutput("z", True), RequestedOutput("y", True)),
+    )
+    assert call.output_filter() == ["y", "z"]
+    assert call.binary_outputs(["y", "z"]) == {"y", "z"}

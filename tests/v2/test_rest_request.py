@@ -162,3 +162,67 @@ def test_raw_binary_request_deduces_the_shape() -> None:
     three = signature({"x": ("float32", (2, -1, -1))})
     with pytest.raises(InvalidArgument, match="more than one dynamic dimension"):
         validate(three, rest_request.rest_inputs(parsed, three, Limits(100)))
+
+
+def _nested(depth: int, leaf: str = "1") -> str:
+    return "[" * depth + leaf + "]" * depth
+
+
+X_ONLY = signature({"x": ("float32", (-1, 2))})
+X = '{"name": "x", "datatype": "FP32", "shape": [1, 2], "data": %s}'
+HOSTILE_BODIES = {
+    # id: (body, message) — each refused by the parse or the values' conversion, before a run
+    "data_nested_1100_deep": ('{"inputs": [%s]}' % (X % _nested(1100)), "nested"),
+    "parameters_nested_1100_deep": (
+        '{"inputs": [%s], "parameters": {"p": %s}}' % (X % "[1, 2]", _nested(1100)),  # noqa: UP031
+        "nested",
+    ),
+    "401_digit_fp32": (
+        '{"inputs": [%s]}' % (X % f"[{'9' * 401}, 1]"),
+        "value 0 .* is out of range for FP32",
+    ),
+    "401_digit_timeout": (
+        '{"inputs": [%s], "parameters": {"timeout": %s}}' % (X % "[1, 2]", "9" * 401),  # noqa: UP031
+        "invalid value for 'timeout'",
+    ),
+    "lone_surrogate_id": (
+        '{"id": "a\\ud800b", "inputs": [%s]}' % (X % "[1, 2]"),
+        "'id' must be valid Unicode",
+    ),
+}
+
+
+@pytest.mark.parametrize("case", list(HOSTILE_BODIES))
+def test_hostile_json_is_invalid_before_any_run(case: str) -> None:
+    """RecursionError, OverflowError and an unencodable ``id`` were 500s (issue 35, item 5)."""
+    body, message = HOSTILE_BODIES[case]
+    with pytest.raises(InvalidArgument, match=message):
+        _decode(body.encode(), None, X_ONLY)
+
+
+def test_an_empty_body_is_no_raw_request() -> None:
+    """Without the header an empty body is no JSON; with header 0 it holds no input bytes
+    (Triton: 400 for both; issue 35, item 4)."""
+    with pytest.raises(InvalidArgument, match="the inference request is empty"):
+        rest_request.parse(b"", None, "m", "")
+    one = signature({"x": ("float32", (-1, 4))})
+    with pytest.raises(InvalidArgument, match="input byte size mismatch for input 'x'"):
+        _decode(b"", "0", one)
+
+
+def test_a_large_body_converts_ahead_and_keeps_errors_for_the_core() -> None:
+    """:func:`rest_request.parse_converted` (a thread's work for a large body): the arrays the
+    core would convert, and a value error kept until the core asks for the arrays."""
+    good = {"inputs": [{"name": "x", "datatype": "FP32", "shape": [2, 2], "data": [1, 2, 3, 4]}]}
+    parsed = rest_request.parse_converted(orjson.dumps(good), None, "m", "", Limits(100))
+    assert parsed.inputs[0].data is None
+    assert validate(X_ONLY, rest_request.rest_inputs(parsed, X_ONLY, Limits(100)))[
+        "x"
+    ].tolist() == [[1, 2], [3, 4]]
+    bad = {"inputs": [{"name": "x", "datatype": "FP32", "shape": [1, 2], "data": [1, "a"]}]}
+    parsed = rest_request.parse_converted(orjson.dumps(bad), None, "m", "", Limits(100))
+    with pytest.raises(InvalidArgument, match="is not a number"):
+        validate(X_ONLY, rest_request.rest_inputs(parsed, X_ONLY, Limits(100)))
+    assert rest_request.off_loop(bytes(rest_request.OFF_LOOP_BYTES + 1), None)
+    assert not rest_request.off_loop(bytes(rest_request.OFF_LOOP_BYTES + 1), "0")
+    assert not rest_request.off_loop(b"{}", None)

@@ -43,3 +43,12 @@ def test_triton_not_found_texts() -> None:
     assert isinstance(unserved, NotFound)
     assert unserved.message == "Request for unknown model: 'm' has no available versions"
     assert versions.version_strings([10, 2]) == ["2", "10"]
+
+
+def test_a_version_past_python_s_digit_limit_is_invalid_not_internal() -> None:
+    """``int()`` of more than 4,300 digits raises ValueError: the length is checked first
+    (issue 35, item 6); leading zeros still read as one version."""
+    with pytest.raises(InvalidArgument, match="out of range"):
+        versions.target("m", "9" * 5000)
+    assert versions.target("m", "0" * 5000 + "3") == Target("m", version=3)
+    assert versions.number("9" * 5000) is None and versions.number("beta") is None

@@ -22,8 +22,10 @@ An ``observe`` hook (observability) wraps each API call with the call's parse. F
 carries ``Access-Control-Allow-Origin: *`` and TF Serving's other CORS headers, and an
 ``OPTIONS`` preflight on any path is answered 200.
 
-JSON work (orjson, numpy) runs on the loop: it is C-speed and holds the GIL either way, so a thread
-would not free the loop; the body size limit bounds it.
+Small JSON bodies are read on the loop (orjson and numpy are C-speed); the body size limit bounds
+them. A protocol may read a large one in a thread (V2's ``/v2`` infer bodies over 1 MiB:
+:mod:`gateway.v2.rest_request`), where only orjson's parse itself still holds the GIL (about
+20 ms per MiB of JSON measured here; the per-value Python work between lets the loop run).
 """
 
 from __future__ import annotations
@@ -37,6 +39,7 @@ from typing import Any
 from aiohttp import web
 
 from gateway.errors import FailedPrecondition, Internal, NotFound, ServingError
+from gateway.serving.budget import MemoryBudget
 from gateway.transport.http.bounds import CallBounds
 from gateway.transport.http.connections import ConnectionLimits, make_server, note_request
 from gateway.transport.http.front import Front, HttpError, check_probe_method
@@ -67,6 +70,8 @@ class HttpServer:
     each call (``--rest_api_timeout_in_ms``). ``max_body_bytes``: largest request body accepted.
     ``enable_cors``: ``--rest_api_enable_cors_support``. ``observe``: wraps every API call
     (observability). ``front``: tokens and the concurrency bound. ``limits``: connections.
+    ``budget``: the in-flight bytes that bodies being read count against (``--max_inflight_bytes``;
+    :class:`~gateway.transport.http.bounds.CallBounds`).
     """
 
     def __init__(
@@ -80,12 +85,14 @@ class HttpServer:
         observe: Observe | None = None,
         front: Front | None = None,
         limits: ConnectionLimits | None = None,
+        budget: MemoryBudget | None = None,
     ) -> None:
         self._limits = limits or ConnectionLimits()
         self.bounds = CallBounds(
             timeout_ms=timeout_ms,
             max_body_bytes=max_body_bytes,
             body_timeout_s=self._limits.body_timeout_s,
+            budget=budget,
         )
         self._routes = routes
         self._ready = ready
@@ -206,10 +213,11 @@ class HttpServer:
             log.exception("REST %s %s failed", request.method, path[:200])
             response = _failed(Internal(f"{type(exc).__name__}: {exc}"))
         finally:
+            self.bounds.release(request)
             if counted:
                 self.front.leave()
-        if request.method == "CONNECT":
-            response.force_close()  # aiohttp would treat the connection as a tunnel
+        if request.method == "CONNECT" or self.bounds.refused(request):
+            response.force_close()  # a tunnel for aiohttp; an unread body
         if self._enable_cors:
             for name, value in CORS_HEADERS.items():
                 response.headers.setdefault(name, value)

@@ -13,6 +13,7 @@ deadline.
 
 from __future__ import annotations
 
+import asyncio
 import time
 from collections.abc import Awaitable, Callable
 from typing import Any
@@ -27,7 +28,7 @@ from gateway.transport.http.bounds import CallBounds
 from gateway.transport.http.front import HttpError
 from gateway.transport.http.json_error import RETRY_AFTER_S, STATUS_KEY
 from gateway.transport.http.routes import UNKNOWN_API, ApiCall
-from gateway.v2 import PROTOCOL, errors, metadata, repository, rest_request, rest_response
+from gateway.v2 import PROTOCOL, errors, metadata, repository, rest_request, rest_response, versions
 from gateway.v2 import statistics as stats
 from gateway.v2.dataplane import DataPlane
 from gateway.v2.declared import DeclaredInputs
@@ -69,7 +70,7 @@ class V2Rest:
             return ApiCall(PROTOCOL, UNKNOWN_API, refusal=refusal)
         except ServingError as exc:
             return ApiCall(PROTOCOL, UNKNOWN_API, refusal=exc)
-        version = int(call.version) if call.version.isascii() and call.version.isdigit() else None
+        version = versions.number(call.version)
         return ApiCall(PROTOCOL, call.api, call.model, version, call.template, detail=call)
 
     async def serve(
@@ -111,8 +112,13 @@ class V2Rest:
         body = await bounds.read_body(request)
         transport_deadline = bounds.deadline()
         header = request.headers.get(rest_request.INFER_HEADER)
-        parsed = rest_request.parse(body, header, call.model, call.version)
         limits = self._plane.limits
+        if rest_request.off_loop(body, header):  # a large JSON body: the loop serves meanwhile
+            parsed = await asyncio.to_thread(
+                rest_request.parse_converted, body, header, call.model, call.version, limits
+            )
+        else:
+            parsed = rest_request.parse(body, header, call.model, call.version)
 
         def decode(signature: Signature) -> DeclaredInputs[Any]:
             return rest_request.rest_inputs(parsed, signature, limits)

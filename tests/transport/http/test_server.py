@@ -19,6 +19,7 @@ import pytest
 from aiohttp import web
 
 from gateway.errors import InvalidArgument, from_wire
+from gateway.serving.budget import MemoryBudget
 from gateway.transport.admission import DRAINING
 from gateway.transport.auth import BearerTokens
 from gateway.transport.http.bounds import CallBounds
@@ -114,6 +115,7 @@ async def serving(
     enable_cors: bool = False,
     observe: Observe | None = None,
     front: Front | None = None,
+    budget: MemoryBudget | None = None,
 ) -> AsyncIterator[Served]:
     """An HttpServer with :class:`Echo` (and ``/extra`` as an exact route when ``extra``)."""
     api = Echo()
@@ -129,6 +131,7 @@ async def serving(
         enable_cors=enable_cors,
         observe=observe,
         front=front,
+        budget=budget,
     )
     port = await server.start("127.0.0.1", 0)
     try:
@@ -150,6 +153,52 @@ def test_expect_100_continue_is_answered() -> None:
             return response.status, await response.json()
 
     assert asyncio.run(scenario()) == (200, {"model": "m", "verb": "run", "bytes": len(body)})
+
+
+async def _turns_until(check: Callable[[], bool], turns: int = 100_000) -> None:
+    """Let the loop run (one iteration per turn, no timer) until ``check()`` holds."""
+    for _ in range(turns):
+        if check():
+            return
+        await asyncio.sleep(0)
+    raise AssertionError("the server never got there")
+
+
+def test_bodies_being_read_count_against_the_in_flight_budget() -> None:
+    """Issue 35, item 2: a slow connection's declared body holds the budget while it arrives;
+    another body that would pass the budget, declared or chunked, is refused 429 at once (its
+    connection closed); once the slow call ends its bytes are given back."""
+    budget = MemoryBudget(1000)
+
+    async def chunked() -> AsyncIterator[bytes]:
+        yield b" " * 300
+
+    async def scenario() -> None:
+        async with serving(budget=budget) as served:
+            host, port = served.url.removeprefix("http://").split(":")
+            reader, writer = await asyncio.open_connection(host, int(port))
+            head = b"POST /t/m:run HTTP/1.1\r\nHost: x\r\nContent-Length: 800\r\n\r\n"
+            writer.write(head + b" " * 10)  # then it stalls
+            await _turns_until(lambda: budget.held_bytes == 800)
+            for body in (b" " * 800, chunked()):
+                refused = await served.ask("POST", "/t/m:run", body)
+                assert refused.status == 429
+                assert refused.headers["Retry-After"] == "1"
+                assert refused.headers["Connection"] == "close"
+                assert "REST request body: in-flight requests already hold 800 bytes" in (
+                    refused.error()
+                )
+                assert "(--max_inflight_bytes)" in refused.error()
+            assert budget.held_bytes == 800
+            writer.write(b" " * 790)
+            answer = await reader.readuntil(b"}")
+            writer.close()
+            assert answer.startswith(b"HTTP/1.1 200 OK") and answer.endswith(b'"bytes": 800}')
+            assert budget.held_bytes == 0
+            again = await served.ask("POST", "/t/m:run", b" " * 800)
+            assert again.status == 200 and budget.held_bytes == 0
+
+    asyncio.run(scenario())
 
 
 def test_limits_of_body_size() -> None:
