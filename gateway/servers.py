@@ -180,6 +180,7 @@ class Servers:
             ready=self.core.ready,
             timeout_ms=settings.rest_api_timeout_in_ms,
             max_body_bytes=settings.rest_api_max_body_bytes,
+            max_json_bytes=settings.rest_api_max_json_bytes,
             enable_cors=settings.rest_api_enable_cors_support,
             observe=self.observability.rest_observer(),
             front=Front(auth=self.auth, max_concurrent=settings.max_concurrent_requests),

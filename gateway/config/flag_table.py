@@ -161,6 +161,7 @@ FLAGS: dict[str, FlagSpec] = {
         _impl("frontends", "int32"),
         _impl("max_message_bytes", "int64"),
         _impl("rest_api_max_body_bytes", "int64"),
+        _impl("rest_api_max_json_bytes", "int64"),
         _impl("worker_arena_mb", "int32"),
         _impl("inline_runs", "string"),
         _impl("inline_budget_mb", "int32"),

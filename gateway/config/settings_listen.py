@@ -90,6 +90,16 @@ class ListenSettings:
         "tensorgate: largest REST request body in bytes (1..2^31-1); a larger one gets 400 before "
         "it is parsed. TF Serving has no limit; 64 MiB (67108864) matches --max_message_bytes.",
     )
+    rest_api_max_json_bytes: int = setting(
+        16 * MIB,
+        "tensorgate: largest JSON a REST request may carry, in bytes (1..2^31-1): a TF Serving "
+        "/v1 body, or a V2 /v2 body's JSON part (the whole body, or its "
+        "Inference-Header-Content-Length); a larger one gets 400 before it is parsed. Parsing "
+        "JSON holds the front end's event loop (about 20 ms per MiB here), so this bounds how "
+        "long one body can stall every other call and probe on it; send large tensors as raw "
+        "bytes (V2's binary tensor extension, gRPC tensor_content) instead. Default 16 MiB "
+        "(16777216): about a third of a second.",
+    )
     # --- admission and connections ----------------------------------------------------------------
     max_concurrent_requests: int = setting(
         1024,

@@ -73,6 +73,7 @@ def validate(s: Settings) -> None:
     _check_range("grpc_max_threads", s.grpc_max_threads, 1, INT32_MAX)
     _check_range("max_message_bytes", s.max_message_bytes, 1, INT32_MAX)
     _check_range("rest_api_max_body_bytes", s.rest_api_max_body_bytes, 1, INT32_MAX)
+    _check_range("rest_api_max_json_bytes", s.rest_api_max_json_bytes, 1, INT32_MAX)
     _check_range("model_config_file_poll_wait_seconds", s.model_config_file_poll_wait_seconds, 0)
     _check_range("file_system_poll_wait_seconds", s.file_system_poll_wait_seconds, 0)
     _check_range("max_num_load_retries", s.max_num_load_retries, 0)

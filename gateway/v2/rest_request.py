@@ -125,6 +125,16 @@ def parse(body: bytes, header_length: str | None, model: str, version: str) -> R
     return RestInfer(InferCall(target(model, version), request_id, options, outputs), inputs)
 
 
+def json_length(body: bytes, header_length: str | None) -> int:
+    """Bytes of a request's JSON: the inference header's when it names a length in the body,
+    else the whole body's (a bad header is :func:`parse`'s to refuse)."""
+    if header_length is not None:
+        text = header_length.strip()
+        if text.isdigit() and len(text) <= 18:
+            return min(int(text), len(body))
+    return len(body)
+
+
 def off_loop(body: bytes, header_length: str | None) -> bool:
     """Whether a body is read with :func:`parse_converted` in a thread: over
     :data:`OFF_LOOP_BYTES`, and not a raw binary request (whose bytes are a view)."""

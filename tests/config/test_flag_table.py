@@ -68,6 +68,7 @@ TENSORGATE_FLAGS = {
     "frontends",
     "max_message_bytes",
     "rest_api_max_body_bytes",
+    "rest_api_max_json_bytes",
     "worker_arena_mb",
     "inline_runs",
     "inline_budget_mb",

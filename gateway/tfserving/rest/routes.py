@@ -103,6 +103,7 @@ class TfServingRest:
         if rest.verb == "metadata":
             return self._metadata(ref)
         body = await bounds.read_body(request)
+        bounds.check_json(len(body))
         deadline = bounds.deadline()
         if rest.verb == "predict":
             return await self._predict(ref, body, deadline, bounds)

@@ -5,6 +5,10 @@
   of it is parsed (TF Serving sets no limit; 400 like every other malformed request). The whole
   body must arrive within ``body_timeout_s`` (``--rest_api_body_timeout_seconds``; a stalled
   chunked body included), else 408. ``Expect: 100-continue`` is answered before reading.
+- **JSON**: at most ``max_json_bytes`` (``--rest_api_max_json_bytes``) of a body are JSON
+  (:meth:`CallBounds.check_json`, which each protocol calls before it parses): parsing holds the
+  event loop, about 20 ms per MiB here, so the default 16 MiB bounds one body's stall of every
+  other call and probe on its front end to about a third of a second.
 - **Memory**: with a ``budget`` (the front end's ``--max_inflight_bytes``,
   :class:`~gateway.serving.budget.MemoryBudget`), a body counts against it from the moment it
   starts to arrive until its call ends (:meth:`CallBounds.release`): a declared
@@ -50,6 +54,7 @@ class CallBounds:
         max_body_bytes: int,
         body_timeout_s: float,
         budget: MemoryBudget | None = None,
+        max_json_bytes: int | None = None,
     ) -> None:
         if timeout_ms < 1 or max_body_bytes < 1 or body_timeout_s <= 0:
             raise ValueError(
@@ -58,6 +63,7 @@ class CallBounds:
             )
         self.timeout_ms = timeout_ms
         self.max_body_bytes = max_body_bytes
+        self.max_json_bytes = max_body_bytes if max_json_bytes is None else max_json_bytes
         self.body_timeout_s = body_timeout_s
         self.budget = budget
 
@@ -135,6 +141,17 @@ class CallBounds:
                 f"Deadline exceeded: the call took longer than {self.timeout_ms} ms "
                 "(--rest_api_timeout_in_ms)"
             ) from None
+
+    def check_json(self, nbytes: int) -> None:
+        """INVALID_ARGUMENT (400) when a request's JSON is over ``max_json_bytes``
+        (``--rest_api_max_json_bytes``): parsing JSON holds the loop, so its size bounds how long
+        one body stalls the front end. Called by a protocol before it parses."""
+        if nbytes > self.max_json_bytes:
+            raise InvalidArgument(
+                f"the request's JSON is {nbytes} bytes, over the limit of {self.max_json_bytes} "
+                "(--rest_api_max_json_bytes): send large tensors as raw bytes (the V2 binary "
+                "tensor extension, or gRPC) or raise the limit"
+            )
 
     def _too_big(self, size: str) -> InvalidArgument:
         return InvalidArgument(

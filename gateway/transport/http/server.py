@@ -81,6 +81,7 @@ class HttpServer:
         ready: Callable[[], bool],
         timeout_ms: int,
         max_body_bytes: int,
+        max_json_bytes: int | None = None,
         enable_cors: bool = False,
         observe: Observe | None = None,
         front: Front | None = None,
@@ -91,6 +92,7 @@ class HttpServer:
         self.bounds = CallBounds(
             timeout_ms=timeout_ms,
             max_body_bytes=max_body_bytes,
+            max_json_bytes=max_json_bytes,
             body_timeout_s=self._limits.body_timeout_s,
             budget=budget,
         )

@@ -112,6 +112,7 @@ class V2Rest:
         body = await bounds.read_body(request)
         transport_deadline = bounds.deadline()
         header = request.headers.get(rest_request.INFER_HEADER)
+        bounds.check_json(rest_request.json_length(body, header))
         limits = self._plane.limits
         if rest_request.off_loop(body, header):  # a large JSON body: the loop serves meanwhile
             parsed = await asyncio.to_thread(
