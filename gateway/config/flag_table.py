@@ -186,5 +186,6 @@ FLAGS: dict[str, FlagSpec] = {
         _impl("grpc_max_pending_requests", "int32"),
         _impl("auth_token_file", "string"),
         _impl("auth_open_paths", "string"),
+        _impl("enable_server_timing", "bool"),
     )
 }

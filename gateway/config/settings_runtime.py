@@ -116,3 +116,10 @@ class RuntimeSettings:
         "Serving's metrics (and tensorgate's own) on the REST port at prometheus_config.path "
         '(default /monitoring/prometheus/metrics). Default "" (no metrics page), as TF Serving.',
     )
+    enable_server_timing: bool = setting(
+        False,
+        "tensorgate: every answer carries where its time went as W3C Server-Timing (REST header "
+        "Server-Timing, gRPC trailing metadata server-timing): queue;dur, batch;desc (rows), "
+        "compute;dur, total;dur, durations in milliseconds (README: Per-call timing). Default "
+        "false: no hook does any work for it.",
+    )

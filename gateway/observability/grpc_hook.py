@@ -7,8 +7,9 @@ Each call gets a server span (continuing a W3C ``traceparent`` from its metadata
 OpenTelemetry's RPC conventions: ``rpc.system``, ``rpc.service``, ``rpc.method``,
 ``rpc.grpc.status_code``) and a call record: its protocol, method, the model its request names and,
 once it succeeded, the rows the service says it carries (TF Serving's metrics are an output format
-of these records: :meth:`~gateway.observability.tfs_metrics.TfServingMetrics.record_call`). Health
-and reflection calls pass untouched.
+of these records: :meth:`~gateway.observability.tfs_metrics.TfServingMetrics.record_call`). With
+``--enable_server_timing`` a successful answer's trailing metadata carries ``server-timing``
+(:mod:`~gateway.observability.server_timing`). Health and reflection calls pass untouched.
 
 Why not a ``grpc.aio.ServerInterceptor``: grpc.aio runs every call through its interceptors'
 coroutine chain (two coroutine frames and a ``functools.partial`` per interceptor) before the
@@ -25,6 +26,7 @@ from typing import Any
 
 import grpc
 
+from gateway.observability import server_timing
 from gateway.observability.calls import Recorder
 from gateway.transport.gate import Handler, Registrar, ServiceRegistry
 from gateway.transport.surface import GrpcService, ModelOf
@@ -77,6 +79,7 @@ class ObservingRegistry(Registrar):
         recorder = self.recorder
         protocol, rows_of = service.protocol, service.rows_of.get(api)
         span_name = f"{service.name}/{api}"
+        timed = recorder.timing
         attributes = {"rpc.system": "grpc", "rpc.service": service.name, "rpc.method": api}
 
         async def behavior(request: Any, context: grpc.aio.ServicerContext) -> Any:
@@ -92,7 +95,11 @@ class ObservingRegistry(Registrar):
             )
             status = "OK"
             try:
-                return await inner(request, context)
+                response = await inner(request, context)
+                if timed:
+                    timing = server_timing.value(call)
+                    context.set_trailing_metadata(((server_timing.METADATA_KEY, timing),))
+                return response
             except asyncio.CancelledError:
                 status = "CANCELLED"
                 raise

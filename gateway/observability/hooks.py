@@ -37,25 +37,32 @@ log = logging.getLogger(__name__)
 
 
 class Observability:
-    """Metrics (when ``page_path`` is set) and tracing (when ``tracing`` is given).
+    """Metrics (when ``page_path`` is set), tracing (when ``tracing`` is given) and server timing
+    (when ``server_timing``: :mod:`~gateway.observability.server_timing`).
 
     ``thread_pool``: the batch thread pool's name with ``--enable_batching`` (TF's batching
     metrics are recorded only then), else None.
     """
 
     def __init__(
-        self, *, page_path: str | None, tracing: Tracing | None, thread_pool: str | None = None
+        self,
+        *,
+        page_path: str | None,
+        tracing: Tracing | None,
+        thread_pool: str | None = None,
+        server_timing: bool = False,
     ) -> None:
         self.page_path = page_path
         self.tracing = tracing
         self.thread_pool = thread_pool
+        self.server_timing = server_timing
         self.tfs = TfServingMetrics() if page_path else None
         self.metrics = GatewayMetrics() if page_path else None
         self.recorder = None
         self._warmups_seen: dict[tuple[str, int], object] = {}
         """(model, version) → the warmup reports already recorded (a reload brings new ones)."""
-        if page_path or tracing:
-            self.recorder = Recorder(self.tfs, self.metrics, tracing)
+        if page_path or tracing or server_timing:
+            self.recorder = Recorder(self.tfs, self.metrics, tracing, timing=server_timing)
 
     @classmethod
     def from_settings(
@@ -74,6 +81,7 @@ class Observability:
             page_path=path,
             tracing=Tracing.from_environment(env),
             thread_pool=pool,
+            server_timing=settings.enable_server_timing,
         )
 
     @property
@@ -115,7 +123,7 @@ class Observability:
             inputs=len(signature.inputs) if signature is not None else 1,
             thread_pool=self.thread_pool,
         )
-        return QueueObserver(labels, self.tfs, self.metrics, self.tracing)
+        return QueueObserver(labels, self.tfs, self.metrics, self.tracing, timed=self.server_timing)
 
     def record_warmups(self, models: Registry) -> None:
         """Export each version's warmup once it serves (TF Serving's ``model_warmup_latency`` and
@@ -144,7 +152,8 @@ class Observability:
         """One line for the start-up log."""
         metrics = f"metrics at {self.page_path}" if self.page_path else "no metrics page"
         tracing = "tracing on" if self.tracing else "tracing off"
-        return f"Observability: {metrics}, {tracing}"
+        timing = ", server timing on" if self.server_timing else ""
+        return f"Observability: {metrics}, {tracing}{timing}"
 
     async def close(self) -> None:
         """Export the spans still queued (blocking work, off the loop)."""

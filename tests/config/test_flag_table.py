@@ -93,6 +93,7 @@ TENSORGATE_FLAGS = {
     "grpc_max_pending_requests",
     "auth_token_file",
     "auth_open_paths",
+    "enable_server_timing",
 }
 
 
