@@ -157,7 +157,7 @@ class Servers:
     def _add_grpc_services(self, server: grpc.aio.Server, services: list[GrpcService]) -> None:
         """The protocols' services, health and reflection, each behind the gate (and observed
         when observability records calls)."""
-        observed = self.observability.grpc_registry(server, services)
+        observed = self.observability.grpc_registry(server, services, self.core.models)
         registrar = self.gate.registrar(observed, [s.name for s in services if s.bounded])
         for service in services:
             service.add(registrar)

@@ -187,5 +187,7 @@ FLAGS: dict[str, FlagSpec] = {
         _impl("auth_token_file", "string"),
         _impl("auth_open_paths", "string"),
         _impl("enable_server_timing", "bool"),
+        _impl("request_log_max_pending", "int32"),
+        _impl("request_log_max_file_bytes", "int64"),
     )
 }

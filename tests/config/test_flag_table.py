@@ -94,6 +94,8 @@ TENSORGATE_FLAGS = {
     "auth_token_file",
     "auth_open_paths",
     "enable_server_timing",
+    "request_log_max_pending",
+    "request_log_max_file_bytes",
 }
 
 
