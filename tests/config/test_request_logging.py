@@ -16,9 +16,8 @@ from gateway.ipc.snapshot import spec_from_wire, spec_to_wire
 
 def _config(tmp_path: Path, logging: str) -> Path:
     path = tmp_path / "models.config"
-    path.write_text(
-        f'model_config_list {{ config {{ name: "m" base_path: "/m" logging_config {{ {logging} }} }} }}'
-    )
+    model = f'name: "m" base_path: "/m" logging_config {{ {logging} }}'
+    path.write_text(f"model_config_list {{ config {{ {model} }} }}")
     return path
 
 
@@ -51,7 +50,10 @@ def test_the_rate_bounds_are_accepted(tmp_path: Path, rate: float) -> None:
             'log_collector_config { type: "kafka" filename_prefix: "/tmp/m" }',
             "model m: logging_config: log collector type 'kafka' is unknown; tensorgate has: file",
         ),
-        (_file("{dir}/m", 1.5), "model m: logging_config: sampling_rate must be in [0, 1], got 1.5"),
+        (
+            _file("{dir}/m", 1.5),
+            "model m: logging_config: sampling_rate must be in [0, 1], got 1.5",
+        ),
         (_file("{dir}/m", -0.1), "sampling_rate must be in [0, 1], got -0.1"),
         (_file("{dir}/m", float("nan")), "sampling_rate must be in [0, 1], got nan"),
         (
