@@ -189,5 +189,6 @@ FLAGS: dict[str, FlagSpec] = {
         _impl("enable_server_timing", "bool"),
         _impl("request_log_max_pending", "int32"),
         _impl("request_log_max_file_bytes", "int64"),
+        _impl("enable_api_docs", "bool"),
     )
 }

@@ -96,6 +96,7 @@ TENSORGATE_FLAGS = {
     "enable_server_timing",
     "request_log_max_pending",
     "request_log_max_file_bytes",
+    "enable_api_docs",
 }
 
 
