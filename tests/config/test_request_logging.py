@@ -9,9 +9,12 @@ from pathlib import Path
 
 import pytest
 
+from gateway._pb.tensorflow_serving.apis import model_management_pb2
 from gateway.config.model_config import ConfigError, load_model_server_config, model_specs
 from gateway.config.request_logging import RequestLogging
+from gateway.errors import InvalidArgument
 from gateway.ipc.snapshot import spec_from_wire, spec_to_wire
+from gateway.tfserving.codec.messages import reload_specs
 
 
 def _config(tmp_path: Path, logging: str) -> Path:
@@ -83,3 +86,17 @@ def test_a_directory_that_takes_no_file_is_refused(tmp_path: Path) -> None:
     path = _config(tmp_path, _file("/proc/self/m", 0.5))
     with pytest.raises(ConfigError, match="filename_prefix /proc/self/m: cannot create a file in"):
         load_model_server_config(path)
+
+
+def test_a_bad_config_is_refused_at_reload_with_invalid_argument(tmp_path: Path) -> None:
+    """HandleReloadConfigRequest checks the same way: the running config stays."""
+    request = model_management_pb2.ReloadConfigRequest()
+    model = request.config.model_config_list.config.add(name="m", base_path="/m")
+    model.logging_config.log_collector_config.type = "file"
+    model.logging_config.log_collector_config.filename_prefix = str(tmp_path / "m")
+    model.logging_config.sampling_config.sampling_rate = 2.0
+    with pytest.raises(InvalidArgument, match=r"model m: logging_config: sampling_rate must be in"):
+        reload_specs(request)
+    model.logging_config.sampling_config.sampling_rate = 0.25
+    (spec,) = reload_specs(request)
+    assert spec.logging == RequestLogging("file", str(tmp_path / "m"), 0.25)
