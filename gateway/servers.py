@@ -30,15 +30,18 @@ from gateway.observability.hooks import Observability
 from gateway.serving.core import ServingCore
 from gateway.serving.queues import BatchQueues
 from gateway.serving.registry import Registry
+from gateway.tfserving.rest import openapi as tfserving_openapi
 from gateway.tfserving.surface import TfServingOptions, TfServingSurface
 from gateway.transport.auth import load_tokens
 from gateway.transport.gate import Gate
+from gateway.transport.http import docs
 from gateway.transport.http.connections import rest_limits
 from gateway.transport.http.front import Front
 from gateway.transport.http.routes import ExtraRoute, Routes
 from gateway.transport.http.server import HttpServer
 from gateway.transport.surface import GrpcService, ProtocolSurface, service_names
 from gateway.v2.model_control import Repository
+from gateway.v2.rest import openapi as v2_openapi
 from gateway.v2.surface import V2Surface
 from gateway.v2.surface import options_from as v2_options
 
@@ -157,7 +160,7 @@ class Servers:
     def _add_grpc_services(self, server: grpc.aio.Server, services: list[GrpcService]) -> None:
         """The protocols' services, health and reflection, each behind the gate (and observed
         when observability records calls)."""
-        observed = self.observability.grpc_registry(server, services)
+        observed = self.observability.grpc_registry(server, services, self.core.models)
         registrar = self.gate.registrar(observed, [s.name for s in services if s.bounded])
         for service in services:
             service.add(registrar)
@@ -168,13 +171,26 @@ class Servers:
         )
 
     def _http_server(self, surfaces: list[ProtocolSurface]) -> HttpServer:
-        """The REST server: the protocols' APIs, the probes and observability's pages."""
+        """The REST server: the protocols' APIs, the probes, observability's pages and, with
+        ``--enable_api_docs``, each API's OpenAPI document and docs page."""
         settings = self.settings
         routes = Routes()
         for path, page in self._pages().items():
             routes.add_exact(path, page)
         for surface in surfaces:
             surface.add_routes(routes)
+        if settings.enable_api_docs:
+            models = self.core.models
+            docs.add_docs(
+                routes,
+                {
+                    "/v1": ("TF Serving REST API", lambda: tfserving_openapi.document(models)),
+                    "/v2": (
+                        "Open Inference Protocol REST API",
+                        lambda: v2_openapi.document(models),
+                    ),
+                },
+            )
         return HttpServer(
             routes,
             ready=self.core.ready,

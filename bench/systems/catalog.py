@@ -25,15 +25,28 @@ under capacity (on grpcio 1.85 a run with 16 cancelled 90 % of a 64-user closed 
 the pinned one, does not apply it to HTTP/2 calls)."""
 
 
+REQUEST_LOG_RATE = 0.01
+"""The sampling rate of the request-logging cost row (``tensorgate-batch-log``)."""
+
+
 def _build() -> dict[str, SystemSpec]:
     batch = {"batching": BATCHING_TIMEOUT_0}
     one_rest_batch = {"workers": 1, "intra_op": 1, "rest": True, **batch}
     one = {"frontends": 1}
     workers = {"flags": ("--inline_runs=never",)}
+    logged = {"request_log": REQUEST_LOG_RATE}
     specs = [
         SystemSpec("echo", "echo"),
         SystemSpec("tensorgate", "tensorgate", {"workers": 1, "intra_op": 1}),
         SystemSpec("tensorgate-batch", "tensorgate", {"workers": 1, "intra_op": 1, **batch}),
+        SystemSpec(
+            "tensorgate-batch-log", "tensorgate", {"workers": 1, "intra_op": 1, **batch, **logged}
+        ),
+        SystemSpec(
+            "tensorgate-batch-timing",
+            "tensorgate",
+            {"workers": 1, "intra_op": 1, **batch, "flags": ("--enable_server_timing",)},
+        ),
         SystemSpec("tensorgate-rest", "tensorgate", {"workers": 1, "intra_op": 1, "rest": True}),
         SystemSpec("tensorgate-rest-batch", "tensorgate", one_rest_batch),
         SystemSpec("tensorgate-v2", "tensorgate", {"workers": 1, "intra_op": 1, "v2": True}),
@@ -103,7 +116,9 @@ workers / tensorgate workers / Triton model instances); ``-batch``: batching on 
 the same server driven over its REST API (tensorgate: TF Serving's JSON ``instances``; KServe: v1
 ``instances``; Triton: HTTP v2 with binary tensors); ``kserve-grpc``, ``triton``,
 ``tensorgate-v2``: gRPC v2 ModelInfer with ``raw_input_contents``;
-``-guarded``: with the admission flags of :data:`GUARDED_FLAGS`. tensorgate runs its default
+``-guarded``: with the admission flags of :data:`GUARDED_FLAGS`; ``-log``: request logging
+(``logging_config``) at :data:`REQUEST_LOG_RATE`; ``-timing``: ``--enable_server_timing``
+(the cost rows of issue 37, beside ``tensorgate-batch`` with both off). tensorgate runs its default
 front ends (``--frontends=0``: one per CPU it may use, so one on one pinned core and two on the
 two-core layout) except ``-1f``: one front end (``--frontends=1``, one process, as before
 issue 27)."""
@@ -112,6 +127,8 @@ TINY = (
     "echo",
     "tensorgate",
     "tensorgate-batch",
+    "tensorgate-batch-log",
+    "tensorgate-batch-timing",
     "tensorgate-rest",
     "tensorgate-rest-batch",
     "tensorgate-v2",

@@ -4,7 +4,9 @@
   gRPC v2 ModelInfer (``v2``: the V2 peers' request) or its TF Serving REST API (JSON
   ``instances``), batching on or off, its default front ends (``--frontends=0``: one per server
   CPU) or as many as the configuration names; with ``metrics`` its Prometheus page is on (a
-  monitoring config and a REST port) and :attr:`Running.metrics_url` names it;
+  monitoring config and a REST port) and :attr:`Running.metrics_url` names it; with
+  ``request_log`` (a sampling rate) the model is served from a config file whose
+  ``logging_config`` logs its calls at that rate into the run's log folder;
 - ``echo``: the bare grpc.aio echo server (:mod:`bench.systems.peers.echo_server`), same method
   and bytes;
 - both run on this interpreter unless their parameters name another ``python`` (and ``env``
@@ -67,6 +69,8 @@ def _tensorgate(ctx: Context, spec: SystemSpec, model: str, cpus: tuple[int, ...
         f"--frontends={p.get('frontends', 0)}",
         *p.get("flags", ()),
     ]
+    if p.get("request_log") is not None:
+        argv[3:5] = [f"--model_config_file={_logged_config(ctx, spec, model, p['request_log'])}"]
     if p.get("batching"):
         path = ctx.logs / f"{spec.name}-batching.pbtxt"
         path.parent.mkdir(parents=True, exist_ok=True)
@@ -108,6 +112,20 @@ def _tensorgate(ctx: Context, spec: SystemSpec, model: str, cpus: tuple[int, ...
         "grpc", f"127.0.0.1:{server.port}", PREDICT_METHOD, _predict_payload(ctx, model)
     )
     return Running(spec, server, target, metrics)
+
+
+def _logged_config(ctx: Context, spec: SystemSpec, model: str, rate: float) -> str:
+    """A ModelServerConfig serving ``model`` with request logging at ``rate`` (its files under
+    the run's log folder)."""
+    prefix = ctx.logs / f"{spec.name}-request-log" / model
+    prefix.parent.mkdir(parents=True, exist_ok=True)
+    path = ctx.logs / f"{spec.name}-models.config"
+    path.write_text(
+        f'model_config_list {{ config {{ name: "{model}" base_path: "{ctx.model_dir(model)}" '
+        f'logging_config {{ log_collector_config {{ type: "file" filename_prefix: "{prefix}" }} '
+        f"sampling_config {{ sampling_rate: {rate} }} }} }} }}\n"
+    )
+    return str(path)
 
 
 def _echo(ctx: Context, spec: SystemSpec, model: str, cpus: tuple[int, ...]) -> Running:

@@ -189,5 +189,9 @@ FLAGS: dict[str, FlagSpec] = {
         _impl("grpc_max_pending_requests", "int32"),
         _impl("auth_token_file", "string"),
         _impl("auth_open_paths", "string"),
+        _impl("enable_server_timing", "bool"),
+        _impl("request_log_max_pending", "int32"),
+        _impl("request_log_max_file_bytes", "int64"),
+        _impl("enable_api_docs", "bool"),
     )
 }

@@ -20,7 +20,9 @@ ModelServerConfig rules, as TF Serving's ServerCore unless marked:
 - Version policy: none set means ``latest`` 1; ``latest.num_versions`` 0 also means 1 (upstream
   ``max(num_versions, 1)``); ``specific.versions`` must be non-empty and >= 0 (tensorgate).
 - ``version_labels``: non-empty labels, versions >= 0 (whether a label may name a version that
-  is not available is the model manager's rule, TF Serving's). ``logging_config`` is refused.
+  is not available is the model manager's rule, TF Serving's).
+- ``logging_config``: checked by :mod:`gateway.config.request_logging` (collector type, sampling
+  rate in [0, 1], a prefix where files can be created).
 """
 
 from __future__ import annotations
@@ -39,6 +41,7 @@ from gateway._pb.tensorflow_serving.config import (
 )
 from gateway._pb.tensorflow_serving.servables.tensorflow import session_bundle_config_pb2
 from gateway.config import secret_errors
+from gateway.config.request_logging import RequestLogging, request_logging
 from gateway.config.settings import Settings
 
 ModelServerConfig = model_server_config_pb2.ModelServerConfig
@@ -68,7 +71,8 @@ class ModelSpecConfig:
     ``num_versions >= 1``), ``"all"``, or ``"specific"`` (exactly ``versions``, sorted, unique,
     non-empty). ``num_versions`` is 0 and ``versions`` empty unless their policy is chosen.
     ``labels``: version label → version number (treat as read-only; a plain dict so the value
-    pickles). Instances are hashable without their labels.
+    pickles). Instances are hashable without their labels. ``logging``: its request logging
+    (``logging_config``), None when off.
     """
 
     name: str
@@ -78,6 +82,7 @@ class ModelSpecConfig:
     num_versions: int = 1
     versions: tuple[int, ...] = ()
     labels: Mapping[str, int] = dataclasses.field(default_factory=dict, hash=False)
+    logging: RequestLogging | None = None
 
     def select_versions(self, available: Iterable[int]) -> tuple[int, ...]:
         """The versions this policy serves out of ``available`` (those found on disk), ascending."""
@@ -196,8 +201,9 @@ def _spec(model: model_server_config_pb2.ModelConfig, invalid: _Invalid) -> Mode
         raise invalid(
             f"Expected model {name} to have an absolute path or URI; got base_path()={base_path}"
         )
+    logging = None
     if model.HasField("logging_config"):
-        raise invalid(f"model {name}: logging_config (request logging) is not supported yet")
+        logging = request_logging(name, model.logging_config, invalid)
     policy, num_versions, versions = _policy(model, invalid)
     return ModelSpecConfig(
         name=name,
@@ -207,6 +213,7 @@ def _spec(model: model_server_config_pb2.ModelConfig, invalid: _Invalid) -> Mode
         num_versions=num_versions,
         versions=versions,
         labels=_labels(model, invalid),
+        logging=logging,
     )
 
 

@@ -85,6 +85,13 @@ class ListenSettings:
         "Answer CORS preflight requests and add Access-Control-Allow-Origin: * to REST responses. "
         "Default false, as TF Serving.",
     )
+    enable_api_docs: bool = setting(
+        False,
+        "tensorgate: describe the REST APIs on the REST port: OpenAPI 3.1 documents at "
+        "/v1/docs/openapi.json (TF Serving's API) and /v2/docs/openapi.json (V2's), built from "
+        "the models served, and Swagger UI pages at /v1/docs and /v2/docs (assets shipped with "
+        "tensorgate). Default false.",
+    )
     rest_api_max_body_bytes: int = setting(
         64 * MIB,
         "tensorgate: largest REST request body in bytes (1..2^31-1); a larger one gets 400 before "

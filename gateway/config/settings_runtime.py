@@ -131,3 +131,21 @@ class RuntimeSettings:
         "Serving's metrics (and tensorgate's own) on the REST port at prometheus_config.path "
         '(default /monitoring/prometheus/metrics). Default "" (no metrics page), as TF Serving.',
     )
+    enable_server_timing: bool = setting(
+        False,
+        "tensorgate: every answer carries where its time went as W3C Server-Timing (REST header "
+        "Server-Timing, gRPC trailing metadata server-timing): queue;dur, batch;desc (rows), "
+        "compute;dur, total;dur, durations in milliseconds (README: Per-call timing). Default "
+        "false: no hook does any work for it.",
+    )
+    request_log_max_pending: int = setting(
+        1024,
+        "tensorgate: request logging (a model's logging_config): records waiting for their "
+        "file's writer, per filename_prefix and process (>= 1); a sampled call past it is not "
+        "logged (tensorgate_request_log_dropped_total) and is answered as usual. Default 1024.",
+    )
+    request_log_max_file_bytes: int = setting(
+        256 * MIB,
+        "tensorgate: request logging: bytes at which a log file is closed and the next one "
+        "started (>= 1; a file holds at least one record). Default 256 MiB (268435456).",
+    )

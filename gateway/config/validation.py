@@ -93,6 +93,8 @@ def validate(s: Settings) -> None:
     _check_range("max_request_bytes", s.max_request_bytes, 1)
     _check_range("grpc_max_pending_requests", s.grpc_max_pending_requests, 0, INT32_MAX // 2)
     _check_range("max_inflight_bytes", s.max_inflight_bytes, 1)
+    _check_range("request_log_max_pending", s.request_log_max_pending, 1, INT32_MAX)
+    _check_range("request_log_max_file_bytes", s.request_log_max_file_bytes, 1)
     _check_range("max_concurrent_requests", s.max_concurrent_requests, 0)
     _check_range("max_queue_delay_ms", s.max_queue_delay_ms, 0, INT32_MAX)
     _check_range("rest_api_max_connections", s.rest_api_max_connections, 1, INT32_MAX)

@@ -32,6 +32,7 @@ from dataclasses import dataclass
 from typing import Any
 
 from gateway.config.model_config import ModelSpecConfig
+from gateway.config.request_logging import RequestLogging
 from gateway.errors import NotFound, from_wire
 from gateway.parallel.warmup import WarmupReport
 from gateway.serving.registry import Models, Servable, State, VersionStatus
@@ -132,6 +133,7 @@ def spec_from_wire(data: Mapping[str, Any]) -> ModelSpecConfig:
         num_versions=int(data["num_versions"]),
         versions=tuple(int(v) for v in data["versions"]),
         labels={str(k): int(v) for k, v in data["labels"].items()},
+        logging=None if data.get("logging") is None else RequestLogging(**data["logging"]),
     )
 
 

@@ -27,6 +27,7 @@ from dataclasses import dataclass
 from gateway.observability.call_record import CURRENT, Call
 from gateway.observability.metrics import GatewayMetrics
 from gateway.observability.model_stats import NS, record_run
+from gateway.observability.server_timing import note_batch
 from gateway.observability.span_records import BatchSpan
 from gateway.observability.tfs_metrics import RUNTIME_APIS, TF_SERVING, TfServingMetrics
 from gateway.observability.tracing import Tracing
@@ -49,7 +50,8 @@ class QueueLabels:
 
 
 class QueueObserver:
-    """A :class:`~gateway.batching.observer.BatchObserver` recording one queue."""
+    """A :class:`~gateway.batching.observer.BatchObserver` recording one queue. ``timed``: each
+    member's call record gets its batch's figures (``--enable_server_timing``)."""
 
     def __init__(
         self,
@@ -57,11 +59,14 @@ class QueueObserver:
         tfs: TfServingMetrics | None,
         metrics: GatewayMetrics | None,
         tracing: Tracing | None,
+        *,
+        timed: bool = False,
     ) -> None:
         self.labels = labels
         self.tfs = tfs
         self.metrics = metrics
         self.tracing = tracing
+        self.timed = timed
         kept = None if metrics is None else metrics.model_stats
         self.stats = None if kept is None else kept.of(labels.model, labels.version)
         """This version's statistics (:mod:`model_stats`), kept with the metrics."""
@@ -84,7 +89,7 @@ class QueueObserver:
         if metered:
             self._metrics(queue_waits_s, sizes, rows, padded)
         batch = None if self.tracing is None else self._batch_span(tags, queue_waits_s)
-        if batch is None and not metered:
+        if batch is None and not metered and not self.timed:
             return None
         return BatchNote(self, tags, queue_waits_s, rows, padded, batch)
 
@@ -170,6 +175,10 @@ class BatchNote:
             record_run(queue.stats, self.waits, run_s, self.rows, self.padded, compute_us)
         if result is not None and queue.metrics is not None:
             queue.metrics.compute.observe((labels.model, labels.version), result.compute_us / 1e6)
+        if result is not None and queue.timed:
+            for tag, wait in zip(self.tags, self.waits, strict=True):
+                if isinstance(tag, Call):
+                    note_batch(tag, wait, self.rows, result.compute_us / 1e6)
         if result is not None and queue.tfs is not None:
             for tag, wait in zip(self.tags, self.waits, strict=True):
                 # TF Serving's runtime_latency: its own API's calls only

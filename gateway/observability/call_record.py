@@ -28,6 +28,9 @@ class Call:
     request names none), ``version`` (the version asked for; None when not known), ``status``
     (canonical code name, once it ended), ``rows`` (rows of the request, where known; None
     otherwise). Set when it ends: ``elapsed_s``. ``span``: its server span when sampled.
+    With ``--enable_server_timing``, its batch's figures
+    (:mod:`~gateway.observability.server_timing`): ``queue_s`` (None until it ran in a batch),
+    ``batch_rows``, ``compute_s``.
     """
 
     protocol: str
@@ -40,6 +43,9 @@ class Call:
     rows: int | None = None
     elapsed_s: float = 0.0
     span: ServerSpan | None = None
+    queue_s: float | None = None
+    batch_rows: int = 0
+    compute_s: float = 0.0
     ids_token: Token[Traced | None] | None = None
 
 

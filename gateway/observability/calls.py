@@ -24,16 +24,25 @@ from gateway.observability.tracing import Tracing
 
 
 class Recorder:
-    """Opens and closes calls against whichever of TF metrics, tensorgate metrics and tracing
-    are on (at least one)."""
+    """Opens and closes calls against whichever of TF metrics, tensorgate metrics, tracing and
+    server timing are on (at least one). ``timing``: the hooks put each call's
+    :mod:`~gateway.observability.server_timing` value on its answer."""
 
     def __init__(
-        self, tfs: TfServingMetrics | None, metrics: GatewayMetrics | None, tracing: Tracing | None
+        self,
+        tfs: TfServingMetrics | None,
+        metrics: GatewayMetrics | None,
+        tracing: Tracing | None,
+        *,
+        timing: bool = False,
     ) -> None:
         self.tfs = tfs
         self.metrics = metrics
         self.tracing = tracing
-        self.needs_parent = metrics is None and tracing is not None and not tracing.roots
+        self.timing = timing
+        self.needs_parent = (
+            metrics is None and not timing and tracing is not None and not tracing.roots
+        )
         """True when only a sampled parent can make a call worth opening (no metrics, and the
         sampler never samples a root): the hooks then pass calls without a traceparent through
         untouched."""

@@ -7,8 +7,11 @@ Each call gets a server span (continuing a W3C ``traceparent`` from its metadata
 OpenTelemetry's RPC conventions: ``rpc.system``, ``rpc.service``, ``rpc.method``,
 ``rpc.grpc.status_code``) and a call record: its protocol, method, the model its request names and,
 once it succeeded, the rows the service says it carries (TF Serving's metrics are an output format
-of these records: :meth:`~gateway.observability.tfs_metrics.TfServingMetrics.record_call`). Health
-and reflection calls pass untouched.
+of these records: :meth:`~gateway.observability.tfs_metrics.TfServingMetrics.record_call`). With
+``--enable_server_timing`` a successful answer's trailing metadata carries ``server-timing``
+(:mod:`~gateway.observability.server_timing`), and a successful call of a method the protocol
+can log (``log_as``) is offered to the request log (:mod:`~gateway.observability.request_log`).
+Health and reflection calls pass untouched.
 
 Why not a ``grpc.aio.ServerInterceptor``: grpc.aio runs every call through its interceptors'
 coroutine chain (two coroutine frames and a ``functools.partial`` per interceptor) before the
@@ -25,9 +28,11 @@ from typing import Any
 
 import grpc
 
+from gateway.observability import server_timing
 from gateway.observability.calls import Recorder
+from gateway.observability.request_log import RequestLog
 from gateway.transport.gate import Handler, Registrar, ServiceRegistry
-from gateway.transport.surface import GrpcService, ModelOf
+from gateway.transport.surface import GrpcService, LogAs, ModelOf
 
 SERVER_ERRORS = frozenset(
     {"UNKNOWN", "DEADLINE_EXCEEDED", "UNIMPLEMENTED", "INTERNAL", "UNAVAILABLE", "DATA_LOSS"}
@@ -45,10 +50,15 @@ class ObservingRegistry(Registrar):
     name would be found first), so a call without a ``traceparent`` gets the unwrapped handler."""
 
     def __init__(
-        self, recorder: Recorder, server: ServiceRegistry, services: Iterable[GrpcService]
+        self,
+        recorder: Recorder | None,
+        server: ServiceRegistry,
+        services: Iterable[GrpcService],
+        request_log: RequestLog | None = None,
     ) -> None:
         super().__init__(server)
         self.recorder = recorder
+        self.request_log = request_log
         self.observed = {s.name: (s, s.model_of) for s in services if s.model_of is not None}
         """Service name → the service and how to tell a request's model."""
 
@@ -56,7 +66,8 @@ class ObservingRegistry(Registrar):
         described = self.observed.get(service)
         if described is not None:
             observed = {name: self._wrap(*described, name, h) for name, h in handlers.items()}
-            if self.recorder.needs_parent:
+            recorder = self.recorder
+            if recorder is not None and recorder.needs_parent and self.request_log is None:
                 dispatch = ParentDispatch(service, handlers, observed)
                 self._server.add_generic_rpc_handlers((dispatch,))
                 return
@@ -68,15 +79,52 @@ class ObservingRegistry(Registrar):
     ) -> Handler:
         if handler.unary_unary is None:
             return handler
-        observed = self._observe(service, model_of, name, handler.unary_unary)
+        log_as = None if self.request_log is None else service.log_as.get(name)
+        if self.recorder is not None:
+            observed = self._observe(service, model_of, name, handler.unary_unary, log_as)
+        elif log_as is not None:
+            observed = self._logged(model_of, handler.unary_unary, log_as)
+        else:
+            return handler
         return handler._replace(unary_unary=observed)
 
+    def _logged(self, model_of: ModelOf, inner: Behavior, log_as: LogAs) -> Behavior:
+        """``inner`` with its successful calls offered to the request log (nothing else on)."""
+        offer = self._offer(model_of, log_as)
+
+        async def behavior(request: Any, context: grpc.aio.ServicerContext) -> Any:
+            response = await inner(request, context)
+            offer(request, response)
+            return response
+
+        return behavior
+
+    def _offer(self, model_of: ModelOf, log_as: LogAs) -> Callable[[Any, Any], None]:
+        """Offers one successful call (request, response) to the request log."""
+        request_log = self.request_log
+        if request_log is None:
+            raise ValueError("no request log")
+
+        def offer(request: Any, response: Any) -> None:
+            request_log.offer(model_of(request), log_as, request, response)
+
+        return offer
+
     def _observe(
-        self, service: GrpcService, model_of: ModelOf, api: str, inner: Behavior
+        self,
+        service: GrpcService,
+        model_of: ModelOf,
+        api: str,
+        inner: Behavior,
+        log_as: LogAs | None,
     ) -> Behavior:
         recorder = self.recorder
+        if recorder is None:
+            raise ValueError("no recorder")
+        offer = None if log_as is None else self._offer(model_of, log_as)
         protocol, rows_of = service.protocol, service.rows_of.get(api)
         span_name = f"{service.name}/{api}"
+        timed = recorder.timing
         attributes = {"rpc.system": "grpc", "rpc.service": service.name, "rpc.method": api}
 
         async def behavior(request: Any, context: grpc.aio.ServicerContext) -> Any:
@@ -92,7 +140,13 @@ class ObservingRegistry(Registrar):
             )
             status = "OK"
             try:
-                return await inner(request, context)
+                response = await inner(request, context)
+                if offer is not None:
+                    offer(request, response)
+                if timed:
+                    timing = server_timing.value(call)
+                    context.set_trailing_metadata(((server_timing.METADATA_KEY, timing),))
+                return response
             except asyncio.CancelledError:
                 status = "CANCELLED"
                 raise

@@ -24,11 +24,12 @@ from gateway.observability.calls import Recorder
 from gateway.observability.metrics import GatewayCollector, GatewayMetrics, registry_of
 from gateway.observability.model_stats import ModelStats
 from gateway.observability.page import MetricsPage, metrics_path
+from gateway.observability.request_log import RequestLog
 from gateway.observability.tfs_metrics import TfServingMetrics
 from gateway.observability.tracing import Tracing
 from gateway.observability.workers import WorkerFigures
 from gateway.parallel.pool import WorkerPool
-from gateway.serving.registry import Registry, Servable, State
+from gateway.serving.registry import Models, Registry, Servable, State
 from gateway.transport.gate import ServiceRegistry
 from gateway.transport.http.routes import ExtraRoute, Observe
 from gateway.transport.surface import GrpcService
@@ -37,25 +38,39 @@ log = logging.getLogger(__name__)
 
 
 class Observability:
-    """Metrics (when ``page_path`` is set) and tracing (when ``tracing`` is given).
+    """Metrics (when ``page_path`` is set), tracing (when ``tracing`` is given) and server timing
+    (when ``server_timing``: :mod:`~gateway.observability.server_timing`).
 
     ``thread_pool``: the batch thread pool's name with ``--enable_batching`` (TF's batching
-    metrics are recorded only then), else None.
+    metrics are recorded only then), else None. ``log_limits``: each request log writer's
+    (``--request_log_max_pending``, ``--request_log_max_file_bytes``); None: no request logging
+    (tests of the other outputs, and a server without a config file or the management API: only
+    a model config can ask for logging, so nothing of it is then on the request path).
     """
 
     def __init__(
-        self, *, page_path: str | None, tracing: Tracing | None, thread_pool: str | None = None
+        self,
+        *,
+        page_path: str | None,
+        tracing: Tracing | None,
+        thread_pool: str | None = None,
+        server_timing: bool = False,
+        log_limits: tuple[int, int] | None = None,
     ) -> None:
         self.page_path = page_path
+        self.log_limits = log_limits
+        self.request_log: RequestLog | None = None
+        """The request log, once :meth:`grpc_registry` made it (when ``log_limits`` is set)."""
         self.tracing = tracing
         self.thread_pool = thread_pool
+        self.server_timing = server_timing
         self.tfs = TfServingMetrics() if page_path else None
         self.metrics = GatewayMetrics() if page_path else None
         self.recorder = None
         self._warmups_seen: dict[tuple[str, int], object] = {}
         """(model, version) → the warmup reports already recorded (a reload brings new ones)."""
-        if page_path or tracing:
-            self.recorder = Recorder(self.tfs, self.metrics, tracing)
+        if page_path or tracing or server_timing:
+            self.recorder = Recorder(self.tfs, self.metrics, tracing, timing=server_timing)
 
     @classmethod
     def from_settings(
@@ -74,6 +89,10 @@ class Observability:
             page_path=path,
             tracing=Tracing.from_environment(env),
             thread_pool=pool,
+            server_timing=settings.enable_server_timing,
+            log_limits=(settings.request_log_max_pending, settings.request_log_max_file_bytes)
+            if settings.model_config_file or settings.enable_model_management_api
+            else None,
         )
 
     @property
@@ -82,14 +101,23 @@ class Observability:
         return None if self.metrics is None else self.metrics.model_stats
 
     def grpc_registry(
-        self, server: ServiceRegistry, services: Iterable[GrpcService]
+        self, server: ServiceRegistry, services: Iterable[GrpcService], models: Models | None = None
     ) -> ServiceRegistry:
-        """Where to register the gRPC services: ``server`` itself when nothing is recorded, else
-        an :class:`~gateway.observability.grpc_hook.ObservingRegistry` in front of it, observing
-        the calls of ``services`` that have a ``model_of``."""
-        if self.recorder is None:
+        """Where to register the gRPC services: ``server`` itself when nothing is recorded or
+        logged, else an :class:`~gateway.observability.grpc_hook.ObservingRegistry` in front of
+        it, observing the calls of ``services`` that have a ``model_of`` and offering their
+        loggable calls to the request log of ``models``' config in force (with ``log_limits``)."""
+        if models is not None and self.log_limits is not None:
+            max_pending, max_file_bytes = self.log_limits
+            self.request_log = RequestLog(
+                models.specs,
+                max_pending=max_pending,
+                max_file_bytes=max_file_bytes,
+                dropped=None if self.metrics is None else self.metrics.log_dropped,
+            )
+        if self.recorder is None and self.request_log is None:
             return server
-        return grpc_hook.ObservingRegistry(self.recorder, server, services)
+        return grpc_hook.ObservingRegistry(self.recorder, server, services, self.request_log)
 
     def rest_observer(self) -> Observe | None:
         """The HTTP server's observer of API calls (None when nothing is recorded)."""
@@ -115,7 +143,7 @@ class Observability:
             inputs=len(signature.inputs) if signature is not None else 1,
             thread_pool=self.thread_pool,
         )
-        return QueueObserver(labels, self.tfs, self.metrics, self.tracing)
+        return QueueObserver(labels, self.tfs, self.metrics, self.tracing, timed=self.server_timing)
 
     def record_warmups(self, models: Registry) -> None:
         """Export each version's warmup once it serves (TF Serving's ``model_warmup_latency`` and
@@ -144,9 +172,13 @@ class Observability:
         """One line for the start-up log."""
         metrics = f"metrics at {self.page_path}" if self.page_path else "no metrics page"
         tracing = "tracing on" if self.tracing else "tracing off"
-        return f"Observability: {metrics}, {tracing}"
+        timing = ", server timing on" if self.server_timing else ""
+        return f"Observability: {metrics}, {tracing}{timing}"
 
     async def close(self) -> None:
-        """Export the spans still queued (blocking work, off the loop)."""
+        """Write the request log's queued records and export the spans still queued (blocking
+        work, off the loop)."""
+        if self.request_log is not None:
+            await self.request_log.close()
         if self.tracing is not None:
             await asyncio.to_thread(self.tracing.shutdown)

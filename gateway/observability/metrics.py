@@ -14,6 +14,8 @@ Recorded on the loop into :mod:`~gateway.observability.cells` and written by pro
 - ``tensorgate_batch_size`` histogram {model_name, version}: rows per batch (padding excluded);
 - ``tensorgate_requests_refused_total`` counter {model_name, reason}: ``queue_full``, ``deadline``
   (it would have waited past its deadline) or ``expired`` (dropped while queued);
+- ``tensorgate_request_log_dropped_total`` counter {model_name}: sampled calls not logged because
+  their log writer's queue was full (:mod:`~gateway.observability.request_log`);
 
 plus the per-worker figures of :mod:`gateway.observability.workers` (model load time among them).
 Each model version's statistics (:mod:`~gateway.observability.model_stats`) are kept beside them,
@@ -62,6 +64,7 @@ class GatewayMetrics:
         self.runs_in = Counter(("model_name", "version", "runs_in"))
         """Front ends that send a version's batches to ``frontend`` (their own session) or to
         the ``workers`` (a count per front end: summed over front ends like a counter)."""
+        self.log_dropped = Counter(("model_name",))
         self.model_stats = ModelStats()
 
 
@@ -122,6 +125,14 @@ class GatewayCollector(Collector):
         for labels, value in m.runs_in.items():
             runs_in.add_metric(list(labels), value)
         yield runs_in
+        dropped = CounterMetricFamily(
+            "tensorgate_request_log_dropped",
+            "Sampled calls not logged because their log writer's queue was full.",
+            labels=list(m.log_dropped.label_names),
+        )
+        for labels, value in m.log_dropped.items():
+            dropped.add_metric(list(labels), value)
+        yield dropped
         yield from self.live()
 
 

@@ -6,8 +6,10 @@ The call's meaning comes from its API's parse of the request line
 template), never from parsing URLs here. Each call gets a server span named
 ``<METHOD> <route>`` (continuing a W3C ``traceparent`` header; attributes from OpenTelemetry's
 HTTP conventions) and a call record (TF Serving's REST metrics are an output format of these
-records: :meth:`~gateway.observability.tfs_metrics.TfServingMetrics.record_call`). Exact routes
-and probes (the metrics page, ``/healthz``) are not API calls and pass untouched.
+records: :meth:`~gateway.observability.tfs_metrics.TfServingMetrics.record_call`); with
+``--enable_server_timing`` each answer gets a ``Server-Timing`` header
+(:mod:`~gateway.observability.server_timing`). Exact routes and probes (the metrics page,
+``/healthz``) are not API calls and pass untouched.
 """
 
 from __future__ import annotations
@@ -17,13 +19,16 @@ from typing import Any
 
 from aiohttp import web
 
+from gateway.observability import server_timing
 from gateway.observability.calls import Recorder
 from gateway.transport.http.json_error import STATUS_KEY
 from gateway.transport.http.routes import Answer, ApiCall, Observe
 
 
 def observer(recorder: Recorder) -> Observe:
-    """The observer recording into ``recorder``."""
+    """The observer recording into ``recorder`` (and, with ``recorder.timing``, putting a
+    ``Server-Timing`` header on every answer not yet sent)."""
+    timed = recorder.timing
 
     async def observe(
         request: web.BaseRequest, api: ApiCall[Any], answer: Answer
@@ -54,6 +59,8 @@ def observer(recorder: Recorder) -> Observe:
         call.status = "INTERNAL"
         try:
             response = await answer()
+            if timed and not response.prepared:
+                response.headers[server_timing.HEADER] = server_timing.value(call)
             http = response.status
             call.status = response.get(STATUS_KEY, "OK" if http < 400 else "UNKNOWN")
             return response

@@ -4,7 +4,8 @@ gRPC, the ``/v1/`` REST API, both over one :class:`~gateway.serving.core.Serving
 
 PredictionService's calls count against ``--max_concurrent_requests``; ModelService's (status,
 reload) do not. Observability learns a call's model from its request's ``model_spec`` (a
-MultiInference's first task's) and a MultiInference's rows from its examples.
+MultiInference's first task's) and a MultiInference's rows from its examples; request logging
+writes PredictionService's calls as :mod:`~gateway.tfserving.request_log` makes them.
 """
 
 from __future__ import annotations
@@ -24,6 +25,7 @@ from gateway.serving.core import ServingCore
 from gateway.tfserving import PROTOCOL
 from gateway.tfserving.codec import inference_messages, messages
 from gateway.tfserving.grpc import ModelService, PredictionService
+from gateway.tfserving.request_log import LOG_AS
 from gateway.tfserving.rest.examples import ClassifyRegressHandler
 from gateway.tfserving.rest.routes import TfServingRest
 from gateway.transport.gate import EncodedResponses, ServiceRegistry
@@ -92,6 +94,7 @@ class TfServingSurface:
                 bounded=True,
                 model_of=messages.model_name,
                 rows_of={"MultiInference": inference_messages.example_count},
+                log_as=LOG_AS,
             ),
             GrpcService(
                 MODEL_SERVICE,

@@ -29,6 +29,22 @@ RowsOf = Callable[[Any], int]
 """A request → the rows (examples, instances) it carries."""
 
 
+@dataclass(frozen=True, slots=True)
+class Sampled:
+    """What request logging records of a sampled call beside its request and response (TF
+    Serving's ``LogMetadata``): its model's ``sampling_rate`` and ``attributes``, and when it was
+    answered (``timestamp_secs``, seconds since the Unix epoch)."""
+
+    sampling_rate: float
+    attributes: int
+    timestamp_secs: int
+
+
+LogAs = Callable[[Any, Any, Sampled], bytes]
+"""A successful call's request and response → one framed TFRecord record holding its
+``tensorflow.serving.PredictionLog``; called off the event loop, in the request log's writer."""
+
+
 @dataclass(frozen=True)
 class GrpcService:
     """One gRPC service of a protocol.
@@ -39,6 +55,8 @@ class GrpcService:
     count against ``--max_concurrent_requests``. ``model_of``: the model a call's request names,
     for metrics and traces (None: the service's calls are not observed). ``rows_of``: per method,
     the rows its request carries, where that is cheap to know (observability's ``rows``).
+    ``log_as``: per method, how a sampled call is logged (request logging, ``logging_config``);
+    methods not listed are never logged.
     """
 
     name: str
@@ -47,6 +65,7 @@ class GrpcService:
     bounded: bool = False
     model_of: ModelOf | None = None
     rows_of: Mapping[str, RowsOf] = field(default_factory=dict)
+    log_as: Mapping[str, LogAs] = field(default_factory=dict)
 
 
 class ProtocolSurface(Protocol):

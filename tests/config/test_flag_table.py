@@ -96,6 +96,10 @@ TENSORGATE_FLAGS = {
     "grpc_max_pending_requests",
     "auth_token_file",
     "auth_open_paths",
+    "enable_server_timing",
+    "request_log_max_pending",
+    "request_log_max_file_bytes",
+    "enable_api_docs",
 }
 
 

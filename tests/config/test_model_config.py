@@ -192,7 +192,7 @@ def test_unreadable_files(workdir: Path) -> None:
         ),
         (
             'config { name: "a" base_path: "/a" logging_config {} }',
-            "model a: logging_config (request logging) is not supported yet",
+            "model a: logging_config: log collector type '' is unknown; tensorgate has: file",
         ),
     ],
 )

@@ -1,0 +1,176 @@
+"""The REST APIs described (``--enable_api_docs``): each protocol's OpenAPI 3.1 document at
+``<prefix>/docs/openapi.json`` and a Swagger UI page at ``<prefix>/docs`` (``/v1`` for TF
+Serving's API, ``/v2`` for the Open Inference Protocol's).
+
+A document is built at each request from the models served then (its protocol's builder:
+:mod:`gateway.tfserving.rest.openapi`, :mod:`gateway.v2.rest.openapi`), so a model loaded later
+is in the next one. The page is Swagger UI 5 (``swagger-ui-dist`` from npm, vendored in
+``swagger_ui/`` with its licence: no CDN, nothing fetched at run time) pointed at the document;
+its two assets are served at :data:`ASSETS`. The routes are exact routes of the HTTP server
+(answered before any API, GET and HEAD only: 405 otherwise).
+"""
+
+from __future__ import annotations
+
+import json
+from collections.abc import Callable, Mapping
+from importlib import resources
+from typing import Any
+
+from aiohttp import web
+
+from gateway.transport.http.json_error import error_body
+from gateway.transport.http.routes import ExtraRoute, Routes
+
+Document = Callable[[], Mapping[str, Any]]
+"""Builds one protocol's OpenAPI document (a JSON-ready mapping) from the models served now."""
+
+ASSETS = "/docs/swagger-ui/"
+"""Where Swagger UI's script and style sheet are served."""
+
+_FILES = {"swagger-ui-bundle.js": "text/javascript", "swagger-ui.css": "text/css"}
+
+PAGE = """<!DOCTYPE html>
+<html lang="en">
+<head>
+<meta charset="utf-8">
+<title>{title}</title>
+<link rel="stylesheet" href="{assets}swagger-ui.css">
+</head>
+<body>
+<div id="swagger-ui"></div>
+<script src="{assets}swagger-ui-bundle.js"></script>
+<script>
+window.ui = SwaggerUIBundle({{url: "{url}", dom_id: "#swagger-ui", deepLinking: true}});
+</script>
+</body>
+</html>
+"""
+
+
+ERRORS = {
+    "4XX": {"$ref": "#/components/responses/Error"},
+    "5XX": {"$ref": "#/components/responses/Error"},
+}
+"""The error answers of every operation (``{"error": "..."}``), by status class."""
+
+
+def operation(summary: str, response: Any, body: Any = None) -> dict[str, Any]:
+    """An operation answering 200 with a JSON ``response`` schema (and :data:`ERRORS`), taking a
+    required JSON ``body`` schema when one is given."""
+    described: dict[str, Any] = {
+        "summary": summary,
+        "responses": {
+            "200": {"description": "OK", "content": {"application/json": {"schema": response}}},
+            **ERRORS,
+        },
+    }
+    if body is not None:
+        described["requestBody"] = {
+            "required": True,
+            "content": {"application/json": {"schema": body}},
+        }
+    return described
+
+
+def skeleton(title: str, description: str, paths: Mapping[str, Any]) -> dict[str, Any]:
+    """An OpenAPI 3.1 document of ``paths`` whose operations refer to :data:`ERRORS`."""
+    error = {
+        "type": "object",
+        "required": ["error"],
+        "properties": {"error": {"type": "string"}},
+    }
+    return {
+        "openapi": "3.1.0",
+        "info": {"title": title, "version": "1", "description": description},
+        "paths": dict(paths),
+        "components": {
+            "responses": {
+                "Error": {
+                    "description": "The call failed; the message says why.",
+                    "content": {"application/json": {"schema": error}},
+                }
+            }
+        },
+    }
+
+
+_INTEGERS = {
+    "int8": (-(2**7), 2**7 - 1),
+    "int16": (-(2**15), 2**15 - 1),
+    "int32": (-(2**31), 2**31 - 1),
+    "int64": (-(2**63), 2**63 - 1),
+    "uint8": (0, 2**8 - 1),
+    "uint16": (0, 2**16 - 1),
+    "uint32": (0, 2**32 - 1),
+    "uint64": (0, 2**64 - 1),
+}
+_FLOAT_MAX = {
+    "float16": 65504.0,
+    "bfloat16": 3.3895313892515355e38,
+    "float32": 3.4028234663852886e38,
+}
+NON_FINITE = {
+    "description": "A number; NaN, Infinity and -Infinity are written as those literals, which "
+    "are not JSON numbers (JSON Schema has no type for them, so none is given here).",
+}
+"""A float in an answer: a number, or one of the literals TF Serving's JSON writes."""
+
+
+def number_schema(dtype: str, *, answer: bool = False) -> dict[str, Any]:
+    """The JSON schema of one non-string value of canonical dtype ``dtype`` (``float32``, ...):
+    integers within their type's range, booleans, floats within their finite range — or, in an
+    ``answer``, any float (:data:`NON_FINITE`)."""
+    if dtype == "bool":
+        return {"type": "boolean"}
+    if dtype in _INTEGERS:
+        low, high = _INTEGERS[dtype]
+        return {"type": "integer", "minimum": low, "maximum": high}
+    if answer:
+        return dict(NON_FINITE)
+    top = _FLOAT_MAX.get(dtype)
+    if top is None:
+        return {"type": "number"}
+    return {"type": "number", "minimum": -top, "maximum": top}
+
+
+def add_docs(routes: Routes, documents: Mapping[str, tuple[str, Document]]) -> None:
+    """Route each ``prefix → (title, document)``'s page and document, and the page's assets."""
+    for prefix, (title, document) in documents.items():
+        url = f"{prefix}/docs/openapi.json"
+        page = PAGE.format(title=title, assets=ASSETS, url=url).encode()
+        routes.add_exact(f"{prefix}/docs", _static(page, "text/html"))
+        routes.add_exact(url, _document(document))
+    folder = resources.files(__package__) / "swagger_ui"
+    for name, content_type in _FILES.items():
+        routes.add_exact(ASSETS + name, _static((folder / name).read_bytes(), content_type))
+
+
+def _refused(request: web.BaseRequest) -> web.Response | None:
+    if request.method in ("GET", "HEAD"):
+        return None
+    body = error_body(f"Method {request.method} is not allowed here: use GET")
+    return web.Response(
+        status=405, body=body, content_type="application/json", headers={"Allow": "GET, HEAD"}
+    )
+
+
+def _static(body: bytes, content_type: str) -> ExtraRoute:
+    async def serve(request: web.BaseRequest) -> web.StreamResponse:
+        refused = _refused(request)
+        if refused is not None:
+            return refused
+        return web.Response(body=body, content_type=content_type)
+
+    return serve
+
+
+def _document(document: Document) -> ExtraRoute:
+    async def serve(request: web.BaseRequest) -> web.StreamResponse:
+        refused = _refused(request)
+        if refused is not None:
+            return refused
+        body = json.dumps(document(), separators=(",", ":")).encode()
+        return web.Response(body=body, content_type="application/json")
+
+    return serve

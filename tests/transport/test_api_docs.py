@@ -1,0 +1,80 @@
+"""The REST APIs' OpenAPI documents from signatures (the e2e tests run them against a live
+server): value ranges per dtype, one array level per dimension, answers that allow what requests
+may not, a model with no version available left out, and both documents valid OpenAPI 3.1."""
+
+from __future__ import annotations
+
+from typing import Any
+
+import numpy as np
+from openapi_spec_validator import validate
+
+from gateway.errors import NotFound
+from gateway.serving.registry import Servable
+from gateway.serving.signature import Signature, TensorSpec
+from gateway.tfserving.rest import openapi as v1
+from gateway.transport.http.docs import NON_FINITE, number_schema
+from gateway.v2.rest import openapi as v2
+
+PAIR = Signature(
+    "serving_default",
+    (TensorSpec("a", "float32", (-1, 3)), TensorSpec("b", "string", (-1,))),
+    (TensorSpec("y", "int8", (-1, 2, -1)),),
+    "tensorflow/serving/predict",
+)
+
+
+class _Models:
+    """Two models: ``pair`` serving, ``loading`` with no version available yet."""
+
+    def model_names(self) -> list[str]:
+        return ["pair", "loading"]
+
+    def resolve(self, name: str, version: int | None = None, label: str | None = None) -> Any:
+        if name != "pair":
+            raise NotFound(f"no version of {name}")
+        return Servable("pair", 1, "pair:1", "onnx", {"serving_default": PAIR})
+
+
+def test_values_stay_within_their_dtype() -> None:
+    top = float(np.finfo(np.float32).max)
+    assert number_schema("float32") == {"type": "number", "minimum": -top, "maximum": top}
+    assert number_schema("uint8") == {"type": "integer", "minimum": 0, "maximum": 255}
+    assert number_schema("int64")["minimum"] == -(2**63)
+    assert number_schema("bool") == {"type": "boolean"}
+    assert number_schema("float64") == {"type": "number"}
+    assert number_schema("float32", answer=True) == NON_FINITE  # NaN / Infinity literals
+
+
+def test_a_tensor_is_one_array_level_per_dimension() -> None:
+    y = PAIR.outputs[0]
+    row = v1.tensor_schema(y, row=True)
+    assert (row["minItems"], row["maxItems"]) == (2, 2)
+    assert row["items"]["minItems"] == 1  # a dynamic dimension of a request
+    assert row["items"]["items"] == number_schema("int8")
+    assert v1.tensor_schema(y, row=True, answer=True)["items"]["minItems"] == 0
+    assert v1.tensor_schema(TensorSpec("any", "float32", None), row=False) == {}
+
+
+def test_the_v1_document_has_each_serving_model_and_is_valid() -> None:
+    document = v1.document(_Models())  # type: ignore[arg-type]
+    validate(document)
+    paths = document["paths"]
+    assert "/v1/models/pair:predict" in paths and "/v1/models/loading" not in paths
+    body = paths["/v1/models/pair:predict"]["post"]["requestBody"]["content"]["application/json"]
+    rows, _ = body["schema"]["anyOf"]
+    item = rows["properties"]["instances"]["items"]
+    assert item["required"] == ["a", "b"]
+    assert item["properties"]["b"] == v1.value_schema(PAIR.inputs[1], answer=False)
+
+
+def test_the_v2_document_has_each_serving_model_and_is_valid() -> None:
+    document = v2.document(_Models())  # type: ignore[arg-type]
+    validate(document)
+    paths = document["paths"]
+    assert "/v2/models/pair/infer" in paths and "/v2/models/loading" not in paths
+    schema = paths["/v2/models/pair/infer"]["post"]["requestBody"]["content"]["application/json"]
+    inputs = schema["schema"]["properties"]["inputs"]
+    assert (inputs["minItems"], inputs["maxItems"]) == (2, 2)
+    names = [item["properties"]["name"] for item in inputs["items"]["anyOf"]]
+    assert names == [{"const": "a"}, {"const": "b"}]
