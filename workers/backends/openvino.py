@@ -4,8 +4,9 @@ OpenVINO is the optional second runtime (``pip install 'tensorgate[openvino]'``)
 only by the first load, and a load without it is FAILED_PRECONDITION naming the extra. A
 SavedModel is read by OpenVINO's TensorFlow frontend, without TensorFlow: its ``serving_default``
 signature becomes the model (input and output names are the signature's aliases, dtypes and
-shapes as converted); one that does not convert (e.g. a graph that parses ``tf.Example`` strings)
-is FAILED_PRECONDITION with OpenVINO's reason. Other signatures of the SavedModel are not served.
+shapes as converted); one that does not convert (a graph that parses ``tf.Example`` strings, an
+input of unknown rank, which the CPU plugin cannot compile) is FAILED_PRECONDITION with
+OpenVINO's reason. Other signatures of the SavedModel are not served.
 
 Compiled for the CPU with exactly the gateway's threads: ``INFERENCE_NUM_THREADS`` = intra-op
 threads, one stream (the worker runs one batch at a time), no thread pinning (several workers
@@ -144,6 +145,20 @@ class OpenVinoModel:
         pass
 
 
+def compile_config(precision: str, intra_op: int) -> dict[str, Any]:
+    """The CPU plugin's configuration for a model served at ``precision`` (``fp32`` or ``bf16``;
+    KeyError otherwise) on ``intra_op`` threads: every setting that OpenVINO would otherwise
+    derive from the hardware is written out."""
+    return {
+        "INFERENCE_PRECISION_HINT": PRECISIONS[precision],
+        "INFERENCE_NUM_THREADS": intra_op,
+        "NUM_STREAMS": 1,
+        "PERFORMANCE_HINT": "LATENCY",
+        "ENABLE_CPU_PINNING": False,
+        "ENABLE_HYPER_THREADING": False,
+    }
+
+
 def _openvino() -> Any:
     try:
         import openvino
@@ -166,8 +181,7 @@ def load(
     at ``precision`` (``fp32`` or ``bf16``) with ``intra_op`` (>= 1) threads.
     WorkerError INVALID_ARGUMENT for a bad precision or thread count, NOT_FOUND for a missing
     path, FAILED_PRECONDITION when OpenVINO is missing or the model does not convert."""
-    hint = PRECISIONS.get(precision)
-    if hint is None:
+    if precision not in PRECISIONS:
         raise WorkerError(
             "INVALID_ARGUMENT",
             f"OpenVINO precision must be one of {sorted(PRECISIONS)}, got {precision!r}",
@@ -178,13 +192,7 @@ def load(
         raise WorkerError("NOT_FOUND", f"model {path} does not exist")
     ov = _openvino()
     core = ov.Core()
-    config = {
-        "INFERENCE_PRECISION_HINT": hint,
-        "INFERENCE_NUM_THREADS": intra_op,
-        "NUM_STREAMS": 1,
-        "PERFORMANCE_HINT": "LATENCY",
-        "ENABLE_CPU_PINNING": False,
-    }
+    config = compile_config(precision, intra_op)
     try:
         model = core.read_model(path)
     except MemoryError:
@@ -201,7 +209,7 @@ def load(
     except Exception as exc:
         reason = " ".join(str(exc).split())
         raise WorkerError(
-            "FAILED_PRECONDITION", f"OpenVINO cannot compile model {path}: {reason}"
+            "FAILED_PRECONDITION", f"model {path} does not convert to OpenVINO: {reason}"
         ) from None
     loaded = OpenVinoModel(
         path, compiled, saved_model=os.path.isdir(path), max_output_bytes=max_output_bytes
