@@ -36,7 +36,7 @@ class RuntimeChoice:
         if self.runtime == OPENVINO:
             return self
         if self.runtime != NATIVE.get(platform):
-            raise ValueError(f"runtime {self.runtime} cannot serve a {platform} model")
+            raise ValueError(f"runtime {self.runtime} cannot serve {platform} models")
         return None
 
 

@@ -1,0 +1,105 @@
+"""A real gateway serving models on OpenVINO (``--model_runtimes``) in an environment where
+TensorFlow cannot be imported: the official TF Serving client (its own process, with TensorFlow)
+against a SavedModel, the runtime and precision in V2's model metadata, and a gateway whose
+workers lack OpenVINO reporting the load error while it serves on."""
+
+from __future__ import annotations
+
+import json
+import subprocess
+import sys
+from collections.abc import Iterator
+from pathlib import Path
+
+import numpy as np
+import openvino as ov
+import pytest
+
+from tests.support.gateway_proc import GatewayProcess, free_port, running_gateway
+from tests.support.import_block import blocked_env
+from tests.support.onnx_models import mlp
+from tests.support.paths import SUPPORT
+from tests.support.rest import get
+from tests.support.tf_models_script import models_root
+
+CLIENT = SUPPORT / "tf_openvino_client_script.py"
+BF16_CPU = "BF16" in ov.Core().get_property("CPU", "OPTIMIZATION_CAPABILITIES")
+
+
+@pytest.fixture(scope="module")
+def repo(tmp_path_factory: pytest.TempPathFactory) -> Path:
+    """keras_seq (a SavedModel) and mlp (ONNX), in one config file."""
+    tf_root = models_root(tmp_path_factory.getbasetemp())
+    onnx_dir = tmp_path_factory.mktemp("ov_onnx")
+    mlp(onnx_dir / "1" / "model.onnx")
+    config = tmp_path_factory.mktemp("ov_config") / "models.config"
+    config.write_text(
+        "model_config_list {\n"
+        f'  config {{ name: "keras_seq" base_path: "{tf_root / "keras_seq"}" }}\n'
+        f'  config {{ name: "mlp" base_path: "{onnx_dir}" }}\n'
+        "}\n"
+    )
+    return config
+
+
+def _gateway(
+    repo: Path, root: Path, blocked: tuple[str, ...], runtimes: str
+) -> Iterator[GatewayProcess]:
+    args = [
+        f"--model_config_file={repo}",
+        f"--model_runtimes={runtimes}",
+        f"--rest_api_port={free_port()}",
+        "--workers=1",
+        "--max_num_load_retries=0",
+        "--file_system_poll_wait_seconds=0",
+    ]
+    env = blocked_env(root / "blocked", *blocked)
+    with running_gateway(args, root, env=env) as process:
+        yield process
+
+
+@pytest.fixture(scope="module")
+def gateway(repo: Path, tmp_path_factory: pytest.TempPathFactory) -> Iterator[GatewayProcess]:
+    """Every model on OpenVINO, mlp at bf16; TensorFlow unimportable in every process."""
+    root = tmp_path_factory.mktemp("ov_gateway")
+    yield from _gateway(repo, root, ("tensorflow",), "*=openvino,mlp=openvino:bf16")
+
+
+@pytest.mark.tfclient
+def test_official_client_on_a_saved_model_without_tensorflow(
+    gateway: GatewayProcess, repo: Path, tmp_path: Path
+) -> None:
+    saved_model = Path(repo.read_text().split('base_path: "')[1].split('"')[0]) / "1"
+    done = subprocess.run(
+        [sys.executable, str(CLIENT), gateway.target, "keras_seq", str(saved_model), str(tmp_path)],
+        capture_output=True,
+        text=True,
+        timeout=300,
+        check=False,
+    )
+    assert done.returncode == 0, done.stderr[-4000:]
+    result = json.loads((tmp_path / "result.json").read_text())
+    assert result["metadata"] == result["signature"]  # names, dtypes, shapes as TensorFlow's
+    assert result["method_name"] == "tensorflow/serving/predict"
+    with np.load(tmp_path / "served.npz") as served, np.load(tmp_path / "reference.npz") as ref:
+        assert sorted(served.files) == sorted(ref.files)
+        for name in ref.files:
+            assert served[name].dtype == ref[name].dtype
+            np.testing.assert_allclose(served[name], ref[name], rtol=1e-5)  # the README's fp32
+
+
+def test_runtime_and_precision_in_v2_metadata(gateway: GatewayProcess) -> None:
+    base = f"http://127.0.0.1:{gateway.rest_port}/v2/models"
+    assert get(f"{base}/keras_seq").json()["platform"] == "openvino_fp32"
+    bf16 = "openvino_bf16" if BF16_CPU else "openvino_fp32"  # as this CPU compiles it
+    assert get(f"{base}/mlp").json()["platform"] == bf16
+
+
+def test_missing_openvino_is_a_load_error(repo: Path, tmp_path: Path) -> None:
+    for gateway in _gateway(repo, tmp_path, ("openvino",), "mlp=openvino"):
+        rest = f"http://127.0.0.1:{gateway.rest_port}/v1/models"
+        status = get(f"{rest}/mlp").json()["model_version_status"][0]
+        assert status["state"] == "END"
+        assert status["status"]["error_code"] == "FAILED_PRECONDITION"
+        assert "pip install 'tensorgate[openvino]'" in status["status"]["error_message"]
+        assert get(f"{rest}/keras_seq").json()["model_version_status"][0]["state"] == "AVAILABLE"
