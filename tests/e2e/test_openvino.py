@@ -11,15 +11,18 @@ import sys
 from collections.abc import Iterator
 from pathlib import Path
 
+import grpc
 import numpy as np
 import openvino as ov
 import pytest
 
+from gateway._pb.tensorflow_serving.apis import prediction_service_pb2_grpc
 from tests.support.gateway_proc import GatewayProcess, free_port, running_gateway
+from tests.support.grpc_calls import predict_request
 from tests.support.import_block import blocked_env
 from tests.support.onnx_models import mlp
 from tests.support.paths import SUPPORT
-from tests.support.rest import get
+from tests.support.rest import get, post
 from tests.support.tf_models_script import models_root
 
 CLIENT = SUPPORT / "tf_openvino_client_script.py"
@@ -45,8 +48,11 @@ def repo(tmp_path_factory: pytest.TempPathFactory) -> Path:
 def _gateway(
     repo: Path, root: Path, blocked: tuple[str, ...], runtimes: str
 ) -> Iterator[GatewayProcess]:
+    monitoring = root / "monitoring.config"
+    monitoring.write_text("prometheus_config { enable: true }\n")
     args = [
         f"--model_config_file={repo}",
+        f"--monitoring_config_file={monitoring}",
         f"--model_runtimes={runtimes}",
         f"--rest_api_port={free_port()}",
         "--workers=1",
@@ -93,6 +99,21 @@ def test_runtime_and_precision_in_v2_metadata(gateway: GatewayProcess) -> None:
     assert get(f"{base}/keras_seq").json()["platform"] == "openvino_fp32"
     bf16 = "openvino_bf16" if BF16_CPU else "openvino_fp32"  # as this CPU compiles it
     assert get(f"{base}/mlp").json()["platform"] == bf16
+
+
+def test_runtime_and_precision_label_the_runtime_latency(gateway: GatewayProcess) -> None:
+    rest = f"http://127.0.0.1:{gateway.rest_port}"
+    reply = post(f"{rest}/v1/models/keras_seq:predict", {"instances": [[1.0], [2.0]]})
+    assert reply.json() == {"predictions": [[3.0], [5.0]]}
+    with grpc.insecure_channel(gateway.target) as channel:  # TF times its own API's runs
+        stub = prediction_service_pb2_grpc.PredictionServiceStub(channel)
+        x = np.ones((1, 64), np.float32)
+        for _ in range(2):
+            stub.Predict(predict_request("mlp", {"x": x}), timeout=30)
+    page = get(f"{rest}/monitoring/prometheus/metrics").body.decode()
+    runtime = "OpenVINO_BF16" if BF16_CPU else "OpenVINO_FP32"
+    series = f'model_name="mlp",API="Predict",runtime="{runtime}"'
+    assert f":tensorflow:serving:runtime_latency_count{{{series}}} 2" in page
 
 
 def test_missing_openvino_is_a_load_error(repo: Path, tmp_path: Path) -> None:
