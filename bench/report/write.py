@@ -9,11 +9,13 @@ import json
 from pathlib import Path
 from typing import Any
 
+from bench.measure import accuracy
 from bench.report.goal_rows import (
     COST,
     EARLIER,
     FRONTENDS,
     ISSUE,
+    OPENVINO,
     RELIABILITY,
     TRACING,
     V2,
@@ -55,6 +57,7 @@ def markdown(results: dict[str, Any], plots: list[str]) -> str:
     lines += _goal_table("Several front ends (issue 27)", results.get("goals", []), FRONTENDS)
     lines += _goal_table("What serving costs (issue 26)", results.get("goals", []), COST)
     lines += _goal_table("KServe v2 against the v2 peers (issue 28)", results.get("goals", []), V2)
+    lines += _goal_table("OpenVINO (issue 36)", results.get("goals", []), OPENVINO)
     peers = run.get("peer_venvs", {})
     if peers:
         lines += ["", "Peers: " + "; ".join(f"{k}: {', '.join(v)}" for k, v in peers.items())]
@@ -109,6 +112,9 @@ def markdown(results: dict[str, Any], plots: list[str]) -> str:
             "",
         ]
         lines += system_table(res["runs"])
+    if "openvino-accuracy" in sc:
+        lines += ["", "## ResNet50 outputs on OpenVINO (untimed)", ""]
+        lines += accuracy.table(sc["openvino-accuracy"])
     over = sc.get("overload", {})
     if any(isinstance(c, dict) and c.get("points") for c in over.values()):
         lines += ["", f"## Overload (open loop, deadline {over.get('timeout_s', 0):g} s)", ""]
