@@ -57,19 +57,29 @@ _TYPES: Final = {
 PREDICT_METHOD: Final = "tensorflow/serving/predict"
 
 
-def _spec(port: Any, what: str, path: str) -> TensorSpec:
+def port_name(port: Any) -> str:
+    """The name a model's input or output is served by: its node's name when the tensor bears
+    it (a SavedModel's Parameter and Result are named after the signature's aliases, which
+    matters when one tensor bears several: ``y = identity(x)``), else the tensor's name (ONNX:
+    the graph's input and output names)."""
+    node_name = port.get_node().get_friendly_name()
+    names = port.get_names()
+    return str(node_name) if node_name in names else str(port.get_any_name())
+
+
+def _spec(port: Any, name: str, what: str, path: str) -> TensorSpec:
     dtype = _TYPES.get(port.get_element_type().get_type_name())
     if dtype is None:
         raise WorkerError(
             "FAILED_PRECONDITION",
-            f"model {path}: {what} {port.get_any_name()!r} has element type "
+            f"model {path}: {what} {name!r} has element type "
             f"{port.get_element_type()}, which tensorgate does not serve on OpenVINO",
         )
     shape = port.get_partial_shape()
     dims = None
     if not shape.rank.is_dynamic:
         dims = [dim.get_length() if dim.is_static else -1 for dim in shape]
-    return {"name": port.get_any_name(), "dtype": dtype, "shape": dims}
+    return {"name": name, "dtype": dtype, "shape": dims}
 
 
 class OpenVinoModel:
@@ -81,12 +91,22 @@ class OpenVinoModel:
 
     text_strings = False
 
-    def __init__(self, path: str, compiled: Any, *, saved_model: bool, max_output_bytes: int):
+    def __init__(
+        self,
+        path: str,
+        compiled: Any,
+        names: tuple[list[str], list[str]],
+        *,
+        saved_model: bool,
+        max_output_bytes: int,
+    ) -> None:
         self.path = path
         self._compiled = compiled
         self._request = compiled.create_infer_request()
-        inputs = [_spec(port, "input", path) for port in compiled.inputs]
-        outputs = [_spec(port, "output", path) for port in compiled.outputs]
+        ports = zip(compiled.inputs, names[0], strict=True)
+        inputs = [_spec(port, name, "input", path) for port, name in ports]
+        ports = zip(compiled.outputs, names[1], strict=True)
+        outputs = [_spec(port, name, "output", path) for port, name in ports]
         hint = compiled.get_property("INFERENCE_PRECISION_HINT").get_type_name()  # an ov.Type
         self.runtime = "openvino_" + _SERVED.get(hint, hint)
         described: dict[str, Any] = {"inputs": inputs, "outputs": outputs}
@@ -99,6 +119,8 @@ class OpenVinoModel:
             spec["name"]: port for spec, port in zip(outputs, compiled.outputs, strict=True)
         }
         self._output_names = [spec["name"] for spec in outputs]
+        self._feeds = {spec["name"]: index for index, spec in enumerate(inputs)}
+        """Inputs by index (a name of the signature may be one of several of its tensor)."""
         self._limit = max_output_bytes
         static = [
             (spec["name"], int(np.prod(spec["shape"])) * np.dtype(spec["dtype"]).itemsize)
@@ -127,7 +149,8 @@ class OpenVinoModel:
         if static > self._limit:
             raise onnx_outputs.refusal(static, self._limit, exact=False)
         try:
-            results = self._request.infer(inputs, share_inputs=True, share_outputs=False)
+            feeds = {self._feeds.get(name, name): value for name, value in inputs.items()}
+            results = self._request.infer(feeds, share_inputs=True, share_outputs=False)
         except MemoryError:
             self._compiled.release_memory()
             raise WorkerError("RESOURCE_EXHAUSTED", "out of memory running the model") from None
@@ -211,8 +234,9 @@ def load(
         raise WorkerError(
             "FAILED_PRECONDITION", f"model {path} does not convert to OpenVINO: {reason}"
         ) from None
+    names = ([port_name(p) for p in model.inputs], [port_name(p) for p in model.outputs])
     loaded = OpenVinoModel(
-        path, compiled, saved_model=os.path.isdir(path), max_output_bytes=max_output_bytes
+        path, compiled, names, saved_model=os.path.isdir(path), max_output_bytes=max_output_bytes
     )
     if loaded.runtime != "openvino_" + precision:
         log.warning("%s: %s asked, this CPU runs it as %s", path, precision, loaded.runtime)
