@@ -104,6 +104,7 @@ def _load_openvino(request: LoadRequest, max_output_bytes: int) -> Model:
         precision=request.get("precision", "fp32"),
         intra_op=request["intra_op"],
         max_output_bytes=max_output_bytes,
+        tags=request["tags"],
     )
 
 

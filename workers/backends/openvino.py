@@ -25,6 +25,8 @@ from __future__ import annotations
 
 import logging
 import os
+import re
+from collections.abc import Sequence
 from typing import Any, Final
 
 import numpy as np
@@ -182,6 +184,15 @@ def compile_config(precision: str, intra_op: int) -> dict[str, Any]:
     }
 
 
+_LOCATIONS: Final = re.compile(r"(Exception from \S+:\d+:|Check '.*?' failed at \S+:\d+:)\s*")
+"""The source locations OpenVINO's messages begin with (``Exception from src/...cpp:84:``)."""
+
+
+def _reason(exc: Exception) -> str:
+    """OpenVINO's message on one line, without its source locations."""
+    return _LOCATIONS.sub("", " ".join(str(exc).split())).strip()
+
+
 def _openvino() -> Any:
     try:
         import openvino
@@ -199,9 +210,11 @@ def load(
     precision: str,
     intra_op: int,
     max_output_bytes: int,
+    tags: Sequence[str] = ("serve",),
 ) -> OpenVinoModel:
     """The model at ``path`` (a ``.onnx`` file or a SavedModel directory) compiled for the CPU
-    at ``precision`` (``fp32`` or ``bf16``) with ``intra_op`` (>= 1) threads.
+    at ``precision`` (``fp32`` or ``bf16``) with ``intra_op`` (>= 1) threads; a SavedModel's
+    MetaGraph ``tags`` must be ``serve`` (the one OpenVINO's TensorFlow frontend reads).
     WorkerError INVALID_ARGUMENT for a bad precision or thread count, NOT_FOUND for a missing
     path, FAILED_PRECONDITION when OpenVINO is missing or the model does not convert."""
     if precision not in PRECISIONS:
@@ -213,6 +226,11 @@ def load(
         raise WorkerError("INVALID_ARGUMENT", f"intra_op must be >= 1, got {intra_op}")
     if not os.path.exists(path):
         raise WorkerError("NOT_FOUND", f"model {path} does not exist")
+    if os.path.isdir(path) and sorted(tags) != ["serve"]:
+        raise WorkerError(
+            "FAILED_PRECONDITION",
+            f"OpenVINO reads a SavedModel's 'serve' MetaGraph only; asked for {list(tags)}",
+        )
     ov = _openvino()
     core = ov.Core()
     config = compile_config(precision, intra_op)
@@ -221,7 +239,7 @@ def load(
     except MemoryError:
         raise WorkerError("RESOURCE_EXHAUSTED", f"out of memory loading {path}") from None
     except Exception as exc:
-        reason = " ".join(str(exc).split())
+        reason = _reason(exc)
         raise WorkerError(
             "FAILED_PRECONDITION", f"model {path} does not convert to OpenVINO: {reason}"
         ) from None
@@ -230,7 +248,7 @@ def load(
     except MemoryError:
         raise WorkerError("RESOURCE_EXHAUSTED", f"out of memory compiling {path}") from None
     except Exception as exc:
-        reason = " ".join(str(exc).split())
+        reason = _reason(exc)
         raise WorkerError(
             "FAILED_PRECONDITION", f"model {path} does not convert to OpenVINO: {reason}"
         ) from None

@@ -163,7 +163,19 @@ def test_saved_model_that_does_not_convert_names_the_reason(
     assert reply["code"] == "FAILED_PRECONDITION"
     assert reply["message"].startswith(f"model {path} does not convert to OpenVINO: ")
     assert reason in reply["message"]
+    assert "Exception from src/" not in reply["message"]  # OpenVINO's source locations
     assert no_tf_worker.ping()["ok"]
+
+
+def test_saved_model_tags_other_than_serve_are_refused(
+    no_tf_worker: Harness, tf_models: Path
+) -> None:
+    path = str(tf_models / "keras_seq" / "1")
+    reply = no_tf_worker.load(
+        "gpu", path, platform="tensorflow", runtime="openvino", tags=["serve", "gpu"]
+    )
+    assert reply["code"] == "FAILED_PRECONDITION"
+    assert "'serve' MetaGraph only" in reply["message"]
 
 
 def test_missing_openvino_is_a_load_error(onnx_model: Path, tmp_path: Path) -> None:
