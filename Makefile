@@ -12,7 +12,8 @@ PORT ?= 8500
 REST_PORT ?= 8501
 
 .PHONY: venv venv-base serve test lint format protos demo-model clean system-deps constraints \
-	bench-venvs k8s-overlays image-deps image-base image image-tensorflow test-image image-clean
+	bench-venvs k8s-overlays image-deps image-base image image-tensorflow image-openvino test-image \
+	image-clean
 
 $(BASE_STAMP): pyproject.toml constraints.txt
 	$(PY) -m venv $(VENV)
@@ -116,6 +117,9 @@ image: image-deps
 
 image-tensorflow: image-deps
 	$(IMAGE_BUILD) --target tensorflow
+
+image-openvino: image-deps
+	$(IMAGE_BUILD) --target openvino
 
 # Its own temporary root: the containers mount test folders, which no other pytest run may clean.
 test-image: $(FULL_STAMP) image-deps
