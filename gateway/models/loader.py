@@ -44,8 +44,9 @@ class LoadOptions:
     ``placement``: model name (or ``*``) → workers hosting it (``--model_workers``; absent:
     all); ``runtimes``: model name (or ``*``) → the runtime serving it (``--model_runtimes``;
     absent: the platform's own). ``threads``: most load attempts at once
-    (``--num_load_threads``, whose 0 is TF Serving's one at a time); ``initial_threads``: the same while the first config loads (TF
-    Serving's ``num_initial_load_threads``; 0: ``threads``)."""
+    (``--num_load_threads``, whose 0 is TF Serving's one at a time); ``initial_threads``: the
+    same while the first config loads (TF Serving's ``num_initial_load_threads``; 0:
+    ``threads``)."""
 
     retries: int = 0
     retry_interval_s: float = 0.0
