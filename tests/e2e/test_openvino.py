@@ -117,10 +117,20 @@ def test_runtime_and_precision_label_the_runtime_latency(gateway: GatewayProcess
 
 
 def test_missing_openvino_is_a_load_error(repo: Path, tmp_path: Path) -> None:
-    for gateway in _gateway(repo, tmp_path, ("openvino",), "mlp=openvino"):
+    """mlp asks for OpenVINO, which cannot be imported; the same model as mlp_ort serves on."""
+    onnx_dir = repo.read_text().split('name: "mlp" base_path: "')[1].split('"')[0]
+    config = tmp_path / "models.config"
+    config.write_text(
+        "model_config_list {\n"
+        f'  config {{ name: "mlp" base_path: "{onnx_dir}" }}\n'
+        f'  config {{ name: "mlp_ort" base_path: "{onnx_dir}" }}\n'
+        "}\n"
+    )
+    for gateway in _gateway(config, tmp_path, ("openvino",), "mlp=openvino"):
         rest = f"http://127.0.0.1:{gateway.rest_port}/v1/models"
         status = get(f"{rest}/mlp").json()["model_version_status"][0]
         assert status["state"] == "END"
         assert status["status"]["error_code"] == "FAILED_PRECONDITION"
         assert "pip install 'tensorgate[openvino]'" in status["status"]["error_message"]
-        assert get(f"{rest}/keras_seq").json()["model_version_status"][0]["state"] == "AVAILABLE"
+        reply = post(f"{rest}/mlp_ort:predict", {"instances": [[0.0] * 64]})
+        assert sorted(reply.json()["predictions"][0]) == ["logits", "probs"]
