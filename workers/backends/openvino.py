@@ -6,7 +6,8 @@ SavedModel is read by OpenVINO's TensorFlow frontend, without TensorFlow: its ``
 signature becomes the model (input and output names are the signature's aliases, dtypes and
 shapes as converted); one that does not convert (a graph that parses ``tf.Example`` strings, an
 input of unknown rank, which the CPU plugin cannot compile) is FAILED_PRECONDITION with
-OpenVINO's reason. Other signatures of the SavedModel are not served.
+OpenVINO's reason. Other signatures of the SavedModel are not served. How ports and messages
+read: :mod:`workers.backends.openvino_ports`.
 
 Compiled for the CPU with exactly the gateway's threads: ``INFERENCE_NUM_THREADS`` = intra-op
 threads, one stream (the worker runs one batch at a time), no thread pinning (several workers
@@ -25,15 +26,15 @@ from __future__ import annotations
 
 import logging
 import os
-import re
 from collections.abc import Sequence
 from typing import Any, Final
 
 import numpy as np
 
-from channel.messages import TensorSpec, WorkerError
+from channel.messages import WorkerError
 from channel.shm.arena import align_up
-from workers.backends import onnx_outputs
+from workers.backends import onnx_outputs, openvino_ports
+from workers.backends.openvino_ports import port_name, spec
 
 log = logging.getLogger(__name__)
 
@@ -41,47 +42,7 @@ PRECISIONS: Final = {"fp32": "f32", "bf16": "bf16"}
 """tensorgate's precision names → OpenVINO's ``INFERENCE_PRECISION_HINT`` values."""
 _SERVED: Final = {hint: name for name, hint in PRECISIONS.items()}
 EXTRA: Final = "pip install 'tensorgate[openvino]'"
-_TYPES: Final = {
-    "f32": "float32",
-    "f64": "float64",
-    "f16": "float16",
-    "i8": "int8",
-    "i16": "int16",
-    "i32": "int32",
-    "i64": "int64",
-    "u8": "uint8",
-    "u16": "uint16",
-    "u32": "uint32",
-    "u64": "uint64",
-    "boolean": "bool",
-}
-"""OpenVINO element type names → canonical dtype names (numeric tensors only)."""
 PREDICT_METHOD: Final = "tensorflow/serving/predict"
-
-
-def port_name(port: Any) -> str:
-    """The name a model's input or output is served by: its node's name when the tensor bears
-    it (a SavedModel's Parameter and Result are named after the signature's aliases, which
-    matters when one tensor bears several: ``y = identity(x)``), else the tensor's name (ONNX:
-    the graph's input and output names)."""
-    node_name = port.get_node().get_friendly_name()
-    names = port.get_names()
-    return str(node_name) if node_name in names else str(port.get_any_name())
-
-
-def _spec(port: Any, name: str, what: str, path: str) -> TensorSpec:
-    dtype = _TYPES.get(port.get_element_type().get_type_name())
-    if dtype is None:
-        raise WorkerError(
-            "FAILED_PRECONDITION",
-            f"model {path}: {what} {name!r} has element type "
-            f"{port.get_element_type()}, which tensorgate does not serve on OpenVINO",
-        )
-    shape = port.get_partial_shape()
-    dims = None
-    if not shape.rank.is_dynamic:
-        dims = [dim.get_length() if dim.is_static else -1 for dim in shape]
-    return {"name": name, "dtype": dtype, "shape": dims}
 
 
 class OpenVinoModel:
@@ -106,9 +67,9 @@ class OpenVinoModel:
         self._compiled = compiled
         self._request = compiled.create_infer_request()
         ports = zip(compiled.inputs, names[0], strict=True)
-        inputs = [_spec(port, name, "input", path) for port, name in ports]
+        inputs = [spec(port, name, "input", path) for port, name in ports]
         ports = zip(compiled.outputs, names[1], strict=True)
-        outputs = [_spec(port, name, "output", path) for port, name in ports]
+        outputs = [spec(port, name, "output", path) for port, name in ports]
         hint = compiled.get_property("INFERENCE_PRECISION_HINT").get_type_name()  # an ov.Type
         self.runtime = "openvino_" + _SERVED.get(hint, hint)
         described: dict[str, Any] = {"inputs": inputs, "outputs": outputs}
@@ -184,15 +145,6 @@ def compile_config(precision: str, intra_op: int) -> dict[str, Any]:
     }
 
 
-_LOCATIONS: Final = re.compile(r"(Exception from \S+:\d+:|Check '.*?' failed at \S+:\d+:)\s*")
-"""The source locations OpenVINO's messages begin with (``Exception from src/...cpp:84:``)."""
-
-
-def _reason(exc: Exception) -> str:
-    """OpenVINO's message on one line, without its source locations."""
-    return _LOCATIONS.sub("", " ".join(str(exc).split())).strip()
-
-
 def _openvino() -> Any:
     try:
         import openvino
@@ -239,7 +191,7 @@ def load(
     except MemoryError:
         raise WorkerError("RESOURCE_EXHAUSTED", f"out of memory loading {path}") from None
     except Exception as exc:
-        reason = _reason(exc)
+        reason = openvino_ports.reason(exc)
         raise WorkerError(
             "FAILED_PRECONDITION", f"model {path} does not convert to OpenVINO: {reason}"
         ) from None
@@ -248,7 +200,7 @@ def load(
     except MemoryError:
         raise WorkerError("RESOURCE_EXHAUSTED", f"out of memory compiling {path}") from None
     except Exception as exc:
-        reason = _reason(exc)
+        reason = openvino_ports.reason(exc)
         raise WorkerError(
             "FAILED_PRECONDITION", f"model {path} does not convert to OpenVINO: {reason}"
         ) from None
