@@ -25,6 +25,10 @@ class LoadRequest(TypedDict):
     intra_op: int
     inter_op: int
     tags: list[str]
+    runtime: NotRequired[str]
+    """``openvino``: serve the model on OpenVINO; absent: the platform's own runtime."""
+    precision: NotRequired[str]
+    """OpenVINO's inference precision, ``fp32`` or ``bf16`` (absent: ``fp32``)."""
 
 
 class UnloadRequest(TypedDict):
@@ -69,8 +73,11 @@ def load_request(
     intra_op: int,
     inter_op: int,
     tags: Sequence[str] = ("serve",),
+    runtime: str = "",
+    precision: str = "",
 ) -> LoadRequest:
-    return {
+    """``runtime`` "": the platform's own (the field is then absent); ``precision`` "": absent."""
+    request: LoadRequest = {
         "op": "load",
         "id": request_id,
         "key": key,
@@ -80,6 +87,11 @@ def load_request(
         "inter_op": inter_op,
         "tags": list(tags),
     }
+    if runtime:
+        request["runtime"] = runtime
+    if precision:
+        request["precision"] = precision
+    return request
 
 
 def unload_request(request_id: int, *, key: str) -> UnloadRequest:

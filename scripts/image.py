@@ -1,9 +1,11 @@
 #!/usr/bin/env python3
 """Builds tensorgate's container images (deploy/Dockerfile) with podman: ``make image``,
-``make image-tensorflow``; ``make test-image`` builds and runs them (tests/deploy/test_image.py).
+``make image-tensorflow``, ``make image-openvino``; ``make test-image`` builds and runs the first
+two (tests/deploy/test_image.py).
 
     python3 scripts/image.py build --target onnx          # -> tensorgate:0.1.0
     python3 scripts/image.py build --target tensorflow    # -> tensorgate:0.1.0-tf
+    python3 scripts/image.py build --target openvino      # -> tensorgate:0.1.0-openvino
     python3 scripts/image.py base                         # prints the base image it would use
     python3 scripts/image.py clean                        # removes the images, cache and base
 
@@ -45,7 +47,11 @@ REPO = Path(__file__).resolve().parents[1]
 DOCKERFILE = REPO / "deploy" / "Dockerfile"
 CONTAINERS_CONF = REPO / "deploy" / "podman" / "containers.conf"
 
-TAGS = {"onnx": "tensorgate:0.1.0", "tensorflow": "tensorgate:0.1.0-tf"}
+TAGS = {
+    "onnx": "tensorgate:0.1.0",
+    "tensorflow": "tensorgate:0.1.0-tf",
+    "openvino": "tensorgate:0.1.0-openvino",
+}
 REGISTRY_BASE = "docker.io/library/python:3.11-slim"
 LOCAL_BASE = "localhost/tensorgate-base:3.11-bookworm"
 PULL_TIMEOUT_S = 180
@@ -342,7 +348,7 @@ def main(argv: Sequence[str] | None = None) -> None:
     commands = parser.add_subparsers(dest="command", required=True)
     build_parser = commands.add_parser("build", help="build an image")
     build_parser.add_argument("--target", choices=sorted(TAGS), default="onnx")
-    build_parser.add_argument("--tag", help="default: tensorgate:0.1.0 (onnx), ...-tf")
+    build_parser.add_argument("--tag", help="default: tensorgate:0.1.0 (onnx), -tf, -openvino")
     build_parser.add_argument("--base", help="the BASE_IMAGE to build on")
     build_parser.add_argument("--no-cache", action="store_true", help="rebuild every layer")
     base_parser = commands.add_parser("base", help="print (and make) the base image")

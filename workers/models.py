@@ -1,8 +1,9 @@
 """A loaded model as the worker's loop sees it (:class:`Model`), and the loaders by platform.
 
 One backend per platform (:mod:`workers.backends.onnx`, :mod:`workers.backends.tensorflow`);
-:data:`LOADERS` picks the one a ``load`` request's ``"platform"`` names. TensorFlow is imported
-only by its first load.
+:data:`LOADERS` picks the one a ``load`` request's ``"platform"`` names, unless its ``"runtime"``
+is ``openvino`` (:mod:`workers.backends.openvino`, for either platform). TensorFlow and OpenVINO
+are imported only by their first load.
 """
 
 from __future__ import annotations
@@ -15,6 +16,7 @@ import numpy as np
 from channel import logs
 from channel.messages import LoadRequest
 from workers.backends import onnx as onnx_backend
+from workers.backends import openvino as openvino_backend
 from workers.backends import tensorflow as tf_backend
 
 
@@ -69,6 +71,8 @@ class _OnnxModel:
 
 
 def _load_onnx(request: LoadRequest, max_output_bytes: int) -> Model:
+    if request.get("runtime") == "openvino":
+        return _load_openvino(request, max_output_bytes)
     model = onnx_backend.load(
         request["path"],
         intra_op=request["intra_op"],
@@ -82,6 +86,8 @@ def _load_tensorflow(request: LoadRequest, max_output_bytes: int) -> Model:
     """``path`` is the SavedModel directory; ``tags`` the MetaGraphDef's tags. TensorFlow's
     native start-up lines are kept out of the log (:func:`channel.logs.native_stderr`); its
     outputs are bounded only when written (``max_output_bytes`` is not used)."""
+    if request.get("runtime") == "openvino":
+        return _load_openvino(request, max_output_bytes)
     with logs.native_stderr():
         return tf_backend.load(
             request["path"],
@@ -89,6 +95,17 @@ def _load_tensorflow(request: LoadRequest, max_output_bytes: int) -> Model:
             intra_op=request["intra_op"],
             inter_op=request["inter_op"],
         )
+
+
+def _load_openvino(request: LoadRequest, max_output_bytes: int) -> Model:
+    """Either platform on OpenVINO, at the request's ``precision`` (``fp32`` when absent)."""
+    return openvino_backend.load(
+        request["path"],
+        precision=request.get("precision", "fp32"),
+        intra_op=request["intra_op"],
+        max_output_bytes=max_output_bytes,
+        tags=request["tags"],
+    )
 
 
 LOADERS: dict[str, Callable[[LoadRequest, int], Model]] = {

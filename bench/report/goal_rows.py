@@ -19,9 +19,11 @@ FRONTENDS = "issue 27"
 COST = "issue 26"
 V2 = "issue 28"
 FLOOR = "issue 33"
+OPENVINO = "issue 36"
 """Goal groups, each a table of the report: issue 12's goal table, issue 10's tracing goals, the
 earlier issues' goals still open (overload, memory), issue 14's reliability goals, issue 27's
-front-end goals, issue 26's cost goals, issue 28's v2 comparison, issue 33's floor goals."""
+front-end goals, issue 26's cost goals, issue 28's v2 comparison, issue 33's floor goals, issue
+36's OpenVINO rows."""
 Summary = dict[str, Any]
 
 

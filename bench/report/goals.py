@@ -5,7 +5,8 @@ whether or not this run measured it, then issue 10's tracing goals
 (:mod:`bench.report.tracing_goals`), the still-open goals of earlier issues (overload, memory,
 reliability: :mod:`bench.report.earlier_goals`), issue 27's front-end goals
 (:mod:`bench.report.frontend_goals`), issue 26's cost goals (:mod:`bench.report.cost_goals`) and
-issue 28's v2 comparison (:mod:`bench.report.v2_goals`). A ratio is the ratio of medians with
+issue 28's v2 comparison (:mod:`bench.report.v2_goals`) and issue 36's OpenVINO rows
+(:mod:`bench.report.openvino_goals`). A ratio is the ratio of medians with
 the range the repeats allow (:mod:`bench.report.goal_rows`). tensorgate's gRPC rows compare its
 better configuration (batching off, or on with timeout 0:
 :data:`bench.systems.catalog.GRPC_TENSORGATE`) and name it.
@@ -20,6 +21,7 @@ from bench.report.earlier_goals import earlier_rows
 from bench.report.floor_goals import floor_rows
 from bench.report.frontend_goals import frontend_rows
 from bench.report.goal_rows import TRACING, fmt_ratio, median, ratio, row
+from bench.report.openvino_goals import openvino_rows
 from bench.report.tiny_rows import cpu_row, light_row, versus
 from bench.report.tracing_goals import tracing_rows
 from bench.report.v2_goals import v2_rows
@@ -72,6 +74,7 @@ def compute(results: dict[str, Any]) -> list[dict[str, Any]]:
         *cost_rows(sc, resnet_met + tracing_met),
         *v2_rows(sc),
         *floor_rows(sc),
+        *openvino_rows(sc),
     ]
 
 

@@ -15,7 +15,7 @@ from typing import Any
 from matplotlib.axes import Axes
 from matplotlib.figure import Figure
 
-from bench.systems.catalog import CATALOG, family
+from bench.systems.catalog import CATALOG, OPENVINO_SYSTEMS, family
 
 PLOT_DPI = 72
 FAMILY_COLOURS = {
@@ -25,6 +25,7 @@ FAMILY_COLOURS = {
     "kserve": "#9467bd",
     "mlserver": "#d62728",
     "fastapi": "#ff7f0e",
+    "tensorgate-openvino": "#17becf",
 }
 _SHADES = (0.0, 0.28, -0.22, 0.48, -0.38, 0.62, -0.5, 0.14, -0.11, 0.38, -0.3, 0.55, 0.07, -0.16)
 """Lightness shifts of a family's configurations, in catalog order (0: the family's colour)."""
@@ -39,8 +40,8 @@ def system_colour(name: str) -> str:
         hue = zlib.crc32(name.encode()) % 360 / 360  # stable for names outside the catalog
         r, g, b = colorsys.hls_to_rgb(hue, 0.4, 0.5)
         return _hex(r, g, b)
-    fam = family(name)
-    siblings = [n for n in CATALOG if family(n) == fam]
+    fam = _colour_family(name)
+    siblings = [n for n in CATALOG if _colour_family(n) == fam]
     turn, index = divmod(siblings.index(name), len(_SHADES))
     shift = _SHADES[index]
     base = FAMILY_COLOURS[fam]
@@ -49,6 +50,11 @@ def system_colour(name: str) -> str:
     room = 1 - lightness if shift > 0 else lightness  # towards white, or towards black
     lightness = min(0.85, max(0.12, lightness + shift * room))
     return _hex(*colorsys.hls_to_rgb(h, lightness, s))
+
+
+def _colour_family(name: str) -> str:
+    """The system's family, tensorgate on OpenVINO apart (a family has 12 shades)."""
+    return "tensorgate-openvino" if name in OPENVINO_SYSTEMS else family(name)
 
 
 def _hex(r: float, g: float, b: float) -> str:

@@ -9,6 +9,7 @@ import json
 from pathlib import Path
 from typing import Any
 
+from bench.measure import accuracy
 from bench.report.calls_table import calls_section
 from bench.report.goal_rows import (
     COST,
@@ -16,6 +17,7 @@ from bench.report.goal_rows import (
     FLOOR,
     FRONTENDS,
     ISSUE,
+    OPENVINO,
     RELIABILITY,
     TRACING,
     V2,
@@ -60,6 +62,7 @@ def markdown(results: dict[str, Any], plots: list[str]) -> str:
     lines += _goal_table(
         "Light models at the transport floor (issue 33)", results.get("goals", []), FLOOR
     )
+    lines += _goal_table("OpenVINO (issue 36)", results.get("goals", []), OPENVINO)
     peers = run.get("peer_venvs", {})
     if peers:
         lines += ["", "Peers: " + "; ".join(f"{k}: {', '.join(v)}" for k, v in peers.items())]
@@ -114,6 +117,9 @@ def markdown(results: dict[str, Any], plots: list[str]) -> str:
             "",
         ]
         lines += system_table(res["runs"])
+    if "openvino-accuracy" in sc:
+        lines += ["", "## ResNet50 outputs on OpenVINO (untimed)", ""]
+        lines += accuracy.table(sc["openvino-accuracy"])
     over = sc.get("overload", {})
     if any(isinstance(c, dict) and c.get("points") for c in over.values()):
         lines += ["", f"## Overload (open loop, deadline {over.get('timeout_s', 0):g} s)", ""]

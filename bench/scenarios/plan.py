@@ -13,6 +13,7 @@ SCENARIOS = (
     "tiny",
     "tiny-2core",
     "resnet50",
+    "openvino-accuracy",
     "overload",
     "ramp",
     "batching",

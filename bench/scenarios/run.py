@@ -9,7 +9,7 @@ from bench.scenarios.features import batching, calls, idle_rss, profile
 from bench.scenarios.load import overload, ramp
 from bench.scenarios.reliability import chaos, soak
 from bench.scenarios.runner import Bench
-from bench.scenarios.throughput import limits, resnet50, tiny, tiny_2core
+from bench.scenarios.throughput import limits, openvino_accuracy, resnet50, tiny, tiny_2core
 from bench.scenarios.tracing import tracing
 
 log = logging.getLogger(__name__)
@@ -19,6 +19,7 @@ SCENARIO_FUNCTIONS = {
     "tiny": tiny,
     "tiny-2core": tiny_2core,
     "resnet50": resnet50,
+    "openvino-accuracy": openvino_accuracy,
     "overload": overload,
     "ramp": ramp,
     "batching": batching,

@@ -1,4 +1,5 @@
-"""Throughput scenarios: ``limits``, ``tiny``, ``tiny-2core``, ``resnet50``."""
+"""Throughput scenarios: ``limits``, ``tiny``, ``tiny-2core``, ``resnet50`` (with
+``openvino-accuracy``, also run alone)."""
 
 from __future__ import annotations
 
@@ -7,7 +8,7 @@ from collections.abc import Callable
 from typing import Any
 
 from bench.cpus import layouts
-from bench.measure import counters
+from bench.measure import accuracy, counters
 from bench.measure.points import Load, interleaved, run_point, summarize
 from bench.scenarios.common import best_of, check_h2load, closed_loop_driver, verify_status
 from bench.scenarios.runner import Bench
@@ -152,9 +153,11 @@ ONE_CORE = "1-core: "
 def resnet50(bench: Bench) -> None:
     """tensorgate vs raw ONNX Runtime on ResNet50, all in the same rounds.
 
-    1-core (the tight ratio): tensorgate with one 1-thread worker, Triton with one 1-thread
-    instance and one raw 1-thread process, all pinned to the server CPU. 2-core (full plan):
-    tensorgate and the peers unpinned against the raw configurations of the plan.
+    1-core (the tight ratio): tensorgate with one 1-thread worker (ONNX Runtime, OpenVINO fp32,
+    OpenVINO bf16), Triton with one 1-thread instance and one raw 1-thread process, all pinned
+    to the server CPU. 2-core (full plan): tensorgate (ONNX Runtime and OpenVINO) and the peers
+    unpinned against the raw configurations of the plan. Then the OpenVINO accuracy table
+    (:func:`openvino_accuracy`).
     """
     plan, ctx = bench.plan, bench.ctx
     server_cpus, client_cpus = layouts()["1-core"]
@@ -183,6 +186,14 @@ def resnet50(bench: Bench) -> None:
             jobs += [(f"raw {c.label}", raw(c, ())) for c in map(_ort, plan.ort_configs)]
         section["runs"] = {k: summarize(v) for k, v in interleaved(jobs, plan.repeats).items()}
     bench.results["scenarios"]["resnet50"] = section
+    openvino_accuracy(bench)
+
+
+def openvino_accuracy(bench: Bench) -> None:
+    """OpenVINO fp32 and bf16 against ONNX Runtime on ResNet50 (untimed; ``resnet50`` runs it
+    too, so its rows come with their accuracy)."""
+    path = model_path(bench.ctx.models_root, "resnet50")
+    bench.results["scenarios"]["openvino-accuracy"] = accuracy.compare(path, "resnet50")
 
 
 def _ort(config: tuple[int, int, int]) -> raw_ort.OrtConfig:

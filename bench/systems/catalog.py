@@ -27,6 +27,19 @@ the pinned one, does not apply it to HTTP/2 calls)."""
 
 REQUEST_LOG_RATE = 0.01
 """The sampling rate of the request-logging cost row (``tensorgate-batch-log``)."""
+OPENVINO = {"-ov": "openvino:fp32", "-ov-bf16": "openvino:bf16"}
+"""tensorgate's OpenVINO configurations (``--model_runtimes=*=...``) by name suffix."""
+
+
+def _openvino() -> list[SystemSpec]:
+    """tensorgate on OpenVINO at each precision: one 1-thread worker, and two."""
+    specs = []
+    for suffix, runtime in OPENVINO.items():
+        flags = (f"--model_runtimes=*={runtime}",)
+        for name, workers in (("tensorgate", 1), ("tensorgate-2w", 2)):
+            options = {"workers": workers, "intra_op": 1, "flags": flags}
+            specs.append(SystemSpec(name + suffix, "tensorgate", options))
+    return specs
 
 
 def _build() -> dict[str, SystemSpec]:
@@ -71,6 +84,7 @@ def _build() -> dict[str, SystemSpec]:
             "tensorgate",
             {"workers": 2, "intra_op": 1, "rest": True, **batch},
         ),
+        *_openvino(),
         SystemSpec("triton", "triton", {"instances": 1}),
         SystemSpec("triton-http", "triton", {"instances": 1, "http": True}),
         SystemSpec("triton-2w", "triton", {"instances": 2}),
@@ -110,9 +124,12 @@ def _build() -> dict[str, SystemSpec]:
 
 
 CATALOG = _build()
+OPENVINO_SYSTEMS = tuple(spec.name for spec in _openvino())
+"""tensorgate's configurations on OpenVINO (plotted in a colour family of their own)."""
 """Every configuration by name. ``-2w``: two server workers (uvicorn workers / MLServer parallel
 workers / tensorgate workers / Triton model instances); ``-batch``: batching on (tensorgate:
-:data:`BATCHING_TIMEOUT_0`; MLServer: adaptive batching, 32 rows, 1 ms); ``-rest`` / ``-http``:
+:data:`BATCHING_TIMEOUT_0`; MLServer: adaptive batching, 32 rows, 1 ms); ``-ov`` / ``-ov-bf16``:
+tensorgate with every model on OpenVINO at fp32 / bf16 (:data:`OPENVINO`); ``-rest`` / ``-http``:
 the same server driven over its REST API (tensorgate: TF Serving's JSON ``instances``; KServe: v1
 ``instances``; Triton: HTTP v2 with binary tensors); ``kserve-grpc``, ``triton``,
 ``tensorgate-v2``: gRPC v2 ModelInfer with ``raw_input_contents``;
@@ -183,7 +200,7 @@ ONE_CONNECTION = ("tensorgate-2w", "tensorgate-2w-1f")
 """The two-core one-connection point: default front ends against one (one HTTP/2 connection
 lands on one front end)."""
 
-RESNET_PINNED = ("tensorgate", "triton")
+RESNET_PINNED = ("tensorgate", "triton", "tensorgate-ov", "tensorgate-ov-bf16")
 """ResNet50 on one pinned server core (with one raw 1-thread ONNX Runtime process)."""
 
 RESNET_TWO_CORE = (
@@ -192,6 +209,8 @@ RESNET_TWO_CORE = (
     "triton-2w",
     "fastapi-inline-2w",
     "mlserver-pw2",
+    "tensorgate-2w-ov",
+    "tensorgate-2w-ov-bf16",
 )
 """ResNet50 on both cores (full plan, with the raw configurations of the plan)."""
 

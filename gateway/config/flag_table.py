@@ -172,6 +172,7 @@ FLAGS: dict[str, FlagSpec] = {
         _impl("ready_fd", "int32"),
         _impl("enable_model_management_api", "bool"),
         _impl("model_workers", "string"),
+        _impl("model_runtimes", "string"),
         _impl("log_format", "string"),
         _impl("max_request_bytes", "int64"),
         _impl("max_inflight_bytes", "int64"),

@@ -12,6 +12,7 @@ from __future__ import annotations
 from collections.abc import Mapping
 from dataclasses import dataclass
 
+from gateway.config.model_runtimes import RuntimeChoice, parse_model_runtimes
 from gateway.config.model_workers import parse_model_workers
 from gateway.config.settings_field import MIB
 from gateway.config.settings_listen import ListenSettings
@@ -47,6 +48,11 @@ class Settings(RuntimeSettings, ModelSettings, ListenSettings):
     def model_worker_counts(self) -> Mapping[str, int]:
         """``model_workers`` parsed: model name (or ``*``) → worker count."""
         return parse_model_workers(self.model_workers)
+
+    @property
+    def model_runtime_choices(self) -> Mapping[str, RuntimeChoice]:
+        """``model_runtimes`` parsed: model name (or ``*``) → runtime and precision."""
+        return parse_model_runtimes(self.model_runtimes)
 
     @property
     def saved_model_tag_set(self) -> frozenset[str]:

@@ -81,6 +81,16 @@ class ModelSettings:
         "up and served on its N least busy workers only (a TensorFlow model costs hundreds of "
         'MB per worker). Default "": every model on every worker.',
     )
+    model_runtimes: str = setting(
+        "",
+        "tensorgate: which runtime serves each model, as comma-separated name=RUNTIME (*=RUNTIME "
+        "for every model not named), RUNTIME being onnxruntime, tensorflow, openvino or "
+        "openvino:PRECISION with PRECISION fp32 or bf16, e.g. resnet=openvino:bf16,*=openvino. "
+        "OpenVINO serves ONNX models and SavedModels (without TensorFlow) and needs the "
+        "[openvino] extra; its precision is fp32 unless bf16 is written here (OpenVINO's "
+        "hardware default is never used). bf16 trades accuracy for speed on CPUs with bf16 "
+        'instructions (README: OpenVINO). Default "": each platform\'s own runtime.',
+    )
     file_system_poll_wait_seconds: int = setting(
         1,
         "Seconds between scans of model base paths for new versions (>= 0); 0 scans once at "

@@ -12,6 +12,7 @@ import math
 import re
 from typing import TYPE_CHECKING
 
+from gateway.config.model_runtimes import parse_model_runtimes
 from gateway.config.model_workers import parse_model_workers
 
 if TYPE_CHECKING:
@@ -81,6 +82,7 @@ def validate(s: Settings) -> None:
     _check_range("num_request_iterations_for_warmup", s.num_request_iterations_for_warmup, 0)
     try:
         parse_model_workers(s.model_workers)
+        parse_model_runtimes(s.model_runtimes)
     except ValueError as exc:
         raise SettingsError(str(exc)) from None
     _check_range("tensorflow_session_parallelism", s.tensorflow_session_parallelism, 0)

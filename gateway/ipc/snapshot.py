@@ -103,6 +103,7 @@ def decode(message: Mapping[str, Any]) -> Snapshot:
                 platform=str(item["platform"]),
                 signatures={n: _signature(n, s) for n, s in item["signatures"].items()},
                 directory=str(item["directory"]),
+                runtime=str(item.get("runtime", "")),
             )
             servables[servable.version] = servable
         models[model["name"]] = ModelState(
@@ -162,6 +163,7 @@ def _servable(servable: Servable) -> dict[str, Any]:
         "key": servable.key,
         "platform": servable.platform,
         "directory": servable.directory,
+        "runtime": servable.runtime,
         "signatures": {n: _signature_wire(s) for n, s in servable.signatures.items()},
     }
 

@@ -22,10 +22,11 @@ from dataclasses import dataclass, field
 from typing import Any, Protocol
 
 from gateway.config.model_config import ModelSpecConfig
+from gateway.config.model_runtimes import RuntimeChoice, runtime_for
 from gateway.config.model_workers import workers_for
 from gateway.config.platform import available_cpus
 from gateway.config.settings import Settings
-from gateway.errors import Cancelled, Internal, ServingError
+from gateway.errors import Cancelled, FailedPrecondition, Internal, ServingError
 from gateway.models import versions
 from gateway.models.load_slots import LoadSlots
 from gateway.parallel.hosting import Loaded, LoadSpec
@@ -41,14 +42,17 @@ class LoadOptions:
     ``--max_num_load_retries``), ``retry_interval_s`` apart (``--load_retry_interval_micros``);
     ``allow_unavailable_labels`` (``--allow_version_labels_for_unavailable_models``);
     ``placement``: model name (or ``*``) → workers hosting it (``--model_workers``; absent:
-    all). ``threads``: most load attempts at once (``--num_load_threads``, whose 0 is TF
-    Serving's one at a time); ``initial_threads``: the same while the first config loads (TF
-    Serving's ``num_initial_load_threads``; 0: ``threads``)."""
+    all); ``runtimes``: model name (or ``*``) → the runtime serving it (``--model_runtimes``;
+    absent: the platform's own). ``threads``: most load attempts at once
+    (``--num_load_threads``, whose 0 is TF Serving's one at a time); ``initial_threads``: the
+    same while the first config loads (TF Serving's ``num_initial_load_threads``; 0:
+    ``threads``)."""
 
     retries: int = 0
     retry_interval_s: float = 0.0
     allow_unavailable_labels: bool = False
     placement: Mapping[str, int] = field(default_factory=dict)
+    runtimes: Mapping[str, RuntimeChoice] = field(default_factory=dict)
     threads: int = 1
     initial_threads: int = 0
 
@@ -60,6 +64,7 @@ class LoadOptions:
             retry_interval_s=max(0, settings.load_retry_interval_micros) / 1e6,
             allow_unavailable_labels=settings.allow_version_labels_for_unavailable_models,
             placement=settings.model_worker_counts,
+            runtimes=settings.model_runtime_choices,
             threads=threads,
             initial_threads=max(threads, INITIAL_THREADS_PER_CPU * available_cpus()),
         )
@@ -170,6 +175,7 @@ class VersionLoader:
             self.before_load(spec.name, version, directory)
         platform = versions.detect_platform(spec.platform, directory)
         key = f"{spec.name}:{version}"
+        choice = _runtime(spec.name, platform, self.options.runtimes)
         load = LoadSpec(
             key=key,
             path=versions.model_path(platform, directory),
@@ -178,17 +184,32 @@ class VersionLoader:
             inter_op=self.inter_op,
             tags=self.tags,
             workers=workers_for(spec.name, self.options.placement),
+            runtime="" if choice is None else choice.runtime,
+            precision="" if choice is None else choice.precision,
         )
         built: list[Servable] = []
 
         async def plan(wire: Mapping[str, Any]) -> Sequence[WarmupRun]:
             signatures = versions.signatures_of(wire, check_shapes=platform != "tensorflow")
-            servable = Servable(spec.name, version, key, platform, signatures, directory)
+            runtime = str(wire.get("runtime", ""))
+            servable = Servable(spec.name, version, key, platform, signatures, directory, runtime)
             built.append(servable)
             return () if self.warmup is None else await self.warmup(servable)
 
         loaded = await self.workers.load(load, plan)
         return built[0], loaded.warmup
+
+
+def _runtime(
+    model: str, platform: str, runtimes: Mapping[str, RuntimeChoice]
+) -> RuntimeChoice | None:
+    """The runtime ``--model_runtimes`` asks for ``model`` (None: the platform's own);
+    FailedPrecondition when it cannot serve the version's platform."""
+    choice = runtime_for(model, runtimes)
+    try:
+        return None if choice is None else choice.for_platform(platform)
+    except ValueError as exc:
+        raise FailedPrecondition(f"model {model}: {exc} (--model_runtimes)") from None
 
 
 async def _pause(stop: asyncio.Event, seconds: float) -> None:

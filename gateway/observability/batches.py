@@ -8,8 +8,8 @@ and the worker's compute time, and the version's statistics (:mod:`model_stats`,
 Inference Protocol's statistics extension). Per successful request of TF Serving's own API: TF's
 ``runtime_latency`` {model_name, API, runtime} — upstream times its session run, which with
 batching includes the queue, so here it runs from the request's enqueueing to its batch's end;
-``runtime`` is ``TF1`` for TensorFlow models (upstream's session runtime) and ``ONNX`` for ONNX
-ones.
+``runtime`` is ``TF1`` for TensorFlow models (upstream's session runtime), ``ONNX`` for ONNX
+ones, ``OpenVINO_FP32`` / ``OpenVINO_BF16`` for either served by OpenVINO at that precision.
 
 Traces: a batch with sampled members gets a ``batch`` span, child of its first sampled member's
 server span and linked to the others; its trace id and span id travel to the worker in the run
@@ -33,7 +33,12 @@ from gateway.observability.tfs_metrics import RUNTIME_APIS, TF_SERVING, TfServin
 from gateway.observability.tracing import Tracing
 from gateway.parallel.lease import RunResult
 
-RUNTIMES = {"tensorflow": "TF1", "onnx": "ONNX"}
+RUNTIMES = {
+    "tensorflow": "TF1",
+    "onnx": "ONNX",
+    "openvino_fp32": "OpenVINO_FP32",
+    "openvino_bf16": "OpenVINO_BF16",
+}
 
 
 @dataclass(frozen=True)

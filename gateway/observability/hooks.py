@@ -139,7 +139,7 @@ class Observability:
         labels = QueueLabels(
             model=servable.model,
             version=str(servable.version),
-            runtime=RUNTIMES.get(servable.platform, servable.platform),
+            runtime=RUNTIMES.get(servable.runtime or servable.platform, servable.platform),
             inputs=len(signature.inputs) if signature is not None else 1,
             thread_pool=self.thread_pool,
         )

@@ -57,6 +57,8 @@ class ControlLink:
         intra_op: int,
         inter_op: int,
         tags: Sequence[str],
+        runtime: str = "",
+        precision: str = "",
     ) -> asyncio.Future[LoadReply]:
         """Load a servable (allowed before the worker counts as alive); the reply carries its
         signature."""
@@ -68,6 +70,8 @@ class ControlLink:
             intra_op=intra_op,
             inter_op=inter_op,
             tags=tags,
+            runtime=runtime,
+            precision=precision,
         )
         return self._call(request, before_alive=True)
 

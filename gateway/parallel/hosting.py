@@ -40,6 +40,10 @@ class LoadSpec:
     """SavedModel MetaGraph tags (``--saved_model_tags``); ONNX ignores them."""
     workers: int = 0
     """How many workers host it (``--model_workers``); 0: every worker."""
+    runtime: str = ""
+    """``openvino``, or "" for the platform's own runtime (``--model_runtimes``)."""
+    precision: str = ""
+    """OpenVINO's precision (``fp32``, ``bf16``); "" with the platform's own runtime."""
 
 
 @dataclass(frozen=True)
@@ -162,4 +166,6 @@ async def _load_on(worker: WorkerProcess, spec: LoadSpec) -> LoadReply:
         intra_op=spec.intra_op,
         inter_op=spec.inter_op,
         tags=spec.tags,
+        runtime=spec.runtime,
+        precision=spec.precision,
     )

@@ -45,6 +45,12 @@ class Candidate(Protocol):
     @property
     def directory(self) -> str: ...
 
+    @property
+    def runtime(self) -> str:
+        """ "" when the platform's own runtime serves it (ONNX Runtime for ONNX); else the one the
+        user chose (``--model_runtimes``), which a front end never replaces."""
+        ...
+
 
 Loader = Callable[[str], tuple[Any, RunCost]]
 """Loads the ONNX model at a path and measures it: (session, cost). Raises when it cannot."""
@@ -88,7 +94,7 @@ class InlineRuns:
             if key in self.placed:
                 continue
             self.placed[key] = WORKERS
-            if self.mode == "never" or candidate.platform != "onnx":
+            if self.mode == "never" or candidate.platform != "onnx" or candidate.runtime:
                 continue
             path = os.path.join(candidate.directory, "model.onnx")
             try:

@@ -45,6 +45,9 @@ class Servable:
     signatures: dict[str, Signature]
     directory: str = ""
     """The version's directory (``<base_path>/<version dir>``)."""
+    runtime: str = ""
+    """The runtime and precision serving it when not the platform's own: ``openvino_fp32`` or
+    ``openvino_bf16`` (as the worker compiled it); "" for ONNX Runtime / TensorFlow."""
 
 
 @dataclass

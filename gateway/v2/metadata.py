@@ -14,7 +14,8 @@ naming the signatures to choose from.
      "outputs": [{"name": "probs", "datatype": "FP32", "shape": [-1, 10]}]}
 
 ``versions`` are the model's available versions; ``platform`` the protocol's name for the
-runtime (``onnx`` → ``onnx_onnxv1``, ``tensorflow`` → ``tensorflow_savedmodel``); tensor names
+runtime (``onnx`` → ``onnx_onnxv1``, ``tensorflow`` → ``tensorflow_savedmodel``; a model served
+by OpenVINO: ``openvino_fp32`` or ``openvino_bf16``, its precision); tensor names
 are the signature's aliases, ``-1`` a dynamic dimension; a tensor of unknown rank shows ``[-1]``.
 
 **Server metadata** (``ServerMetadataResponse``; REST ``GET /v2``)::
@@ -69,8 +70,9 @@ def signature_for(model: str, signatures: Mapping[str, Signature], name: str) ->
 
 
 def platform(servable: Servable) -> str:
-    """The protocol's platform name for the servable's runtime."""
-    return PLATFORMS.get(servable.platform, servable.platform)
+    """The protocol's platform name for the servable's runtime: the runtime with its precision
+    when it is not the platform's own (``openvino_fp32``, ``openvino_bf16``)."""
+    return servable.runtime or PLATFORMS.get(servable.platform, servable.platform)
 
 
 def tensor(spec: TensorSpec) -> tuple[str, str, list[int]]:

@@ -79,6 +79,7 @@ TENSORGATE_FLAGS = {
     "ready_fd",
     "enable_model_management_api",
     "model_workers",
+    "model_runtimes",
     "log_format",
     "max_request_bytes",
     "max_inflight_bytes",

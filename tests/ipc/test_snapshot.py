@@ -79,7 +79,8 @@ def test_a_front_end_answers_every_query_as_the_supervisor_does(tmp_path: Path) 
     ],
 )
 def test_signatures_cross_unchanged(signature: Signature) -> None:
-    servable = Servable("m", 1, "m:1", "tensorflow", {signature.name: signature}, "/m/1")
+    signatures = {signature.name: signature}
+    servable = Servable("m", 1, "m:1", "tensorflow", signatures, "/m/1", "openvino_bf16")
     wire = json.loads(json.dumps(snapshot.encode(OneServable(servable), serial=1)))
     assert snapshot.decode(wire).models["m"].servables[1] == servable
 

@@ -11,6 +11,7 @@ import numpy as np
 import pytest
 
 from gateway.config.model_config import ModelSpecConfig
+from gateway.config.model_runtimes import RuntimeChoice
 from gateway.config.settings import Settings
 from gateway.errors import FailedPrecondition, NotFound
 from gateway.models.loader import LoadOptions, VersionLoader
@@ -141,3 +142,32 @@ def test_load_options_from_the_flags() -> None:
     assert dict(options.placement) == {"big": 1, "*": 2}
     negative = Settings(model_base_path="/m", load_retry_interval_micros=-5)
     assert LoadOptions.from_settings(negative).retry_interval_s == 0.0
+
+
+def test_the_runtime_flag_reaches_the_workers(tmp_path: Path) -> None:
+    directory = _version(tmp_path)
+    pool = FakePool()
+    runtimes = Settings(
+        model_base_path="/m", model_runtimes="m=openvino:bf16"
+    ).model_runtime_choices
+    loader = VersionLoader(pool, intra_op=1, inter_op=1, options=LoadOptions(runtimes=runtimes))  # type: ignore[arg-type]
+    asyncio.run(loader.load(ModelSpecConfig("m", str(tmp_path)), 3, directory, asyncio.Event()))
+    assert (pool.specs["m:3"].runtime, pool.specs["m:3"].precision) == ("openvino", "bf16")
+
+    native = LoadOptions(runtimes={"*": RuntimeChoice("onnxruntime")})
+    loader = VersionLoader(pool, intra_op=1, inter_op=1, options=native)  # type: ignore[arg-type]
+    asyncio.run(loader.load(ModelSpecConfig("n", str(tmp_path)), 3, directory, asyncio.Event()))
+    assert (pool.specs["n:3"].runtime, pool.specs["n:3"].precision) == ("", "")
+
+
+def test_a_runtime_that_cannot_serve_the_platform_fails_the_load(tmp_path: Path) -> None:
+    directory = _version(tmp_path)
+    runtimes = Settings(model_base_path="/m", model_runtimes="*=tensorflow").model_runtime_choices
+    loader = VersionLoader(
+        FakePool(), intra_op=1, inter_op=1, options=LoadOptions(runtimes=runtimes)
+    )  # type: ignore[arg-type]
+    with pytest.raises(FailedPrecondition) as raised:
+        asyncio.run(loader.load(ModelSpecConfig("m", str(tmp_path)), 3, directory, asyncio.Event()))
+    assert raised.value.message == (
+        "model m: runtime tensorflow cannot serve onnx models (--model_runtimes)"
+    )

@@ -21,7 +21,17 @@ from gateway.client import Client
 from tests.support.gateway_proc import start_gateway
 from tests.support.paths import REPO_ROOT
 
-NEVER = {"tensorflow", "matplotlib", "fastapi", "uvicorn", "sklearn", "onnx", "skl2onnx", "pytest"}
+NEVER = {
+    "tensorflow",
+    "openvino",
+    "matplotlib",
+    "fastapi",
+    "uvicorn",
+    "sklearn",
+    "onnx",
+    "skl2onnx",
+    "pytest",
+}
 OPTIONAL = {
     "grpc_tools": "grpcio imports it when present (grpc.protos()), goes on without",
     "_distutils_hack": "setuptools' .pth start-up hook, in any virtualenv with setuptools",

@@ -133,6 +133,7 @@ class Version:
     key: str
     platform: str
     directory: str
+    runtime: str = ""
 
 
 def test_sync_loads_light_onnx_versions_here_and_drops_what_is_gone(scaled: Path) -> None:
@@ -142,11 +143,13 @@ def test_sync_loads_light_onnx_versions_here_and_drops_what_is_gone(scaled: Path
         runs.on_placed = lambda p: placed.append(dict(p))
         onnx = Version("m:1", "onnx", str(scaled.parent))
         tf = Version("t:1", "tensorflow", str(scaled.parent))
-        runs.sync([onnx, tf])
-        assert runs.placed == {"m:1": WORKERS, "t:1": WORKERS}  # until measured
+        chosen = Version("o:1", "onnx", str(scaled.parent), runtime="openvino_fp32")
+        runs.sync([onnx, tf, chosen])
+        assert runs.placed == {"m:1": WORKERS, "t:1": WORKERS, "o:1": WORKERS}  # until measured
         await runs.loaded()  # on a thread
         assert runs.placed["m:1"] == FRONTEND
         assert runs.link.routed == {"m:1"}
+        assert runs.placed["o:1"] == WORKERS  # the runtime the user chose stays theirs
         runs.sync([tf])
         assert runs.placed == {"t:1": WORKERS} and not runs.link.routed
         assert placed[-1] == {"t:1": WORKERS}
