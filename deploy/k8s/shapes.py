@@ -264,7 +264,7 @@ def keda_overlay_files(s: PodSettings) -> dict[str, str]:
     """File name → text of ``<shape>-keda/``: the shape's overlay with a KEDA ScaledObject in
     place of the HorizontalPodAutoscaler (rule 7)."""
     shape = s.shape
-    kustomization = f"""{HEADER}# {shape.name} autoscaled by KEDA on queue depth (needs KEDA 2.x in the cluster).
+    kustomization = f"""{HEADER}# {shape.name}, autoscaled by KEDA 2.x on queue depth.
 apiVersion: kustomize.config.k8s.io/v1beta1
 kind: Kustomization
 resources:

@@ -84,7 +84,12 @@ def test_the_keda_overlay_renders_a_valid_scaled_object_instead_of_the_hpa(
     (scaled,) = [d for d in docs if d["kind"] == "ScaledObject"]
     jsonschema.validate(scaled, KEDA_SCHEMA)
     rest = [d for d in docs if d["kind"] != "ScaledObject"]
-    assert {d["kind"] for d in rest} == {"ConfigMap", "Deployment", "Service", "PodDisruptionBudget"}
+    assert {d["kind"] for d in rest} == {
+        "ConfigMap",
+        "Deployment",
+        "Service",
+        "PodDisruptionBudget",
+    }
     manifests = tmp_path / "rest.yaml"
     manifests.write_text(yaml.safe_dump_all(rest))
     validate = shutil.which("kubernetes-validate") or str(
