@@ -9,6 +9,7 @@ import json
 from pathlib import Path
 from typing import Any
 
+from bench.report import seeds_report
 from bench.report.goal_rows import (
     COST,
     EARLIER,
@@ -151,6 +152,7 @@ def markdown(results: dict[str, Any], plots: list[str]) -> str:
         if "ramp.png" in plots:
             lines += ["![ramp](ramp.png)", ""]
         lines += system_table(ramp["systems"])
+    lines += seeds_report.markdown(sc.get("seeds", {}), "seeds.png" in plots)
     batching = sc.get("batching", {})
     if batching.get("available"):
         lines += batching_tables(batching)

@@ -9,6 +9,7 @@ from bench.scenarios.features import batching, idle_rss, profile
 from bench.scenarios.load import overload, ramp
 from bench.scenarios.reliability import chaos, soak
 from bench.scenarios.runner import Bench
+from bench.scenarios.seeds import seeds
 from bench.scenarios.throughput import limits, resnet50, tiny, tiny_2core
 from bench.scenarios.tracing import tracing
 
@@ -27,6 +28,7 @@ SCENARIO_FUNCTIONS = {
     "profile": profile,
     "soak": soak,
     "chaos": chaos,
+    "seeds": seeds,
 }
 
 
