@@ -1,17 +1,19 @@
 """The load-testing seeds' experiment as a Locust file: ResNet50 over TF Serving's REST API.
 
-The seeds (``Load-testing TensorFlow Serving's REST Interface``) drove Locust users that each send
-one request a second, adding one user a second up to 150. Each user here POSTs TF Serving's row
-format, ``{"instances": [<one 224×224×3 float image>]}``, to ``/v1/models/<model>:predict`` and
-waits for the answer, aiming at one request a second per user (``constant_throughput(1)``: past
-the server's capacity a user sends its next request as soon as its answer comes). The image is
-the bench's deterministic ResNet50 input (values in [0, 1)), encoded once per process.
+The seeds (``Load-testing TensorFlow Serving's REST Interface``) ran each test for 5 minutes with
+Locust users that each send one request a second, adding one user a second up to 150. Here each
+user POSTs TF Serving's row format, ``{"instances": [<one 224×224×3 float image>]}``, to
+``/v1/models/<model>:predict`` and waits for the answer, aiming at one request a second
+(``constant_throughput(1)``: past the server's capacity a user sends its next request as soon as
+its answer comes). The image is the bench's deterministic ResNet50 input (values in [0, 1)),
+encoded once per process. The ramp is this file's load shape (:class:`SeedsRamp`): one user a
+second up to ``--ramp-users`` (150), then ``--plateau-s`` (150 s) at full strength, then stop.
 
 Against a deployed cluster (deploy/k8s: the ``tensorgate`` Service, REST on port 8501)::
 
     kubectl port-forward svc/tensorgate 8501:8501 &
     locust -f bench/load/locustfile.py --headless -H http://127.0.0.1:8501 \\
-        --users 150 --spawn-rate 1 --run-time 5m --csv seeds --csv-full-history
+        --csv seeds --csv-full-history
 
 or from a pod inside the cluster with ``-H http://tensorgate.<namespace>.svc.cluster.local:8501``.
 ``--model-name`` picks the model (default ``resnet50``); ``--body-file`` and ``--path`` send
@@ -26,7 +28,7 @@ import json
 from typing import Any
 
 import numpy as np
-from locust import FastHttpUser, constant_throughput, events, task
+from locust import FastHttpUser, LoadTestShape, constant_throughput, events, task
 
 RESNET_SIZE = 224
 
@@ -36,6 +38,8 @@ def _options(parser: Any) -> None:
     parser.add_argument("--body-file", default="", help="send this file's bytes instead")
     parser.add_argument("--path", default="", help="POST here instead of TF Serving's :predict")
     parser.add_argument("--content-type", default="application/json", help="the body's media type")
+    parser.add_argument("--ramp-users", type=int, default=150, help="users at the ramp's end")
+    parser.add_argument("--plateau-s", type=int, default=150, help="seconds at full strength")
 
 
 events.init_command_line_parser.add_listener(_options)  # type: ignore[no-untyped-call]
@@ -69,3 +73,17 @@ class SeedsUser(FastHttpUser):
     @task
     def predict(self) -> None:
         self.client.post(self.path, data=self._body, headers=self.headers, name="predict")
+
+
+class SeedsRamp(LoadTestShape):
+    """The seeds' ramp: one user a second up to ``--ramp-users``, ``--plateau-s`` at that, stop.
+    (Timed from the test's start by Locust, unlike ``--run-time``, which counts from before a
+    slow start-up on a busy machine.)"""
+
+    def tick(self) -> tuple[int, float] | None:
+        assert self.runner is not None  # set before the first tick
+        options: Any = self.runner.environment.parsed_options
+        elapsed: float = self.get_run_time()  # type: ignore[no-untyped-call]
+        if elapsed >= options.ramp_users + options.plateau_s:
+            return None
+        return min(options.ramp_users, int(elapsed) + 1), 1.0

@@ -5,8 +5,9 @@ gevent patches whatever imports it) against tensorgate's TF Serving REST API
 (``tensorgate-2w-rest``: ``/v1/models/resnet50:predict``, row format) and the seeds' FastAPI
 server (``fastapi-inline-2w``: the model run in the ``async`` endpoint, the raw image as body),
 both on the two cores, one after the other (a time series cannot interleave). The seeds' ramp: one
-user added a second (``--spawn-rate 1``) up to ``plan.seeds_users`` (the seeds: 150 on 8 nodes of
-2 vCPU), each aiming at a request a second, then ``plan.seeds_plateau_s`` at full strength.
+user added a second up to ``plan.seeds_users`` (the seeds: 150 on 8 nodes of 2 vCPU), each
+aiming at a request a second, then ``plan.seeds_plateau_s`` at full strength (the file's load
+shape, given ``--ramp-users`` and ``--plateau-s``).
 
 Per system: Locust's per-second history (users, requests/s, failures/s, latency percentiles, from
 ``--csv-full-history``), its totals, and the plateau's mean requests/s.
@@ -24,6 +25,7 @@ from typing import Any
 
 from bench.cpus import layouts, pinned
 from bench.scenarios.runner import Bench
+from bench.systems.catalog import CATALOG
 from bench.systems.targets import Running
 
 log = logging.getLogger(__name__)
@@ -37,7 +39,6 @@ PERCENTILES = {"p50": "50%", "p95": "95%", "p99": "99%"}
 def seeds(bench: Bench) -> None:
     plan = bench.plan
     server_cpus, client_cpus = layouts()["2-core"]
-    run_s = plan.seeds_users + plan.seeds_plateau_s
     section: dict[str, Any] = {
         "model": MODEL,
         "users": plan.seeds_users,
@@ -47,26 +48,37 @@ def seeds(bench: Bench) -> None:
     }
     with bench.systems(list(SYSTEMS), MODEL, server_cpus) as running:
         for name, r in running.items():
-            log.info("seeds: locust against %s, %d users, %d s", name, plan.seeds_users, run_s)
-            section["systems"][name] = run_locust(r, plan.seeds_users, run_s, client_cpus)
+            log.info("seeds: locust against %s, %d users", name, plan.seeds_users)
+            own = CATALOG[name].kind == "tensorgate"  # TF Serving's REST API
+            section["systems"][name] = run_locust(
+                r, plan.seeds_users, plan.seeds_plateau_s, client_cpus, own_body=own
+            )
     bench.results["scenarios"]["seeds"] = section
 
 
 def run_locust(
-    running: Running, users: int, run_s: int, client_cpus: tuple[int, ...]
+    running: Running,
+    users: int,
+    plateau_s: int,
+    client_cpus: tuple[int, ...],
+    *,
+    own_body: bool,
 ) -> dict[str, Any]:
-    """One headless Locust run against ``running``; its per-second timeline and totals."""
+    """One headless Locust run of the file's ramp (``users``, then ``plateau_s``) against
+    ``running``; its per-second timeline and totals.
+    ``own_body``: the Locust file sends its own request (TF Serving's row format of the ResNet50
+    input), else the target's payload."""
     target = running.target
     with tempfile.TemporaryDirectory(prefix="bench-seeds-") as scratch:
         work = Path(scratch)
         argv = [
             sys.executable, "-m", "locust", "-f", str(LOCUSTFILE), "--headless",
-            "-H", target.address, "--users", str(users), "--spawn-rate", "1",
-            "--run-time", f"{run_s}s", "--stop-timeout", "10", "--csv", str(work / "run"),
+            "-H", target.address, "--ramp-users", str(users), "--plateau-s", str(plateau_s),
+            "--stop-timeout", "10", "--csv", str(work / "run"),
             "--csv-full-history", "--only-summary", "--loglevel", "WARNING",
             "--exit-code-on-error", "0", "--path", target.method,
         ]  # fmt: skip
-        if target.content_type != "application/json":  # not TF Serving's row format
+        if not own_body:
             body = work / "body"
             body.write_bytes(target.payload)
             argv += ["--body-file", str(body), "--content-type", target.content_type]
@@ -74,7 +86,7 @@ def run_locust(
             pinned(argv, client_cpus),
             capture_output=True,
             text=True,
-            timeout=run_s + 120,
+            timeout=users + plateau_s + 120,
             check=False,
         )
         if done.returncode != 0:
