@@ -26,7 +26,7 @@ FAMILY_COLOURS = {
     "mlserver": "#d62728",
     "fastapi": "#ff7f0e",
 }
-_SHADES = (0.0, 0.28, -0.22, 0.48, -0.38, 0.62, -0.5, 0.14, -0.11, 0.38, -0.3, 0.55)
+_SHADES = (0.0, 0.28, -0.22, 0.48, -0.38, 0.62, -0.5, 0.14, -0.11, 0.38, -0.3, 0.55, -0.44)
 """Lightness shifts of a family's configurations, in catalog order (0: the family's colour)."""
 PERCENTILE_STYLES = {"p50": "-", "p90": ":", "p99": "--"}
 SEEDS_STYLES = {"p50": "-", "p95": ":", "p99": "--"}
