@@ -18,7 +18,7 @@ The sequence, each step waited for in Prometheus before the next (tests/support/
 
 ``rate`` extrapolates to the window's edges (up to half a scrape interval each side), so a rate ×
 window agrees with the count sent within 25 %; gauges, states and ratios of the same samples
-agree exactly.
+agree exactly; times are only bounded below (:func:`final_checks`).
 """
 
 from __future__ import annotations
@@ -39,6 +39,7 @@ import numpy as np
 import pytest
 
 from gateway._pb.tensorflow_serving.apis import prediction_service_pb2_grpc
+from gateway.observability.metrics import SECONDS_BUCKETS
 from tests.deploy.test_k8s import shapes
 from tests.support import onnx_models, promql_exprs
 from tests.support.gateway_proc import (
@@ -209,16 +210,24 @@ def in_flight(calls: float) -> dict[str, Check]:
     }
 
 
-def final_checks(window_s: float) -> dict[str, Check]:
+def final_checks(window_s: float, held_s: float = 0.0) -> dict[str, Check]:
     """What every expression must show once the sequence is over (``window_s``: the dashboard's
-    rate window; the rules' own windows are 5 and 15 minutes, longer than the whole test)."""
+    rate window; the rules' own windows are 5 and 15 minutes, longer than the whole test).
+
+    No upper bound on a time (this machine's speed varies): times are positive, and mlp2's two
+    held calls lasted at least ``held_s`` (from the second one's sending to the worker's
+    SIGCONT), so a quantile that lands on them is at least the bucket bound below that, and
+    when ``held_s`` exceeds the 250 ms objective they are outside it."""
     ok_tfs, refused = N_GRPC + N_REST, N_REFUSED - 1
-    fast, slow = (0.0, 0.25), (0.25, float("inf"))
+    some = (1e-9, float("inf"))
+    floor = max([0.0, *(b for b in SECONDS_BUCKETS if b < held_s)])
+    fast, slow = some, (floor, float("inf"))
     nan = (float("nan"), float("nan"))
     pod = ("tg", "tensorgate-0")
     mv = ("model_name", "version")
     mp = ("model_name", "protocol")
-    mlp2_objective = (N_REFUSED - 1) / (N_REFUSED + 1)
+    # at most the refusals of mlp2's counted calls are within the objective: not the held two
+    mlp2_objective = (N_REFUSED - 1) / (N_REFUSED + 1) if held_s > 0.25 else 1.0
     latency = {("mlp", "tfserving"): fast, ("mlp", "v2"): fast, ("mlp2", "tfserving"): fast}
     latency_p99 = {**latency, ("mlp2", "tfserving"): slow}
     ratio = exactly(mp, {("mlp", "tfserving"): 0, ("mlp", "v2"): 0, ("mlp2", "tfserving"): 1})
@@ -226,13 +235,14 @@ def final_checks(window_s: float) -> dict[str, Check]:
     def objective(result: Series, _: float) -> None:
         got = by(result, *mp)
         assert set(got) == {("mlp", "tfserving"), ("mlp", "v2"), ("mlp2", "tfserving")}, got
-        assert got[("mlp2", "tfserving")] == pytest.approx(mlp2_objective, abs=0.1), got
-        assert got[("mlp", "tfserving")] >= 0.9 and got[("mlp", "v2")] >= 0.9, got
+        assert 0 <= got[("mlp2", "tfserving")] <= mlp2_objective + 1e-9, got
+        assert all(0 < value <= 1 for value in got.values()), got
 
     def objective_missed(result: Series, _: float) -> None:
         got = by(result, *mp)
-        assert got.get(("mlp2", "tfserving")) == pytest.approx(mlp2_objective, abs=0.1), got
-        assert all(value >= 0.9 for key, value in got.items() if key[0] == "mlp"), got
+        if mlp2_objective < 0.99:
+            assert got[("mlp2", "tfserving")] <= mlp2_objective + 1e-9, got
+        assert all(0 <= value < 0.99 for value in got.values()), got
 
     def placement(result: Series, _: float) -> None:
         # tensorgate_model_placement is not exported yet (the lead adds it): no series, or one
@@ -297,7 +307,7 @@ def final_checks(window_s: float) -> dict[str, Check]:
         ),
         # mlp2's two runs both ended after its series' first sample: no increase, no quantile
         "panel/Model run time in the worker/A": bounded(
-            mv, {("mlp", "1"): (1e-9, 0.25), ("mlp2", "1"): nan}
+            mv, {("mlp", "1"): some, ("mlp2", "1"): nan}
         ),
         "panel/Batch size (rows per batch)/A": exactly(mv, {("mlp", "1"): 1, ("mlp2", "1"): 1}),
         "panel/Batch size (rows per batch)/B": bounded(
@@ -387,7 +397,7 @@ def test_every_expression_agrees_with_the_calls_sent(
             4 + N_GRPC + N_REST + N_V2 + N_INVALID,
         )
         # 3. saturation on mlp2 behind a stopped worker
-        _saturate(gateway, prometheus)
+        held_s = _saturate(gateway, prometheus)
         # 4. a worker and a front end replaced, a model that cannot load
         _total(prometheus, _requests("OK", "mlp2"), 2)
         (worker,) = worker_pids(gateway.pid)
@@ -402,11 +412,13 @@ def test_every_expression_agrees_with_the_calls_sent(
             assert reload_error(channel, models)[0] == grpc.StatusCode.UNKNOWN
         _total(prometheus, 'tensorgate_model_state{model_name="broken",state="END"}', 1)
         _total(prometheus, "tensorgate_model_state", 3)
-        evaluate(prometheus, start, final_checks)
+        evaluate(prometheus, start, lambda window_s: final_checks(window_s, held_s))
 
 
-def _saturate(gateway: GatewayProcess, prometheus: Prometheus) -> None:
-    """Step 3 (the module doc): 2 calls in flight, then N_REFUSED refused, the first alone."""
+def _saturate(gateway: GatewayProcess, prometheus: Prometheus) -> float:
+    """Step 3 (the module doc): 2 calls in flight, then N_REFUSED refused, the first alone.
+    Returns how long the worker stayed stopped after the second call was sent (seconds): a
+    lower bound of both held calls' durations."""
     (worker,) = worker_pids(gateway.pid)
     os.kill(worker, signal.SIGSTOP)
     held: list[Future[Any]] = []
@@ -414,6 +426,7 @@ def _saturate(gateway: GatewayProcess, prometheus: Prometheus) -> None:
         with grpc.insecure_channel(gateway.target) as channel:  # one connection: one front end
             stub = prediction_service_pb2_grpc.PredictionServiceStub(channel)
             for calls in (1, 2):  # the first posted to the worker, the second queued behind it
+                sent_at = time.monotonic()
                 held.append(stub.Predict.future(predict_request("mlp2", {"x": X}), timeout=120))
                 _total(prometheus, "tensorgate_requests_in_flight", calls)
             for sent in range(1, N_REFUSED + 1):
@@ -425,8 +438,10 @@ def _saturate(gateway: GatewayProcess, prometheus: Prometheus) -> None:
             _total(prometheus, _requests("UNAVAILABLE", "mlp2"), N_REFUSED)
             evaluate(prometheus, time.time() - 300, lambda _: in_flight(2))
             os.kill(worker, signal.SIGCONT)
+            held_s = time.monotonic() - sent_at
             for call in held:
                 call.result(timeout=60)
+            return held_s
     finally:
         with contextlib.suppress(ProcessLookupError):
             os.kill(worker, signal.SIGCONT)
