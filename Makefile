@@ -12,8 +12,8 @@ PORT ?= 8500
 REST_PORT ?= 8501
 
 .PHONY: venv venv-base serve test lint format protos demo-model clean system-deps constraints \
-	bench-venvs k8s-overlays image-deps image-base image image-tensorflow image-openvino test-image \
-	image-clean
+	bench-venvs k8s-overlays descriptor-set image-deps image-base image image-tensorflow \
+	image-openvino test-image image-clean
 
 $(BASE_STAMP): pyproject.toml constraints.txt
 	$(PY) -m venv $(VENV)
@@ -76,6 +76,12 @@ format: $(FULL_STAMP)
 # checks the committed overlays are current). `python deploy/k8s/shapes.py --table` shows them.
 k8s-overlays:
 	$(PY) deploy/k8s/shapes.py
+
+# build/tensorgate.pb and build/tensorgate-http.pb: descriptor sets of the gRPC services (TF
+# Serving's, V2's, health; imports included), the second with deploy/transcoding/http_rules.yaml
+# applied, for Envoy's gRPC-JSON transcoder (deploy/transcoding/README.md).
+descriptor-set: $(BASE_STAMP)
+	$(BIN)/python scripts/descriptor_set.py --out build
 
 protos: $(FULL_STAMP)
 	$(BIN)/python scripts/gen_protos.py

@@ -69,7 +69,7 @@ class Gateway:
             self.core,
             self.queues,
             self.observability,
-            pages=lambda: self.observability.routes(self.pool),
+            pages=lambda: self.observability.routes(self.pool, self.models),
         )
         self.signals = Signals()
         self._tasks = Tasks(log)

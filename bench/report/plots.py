@@ -1,4 +1,4 @@
-"""The report's PNG plots (matplotlib figures without pyplot, 72 dpi): sweep, ramp, overload.
+"""The report's PNG plots (matplotlib figures without pyplot, 72 dpi): sweep, ramp, overload, seeds.
 
 Every system keeps one colour in every panel of every plot (:func:`system_colour`: a hue per
 family, a shade per configuration); line styles tell the percentiles apart. Every line is in a
@@ -32,6 +32,8 @@ _SHADES = (0.0, 0.28, -0.22, 0.48, -0.38, 0.62, -0.5, 0.14, -0.11, 0.38, -0.3, 0
 _HUE_TURN = 0.05
 """Hue turn for each further round of shades in a large family."""
 PERCENTILE_STYLES = {"p50": "-", "p90": ":", "p99": "--"}
+SEEDS_STYLES = {"p50": "-", "p95": ":", "p99": "--"}
+"""Locust's percentiles (it has no p90 column in its history)."""
 
 
 def system_colour(name: str) -> str:
@@ -76,6 +78,9 @@ def figures(results: dict[str, Any]) -> dict[str, Figure]:
     }
     if over:
         out["overload.png"] = _overload(over)
+    seeds = sc.get("seeds", {})
+    if any(s.get("timeline") for s in seeds.get("systems", {}).values()):
+        out["seeds.png"] = _seeds(seeds)
     return out
 
 
@@ -179,4 +184,34 @@ def _overload(over: dict[str, dict[str, Any]]) -> Figure:
             bbox_to_anchor=(0.5, -0.16),
             ncol=2,
         )
+    return fig
+
+
+def _seeds(seeds: dict[str, Any]) -> Figure:
+    """The seeds' charts: requests/s (and users), latency percentiles, failures/s over time."""
+    systems = {n: s for n, s in seeds["systems"].items() if s.get("timeline")}
+    fig = Figure(figsize=(15.6, 4.4), layout="constrained")
+    rps, latency, failures = fig.subplots(1, 3)
+    users = rps.twinx()
+    for name, s in systems.items():
+        colour = system_colour(name)
+        tl = s["timeline"]
+        ts = [row["t"] for row in tl]
+        rps.plot(ts, [row["rps"] for row in tl], color=colour, label=name)
+        users.plot(ts, [row["users"] for row in tl], color=colour, alpha=0.35, lw=1)
+        for pct, style in SEEDS_STYLES.items():
+            values = [row[f"{pct}_ms"] for row in tl]
+            latency.plot(ts, values, style, color=colour, label=f"{name} {pct}")
+        failures.plot(ts, [row["failures_per_s"] for row in tl], color=colour, label=name)
+    rps.set_title(f"requests/s ({seeds['model']}, TF Serving REST vs FastAPI)")
+    rps.set_ylabel("requests/s")
+    users.set_ylabel("users (faint lines)")
+    latency.set_title("latency: p50, p95, p99 (Locust, cumulative)")
+    latency.set_ylabel("latency (ms)")
+    failures.set_title("failures/s")
+    failures.set_ylabel("failures/s")
+    for ax in (rps, latency, failures):
+        ax.set_xlabel(f"seconds (one user added a second up to {seeds['users']})")
+        ax.grid(alpha=0.3)
+        ax.legend(fontsize=7, loc="upper left")
     return fig

@@ -10,6 +10,7 @@ from pathlib import Path
 from typing import Any
 
 from bench.measure import accuracy
+from bench.report import seeds_report
 from bench.report.calls_table import calls_section
 from bench.report.goal_rows import (
     COST,
@@ -162,6 +163,7 @@ def markdown(results: dict[str, Any], plots: list[str]) -> str:
         if "ramp.png" in plots:
             lines += ["![ramp](ramp.png)", ""]
         lines += system_table(ramp["systems"])
+    lines += seeds_report.markdown(sc.get("seeds", {}), "seeds.png" in plots)
     batching = sc.get("batching", {})
     if batching.get("available"):
         lines += batching_tables(batching)

@@ -16,4 +16,6 @@
 - ``idle-rss``: the gateway's resident memory at idle serving the demo model.
 - ``soak`` / ``chaos``: minutes of steady load (failures, RSS and fds over time), and load while a
   worker is SIGKILLed every few seconds (goodput, failures).
+- ``seeds``: the load-testing seeds' own experiment, their tool (Locust) and ramp, ResNet50 over
+  REST against tensorgate and the seeds' FastAPI server (:mod:`bench.scenarios.seeds`).
 """

@@ -58,6 +58,8 @@ def _estimate(plan: Plan, name: str) -> float:
             total += START_S + _points(1, r, plan.point_s, warm)
             total += _points(len(plan.overload_factors), plan.overload_repeats, plan.overload_s, 1)
         return total
+    if name == "seeds":
+        return 2 * START_S + 2 * (plan.seeds_users + plan.seeds_plateau_s + 15)
     if name == "ramp":
         systems = 3 if plan.name == "full" else 1
         return START_S + systems * (plan.ramp_users * plan.ramp_step_s + plan.ramp_plateau_s + 1)

@@ -23,6 +23,7 @@ SCENARIOS = (
     "calls",
     "soak",
     "chaos",
+    "seeds",
 )
 
 
@@ -73,6 +74,11 @@ class Plan:
     chaos_rps: float = 300.0
     chaos_kill_every_s: float = 5.0
     """``chaos``: a worker of ``tensorgate-2w`` is SIGKILLed this often under the open loop."""
+    seeds_users: int = 20
+    seeds_plateau_s: int = 20
+    """``seeds``: Locust users at the end of the ramp (one added a second) and the plateau's
+    length: 20 users of one request a second slightly exceed ResNet50 on 2 cores here (the
+    seeds' 150 users on 8 nodes × 2 vCPU: 9 a core)."""
     scenarios: tuple[str, ...] = SCENARIOS
 
 
@@ -105,6 +111,8 @@ QUICK = Plan(
     soak_sample_s=1.0,
     chaos_s=12.0,
     chaos_rps=100.0,
+    seeds_users=4,
+    seeds_plateau_s=4,
     scenarios=(
         "limits",
         "tiny",

@@ -9,6 +9,7 @@ from bench.scenarios.features import batching, calls, idle_rss, profile
 from bench.scenarios.load import overload, ramp
 from bench.scenarios.reliability import chaos, soak
 from bench.scenarios.runner import Bench
+from bench.scenarios.seeds import seeds
 from bench.scenarios.throughput import limits, openvino_accuracy, resnet50, tiny, tiny_2core
 from bench.scenarios.tracing import tracing
 
@@ -29,6 +30,7 @@ SCENARIO_FUNCTIONS = {
     "calls": calls,
     "soak": soak,
     "chaos": chaos,
+    "seeds": seeds,
 }
 
 

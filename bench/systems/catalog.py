@@ -64,6 +64,7 @@ def _build() -> dict[str, SystemSpec]:
         SystemSpec("tensorgate-rest-batch", "tensorgate", one_rest_batch),
         SystemSpec("tensorgate-v2", "tensorgate", {"workers": 1, "intra_op": 1, "v2": True}),
         SystemSpec("tensorgate-2w", "tensorgate", {"workers": 2, "intra_op": 1}),
+        SystemSpec("tensorgate-2w-rest", "tensorgate", {"workers": 2, "intra_op": 1, "rest": True}),
         SystemSpec("tensorgate-2w-batch", "tensorgate", {"workers": 2, "intra_op": 1, **batch}),
         SystemSpec("tensorgate-2w-1f", "tensorgate", {"workers": 2, "intra_op": 1, **one}),
         SystemSpec(

@@ -100,6 +100,8 @@ class Recorder:
             self.metrics.in_flight[(call.entrypoint, call.protocol)] -= 1
             labels = (call.model, call.api, call.entrypoint, call.protocol)
             self.metrics.request_duration.observe(labels, elapsed_s)
+            version = "" if call.version is None else str(call.version)
+            self.metrics.requests.inc((call.model, version, *labels[1:], call.status))
         span = call.span
         if span is not None and self.tracing is not None:
             span.attributes = {

@@ -12,7 +12,9 @@ from __future__ import annotations
 import asyncio
 import logging
 import os
-from collections.abc import Iterable, Mapping
+from collections.abc import Iterable, Iterator, Mapping
+
+from prometheus_client.core import Metric
 
 from gateway.batching.observer import BatchObserver
 from gateway.config.batching_options import thread_pool_name
@@ -25,6 +27,7 @@ from gateway.observability.metrics import GatewayCollector, GatewayMetrics, regi
 from gateway.observability.model_stats import ModelStats
 from gateway.observability.page import MetricsPage, metrics_path
 from gateway.observability.request_log import RequestLog
+from gateway.observability.server_figures import server_families
 from gateway.observability.tfs_metrics import TfServingMetrics
 from gateway.observability.tracing import Tracing
 from gateway.observability.workers import WorkerFigures
@@ -123,12 +126,18 @@ class Observability:
         """The HTTP server's observer of API calls (None when nothing is recorded)."""
         return None if self.recorder is None else rest_hook.observer(self.recorder)
 
-    def routes(self, pool: WorkerPool) -> dict[str, ExtraRoute]:
-        """The metrics page, served on the REST port, when metrics are on."""
+    def routes(self, pool: WorkerPool, models: Registry | None = None) -> dict[str, ExtraRoute]:
+        """The metrics page, served on the REST port, when metrics are on (with ``models``'
+        states: :mod:`~gateway.observability.server_figures`)."""
         if self.page_path is None or self.tfs is None or self.metrics is None:
             return {}
         workers = WorkerFigures(pool)
-        registry = registry_of(GatewayCollector(self.metrics, workers.families))
+
+        def live() -> Iterator[Metric]:
+            yield from workers.families()
+            yield from server_families(models)
+
+        registry = registry_of(GatewayCollector(self.metrics, live))
         return {self.page_path: MetricsPage(self.tfs, registry, workers)}
 
     def queue_observer(self, servable: Servable, signature_name: str) -> BatchObserver | None:

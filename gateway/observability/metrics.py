@@ -6,7 +6,13 @@ Recorded on the loop into :mod:`~gateway.observability.cells` and written by pro
 - ``tensorgate_request_duration_seconds`` histogram {model_name, api, entrypoint, protocol}: a
   gRPC or REST call, from its handler's start to its answer; ``protocol`` is the API's
   (``tfserving``, ``v2``), ``api`` its method name in that protocol (``Predict``, ``ModelInfer``);
-- ``tensorgate_requests_in_flight`` gauge {entrypoint, protocol}: calls being handled now;
+- ``tensorgate_requests_total`` counter {model_name, version, api, entrypoint, protocol, status}:
+  the same calls, counted once each as they end, ``status`` the canonical code name (``OK``,
+  ``INVALID_ARGUMENT``, ...) on either transport and ``version`` the version the call asked for
+  ("" when it named none: the latest or a label);
+- ``tensorgate_requests_in_flight`` gauge {entrypoint, protocol}: calls being handled now (from
+  handler start to answer: waiting in a batch queue, running and being encoded), the per-pod
+  signal deploy/'s autoscalers read;
 - ``tensorgate_queue_wait_seconds`` histogram {model_name, version}: a request's wait in its batch
   queue;
 - ``tensorgate_compute_seconds`` histogram {model_name, version}: a batch's model run, as its
@@ -55,6 +61,9 @@ class GatewayMetrics:
         self.request_duration = Histogram(
             ("model_name", "api", "entrypoint", "protocol"), SECONDS_BUCKETS
         )
+        self.requests = Counter(
+            ("model_name", "version", "api", "entrypoint", "protocol", "status")
+        )
         self.in_flight: dict[tuple[str, str], int] = {}
         """(entrypoint, protocol) → calls being handled now."""
         self.queue_wait = Histogram(MODEL, SECONDS_BUCKETS)
@@ -85,6 +94,9 @@ class GatewayCollector(Collector):
             "Seconds from the start of a gRPC or REST call's handler to its answer.",
             m.request_duration,
         )
+        yield _counter(
+            "tensorgate_requests", "gRPC and REST calls that ended, by status.", m.requests
+        )
         in_flight = GaugeMetricFamily(
             "tensorgate_requests_in_flight",
             "Calls being handled now.",
@@ -108,14 +120,11 @@ class GatewayCollector(Collector):
             "Rows of each batch sent to a worker (no padding).",
             m.batch_size,
         )
-        refused = CounterMetricFamily(
+        yield _counter(
             "tensorgate_requests_refused",
             "Requests that left their queue without running, by reason.",
-            labels=list(m.refused.label_names),
+            m.refused,
         )
-        for labels, value in m.refused.items():
-            refused.add_metric(list(labels), value)
-        yield refused
         runs_in = GaugeMetricFamily(
             "tensorgate_model_runs_in",
             "Front ends that run a model version's batches in the front-end process itself "
@@ -125,14 +134,11 @@ class GatewayCollector(Collector):
         for labels, value in m.runs_in.items():
             runs_in.add_metric(list(labels), value)
         yield runs_in
-        dropped = CounterMetricFamily(
+        yield _counter(
             "tensorgate_request_log_dropped",
             "Sampled calls not logged because their log writer's queue was full.",
-            labels=list(m.log_dropped.label_names),
+            m.log_dropped,
         )
-        for labels, value in m.log_dropped.items():
-            dropped.add_metric(list(labels), value)
-        yield dropped
         yield from self.live()
 
 
@@ -140,6 +146,13 @@ def set_runs_in(metrics: GatewayMetrics, placed: Mapping[str, str]) -> None:
     """This process's ``tensorgate_model_runs_in``: each servable key (``<model>:<version>``)
     with where its batches run."""
     metrics.runs_in.values = {(*key.rsplit(":", 1), where): 1 for key, where in placed.items()}
+
+
+def _counter(name: str, documentation: str, counter: Counter) -> CounterMetricFamily:
+    family = CounterMetricFamily(name, documentation, labels=list(counter.label_names))
+    for labels, value in counter.items():
+        family.add_metric(list(labels), value)
+    return family
 
 
 def _histogram(name: str, documentation: str, histogram: Histogram) -> HistogramMetricFamily:

@@ -12,7 +12,7 @@ from typing import Any
 
 from opentelemetry.trace import SpanKind
 
-from gateway.transport.proto_wire import varint
+from gateway.proto_wire import varint
 
 _DOUBLE = struct.Struct("<d").pack
 FIXED64 = struct.Struct("<Q").pack

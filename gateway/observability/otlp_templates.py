@@ -31,7 +31,7 @@ from gateway.observability.otlp_fields import (
     string_field,
 )
 from gateway.observability.span_records import BatchSpan, ServerSpan
-from gateway.transport.proto_wire import varint
+from gateway.proto_wire import varint
 
 
 class Template:

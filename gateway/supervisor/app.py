@@ -102,7 +102,13 @@ class Supervisor:
         self.pool, self.models = parts.pool, parts.models
         self.push = RegistryPush(self.models, self.fanout.front_ends)
         self.repository = Repository(self.models, management=settings.enable_model_management_api)
-        self.page = FleetPage(self.fanout.front_ends, self.pool, self.observability.tfs)
+        self.page = FleetPage(
+            self.fanout.front_ends,
+            self.pool,
+            self.observability.tfs,
+            models=self.models,
+            restarts=lambda: self.restarts,
+        )
         self.signals = Signals()
         self.restarts = 0
         """Front ends replaced after dying."""

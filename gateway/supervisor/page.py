@@ -4,8 +4,9 @@ A scrape on any front end asks the supervisor (``scrape``), which asks every joi
 its figures (``figures``: :func:`gateway.ipc.figures.dump`), pings the workers for theirs, and
 adds everything up once (:func:`gateway.ipc.figures.merge`; the rule is there): each front end's
 calls and batches, the supervisor's own series (TF Serving's warmup metrics: warmups happen here),
-the workers' figures, restarts and shared memory. The page is then written by the one-process
-writers (:meth:`TfServingMetrics.render`, prometheus_client), so its format is unchanged.
+the workers' figures, restarts, shared memory and the models' states. The page is then written
+by the one-process writers (:meth:`TfServingMetrics.render`, prometheus_client), so its format is
+unchanged.
 
 Exactly once: every joined front end counts once. One that does not answer within ``timeout_s``
 counts with its previous answer; one that died counts with its last answer for good (a counter
@@ -16,16 +17,20 @@ from __future__ import annotations
 
 import asyncio
 import contextlib
+from collections.abc import Callable, Iterator
 from typing import Any
 
 from prometheus_client import generate_latest
+from prometheus_client.core import Metric
 
 from gateway.errors import ServingError
 from gateway.ipc import figures
 from gateway.observability.metrics import GatewayCollector, GatewayMetrics, registry_of
+from gateway.observability.server_figures import server_families
 from gateway.observability.tfs_metrics import TfServingMetrics
 from gateway.observability.workers import ShmUse, WorkerFigures
 from gateway.parallel.pool import WorkerPool
+from gateway.serving.registry import Registry
 from gateway.supervisor.frontends import FrontEndProcess
 
 FIGURES_TIMEOUT_S = 2.0
@@ -42,6 +47,9 @@ class FleetPage:
         pool: WorkerPool,
         tfs: TfServingMetrics | None,
         timeout_s: float = FIGURES_TIMEOUT_S,
+        *,
+        models: Registry | None = None,
+        restarts: Callable[[], int] | None = None,
     ) -> None:
         self._front_ends = front_ends
         self._tfs = tfs
@@ -51,6 +59,8 @@ class FleetPage:
         self._departed: list[dict[str, Any]] = []
         self._shared: ShmUse = {}
         self.workers = WorkerFigures(pool, shared=lambda: self._shared)
+        self._models = models
+        self._restarts = restarts
 
     def departed(self, front: FrontEndProcess) -> None:
         """``front`` is gone: its last figures count from now on, for good."""
@@ -73,8 +83,12 @@ class FleetPage:
             figures.merge(tfs, metrics, dumped, shm)
         self._shared = shm
         await self.workers.refresh()
-        registry = registry_of(GatewayCollector(metrics, self.workers.families))
+        registry = registry_of(GatewayCollector(metrics, self._live))
         return tfs.render().encode() + generate_latest(registry)
+
+    def _live(self) -> Iterator[Metric]:
+        yield from self.workers.families()
+        yield from server_families(self._models, self._restarts)
 
     async def _ask(self, front: FrontEndProcess) -> dict[str, Any] | None:
         call = front.link.call("figures")

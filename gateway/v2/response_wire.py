@@ -16,7 +16,7 @@ from typing import Any
 
 import numpy.typing as npt
 
-from gateway.transport.proto_wire import field, varint
+from gateway.proto_wire import field, varint
 from gateway.v2 import datatypes, raw, versions
 
 _heads: dict[tuple[str, str, tuple[int, ...]], bytes] = {}

@@ -41,6 +41,9 @@ def test_a_call_is_current_while_open_and_its_record_feeds_every_output() -> Non
     assert [labels for labels, _ in metrics.request_duration.items()] == [
         ("m", "Predict", "GRPC", "tfserving")
     ]
+    assert dict(metrics.requests.items()) == {
+        ("m", "", "Predict", "GRPC", "tfserving", "NOT_FOUND"): 1
+    }
     (span,) = exporter.get_finished_spans()
     assert span.name == "svc/Predict"
     assert dict(span.attributes or {}) == {

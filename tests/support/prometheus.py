@@ -1,6 +1,6 @@
 """A real Prometheus server (Debian's ``prometheus``, installed by ``make system-deps``) on a
-loopback port, scraping one target with a config written here, its storage in a temporary folder;
-stopped by PID."""
+loopback port, scraping one target (and evaluating rule files) with a config written here, its
+storage in a temporary folder; stopped by PID."""
 
 from __future__ import annotations
 
@@ -12,7 +12,7 @@ import time
 import urllib.error
 import urllib.parse
 import urllib.request
-from collections.abc import Callable, Iterator
+from collections.abc import Callable, Iterator, Mapping, Sequence
 from pathlib import Path
 from typing import Any
 
@@ -68,16 +68,36 @@ class Prometheus:
 
 
 @contextlib.contextmanager
-def running_prometheus(target: str, metrics_path: str, workdir: Path) -> Iterator[Prometheus]:
-    """Prometheus scraping ``target`` (host:port) at ``metrics_path`` every 200 ms."""
+def running_prometheus(
+    target: str,
+    metrics_path: str,
+    workdir: Path,
+    *,
+    interval: str = "200ms",
+    rule_files: Sequence[Path] = (),
+    labels: Mapping[str, str] | None = None,
+) -> Iterator[Prometheus]:
+    """Prometheus scraping ``target`` (host:port) at ``metrics_path`` every ``interval`` (its
+    scrape timeout too), evaluating ``rule_files`` as often, the target's series labelled with
+    ``labels`` (as a Kubernetes scrape job labels a pod's: ``namespace``, ``pod``)."""
     executable = binary()
     config = workdir / "prometheus.yml"
-    config.write_text(
-        "global:\n  scrape_interval: 200ms\n  scrape_timeout: 200ms\n"
-        "scrape_configs:\n  - job_name: tensorgate\n"
-        f"    metrics_path: {metrics_path}\n"
-        f"    static_configs:\n      - targets: ['{target}']\n"
-    )
+    settings = {
+        "global": {
+            "scrape_interval": interval,
+            "scrape_timeout": interval,
+            "evaluation_interval": interval,
+        },
+        "rule_files": [str(path) for path in rule_files],
+        "scrape_configs": [
+            {
+                "job_name": "tensorgate",
+                "metrics_path": metrics_path,
+                "static_configs": [{"targets": [target], "labels": dict(labels or {})}],
+            }
+        ],
+    }
+    config.write_text(json.dumps(settings))  # YAML is a superset of JSON
     port = free_port()
     log = workdir / "prometheus.log"
     with open(log, "wb") as out:

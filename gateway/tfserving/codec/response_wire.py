@@ -24,6 +24,7 @@ import numpy as np
 import numpy.typing as npt
 
 from gateway.errors import ResourceExhausted
+from gateway.proto_wire import LEN, field, varint
 from gateway.tfserving.codec.tensor_encode import (
     FIELD_NUMBER,
     MAX_PROTO_BYTES,
@@ -31,7 +32,6 @@ from gateway.tfserving.codec.tensor_encode import (
     from_ndarray,
 )
 from gateway.tfserving.codec.tensor_types import STRING, for_numpy
-from gateway.transport.proto_wire import LEN, field, varint
 
 _CACHE_LIMIT = 4096
 """Most model specs and dtype heads kept (each a few bytes)."""

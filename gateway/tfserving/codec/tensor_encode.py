@@ -16,8 +16,8 @@ import numpy.typing as npt
 from gateway._pb.tensorflow.core.framework import tensor_shape_pb2
 from gateway._pb.tensorflow.core.framework.tensor_pb2 import TensorProto
 from gateway.errors import InvalidArgument, ResourceExhausted
+from gateway.proto_wire import varint
 from gateway.tfserving.codec.tensor_types import HALF_FIELD, STRING, TensorType, for_numpy
-from gateway.transport.proto_wire import varint
 
 MAX_PROTO_BYTES = 2**31 - 1
 """Protobuf messages cannot exceed 2 GiB; larger tensors cannot be encoded at all."""
