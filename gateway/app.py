@@ -98,6 +98,7 @@ class Gateway:
         settings = self.settings
         await self.pool.start()
         await self.models.apply(self.specs)  # TF Serving's checks (labels) apply at start too
+        await self.inline.loaded()  # light versions measured: the first calls go where they stay
         await self.servers.update_health(self.models)
         log.info("%s", self.observability.describe())
         await self.servers.start(settings.port, settings.rest_api_port)

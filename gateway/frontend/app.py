@@ -163,6 +163,7 @@ class FrontEnd:
         return None
 
     async def _start_servers(self, grpc_port: int, rest_port: int) -> Mapping[str, Any]:
+        await self.inline.loaded()  # light versions measured: the first calls go where they stay
         await self.servers.update_health(self.models)
         await self.servers.start(grpc_port, rest_port)
         self._spawn(self.run_side.watch_hangs(self._hang, self._retire))
