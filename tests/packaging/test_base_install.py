@@ -37,6 +37,8 @@ OPTIONAL = {
     "_distutils_hack": "setuptools' .pth start-up hook, in any virtualenv with setuptools",
     "brotli": "aiohttp decodes brotli bodies with it when present (tritonclient's http extra)",
     "_brotli": "brotli's extension module",
+    "psutil": "opentelemetry-sdk's resource detection reads the process with it when present "
+    "(locust, a bench dependency, pulls it in)",
 }
 """Imported here because the dev environment has them; the base install works without."""
 IMPORT_LINE = re.compile(r"^import time:\s+\d+ \|\s+\d+ \|(\s*)([\w.]+)\s*$")
