@@ -44,6 +44,7 @@ from gateway.v2.model_control import Repository
 from gateway.v2.rest import openapi as v2_openapi
 from gateway.v2.surface import V2Surface
 from gateway.v2.surface import options_from as v2_options
+from gateway.v2_log import LOG_AS as V2_LOG_AS
 
 log = logging.getLogger(__name__)
 
@@ -146,7 +147,8 @@ class Servers:
 
     def _surfaces(self) -> list[ProtocolSurface]:
         """The protocols served, each on the gRPC port and the REST port: TF Serving's API and
-        the Open Inference Protocol (KServe V2)."""
+        the Open Inference Protocol (KServe V2), whose ModelInfer calls are request-logged as
+        TF Serving's Predict calls (:mod:`gateway.v2_log`)."""
         return [
             TfServingSurface(self.core, TfServingOptions.from_settings(self.settings)),
             V2Surface(
@@ -154,6 +156,7 @@ class Servers:
                 v2_options(self.settings),
                 self.observability.model_stats,
                 self._repository,
+                log_as=V2_LOG_AS,
             ),
         ]
 

@@ -6,12 +6,14 @@ and the ``/v2`` REST API, on the same ports as TF Serving's API and over the sam
 Every unary call of GRPCInferenceService counts against ``--max_concurrent_requests`` (ModelInfer
 as TF Serving's Predict does; its health and metadata calls with it, since the bound is per
 service). Observability learns a call's model from its request's ``model_name`` or ``name``.
+How ModelInfer calls are request-logged is the composition's to say (``log_as``: the records are
+TF Serving's, which this package does not import).
 """
 
 from __future__ import annotations
 
 import importlib.metadata
-from collections.abc import Sequence
+from collections.abc import Mapping, Sequence
 from typing import Any
 
 from gateway._pb.inference import grpc_service_pb2 as pb
@@ -21,7 +23,7 @@ from gateway.observability.model_stats import ModelStats
 from gateway.serving.core import ServingCore
 from gateway.transport.gate import EncodedResponses, ServiceRegistry
 from gateway.transport.http.routes import Routes
-from gateway.transport.surface import GrpcService
+from gateway.transport.surface import GrpcService, LogAs
 from gateway.v2 import PROTOCOL
 from gateway.v2.dataplane import DataPlane, V2Options
 from gateway.v2.grpc import InferenceService
@@ -53,7 +55,9 @@ def model_of(request: Any) -> str:
 class V2Surface:
     """GRPCInferenceService and ``/v2`` over ``core``; ``stats``: each model version's
     statistics (None while metrics are off: the statistics extension then reports zeros);
-    ``repository``: the repository extension (:class:`DataPlane`'s)."""
+    ``repository``: the repository extension (:class:`DataPlane`'s); ``log_as``: per method,
+    how a sampled call is request-logged (:attr:`GrpcService.log_as
+    <gateway.transport.surface.GrpcService>`; none: no call is)."""
 
     name = PROTOCOL
 
@@ -63,8 +67,10 @@ class V2Surface:
         options: V2Options,
         stats: ModelStats | None = None,
         repository: Repository | None = None,
+        log_as: Mapping[str, LogAs] | None = None,
     ) -> None:
         self._plane = DataPlane(core, options, stats, repository)
+        self._log_as = dict(log_as or {})
 
     def grpc_services(self) -> Sequence[GrpcService]:
         servicer = InferenceService(self._plane)
@@ -73,7 +79,10 @@ class V2Surface:
             # ModelInfer answers encoded bytes (gateway.v2.response_wire).
             pb_grpc.add_GRPCInferenceServiceServicer_to_server(servicer, EncodedResponses(registry))
 
-        return (GrpcService(SERVICE, PROTOCOL, add, bounded=True, model_of=model_of),)
+        service = GrpcService(
+            SERVICE, PROTOCOL, add, bounded=True, model_of=model_of, log_as=self._log_as
+        )
+        return (service,)
 
     def add_routes(self, routes: Routes) -> None:
         routes.add_api(V2Rest(self._plane))

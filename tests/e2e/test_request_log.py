@@ -1,5 +1,6 @@
 """Request logging (a model's ``logging_config``) through a real gateway: sampling at rates 1, 0.5
-and 0; every PredictionService method logged as its PredictionLog kind; the files read back by
+and 0; every PredictionService method logged as its PredictionLog kind, and V2 ModelInfer calls
+as ``predict_log`` records beside the model's Predicts; the files read back by
 TensorFlow's own TFRecord reader and the official ``tensorflow_serving`` protos in their own
 process; a log file replayed as a model's warmup file; a writer that cannot keep up drops (and
 counts) without touching a call; two front ends under load writing every record whole, once."""
@@ -24,6 +25,8 @@ import grpc
 import numpy as np
 import pytest
 
+from gateway._pb.inference import grpc_service_pb2 as v2_pb
+from gateway._pb.inference import grpc_service_pb2_grpc as v2_grpc
 from gateway._pb.tensorflow_serving.apis import (
     classification_pb2,
     inference_pb2,
@@ -231,8 +234,9 @@ def test_the_official_reader_reads_every_kind_with_its_metadata(
     assert {r["model"] for r in examples} == {"examples"}
 
 
-def test_a_log_file_is_a_valid_warmup_file(logged: Logged, tmp_path: Path) -> None:
-    (log_file,) = _files(logged.logs, "every")
+def _warmup_records_read(log_file: Path, tmp_path: Path) -> str:
+    """Serve the mlp with ``log_file`` as its warmup file: the ``model_warmup_records_read``
+    line of its metrics (``{labels} count``)."""
     version = tmp_path / "warm" / "1"
     onnx_models.mlp(version / "model.onnx", seed=1)
     warmup = version / WARMUP_FILE
@@ -249,8 +253,15 @@ def test_a_log_file_is_a_valid_warmup_file(logged: Logged, tmp_path: Path) -> No
     ]
     with running_gateway(args, tmp_path) as gateway:
         page = _scrape(gateway)
+    (line,) = re.findall(r"^:tensorflow:serving:model_warmup_records_read(\S+ \S+)$", page, re.M)
     labels = f'{{model_path="{version}",status="OK"}}'
-    assert f":tensorflow:serving:model_warmup_records_read{labels} {EVERY_CALLS}" in page
+    assert line.startswith(labels), line
+    return str(line[len(labels) + 1 :])
+
+
+def test_a_log_file_is_a_valid_warmup_file(logged: Logged, tmp_path: Path) -> None:
+    (log_file,) = _files(logged.logs, "every")
+    assert _warmup_records_read(log_file, tmp_path) == str(EVERY_CALLS)
 
 
 def test_a_writer_that_cannot_keep_up_drops_and_counts_without_touching_a_call(
@@ -296,3 +307,87 @@ def test_two_front_ends_under_load_write_every_record_whole_and_once(tmp_path: P
     assert len(pids) == len(files)  # one file per front end process (no rotation here)
     records = _ours(files)  # DATA_LOSS on any damaged record
     assert sorted(_index(r) for r in records) == list(range(calls))
+
+
+def _v2_infer(
+    stub: v2_grpc.GRPCInferenceServiceStub,
+    model: str,
+    version: str,
+    inputs: dict[str, tuple[str, np.ndarray]],
+    *,
+    typed: bool = False,
+) -> dict[str, tuple[str, bytes]]:
+    """One ModelInfer of ``inputs`` (name → V2 datatype and array), raw or typed (FP32, BYTES);
+    the answer's outputs as name → (datatype, raw bytes)."""
+    request = v2_pb.ModelInferRequest(model_name=model, model_version=version)
+    for name, (datatype, array) in inputs.items():
+        tensor = request.inputs.add(name=name, datatype=datatype, shape=array.shape)
+        if typed and datatype == "BYTES":
+            tensor.contents.bytes_contents.extend(array.ravel().tolist())
+        elif typed:
+            tensor.contents.fp32_contents.extend(array.ravel().tolist())
+        elif datatype == "BYTES":
+            request.raw_input_contents.append(
+                b"".join(len(b).to_bytes(4, "little") + b for b in array.ravel().tolist())
+            )
+        else:
+            request.raw_input_contents.append(array.tobytes())
+    response = stub.ModelInfer(request, timeout=60)
+    assert (response.model_name, response.model_version) == (model, "1")
+    return {
+        out.name: (out.datatype, data)
+        for out, data in zip(response.outputs, response.raw_output_contents, strict=True)
+    }
+
+
+def test_v2_model_infer_calls_are_logged_as_predict_logs_beside_predicts(tmp_path: Path) -> None:
+    """ModelInfer of the mlp (raw and typed FP32, version "1" and latest) and of a string
+    identity (BYTES), each model logged at rate 1: the official reader finds one ``predict_log``
+    per call, in the same file as the model's Predict, whose tensors are what was sent and what
+    was answered; that file, V2 records and all, replays as the mlp's warmup."""
+    logs = tmp_path / "logs"
+    logs.mkdir()
+    onnx_models.mlp(tmp_path / "mlp" / "1" / "model.onnx", seed=1)
+    onnx_models.identity(tmp_path / "words" / "1" / "model.onnx", "string")
+    config = tmp_path / "models.config"
+    entries = " ".join(
+        f'config {{ name: "{name}" base_path: "{tmp_path / name}" {_logging(logs / name, 1.0)} }}'
+        for name in ("mlp", "words")
+    )
+    config.write_text(f"model_config_list {{ {entries} }}\n")
+    (tmp_path / "monitoring.config").write_text("prometheus_config { enable: true }\n")
+    words = np.array([[b"a", b"", "\u00e9t\u00e9".encode()]], dtype=object)
+    with running_gateway(_args(tmp_path, config), tmp_path) as gateway:
+        with grpc.insecure_channel(gateway.target) as channel:
+            stub = v2_grpc.GRPCInferenceServiceStub(channel)
+            raw = _v2_infer(stub, "mlp", "1", {"x": ("FP32", _x(1))})
+            typed = _v2_infer(stub, "mlp", "", {"x": ("FP32", _x(2))}, typed=True)
+            echoed = _v2_infer(stub, "words", "", {"x": ("BYTES", words)})
+        _predicts(gateway, "mlp", [3])
+    records = _official(_files(logs, "mlp"), tmp_path / "mlp.json")
+    assert len(_files(logs, "mlp")) == 1  # V2 calls and Predicts share the model's file
+    assert [r["kind"] for r in records] == ["predict_log"] * 3
+    by_index = {int(r["x"][0][0]): r for r in records}
+    assert sorted(by_index) == [1, 2, 3]
+    assert [by_index[i]["request_version"] for i in (1, 2, 3)] == [1, 0, 0]
+    for index, answered in ((1, raw), (2, typed)):
+        record = by_index[index]
+        assert (record["model"], record["version"]) == ("mlp", 1)
+        assert record["tensors"]["request"] == {
+            "x": {"dtype": "float32", "values": _x(index).tolist()}
+        }
+        response = record["tensors"]["response"]
+        assert sorted(response) == sorted(answered) == ["logits", "probs"]
+        for name, (datatype, data) in answered.items():
+            assert datatype == "FP32"
+            assert response[name]["dtype"] == "float32"
+            sent = np.frombuffer(data, np.float32).reshape(1, -1)
+            assert np.array_equal(np.array(response[name]["values"], np.float32), sent)
+    (record,) = _official(_files(logs, "words"), tmp_path / "words.json")
+    assert (record["kind"], record["model"], record["version"]) == ("predict_log", "words", 1)
+    strings = [[item.decode() for item in row] for row in words.tolist()]
+    assert record["tensors"]["request"] == {"x": {"dtype": "object", "values": strings}}
+    assert record["tensors"]["response"] == {"y": {"dtype": "object", "values": strings}}
+    assert echoed["y"][0] == "BYTES"
+    (mlp_log,) = _files(logs, "mlp")
+    assert _warmup_records_read(mlp_log, tmp_path / "replay") == "3"  # V2 records replayed too

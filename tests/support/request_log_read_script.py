@@ -5,7 +5,10 @@ this project's must never share one.
 Usage: ``python request_log_read_script.py OUT.json FILE...``. Writes one JSON object per record,
 in file order: ``file``, ``kind`` (the ``log_type`` set), ``model``, ``version``, ``signature``,
 ``rate``, ``attributes``, ``timestamp``, and per kind: Predict's ``x`` (the request's input ``x``
-as nested lists, via ``tf.make_ndarray``) and ``outputs`` (the response's output names);
+as nested lists, via ``tf.make_ndarray``), ``outputs`` (the response's output names),
+``request_version`` (the request's ``model_spec.version``, 0 when unset), and ``tensors``: every
+input and output as ``{"dtype", "values"}`` (the numpy dtype's name, nested lists; strings
+decoded as UTF-8), under ``"request"`` and ``"response"``;
 Classify's ``classifications`` and Regress's ``regressions`` (result counts); MultiInference's
 ``results`` (result count).
 """
@@ -16,8 +19,22 @@ import json
 import sys
 from typing import Any
 
+import numpy as np
 import tensorflow as tf
 from tensorflow_serving.apis import prediction_log_pb2
+
+
+def tensors(protos: Any) -> dict[str, Any]:
+    """Each TensorProto of a map as ``{"dtype", "values"}``."""
+    out = {}
+    for name, proto in protos.items():
+        array = tf.make_ndarray(proto)
+        values = array.tolist()
+        if array.dtype == object:
+            values = [v.decode() for v in array.ravel().tolist()]
+            values = np.array(values, dtype=object).reshape(array.shape).tolist()
+        out[name] = {"dtype": str(array.dtype), "values": values}
+    return out
 
 
 def describe(path: str, data: bytes) -> dict[str, Any]:
@@ -35,8 +52,11 @@ def describe(path: str, data: bytes) -> dict[str, Any]:
         "timestamp": meta.timestamp_secs,
     }
     if kind == "predict_log":
-        out["x"] = tf.make_ndarray(log.predict_log.request.inputs["x"]).tolist()
+        request = tensors(log.predict_log.request.inputs)
+        out["x"] = request["x"]["values"]
         out["outputs"] = sorted(log.predict_log.response.outputs)
+        out["request_version"] = log.predict_log.request.model_spec.version.value
+        out["tensors"] = {"request": request, "response": tensors(log.predict_log.response.outputs)}
     elif kind == "classify_log":
         out["classifications"] = len(log.classify_log.response.result.classifications)
     elif kind == "regress_log":
