@@ -306,14 +306,10 @@ class BatchScheduler:
             self._stalled = batch
             self._dispatcher.wait_for_room(self, self.servable_key, self._pump)
             return False
-        except InputTooLarge as exc:
-            if len(tasks) > 1:
+        except ServingError as exc:  # too large for any input area: several go as two halves
+            if isinstance(exc, InputTooLarge) and len(tasks) > 1:
                 self._queue.split(batch)
                 return True
-            results.fail(self._queue.pop(batch), exc)
-            self._check_idle()
-            return True
-        except ServingError as exc:
             results.fail(self._queue.pop(batch), exc)
             self._check_idle()
             return True
