@@ -12,7 +12,7 @@ PORT ?= 8500
 REST_PORT ?= 8501
 
 .PHONY: venv venv-base serve test lint format protos demo-model clean system-deps constraints \
-	bench-venvs k8s-overlays descriptor-set image-deps image-base image image-tensorflow \
+	bench-venvs k8s-overlays descriptor-set grpc-gateway image-deps image-base image image-tensorflow \
 	image-openvino test-image image-clean
 
 $(BASE_STAMP): pyproject.toml constraints.txt
@@ -40,7 +40,8 @@ constraints:
 	  build/constraints-venv/bin/pip freeze --all --exclude tensorgate; } > constraints.txt
 	rm -rf build/constraints-venv
 
-# prometheus, kubectl and h2load, which tests and bench drive for real (apt-get, when missing).
+# prometheus, kubectl, h2load, chromium and the Go toolchain with grpc-gateway's Debian packages,
+# which tests and bench drive for real (apt-get, when missing).
 system-deps:
 	scripts/system_deps.sh
 
@@ -82,6 +83,11 @@ k8s-overlays:
 # applied, for Envoy's gRPC-JSON transcoder (deploy/transcoding/README.md).
 descriptor-set: $(BASE_STAMP)
 	$(BIN)/python scripts/descriptor_set.py --out build
+
+# build/grpc-gateway/tensorgate-grpc-gateway: grpc-gateway with those rules, built offline from
+# Debian's Go packages (system-deps); tests/deploy/test_transcoding.py builds and runs its own.
+grpc-gateway: descriptor-set system-deps
+	PYTHON=$(BIN)/python scripts/grpc_gateway.sh build/tensorgate.pb build/grpc-gateway
 
 protos: $(FULL_STAMP)
 	$(BIN)/python scripts/gen_protos.py

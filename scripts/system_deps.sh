@@ -2,15 +2,24 @@
 # Installs the system tools the test suite and bench drive for real, when they are missing:
 #   prometheus (scrapes /monitoring/prometheus/metrics) and its promtool (checks and unit-tests
 #   deploy/observability's rules), kubectl (renders deploy/k8s), h2load from nghttp2-client
-#   (bench load generator), chromium (renders the API docs pages, tests/e2e/test_api_docs.py).
+#   (bench load generator), chromium (renders the API docs pages, tests/e2e/test_api_docs.py),
+#   and what scripts/grpc_gateway.sh builds grpc-gateway with, offline (tests/deploy/
+#   test_transcoding.py, which fails without it): Go, protoc, protoc-gen-go 1.3 and
+#   protoc-gen-grpc-gateway 1.6 with their Go sources under /usr/share/gocode.
 # Idempotent: does nothing when every tool is present. Needs root and apt-get; otherwise it says
-# what is missing and exits 0 (the tests that need a tool then skip, naming it).
+# what is missing and exits 0 (the tests that need a tool then skip, naming it, or fail).
 set -euo pipefail
 declare -A packages=([prometheus]=prometheus [promtool]=prometheus [kubectl]=kubectl
-  [h2load]=nghttp2-client [chromium]=chromium)
+  [h2load]=nghttp2-client [chromium]=chromium [go]=golang-go [protoc]=protobuf-compiler
+  [protoc-gen-go]=protoc-gen-go-1-3 [protoc-gen-grpc-gateway]=golang-grpc-gateway)
+declare -A sources=([github.com/grpc-ecosystem/grpc-gateway/runtime]=golang-github-grpc-ecosystem-grpc-gateway-dev
+  [google.golang.org/grpc]=golang-google-grpc-dev [github.com/golang/protobuf/jsonpb]=golang-goprotobuf-dev)
 missing=()
 for tool in "${!packages[@]}"; do
   command -v "$tool" >/dev/null 2>&1 || missing+=("${packages[$tool]}")
+done
+for source in "${!sources[@]}"; do
+  [ -d "/usr/share/gocode/src/$source" ] || missing+=("${sources[$source]}")
 done
 [ ${#missing[@]} -eq 0 ] && exit 0
 if [ "$(id -u)" != 0 ] || ! command -v apt-get >/dev/null 2>&1; then
