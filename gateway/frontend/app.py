@@ -14,11 +14,11 @@ over one :class:`~gateway.ipc.link.MessageLink`. Its life, in order:
    ``hurry`` or a second signal skips the wait), then exit 0. SIGINT is ignored: a terminal's
    Ctrl-C reaches the whole process group, and the supervisor decides.
 
-The supervisor's requests: ``snapshot`` (a new registry; acknowledged once in force), ``drain``
-(a servable about to be unloaded: its queues run dry first), ``figures`` (this front end's
-metrics, :mod:`gateway.ipc.figures`). A scrape of the metrics page asks the supervisor for the
-whole server's page (``scrape``); HandleReloadConfigRequest and V2's repository load/unload go to
-it as ``apply``.
+The supervisor's requests: ``ping`` (liveness: answered at once, from the loop), ``snapshot`` (a
+new registry; acknowledged once in force), ``drain`` (a servable about to be unloaded: its queues
+run dry first), ``figures`` (this front end's metrics, :mod:`gateway.ipc.figures`). A scrape of
+the metrics page asks the supervisor for the whole server's page (``scrape``);
+HandleReloadConfigRequest and V2's repository load/unload go to it as ``apply``.
 """
 
 from __future__ import annotations
@@ -142,6 +142,8 @@ class FrontEnd:
             return _answer({})
         elif op == "drain":
             return self._drain(message["key"])
+        elif op == "ping":
+            return _answer({})
         elif op == "figures":
             return _answer({"figures": self._figures()})
         elif op == "serve":

@@ -7,7 +7,9 @@ the workers do) → workers → models loaded and warmed up → every front end 
 routes, registry) and told to ``serve`` on the held ports → readiness reported (``--ready_fd``:
 pid, ports and the front ends' pids) → file-system and config polling.
 
-While serving: a front end's ``apply`` (HandleReloadConfigRequest, V2 load/unload) is carried out
+While serving: every front end is pinged; one that does not answer in time is killed and
+replaced (:mod:`~gateway.supervisor.liveness`: the bound on every wait for a front end). A front
+end's ``apply`` (HandleReloadConfigRequest, V2 load/unload) is carried out
 here, once, and answered when every front end serves from the new registry; ``scrape`` answers
 the whole server's metrics page (:mod:`~gateway.supervisor.page`); ``retire`` kills a worker a
 front end found hung. A front end that dies is replaced (only its own calls failed); a worker that
@@ -46,6 +48,7 @@ from gateway.roles import Options, build_supervisor
 from gateway.serving.registry import Servable
 from gateway.supervisor.fanout import Fanout
 from gateway.supervisor.frontends import FrontEndProcess
+from gateway.supervisor.liveness import FrontEndPings
 from gateway.supervisor.page import FleetPage
 from gateway.supervisor.ports import Reservation, reserve
 from gateway.supervisor.registry_push import RegistryPush
@@ -117,6 +120,12 @@ class Supervisor:
         self._stopping = False
         self._ready_fd = settings.ready_fd
         self._tasks = Tasks(log)
+        self.pings = FrontEndPings(
+            lambda: [] if self._stopping else self.fanout.front_ends.values(),
+            interval_s=settings.frontend_ping_interval_seconds,
+            timeout_s=settings.frontend_ping_timeout_seconds,
+            tasks=self._tasks,
+        )
 
     # -- lifecycle --------------------------------------------------------------------------------
     async def serve(self) -> None:
@@ -145,6 +154,7 @@ class Supervisor:
             "%d front ends serving gRPC on port %d%s", self.frontends, self.grpc_port,
             f" and REST on port {self.rest_port}" if self.rest_port else "",
         )  # fmt: skip
+        self._tasks.spawn(self.pings.run(), "front-end pings")
         start_polls(settings, self.models, self._tasks)
         self._report_ready()
 
