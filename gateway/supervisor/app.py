@@ -155,7 +155,7 @@ class Supervisor:
             f" and REST on port {self.rest_port}" if self.rest_port else "",
         )  # fmt: skip
         self._tasks.spawn(self.pings.run(), "front-end pings")
-        start_polls(settings, self.models, self._tasks)
+        start_polls(settings, self.models, self._tasks, applied=self.push.sync)
         self._report_ready()
 
     async def stop(self) -> None:
