@@ -13,7 +13,6 @@ an error, never silently shared.
 
 from __future__ import annotations
 
-import asyncio
 import logging
 from collections.abc import Callable
 from typing import Any
@@ -23,7 +22,7 @@ from grpc_health.v1 import health, health_pb2, health_pb2_grpc
 from grpc_reflection.v1alpha import reflection, reflection_pb2_grpc
 
 from gateway.config.settings import Settings
-from gateway.drain import Signals, Surface, drain
+from gateway.drain import Signals, Surface, drain, shut_down
 from gateway.errors import Unavailable
 from gateway.listen import TlsMaterial, UnixSocket, bind_grpc
 from gateway.observability.hooks import Observability
@@ -208,6 +207,7 @@ class Servers:
             hurry=signals.hurry,
         )
         final_s = 0.0 if signals.hurry.is_set() else FINAL_GRACE_S
+        holding = self.gate if self.server is not None else None
         servers: list[Any] = []
         if self.server is not None:
             servers.append(self.server.stop(final_s))
@@ -215,7 +215,7 @@ class Servers:
         if self.rest is not None:
             servers.append(self.rest.stop(final_s))
             self.rest = None
-        await asyncio.gather(*servers)
+        await shut_down(holding, servers, hurry=signals.hurry)
         self.queues.fail_all(Unavailable("the server is shutting down"))
         if self._socket is not None:
             self._socket.release()

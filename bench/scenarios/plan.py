@@ -21,6 +21,7 @@ SCENARIOS = (
     "profile",
     "soak",
     "chaos",
+    "drain",
 )
 
 
@@ -71,6 +72,9 @@ class Plan:
     chaos_rps: float = 300.0
     chaos_kill_every_s: float = 5.0
     """``chaos``: a worker of ``tensorgate-2w`` is SIGKILLed this often under the open loop."""
+    drain_runs: int = 20
+    """``drain``: SIGTERM-under-load runs with the default front ends, and as many again after
+    a front end was SIGKILLed and replaced (lost calls counted)."""
     scenarios: tuple[str, ...] = SCENARIOS
 
 
@@ -145,4 +149,5 @@ FULL = Plan(
         "mlserver",
         "mlserver-batch",
     ),
+    scenarios=tuple(s for s in SCENARIOS if s != "drain"),  # ~15 min of its own: --only drain
 )

@@ -5,6 +5,7 @@ from __future__ import annotations
 import logging
 import time
 
+from bench.scenarios.drain import drain
 from bench.scenarios.features import batching, idle_rss, profile
 from bench.scenarios.load import overload, ramp
 from bench.scenarios.reliability import chaos, soak
@@ -27,6 +28,7 @@ SCENARIO_FUNCTIONS = {
     "profile": profile,
     "soak": soak,
     "chaos": chaos,
+    "drain": drain,
 }
 
 
