@@ -17,7 +17,8 @@ The contract, in order (:func:`drain`):
    answered, the next call sent) keep such calls coming. So the refusals are first *held*: a
    client waiting for its answer sends nothing more, and once no call has arrived for
    :data:`HOLD_QUIET_S` every arrived call is in a handler; the shutdown then begins (GOAWAY:
-   a client's next call goes to a new connection, refused or elsewhere), and only then are the
+   a client's next call goes to a new connection, refused or elsewhere), and only then — when
+   several front ends share the ports, once all have begun theirs (``together``) — are the
    held refusals answered, within the shutdown's grace.
 
 :class:`Signals` turns the first signal into a stop request and the second into ``hurry``.
@@ -40,9 +41,9 @@ STOP_SIGNALS = (signal.SIGTERM, signal.SIGINT)
 
 QUIET_S = 1.0
 """Seconds without a new call after which a drained server stops listening."""
-HOLD_S = 0.5
+HOLD_S = 1.0
 """At most this long, refusals are held before the servers stop (:func:`shut_down`)."""
-HOLD_QUIET_S = 0.05
+HOLD_QUIET_S = 0.1
 """Held refusals: seconds without a new call after which every arrived call is in a handler."""
 
 
@@ -141,17 +142,23 @@ async def shut_down(
     stops: list[Awaitable[Any]],
     *,
     hurry: asyncio.Event,
+    together: Callable[[], Awaitable[None]] | None = None,
     hold_s: float = HOLD_S,
     quiet_s: float = HOLD_QUIET_S,
 ) -> None:
     """Step 4: ``holding``'s refusals held until no call has arrived for ``quiet_s`` (at most
     ``hold_s``; not at all on ``hurry``), then the servers' ``stops`` begun (GOAWAY, listeners
-    closed), then the held refusals answered; returns once every stop is done."""
-    if holding is not None and not hurry.is_set():
+    closed), then — once ``together`` returns: the other servers on these ports have begun
+    theirs too — the held refusals answered; returns once every stop is done (each stop's
+    grace must cover the wait for ``together``)."""
+    held = holding is not None and not hurry.is_set()
+    if held and holding is not None:
         holding.hold_refusals()
         await _quiet(holding, hurry, hold_s, quiet_s)
     stopping = asyncio.gather(*stops)
     await asyncio.sleep(0)  # each stop's first step has run: its shutdown has begun
+    if held and together is not None:
+        await together()
     if holding is not None:
         holding.release_refusals()
     await stopping

@@ -210,3 +210,32 @@ def test_the_hold_waits_for_arrivals_to_stop_within_its_bound_and_not_on_hurry()
         assert events == ["shutdown begins", "release"]
 
     asyncio.run(scenario())
+
+
+def test_with_others_on_the_ports_the_refusals_wait_until_they_shut_down_too() -> None:
+    async def scenario() -> list[str]:
+        events: list[str] = []
+        holding = _Holding(events, last_arrival=time.monotonic() - 1.0)
+        others, finish = asyncio.Event(), asyncio.Event()
+
+        async def stop() -> None:
+            events.append("shutdown begins")
+            await finish.wait()  # the calls still held keep the server from stopping
+            events.append("stopped")
+
+        async def together() -> None:
+            events.append("waiting for the others")
+            await others.wait()
+
+        task = asyncio.create_task(
+            shut_down(holding, [stop()], hurry=asyncio.Event(), together=together, quiet_s=0.5)
+        )
+        await _settle()
+        assert events == ["hold", "shutdown begins", "waiting for the others"]
+        others.set()
+        await _settle()
+        finish.set()
+        await task
+        return events
+
+    assert asyncio.run(scenario())[3:] == ["release", "stopped"]

@@ -16,9 +16,11 @@ front end found hung. A front end that dies is replaced (only its own calls fail
 dies is replaced by the pool and every front end gets a channel to the new one.
 
 stop (SIGTERM/SIGINT only set events): every front end drains as one process does (``stop``;
-a second signal sends ``hurry``) and exits → polling stops → workers stop → the load table and
-the ports are released. If the supervisor itself dies, the kernel kills every front end and
-worker (``PR_SET_PDEATHSIG``), and shared memory is anonymous: nothing is left behind.
+a second signal sends ``hurry``), answering its last refusals only once all have begun their
+shutdown (:mod:`~gateway.supervisor.stop_barrier`), and exits → polling stops → workers stop →
+the load table and the ports are released. If the supervisor itself dies, the kernel kills every
+front end and worker (``PR_SET_PDEATHSIG``), and shared memory is anonymous: nothing is left
+behind.
 """
 
 from __future__ import annotations
@@ -52,6 +54,7 @@ from gateway.supervisor.liveness import FrontEndPings
 from gateway.supervisor.page import FleetPage
 from gateway.supervisor.ports import Reservation, reserve
 from gateway.supervisor.registry_push import RegistryPush
+from gateway.supervisor.stop_barrier import StopBarrier
 from gateway.tfserving.warmup import WarmupPlanner
 from gateway.transport.auth import load_tokens
 from gateway.v2.model_control import Repository
@@ -120,6 +123,7 @@ class Supervisor:
         self._stopping = False
         self._ready_fd = settings.ready_fd
         self._tasks = Tasks(log)
+        self.barrier = StopBarrier()
         self.pings = FrontEndPings(
             lambda: [] if self._stopping else self.fanout.front_ends.values(),
             interval_s=settings.frontend_ping_interval_seconds,
@@ -162,6 +166,7 @@ class Supervisor:
         """Drain and stop every front end, then the workers; release everything. Idempotent."""
         self._stopping = True
         fronts = [f for f in self._slots if f is not None and f.alive]
+        self.barrier.expect(fronts)
         for front in fronts:
             front.link.notify("stop")
         hurry = asyncio.ensure_future(self._forward_hurry(fronts))
@@ -226,6 +231,7 @@ class Supervisor:
         )  # fmt: skip
 
     def _front_end_exited(self, front: FrontEndProcess) -> None:
+        self.barrier.check()
         self.fanout.leave(front)
         self.page.departed(front)
         if self._slots[front.slot] is front:
@@ -257,6 +263,8 @@ class Supervisor:
                 return self._apply([spec_from_wire(s) for s in message["specs"]])
             if op == "scrape":
                 return self._scrape()
+            if op == "shutting_down":
+                return self._shutting_down(front)
             if op == "v2_repository":
                 call = RepositoryCall(str(message["model"]), bool(message["unload_dependents"]))
                 return self._repository_call(str(message["action"]), call)
@@ -295,6 +303,10 @@ class Supervisor:
         """V2's repository load or unload, carried out here (one memory of what V2 unloaded)."""
         await (self.repository.unload(call) if action == "unload" else self.repository.load(call))
         await self.push.sync()
+        return {}
+
+    async def _shutting_down(self, front: FrontEndProcess) -> Mapping[str, Any]:
+        await self.barrier.arrive(front)
         return {}
 
     async def _scrape(self) -> Mapping[str, Any]:
