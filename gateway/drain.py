@@ -41,10 +41,12 @@ STOP_SIGNALS = (signal.SIGTERM, signal.SIGINT)
 
 QUIET_S = 1.0
 """Seconds without a new call after which a drained server stops listening."""
-HOLD_S = 1.0
+HOLD_S = 2.0
 """At most this long, refusals are held before the servers stop (:func:`shut_down`)."""
-HOLD_QUIET_S = 0.1
+HOLD_QUIET_S = 0.2
 """Held refusals: seconds without a new call after which every arrived call is in a handler."""
+QUIET_POLL_S = 0.02
+"""How often the hold looks for new arrivals (see :func:`_quiet`)."""
 
 
 class Surface(Protocol):
@@ -165,16 +167,19 @@ async def shut_down(
 
 
 async def _quiet(holding: Holding, hurry: asyncio.Event, hold_s: float, quiet_s: float) -> None:
-    """Return once no call has arrived for ``quiet_s``, at most ``hold_s`` from now, or on
-    ``hurry``."""
+    """Return once no call has arrived for ``quiet_s`` of the loop's own time — as many quiet
+    polls :data:`QUIET_POLL_S` apart, so a process that was not scheduled meanwhile (its
+    calls still unread by grpc) waits longer — at most ``hold_s`` from now, or on ``hurry``."""
     end = time.monotonic() + hold_s
+    polls = 0
     hurried: asyncio.Future[Any] = asyncio.ensure_future(hurry.wait())
     try:
-        while not hurry.is_set():
-            wait_s = min(holding.last_arrival + quiet_s, end) - time.monotonic()
-            if wait_s <= 0:
+        while not hurry.is_set() and polls * QUIET_POLL_S < quiet_s:
+            if time.monotonic() >= end:
                 break
-            await asyncio.wait({hurried}, timeout=wait_s)
+            seen = holding.last_arrival
+            await asyncio.wait({hurried}, timeout=QUIET_POLL_S)
+            polls = polls + 1 if holding.last_arrival == seen else 0
     finally:
         hurried.cancel()
         with contextlib.suppress(asyncio.CancelledError):

@@ -158,11 +158,19 @@ def test_installed_handlers_turn_a_real_signal_into_stop(signum: int) -> None:
 
 
 class _Holding:
-    """A gRPC gate as the shutdown sees it: when the latest call arrived, refusals held or not."""
+    """A gRPC gate as the shutdown sees it: when the latest call arrived (``busy``: a new one
+    at every look), refusals held or not."""
 
-    def __init__(self, events: list[str], last_arrival: float) -> None:
+    def __init__(self, events: list[str], *, busy: bool = False) -> None:
         self.events = events
-        self.last_arrival = last_arrival
+        self.busy = busy
+        self._last = 0.0
+
+    @property
+    def last_arrival(self) -> float:
+        if self.busy:
+            self._last += 1.0
+        return self._last
 
     def hold_refusals(self) -> None:
         self.events.append("hold")
@@ -177,14 +185,14 @@ def test_refusals_are_held_until_the_servers_shutdown_has_begun() -> None:
 
     async def scenario() -> list[str]:
         events: list[str] = []
-        holding = _Holding(events, last_arrival=time.monotonic() - 1.0)  # quiet for a second
+        holding = _Holding(events)  # no call arrives
 
         async def stop() -> None:
             events.append("shutdown begins")
             await asyncio.sleep(0)
             events.append("stopped")
 
-        await shut_down(holding, [stop()], hurry=asyncio.Event(), hold_s=WAIT_S, quiet_s=0.5)
+        await shut_down(holding, [stop()], hurry=asyncio.Event(), hold_s=WAIT_S, quiet_s=0.1)
         return events
 
     assert asyncio.run(scenario()) == ["hold", "shutdown begins", "release", "stopped"]
@@ -193,7 +201,7 @@ def test_refusals_are_held_until_the_servers_shutdown_has_begun() -> None:
 def test_the_hold_waits_for_arrivals_to_stop_within_its_bound_and_not_on_hurry() -> None:
     async def scenario() -> None:
         events: list[str] = []
-        holding = _Holding(events, last_arrival=time.monotonic() + WAIT_S)  # calls keep coming
+        holding = _Holding(events, busy=True)  # calls keep coming
         hurry = asyncio.Event()
 
         async def stop() -> None:
@@ -215,7 +223,7 @@ def test_the_hold_waits_for_arrivals_to_stop_within_its_bound_and_not_on_hurry()
 def test_with_others_on_the_ports_the_refusals_wait_until_they_shut_down_too() -> None:
     async def scenario() -> list[str]:
         events: list[str] = []
-        holding = _Holding(events, last_arrival=time.monotonic() - 1.0)
+        holding = _Holding(events)
         others, finish = asyncio.Event(), asyncio.Event()
 
         async def stop() -> None:
@@ -228,9 +236,12 @@ def test_with_others_on_the_ports_the_refusals_wait_until_they_shut_down_too() -
             await others.wait()
 
         task = asyncio.create_task(
-            shut_down(holding, [stop()], hurry=asyncio.Event(), together=together, quiet_s=0.5)
+            shut_down(holding, [stop()], hurry=asyncio.Event(), together=together, quiet_s=0.1)
         )
-        await _settle()
+        for _ in range(3000):  # bounded: the hold's quiet polls pass
+            if len(events) == 3:
+                break
+            await asyncio.sleep(0.01)
         assert events == ["hold", "shutdown begins", "waiting for the others"]
         others.set()
         await _settle()
