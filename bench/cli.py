@@ -3,6 +3,7 @@
     python -m bench run --quick            # < 2 minutes: a preview of every scenario
     python -m bench run                    # the full comparison (< 30 minutes on 2 cores)
     python -m bench run --only tiny,ramp   # some scenarios (bench.scenarios.plan.SCENARIOS)
+    python -m bench run --only drain       # lost calls over 20 + 20 SIGTERM-under-load runs
     python -m bench report bench/results/2026-01-01-full
     python -m bench load --call tensorflow.serving.PredictionService.Predict --model mlp \\
         -c 16 -z 10s --format summary 127.0.0.1:8500
@@ -65,6 +66,12 @@ def _parser() -> argparse.ArgumentParser:
         metavar="N",
         help="side-by-side rounds of the tracing scenario (default: the plan's, 30 in the full "
         "plan); the 95 %% interval of its median narrows about as 1/sqrt(N)",
+    )
+    run.add_argument(
+        "--drain-runs",
+        type=_positive,
+        metavar="N",
+        help="SIGTERM-under-load runs of the drain scenario, for each case (default 20)",
     )
     rep = sub.add_parser("report", help="rebuild README.md and plots from results.json")
     rep.add_argument("directory", type=Path)
@@ -171,10 +178,13 @@ def load_command(args: argparse.Namespace) -> int:
 
 
 def run_plan(args: argparse.Namespace) -> Plan:
-    """The plan ``run`` follows: quick or full, with ``--tracing-rounds`` applied."""
+    """The plan ``run`` follows: quick or full, with ``--tracing-rounds`` and ``--drain-runs``
+    applied."""
     plan = QUICK if args.quick else FULL
     if args.tracing_rounds:
         plan = dataclasses.replace(plan, tracing_side_rounds=args.tracing_rounds)
+    if args.drain_runs:
+        plan = dataclasses.replace(plan, drain_runs=args.drain_runs)
     return plan
 
 

@@ -10,7 +10,16 @@ The contract, in order (:func:`drain`):
 3. Calls already running finish, for at most ``grace_s`` seconds, or until ``hurry`` is set (a
    second signal); then the listeners stay open, refusing, until calls stop arriving for
    ``quiet_s`` (clients that still hold a connection learn to go elsewhere), within the grace.
-4. Only then do the servers stop (whatever still runs is cancelled); the caller stops the workers.
+4. Only then do the servers stop (:func:`shut_down`; whatever still runs is cancelled); the
+   caller stops the workers. A gRPC call that has reached the server but not yet its handler
+   when the server shuts down is cancelled by grpc (``ZombifyPending``: CANCELLED on grpcio
+   1.78, grpc issue 41785), and clients that go on calling on their connections (each refusal
+   answered, the next call sent) keep such calls coming. So the refusals are first *held*: a
+   client waiting for its answer sends nothing more, and once no call has arrived for
+   :data:`HOLD_QUIET_S` every arrived call is in a handler; the shutdown then begins (GOAWAY:
+   a client's next call goes to a new connection, refused or elsewhere), and only then — when
+   several front ends share the ports, once all have begun theirs (``together``) — are the
+   held refusals answered, within the shutdown's grace.
 
 :class:`Signals` turns the first signal into a stop request and the second into ``hurry``.
 """
@@ -32,6 +41,12 @@ STOP_SIGNALS = (signal.SIGTERM, signal.SIGINT)
 
 QUIET_S = 1.0
 """Seconds without a new call after which a drained server stops listening."""
+HOLD_S = 2.0
+"""At most this long, refusals are held before the servers stop (:func:`shut_down`)."""
+HOLD_QUIET_S = 0.2
+"""Held refusals: seconds without a new call after which every arrived call is in a handler."""
+QUIET_POLL_S = 0.02
+"""How often the hold looks for new arrivals (see :func:`_quiet`)."""
 
 
 class Surface(Protocol):
@@ -45,6 +60,17 @@ class Surface(Protocol):
     def start_draining(self) -> None: ...
 
     async def wait_idle(self) -> None: ...
+
+
+class Holding(Protocol):
+    """A server whose refusals can be held (:class:`gateway.transport.gate.Gate`)."""
+
+    @property
+    def last_arrival(self) -> float: ...
+
+    def hold_refusals(self) -> None: ...
+
+    def release_refusals(self) -> None: ...
 
 
 class Signals:
@@ -111,3 +137,50 @@ async def drain(
     if not finished:
         log.warning("calls still running after the drain (%.1f s or a second signal)", grace_s)
     return finished
+
+
+async def shut_down(
+    holding: Holding | None,
+    stops: list[Awaitable[Any]],
+    *,
+    hurry: asyncio.Event,
+    together: Callable[[], Awaitable[None]] | None = None,
+    hold_s: float = HOLD_S,
+    quiet_s: float = HOLD_QUIET_S,
+) -> None:
+    """Step 4: ``holding``'s refusals held until no call has arrived for ``quiet_s`` (at most
+    ``hold_s``; not at all on ``hurry``), then the servers' ``stops`` begun (GOAWAY, listeners
+    closed), then — once ``together`` returns: the other servers on these ports have begun
+    theirs too — the held refusals answered; returns once every stop is done (each stop's
+    grace must cover the wait for ``together``)."""
+    held = holding is not None and not hurry.is_set()
+    if held and holding is not None:
+        holding.hold_refusals()
+        await _quiet(holding, hurry, hold_s, quiet_s)
+    stopping = asyncio.gather(*stops)
+    await asyncio.sleep(0)  # each stop's first step has run: its shutdown has begun
+    if held and together is not None:
+        await together()
+    if holding is not None:
+        holding.release_refusals()
+    await stopping
+
+
+async def _quiet(holding: Holding, hurry: asyncio.Event, hold_s: float, quiet_s: float) -> None:
+    """Return once no call has arrived for ``quiet_s`` of the loop's own time — as many quiet
+    polls :data:`QUIET_POLL_S` apart, so a process that was not scheduled meanwhile (its
+    calls still unread by grpc) waits longer — at most ``hold_s`` from now, or on ``hurry``."""
+    end = time.monotonic() + hold_s
+    polls = 0
+    hurried: asyncio.Future[Any] = asyncio.ensure_future(hurry.wait())
+    try:
+        while not hurry.is_set() and polls * QUIET_POLL_S < quiet_s:
+            if time.monotonic() >= end:
+                break
+            seen = holding.last_arrival
+            await asyncio.wait({hurried}, timeout=QUIET_POLL_S)
+            polls = polls + 1 if holding.last_arrival == seen else 0
+    finally:
+        hurried.cancel()
+        with contextlib.suppress(asyncio.CancelledError):
+            await hurried

@@ -13,9 +13,8 @@ an error, never silently shared.
 
 from __future__ import annotations
 
-import asyncio
 import logging
-from collections.abc import Callable
+from collections.abc import Awaitable, Callable
 from typing import Any
 
 import grpc
@@ -23,7 +22,7 @@ from grpc_health.v1 import health, health_pb2, health_pb2_grpc
 from grpc_reflection.v1alpha import reflection, reflection_pb2_grpc
 
 from gateway.config.settings import Settings
-from gateway.drain import Signals, Surface, drain
+from gateway.drain import Signals, Surface, drain, shut_down
 from gateway.errors import Unavailable
 from gateway.listen import TlsMaterial, UnixSocket, bind_grpc
 from gateway.observability.hooks import Observability
@@ -216,10 +215,14 @@ class Servers:
             await self.health.set(name, serving if models.is_available(name) else not_serving)
         await self.health.set("", serving if self.core.ready() else not_serving)
 
-    async def stop(self, signals: Signals) -> None:
+    async def stop(
+        self, signals: Signals, together: Callable[[], Awaitable[None]] | None = None
+    ) -> None:
         """Drain (readiness off, new calls refused, running ones finish within
         ``--shutdown_grace_seconds`` or until ``signals.hurry``), stop both servers, fail what is
-        still queued. Safe to call twice."""
+        still queued. ``together``: awaited once the gRPC shutdown has begun, before the last
+        refusals are answered (front ends sharing the ports: :func:`gateway.drain.shut_down`).
+        Safe to call twice."""
         surfaces: list[Surface] = [self.gate] if self.server is not None else []
         surfaces += [self.rest] if self.rest is not None else []
         await drain(
@@ -229,6 +232,9 @@ class Servers:
             hurry=signals.hurry,
         )
         final_s = 0.0 if signals.hurry.is_set() else FINAL_GRACE_S
+        if together is not None and final_s:  # the others may still drain meanwhile
+            final_s += self.settings.shutdown_grace_seconds
+        holding = self.gate if self.server is not None else None
         servers: list[Any] = []
         if self.server is not None:
             servers.append(self.server.stop(final_s))
@@ -236,7 +242,7 @@ class Servers:
         if self.rest is not None:
             servers.append(self.rest.stop(final_s))
             self.rest = None
-        await asyncio.gather(*servers)
+        await shut_down(holding, servers, hurry=signals.hurry, together=together)
         self.queues.fail_all(Unavailable("the server is shutting down"))
         if self._socket is not None:
             self._socket.release()

@@ -12,7 +12,7 @@ import time
 
 import pytest
 
-from gateway.drain import STOP_SIGNALS, Signals, drain
+from gateway.drain import STOP_SIGNALS, Signals, drain, shut_down
 
 WAIT_S = 30.0
 """A grace no test reaches when things work."""
@@ -155,3 +155,98 @@ def test_installed_handlers_turn_a_real_signal_into_stop(signum: int) -> None:
                 loop.remove_signal_handler(sig)
 
     asyncio.run(scenario())
+
+
+class _Holding:
+    """A gRPC gate as the shutdown sees it: when the latest call arrived (``busy``: a new one
+    at every look), refusals held or not."""
+
+    def __init__(self, events: list[str], *, busy: bool = False) -> None:
+        self.events = events
+        self.busy = busy
+        self._last = 0.0
+
+    @property
+    def last_arrival(self) -> float:
+        if self.busy:
+            self._last += 1.0
+        return self._last
+
+    def hold_refusals(self) -> None:
+        self.events.append("hold")
+
+    def release_refusals(self) -> None:
+        self.events.append("release")
+
+
+def test_refusals_are_held_until_the_servers_shutdown_has_begun() -> None:
+    """A call that reached grpc but not its handler when the shutdown begins is cancelled by
+    grpc: refusals are held (no client sends another call) before the stop, answered after."""
+
+    async def scenario() -> list[str]:
+        events: list[str] = []
+        holding = _Holding(events)  # no call arrives
+
+        async def stop() -> None:
+            events.append("shutdown begins")
+            await asyncio.sleep(0)
+            events.append("stopped")
+
+        await shut_down(holding, [stop()], hurry=asyncio.Event(), hold_s=WAIT_S, quiet_s=0.1)
+        return events
+
+    assert asyncio.run(scenario()) == ["hold", "shutdown begins", "release", "stopped"]
+
+
+def test_the_hold_waits_for_arrivals_to_stop_within_its_bound_and_not_on_hurry() -> None:
+    async def scenario() -> None:
+        events: list[str] = []
+        holding = _Holding(events, busy=True)  # calls keep coming
+        hurry = asyncio.Event()
+
+        async def stop() -> None:
+            events.append("shutdown begins")
+
+        task = asyncio.create_task(shut_down(holding, [stop()], hurry=hurry, hold_s=WAIT_S))
+        await _settle()
+        assert events == ["hold"]  # not yet: calls still arrive
+        hurry.set()
+        await task
+        assert events == ["hold", "shutdown begins", "release"]
+        events.clear()
+        await shut_down(holding, [stop()], hurry=hurry)  # hurried from the start: no hold
+        assert events == ["shutdown begins", "release"]
+
+    asyncio.run(scenario())
+
+
+def test_with_others_on_the_ports_the_refusals_wait_until_they_shut_down_too() -> None:
+    async def scenario() -> list[str]:
+        events: list[str] = []
+        holding = _Holding(events)
+        others, finish = asyncio.Event(), asyncio.Event()
+
+        async def stop() -> None:
+            events.append("shutdown begins")
+            await finish.wait()  # the calls still held keep the server from stopping
+            events.append("stopped")
+
+        async def together() -> None:
+            events.append("waiting for the others")
+            await others.wait()
+
+        task = asyncio.create_task(
+            shut_down(holding, [stop()], hurry=asyncio.Event(), together=together, quiet_s=0.1)
+        )
+        for _ in range(3000):  # bounded: the hold's quiet polls pass
+            if len(events) == 3:
+                break
+            await asyncio.sleep(0.01)
+        assert events == ["hold", "shutdown begins", "waiting for the others"]
+        others.set()
+        await _settle()
+        finish.set()
+        await task
+        return events
+
+    assert asyncio.run(scenario())[3:] == ["release", "stopped"]

@@ -10,7 +10,9 @@
 - the idle memory one more front end adds: ≤ 60 MB (the tree's PSS from 2 to 3 front ends, the
   memory the node pays; each process's RSS, which counts shared libraries in every process, is in
   the note);
-- throughput against 1…8 front ends on a machine with more cores: reported when measured.
+- throughput against 1…8 front ends on a machine with more cores: reported when measured;
+- issue 34: SIGTERM under load, with the default front ends and after one was replaced, loses
+  no accepted call (``drain``: ``python -m bench run --only drain``).
 """
 
 from __future__ import annotations
@@ -38,6 +40,7 @@ def frontend_rows(sc: dict[str, Any], resnet_met: list[bool | None]) -> list[dic
         _one_connection(two.get("one_connection", {})),
         _resnet(resnet_met),
         _memory(sc.get("idle-rss", {}).get("front_ends", {})),
+        *_drain(sc.get("drain", {})),
         row(
             "throughput against 1…8 front ends on a machine with more cores",
             "tiny MLP, c=64 over 8 connections",
@@ -46,6 +49,28 @@ def frontend_rows(sc: dict[str, Any], resnet_met: list[bool | None]) -> list[dic
             group=FRONTENDS,
         ),
     ]
+    return rows
+
+
+def _drain(section: dict[str, Any]) -> list[dict[str, Any]]:
+    """Issue 34's rows: SIGTERM under load loses no accepted call (``drain`` scenario)."""
+    rows = []
+    for case, what in (("default", "default front ends"), ("replaced", "after a replaced one")):
+        runs = section.get(case)
+        if runs is None:
+            continue
+        count = len(runs["runs"])
+        rows.append(
+            row(
+                "SIGTERM under load: no accepted call lost (CANCELLED, INTERNAL, reset)",
+                f"MLP, {section['connections']} connections, {count} runs, {what}",
+                "0 lost",
+                f"{runs['lost']} lost in {runs['runs_with_losses']} of {count} runs",
+                runs["lost"] == 0 and runs["errors"] == 0,
+                f"{runs['ok']} ok, {runs['refused']} refused; {runs['errors']} runs failed",
+                FRONTENDS,
+            )
+        )
     return rows
 
 

@@ -74,6 +74,8 @@ def _estimate(plan: Plan, name: str) -> float:
         return START_S + _points(2, r, plan.point_s, warm)
     if name == "idle-rss":
         return 40.0
+    if name == "drain":
+        return 2 * plan.drain_runs * (START_S + 6.0)
     if name == "profile":
         return len(PROFILED) * (START_S + plan.profile_s + 6.0)
     return 30.0

@@ -24,6 +24,7 @@ SCENARIOS = (
     "soak",
     "chaos",
     "seeds",
+    "drain",
 )
 
 
@@ -79,6 +80,9 @@ class Plan:
     """``seeds``: Locust users at the end of the ramp (one added a second) and the plateau's
     length: 20 users of one request a second slightly exceed ResNet50 on 2 cores here (the
     seeds' 150 users on 8 nodes × 2 vCPU: 9 a core)."""
+    drain_runs: int = 20
+    """``drain``: SIGTERM-under-load runs with the default front ends, and as many again after
+    a front end was SIGKILLed and replaced (lost calls counted)."""
     scenarios: tuple[str, ...] = SCENARIOS
 
 
@@ -155,4 +159,5 @@ FULL = Plan(
         "mlserver",
         "mlserver-batch",
     ),
+    scenarios=tuple(s for s in SCENARIOS if s != "drain"),  # ~15 min of its own: --only drain
 )

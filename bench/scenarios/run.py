@@ -5,6 +5,7 @@ from __future__ import annotations
 import logging
 import time
 
+from bench.scenarios.drain import drain
 from bench.scenarios.features import batching, calls, idle_rss, profile
 from bench.scenarios.load import overload, ramp
 from bench.scenarios.reliability import chaos, soak
@@ -31,6 +32,7 @@ SCENARIO_FUNCTIONS = {
     "soak": soak,
     "chaos": chaos,
     "seeds": seeds,
+    "drain": drain,
 }
 
 

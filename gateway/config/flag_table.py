@@ -167,6 +167,8 @@ FLAGS: dict[str, FlagSpec] = {
         _impl("inline_budget_mb", "int32"),
         _impl("worker_ping_interval_seconds", "float"),
         _impl("worker_ping_timeout_seconds", "float"),
+        _impl("frontend_ping_interval_seconds", "float"),
+        _impl("frontend_ping_timeout_seconds", "float"),
         _impl("max_tensor_elements", "int64"),
         _impl("shutdown_grace_seconds", "float"),
         _impl("ready_fd", "int32"),

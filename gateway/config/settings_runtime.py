@@ -76,6 +76,18 @@ class RuntimeSettings:
         "tensorgate: MiB of ONNX model files (>= 0) each front end may load to run versions "
         "itself (--inline_runs). Default 64.",
     )
+    frontend_ping_interval_seconds: float = setting(
+        5.0,
+        "tensorgate: with several front ends, seconds between the supervisor's liveness pings "
+        "to each front end (> 0). Default 5.",
+    )
+    frontend_ping_timeout_seconds: float = setting(
+        10.0,
+        "tensorgate: seconds a front end may take to answer a ping (> 0) before it counts as "
+        "dead: it is SIGKILLed (its connections fail) and replaced. A stopped or hung front end "
+        "is thus replaced within --frontend_ping_interval_seconds + this, and no reload, unload "
+        "or registry push waits on it longer. Default 10.",
+    )
     # --- lifecycle --------------------------------------------------------------------------------
     shutdown_grace_seconds: float = setting(
         10.0,

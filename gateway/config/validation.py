@@ -106,6 +106,8 @@ def validate(s: Settings) -> None:
     for name in (
         "worker_ping_interval_seconds",
         "worker_ping_timeout_seconds",
+        "frontend_ping_interval_seconds",
+        "frontend_ping_timeout_seconds",
         "rest_api_header_timeout_seconds",
         "rest_api_body_timeout_seconds",
         "rest_api_idle_timeout_seconds",

@@ -11,14 +11,15 @@ over one :class:`~gateway.ipc.link.MessageLink`. Its life, in order:
 2. ``serve`` (ports): bind and listen, answer with the bound ports; watch for hung runs.
 3. ``stop`` (the supervisor's SIGTERM) or its own SIGTERM: the one-process drain
    (:meth:`gateway.servers.Servers.stop`: NOT_SERVING, new calls refused, running ones finish;
-   ``hurry`` or a second signal skips the wait), then exit 0. SIGINT is ignored: a terminal's
+   ``hurry`` or a second signal skips the wait; the last refusals answered once every front end
+   has begun its shutdown: ``shutting_down``), then exit 0. SIGINT is ignored: a terminal's
    Ctrl-C reaches the whole process group, and the supervisor decides.
 
-The supervisor's requests: ``snapshot`` (a new registry; acknowledged once in force), ``drain``
-(a servable about to be unloaded: its queues run dry first), ``figures`` (this front end's
-metrics, :mod:`gateway.ipc.figures`). A scrape of the metrics page asks the supervisor for the
-whole server's page (``scrape``); HandleReloadConfigRequest and V2's repository load/unload go to
-it as ``apply``.
+The supervisor's requests: ``ping`` (liveness: answered at once, from the loop), ``snapshot`` (a
+new registry; acknowledged once in force), ``drain`` (a servable about to be unloaded: its queues
+run dry first), ``figures`` (this front end's metrics, :mod:`gateway.ipc.figures`). A scrape of
+the metrics page asks the supervisor for the whole server's page (``scrape``);
+HandleReloadConfigRequest and V2's repository load/unload go to it as ``apply``.
 """
 
 from __future__ import annotations
@@ -116,7 +117,7 @@ class FrontEnd:
 
     async def stop(self) -> None:
         """Drain, stop the servers, release the channels and the link. Safe to call twice."""
-        await self.servers.stop(self.signals)
+        await self.servers.stop(self.signals, together=self._others_shutting_down)
         for task in list(self._tasks):
             task.cancel()
         for task in list(self._tasks):
@@ -128,6 +129,12 @@ class FrontEnd:
         self.link.close()
         await self.observability.close()
         log.info("front end %d stopped", self.slot)
+
+    async def _others_shutting_down(self) -> None:
+        """Our shutdown has begun: wait until every front end's has (the supervisor's
+        :mod:`~gateway.supervisor.stop_barrier`), or the supervisor is gone."""
+        with contextlib.suppress(ServingError):
+            await self.link.call("shutting_down")
 
     # -- the supervisor's messages ----------------------------------------------------------------
     def _handle(self, message: Message, fds: list[int]) -> Awaitable[Mapping[str, Any]] | None:
@@ -148,6 +155,8 @@ class FrontEnd:
             return _answer({})
         elif op == "drain":
             return self._drain(message["key"])
+        elif op == "ping":
+            return _answer({})
         elif op == "figures":
             return _answer({"figures": self._figures()})
         elif op == "serve":

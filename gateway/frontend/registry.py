@@ -87,6 +87,12 @@ class SnapshotModels:
     async def apply(self, specs: Sequence[ModelSpecConfig]) -> None:
         await self._supervisor.call("apply", specs=[spec_to_wire(s) for s in specs])
 
+    async def rescan(self, name: str) -> None:
+        """The supervisor polls ``name`` again (what V2's load of a served model does there)."""
+        await self._supervisor.call(
+            "v2_repository", action="load", model=name, unload_dependents=False
+        )
+
     def _routed(self, key: str) -> bool:
         return any(link.alive and key in link.routed for link in self._dispatcher.links)
 

@@ -72,11 +72,13 @@ class MessageLink:
 
     def call(self, op: str, fds: Sequence[int] = (), **fields: Any) -> asyncio.Future[Message]:
         """Send a request; the future resolves with the answer's message or fails with its error
-        (Unavailable when the link closes first)."""
+        (Unavailable when the link is or becomes closed: that failure need not be awaited, a
+        dropped one is never reported as "Future exception was never retrieved")."""
         future: asyncio.Future[Message] = self._loop.create_future()
         if self.closed:
             handover.close_all(fds)
             future.set_exception(Unavailable(f"the {self.name} is gone"))
+            future.exception()  # as close() does: a caller that drops it logs nothing
             return future
         request_id = next(self._ids)
         self._calls[request_id] = future

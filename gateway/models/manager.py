@@ -184,6 +184,30 @@ class ModelManager:
         if failures:
             raise reload_rules.not_available_error(failures)
 
+    async def rescan(self, name: str) -> None:
+        """Scan the served model ``name`` now, whatever the polling flags: load new versions,
+        retry versions whose load failed for good (their retries spent), unload those out of
+        the policy once an aspired one serves; return once the loads started are done (as
+        Triton's repository load of a loaded model). Raises NotFound when ``name`` is not
+        served, and the UNKNOWN error of :meth:`apply` naming the versions that failed."""
+        async with self._lock:
+            model = self._models.get(name)
+            if model is None or not model.active:
+                raise NotFound(f"Could not find any versions of model {name}")
+            for version, status in list(model.versions.items()):
+                if status.state == State.END and status.error is not None:
+                    del model.versions[version]  # failed for good: a fresh try
+            started = await self._scan_model(model)
+            tried = [v for v, job in model.jobs.items() if job in started]
+        await self._loaded(started)
+        failures: dict[tuple[str, int], ServingError | None] = {
+            (name, v): model.versions[v].error
+            for v in tried
+            if model.versions[v].state == State.END and model.versions[v].error is not None
+        }
+        if failures:
+            raise reload_rules.not_available_error(failures)
+
     def _is_active(self, name: str) -> bool:
         return name in self._models and self._models[name].active
 

@@ -131,6 +131,12 @@ class ModelControl(Protocol):
         changed) or names new models that did not become available."""
         ...
 
+    async def rescan(self, name: str) -> None:
+        """Poll the served model ``name``'s base path again now (new versions load, versions
+        whose load failed get a fresh try); returns once those loads are done. Raises
+        NotFound when ``name`` is not served, ServingError naming the versions that failed."""
+        ...
+
 
 class Models(Registry, ModelControl, Protocol):
     """The registry and its control together (what the request core is given)."""

@@ -7,16 +7,20 @@ the workers do) → workers → models loaded and warmed up → every front end 
 routes, registry) and told to ``serve`` on the held ports → readiness reported (``--ready_fd``:
 pid, ports and the front ends' pids) → file-system and config polling.
 
-While serving: a front end's ``apply`` (HandleReloadConfigRequest, V2 load/unload) is carried out
+While serving: every front end is pinged; one that does not answer in time is killed and
+replaced (:mod:`~gateway.supervisor.liveness`: the bound on every wait for a front end). A front
+end's ``apply`` (HandleReloadConfigRequest, V2 load/unload) is carried out
 here, once, and answered when every front end serves from the new registry; ``scrape`` answers
 the whole server's metrics page (:mod:`~gateway.supervisor.page`); ``retire`` kills a worker a
 front end found hung. A front end that dies is replaced (only its own calls failed); a worker that
 dies is replaced by the pool and every front end gets a channel to the new one.
 
 stop (SIGTERM/SIGINT only set events): every front end drains as one process does (``stop``;
-a second signal sends ``hurry``) and exits → polling stops → workers stop → the load table and
-the ports are released. If the supervisor itself dies, the kernel kills every front end and
-worker (``PR_SET_PDEATHSIG``), and shared memory is anonymous: nothing is left behind.
+a second signal sends ``hurry``), answering its last refusals only once all have begun their
+shutdown (:mod:`~gateway.supervisor.stop_barrier`), and exits → polling stops → workers stop →
+the load table and the ports are released. If the supervisor itself dies, the kernel kills every
+front end and worker (``PR_SET_PDEATHSIG``), and shared memory is anonymous: nothing is left
+behind.
 """
 
 from __future__ import annotations
@@ -46,9 +50,11 @@ from gateway.roles import Options, build_supervisor
 from gateway.serving.registry import Servable
 from gateway.supervisor.fanout import Fanout
 from gateway.supervisor.frontends import FrontEndProcess
+from gateway.supervisor.liveness import FrontEndPings
 from gateway.supervisor.page import FleetPage
 from gateway.supervisor.ports import Reservation, reserve
 from gateway.supervisor.registry_push import RegistryPush
+from gateway.supervisor.stop_barrier import StopBarrier
 from gateway.tfserving.warmup import WarmupPlanner
 from gateway.transport.auth import load_tokens
 from gateway.v2.model_control import Repository
@@ -123,6 +129,13 @@ class Supervisor:
         self._stopping = False
         self._ready_fd = settings.ready_fd
         self._tasks = Tasks(log)
+        self.barrier = StopBarrier()
+        self.pings = FrontEndPings(
+            lambda: [] if self._stopping else self.fanout.front_ends.values(),
+            interval_s=settings.frontend_ping_interval_seconds,
+            timeout_s=settings.frontend_ping_timeout_seconds,
+            tasks=self._tasks,
+        )
 
     # -- lifecycle --------------------------------------------------------------------------------
     async def serve(self) -> None:
@@ -151,13 +164,15 @@ class Supervisor:
             "%d front ends serving gRPC on port %d%s", self.frontends, self.grpc_port,
             f" and REST on port {self.rest_port}" if self.rest_port else "",
         )  # fmt: skip
-        start_polls(settings, self.models, self._tasks)
+        self._tasks.spawn(self.pings.run(), "front-end pings")
+        start_polls(settings, self.models, self._tasks, applied=self.push.sync)
         self._report_ready()
 
     async def stop(self) -> None:
         """Drain and stop every front end, then the workers; release everything. Idempotent."""
         self._stopping = True
         fronts = [f for f in self._slots if f is not None and f.alive]
+        self.barrier.expect(fronts)
         for front in fronts:
             front.link.notify("stop")
         hurry = asyncio.ensure_future(self._forward_hurry(fronts))
@@ -222,6 +237,7 @@ class Supervisor:
         )  # fmt: skip
 
     def _front_end_exited(self, front: FrontEndProcess) -> None:
+        self.barrier.check()
         self.fanout.leave(front)
         self.page.departed(front)
         if self._slots[front.slot] is front:
@@ -253,6 +269,8 @@ class Supervisor:
                 return self._apply([spec_from_wire(s) for s in message["specs"]])
             if op == "scrape":
                 return self._scrape()
+            if op == "shutting_down":
+                return self._shutting_down(front)
             if op == "v2_repository":
                 call = RepositoryCall(str(message["model"]), bool(message["unload_dependents"]))
                 return self._repository_call(str(message["action"]), call)
@@ -291,6 +309,10 @@ class Supervisor:
         """V2's repository load or unload, carried out here (one memory of what V2 unloaded)."""
         await (self.repository.unload(call) if action == "unload" else self.repository.load(call))
         await self.push.sync()
+        return {}
+
+    async def _shutting_down(self, front: FrontEndProcess) -> Mapping[str, Any]:
+        await self.barrier.arrive(front)
         return {}
 
     async def _scrape(self) -> Mapping[str, Any]:

@@ -11,7 +11,8 @@ per call and no interceptor. In order:
    unless the method is open (:mod:`gateway.transport.auth`); else UNAUTHENTICATED.
 3. **Draining** (:meth:`Gate.start_draining`, on SIGTERM): every new call except grpc.health.v1's
    is refused with UNAVAILABLE while the listeners stay open, so clients retry elsewhere; calls
-   already running finish (:meth:`Gate.wait_idle`).
+   already running finish (:meth:`Gate.wait_idle`). In the drain's last moment the refusals are
+   held until the server's shutdown has begun (:meth:`Gate.hold_refusals`).
 4. **Admission**: at most ``max_concurrent`` unary calls of the bounded services (those a
    protocol marks so: TF Serving's PredictionService) run at once; the next one is refused at once
    with UNAVAILABLE "retry later" instead of queueing inside grpc.aio until its deadline. 0: no
@@ -22,6 +23,7 @@ Only unary calls count as in flight: streams (health ``Watch``) may last as long
 
 from __future__ import annotations
 
+import asyncio
 import functools
 import inspect
 import logging
@@ -89,6 +91,24 @@ class Gate(Admission):
         self.auth = auth
         self._undecodable = Throttled(log, "undecodable gRPC requests answered INVALID_ARGUMENT")
         self._unauthenticated = Throttled(log, "gRPC calls refused without a valid token")
+        self._held: asyncio.Event | None = None
+
+    # -- the drain's last step (gateway.drain.shut_down) ----------------------------------------
+    def hold_refusals(self) -> None:
+        """From now on a call refused for draining gets its UNAVAILABLE only at
+        :meth:`release_refusals` (a client waiting for it sends nothing more meanwhile)."""
+        if self._held is None:
+            self._held = asyncio.Event()
+
+    def release_refusals(self) -> None:
+        """Answer the held refusals (once the server's shutdown has begun)."""
+        if self._held is not None:
+            self._held.set()
+
+    async def refusal_due(self) -> None:
+        """Return when a refused call may get its answer: at once, unless held."""
+        if self._held is not None and self.draining:
+            await self._held.wait()
 
     # -- registration -----------------------------------------------------------------------------
     def registrar(self, server: ServiceRegistry, bounded: Collection[str] = ()) -> _Registrar:
@@ -200,12 +220,20 @@ def _wrap_behaviour(
     """The same kind of callable (coroutine function or async generator function) as
     ``behaviour``, running the checks first; grpc.aio dispatches on that kind."""
 
-    async def admit(request: Any, context: Any) -> Any:
+    def refused(request: Any, context: Any) -> ServingError | None:
         refusal = check(context)
         if refusal is None and type(request) is Undecodable:
             refusal = gate.undecodable(request, path)
+        return refusal
+
+    async def deny(refusal: ServingError, context: Any) -> None:
+        await gate.refusal_due()  # held while the drain's shutdown has not begun
+        await context.abort(grpc_status(refusal.code), refusal.message)
+
+    async def admit(request: Any, context: Any) -> Any:
+        refusal = refused(request, context)
         if refusal is not None:
-            await context.abort(grpc_status(refusal.code), refusal.message)
+            await deny(refusal, context)
         return _checked_stream(request, context, gate, path) if streaming_in else request
 
     if inspect.isasyncgenfunction(behaviour):
@@ -218,12 +246,9 @@ def _wrap_behaviour(
         return stream
 
     async def call(request: Any, context: Any) -> Any:
-        # admit(), written out: one coroutine less per call on the hot path.
-        refusal = check(context)
-        if refusal is None and type(request) is Undecodable:
-            refusal = gate.undecodable(request, path)
+        refusal = refused(request, context)  # admit()'s work without its coroutine per call
         if refusal is not None:
-            await context.abort(grpc_status(refusal.code), refusal.message)
+            await deny(refusal, context)
         if streaming_in:
             request = _checked_stream(request, context, gate, path)
         if not counted:

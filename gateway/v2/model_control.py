@@ -7,9 +7,11 @@ HandleReloadConfigRequest or a re-read config file. The extension maps onto that
 - **index** (always open, as Triton's): every model configured since start, with each known
   version's state (:func:`gateway.v2.repository.index`); a model taken out shows its versions
   UNAVAILABLE, reason "unloaded".
-- **load** ``m`` (``--enable_model_management_api``): if ``m`` is in the config in force, it is
-  polled again — new versions on disk load, versions leaving the policy unload — as Triton
-  reloads a loaded model; if a V2 unload took ``m`` out, its config entry comes back as it was.
+- **load** ``m`` (``--enable_model_management_api``): if ``m`` is in the config in force, its
+  base path is polled again whatever the polling flags — new versions on disk load, versions
+  whose load failed are tried again, versions leaving the policy unload — as Triton reloads a
+  loaded model (:meth:`ModelControl.rescan <gateway.serving.registry.ModelControl.rescan>`);
+  if a V2 unload took ``m`` out, its config entry comes back as it was.
   Either way the answer comes once ``m``'s versions are available or failed: a failure is
   INVALID_ARGUMENT "load failed for model 'm': ..." (Triton's). Any other name is NOT_FOUND
   "failed to load 'm', failed to poll from model repository" (Triton's text; Triton answers
@@ -69,7 +71,8 @@ class Repository:
         name = call.model
         async with self._lock:
             specs = self._models.specs()
-            if not any(s.name == name for s in specs):
+            served = any(s.name == name for s in specs)
+            if not served:
                 spec = self._unloaded.get(name)
                 if spec is None:
                     raise NotFound(
@@ -77,9 +80,9 @@ class Repository:
                         "neither in the served config nor a model unloaded through this API"
                     )
                 specs = [*specs, spec]
-            log.info("V2 repository: load %s", name)
+            log.info("V2 repository: load %s%s", name, " (polled again)" if served else "")
             try:
-                await self._models.apply(specs)
+                await (self._models.rescan(name) if served else self._models.apply(specs))
             except ServingError as exc:
                 raise InvalidArgument(f"load failed for model '{name}': {exc.message}") from None
             finally:

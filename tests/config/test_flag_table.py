@@ -74,6 +74,8 @@ TENSORGATE_FLAGS = {
     "inline_budget_mb",
     "worker_ping_interval_seconds",
     "worker_ping_timeout_seconds",
+    "frontend_ping_interval_seconds",
+    "frontend_ping_timeout_seconds",
     "max_tensor_elements",
     "shutdown_grace_seconds",
     "ready_fd",

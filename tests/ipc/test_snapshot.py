@@ -111,3 +111,6 @@ class OneServable:
 
     async def apply(self, specs: object) -> None:
         raise NotImplementedError
+
+    async def rescan(self, name: str) -> None:
+        raise NotImplementedError

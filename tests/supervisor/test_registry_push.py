@@ -6,6 +6,7 @@ gone counts as drained."""
 from __future__ import annotations
 
 import asyncio
+import gc
 import socket
 from collections.abc import Awaitable
 from dataclasses import dataclass, field
@@ -131,5 +132,25 @@ def test_a_joining_front_end_gets_the_latest_snapshot_and_a_pending_one_first(
         await settle()  # the end of the turn finds nothing left to push
         await push.send(fronts[0])  # type: ignore[arg-type]
         assert _ops(fronts[0]) == [("snapshot", n) for n in (1, 1, 2, 2)]
+
+    run(tmp_path, scenario)
+
+
+def test_a_snapshot_for_a_front_end_that_is_gone_logs_nothing(tmp_path: Path) -> None:
+    """SIGTERM during a big reload: front ends exit while the manager's changes are still
+    pushed; a snapshot nobody will acknowledge is no "Future exception was never retrieved"."""
+
+    async def scenario(models: ModelManager, fronts: dict[int, FrontEnd]) -> None:
+        loop = asyncio.get_running_loop()
+        reported: list[str] = []
+        loop.set_exception_handler(lambda _, context: reported.append(context["message"]))
+        push = RegistryPush(models, fronts)  # type: ignore[arg-type]
+        fronts[0].link.close()  # its link broke; its exit is not handled yet
+        push.changed()
+        await settle()  # the turn ends: the snapshot goes out
+        await push.sync()
+        gc.collect()
+        assert reported == []
+        assert _ops(fronts[1]) == [("snapshot", 1), ("snapshot", 2)]
 
     run(tmp_path, scenario)

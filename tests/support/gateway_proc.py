@@ -25,6 +25,7 @@ from pathlib import Path
 from typing import Any
 
 from gateway.lifecycle import wait_ready
+from tests.support.leftovers import leaked, shm_entries
 
 START_TIMEOUT_S = 120.0
 STOP_TIMEOUT_S = 60.0
@@ -178,14 +179,10 @@ def wait_gone(pid: int, timeout_s: float = 30.0) -> bool:
         os.close(fd)
 
 
-def shm_entries() -> set[str]:
-    return set(os.listdir("/dev/shm"))
-
-
 def assert_sigkill_leaves_nothing(gateway: GatewayProcess, children: list[int]) -> None:
     """SIGKILL ``gateway``: every one of its ``children`` ends by itself, and no process holds or
     maps any of the tree's memfd segments afterwards (so the kernel freed them), nor is anything
-    left in /dev/shm."""
+    left in /dev/shm by us (:mod:`tests.support.leftovers`)."""
     shm_before = shm_entries()
     segments = memfd_inodes([gateway.pid, *children])
     assert segments, "the channels are memfd segments"
@@ -197,7 +194,7 @@ def assert_sigkill_leaves_nothing(gateway: GatewayProcess, children: list[int]) 
         for pid in children:
             kill_quietly(pid)
     assert memfds_still_held(segments) == set()
-    assert shm_entries() - shm_before == set()
+    assert leaked(shm_before, [os.getpid()]) == set()
 
 
 def memfd_inodes(pids: list[int]) -> set[int]:

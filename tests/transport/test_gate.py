@@ -13,6 +13,7 @@ import grpc
 import pytest
 from grpc_health.v1 import health_pb2
 
+from gateway.drain import shut_down
 from gateway.transport.auth import BearerTokens
 from gateway.transport.gate import Gate
 
@@ -178,3 +179,36 @@ def test_encoded_responses_pass_through_and_messages_are_serialized() -> None:
     assert encode(b"\x0a\x00") == b"\x0a\x00"  # already wire bytes: as they are
     assert encode(7) == b"serialized:7"
     assert passthrough(None) is None
+
+
+def test_a_refusal_held_into_the_shutdown_is_unavailable_and_the_next_call_never_lands() -> None:
+    """The drain's last step (:func:`gateway.drain.shut_down`) on a real server: a call refused
+    while refusals are held gets no answer (its client sends nothing more) until the shutdown
+    has begun; then it is UNAVAILABLE, and the client's next call finds no server (refused by
+    the transport) — neither is CANCELLED."""
+
+    async def scenario() -> None:
+        gate, backend = Gate(), Backend()
+        server = grpc.aio.server(options=[("grpc.so_reuseport", 0)])
+        gate.registrar(server).add_registered_method_handlers(FREE, _handlers(backend))
+        port = server.add_insecure_port("127.0.0.1:0")
+        await server.start()
+        async with grpc.aio.insecure_channel(f"127.0.0.1:{port}") as channel:
+            g = Gated(gate, backend, channel)
+            assert await g.ask(FREE, _serialized("x")) == grpc.StatusCode.OK
+            gate.start_draining()
+            gate.hold_refusals()
+            arrived = gate.last_arrival
+            held = asyncio.create_task(g.ask(FREE, _serialized("x")))
+            for _ in range(3000):  # bounded: the call reaches the server
+                if gate.last_arrival > arrived:
+                    break
+                await asyncio.sleep(0.01)
+            finished, _ = await asyncio.wait({held}, timeout=0.05)
+            assert not finished, "a held refusal was answered before the shutdown"
+            await shut_down(gate, [server.stop(5.0)], hurry=asyncio.Event(), quiet_s=0.0)
+            assert await held == grpc.StatusCode.UNAVAILABLE
+            assert g.last_error == "the server is shutting down; retry on another replica"
+            assert await g.ask(FREE, _serialized("x")) == grpc.StatusCode.UNAVAILABLE
+
+    asyncio.run(scenario())

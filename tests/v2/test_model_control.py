@@ -39,6 +39,11 @@ class FakeModels:
         if failed:
             raise ServingError(f"1 model(s) did not become available: {failed[0]}")
 
+    async def rescan(self, name: str) -> None:
+        self.applied.append([f"rescan {name}"])
+        if name in self.fail:
+            raise ServingError(f"1 model(s) did not become available: {name}")
+
     def model_names(self) -> list[str]:
         return list(self.known)
 
@@ -77,11 +82,11 @@ def test_unload_then_load_brings_the_entry_back() -> None:
 def test_load_of_a_served_model_polls_it_again_and_unknown_names() -> None:
     repository, models = _repository(A)
     asyncio.run(repository.load(RepositoryCall("a")))
-    assert models.applied == [["a"]]
+    assert models.applied == [["rescan a"]]
     with pytest.raises(NotFound, match="failed to load 'zz', failed to poll from model repository"):
         asyncio.run(repository.load(RepositoryCall("zz")))
     asyncio.run(repository.unload(RepositoryCall("zz")))  # not served: nothing to do (Triton's)
-    assert models.applied == [["a"]]
+    assert models.applied == [["rescan a"]]
 
 
 def test_a_failed_load_is_invalid_argument_and_the_model_stays_configured() -> None:
@@ -92,7 +97,7 @@ def test_a_failed_load_is_invalid_argument_and_the_model_stays_configured() -> N
         asyncio.run(repository.load(RepositoryCall("b")))
     models.fail.clear()
     asyncio.run(repository.load(RepositoryCall("b")))  # still in the config: polled again
-    assert models.applied[-1] == ["a", "b"]
+    assert models.applied[-1] == ["rescan b"]
 
 
 def test_without_the_management_api_load_and_unload_are_triton_s_refusal() -> None:
