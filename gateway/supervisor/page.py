@@ -66,7 +66,9 @@ class FleetPage:
         """``front`` is gone: its last figures count from now on, for good."""
         last = self._latest.pop(front.serial, None)
         if last is not None:
-            last = {**last, "in_flight": [], "shm": []}  # gauges of a process that is gone
+            # Gauges of a process that is gone: in flight, shared memory, where it ran versions.
+            gateway = {k: v for k, v in last.get("gateway", {}).items() if k != "runs_in"}
+            last = {**last, "in_flight": [], "shm": [], "gateway": gateway}
             self._departed.append(last)
 
     async def render(self) -> bytes:

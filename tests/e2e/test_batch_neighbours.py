@@ -42,6 +42,7 @@ def neighbours(tmp_path_factory: pytest.TempPathFactory) -> Iterator[GatewayProc
         "--model_name=held",
         f"--model_base_path={root / 'held'}",
         "--workers=1",
+        "--inline_runs=never",  # runs go to the workers this test observes
         "--enable_batching",
         f"--batching_parameters_file={root / 'batching.config'}",
         "--enable_per_model_batching_parameters",

@@ -40,6 +40,7 @@ def _held_args(model_repo: Path, tmp_path: Path, *extra: str) -> list[str]:
         "--model_name=mlp",
         f"--model_base_path={model_repo / 'mlp'}",
         "--workers=1",
+        "--inline_runs=never",  # runs go to the workers this test observes
         "--enable_batching",
         f"--batching_parameters_file={params}",
         f"--max_concurrent_requests={HELD}",
@@ -117,7 +118,12 @@ def test_a_second_signal_cancels_what_still_runs(model_repo: Path, tmp_path: Pat
 def test_sigterm_under_load_loses_nothing(model_repo: Path, tmp_path: Path) -> None:
     """8 client threads keep calling through the signal: every answer is OK or a retryable
     UNAVAILABLE (never CANCELLED), and the first 200 answers came before the signal."""
-    args = ["--model_name=mlp", f"--model_base_path={model_repo / 'mlp'}", "--workers=1"]
+    args = [
+        "--model_name=mlp",
+        f"--model_base_path={model_repo / 'mlp'}",
+        "--workers=1",
+        "--inline_runs=never",
+    ]
     gateway = start_gateway([*args, "--shutdown_grace_seconds=30"], tmp_path)
     statuses: Counter[grpc.StatusCode] = Counter()
     lock = threading.Lock()
@@ -189,6 +195,7 @@ def test_rest_handlers_die_with_their_connections(model_repo: Path, tmp_path: Pa
         "--model_name=mlp",
         f"--model_base_path={model_repo / 'mlp'}",
         "--workers=1",
+        "--inline_runs=never",  # runs go to the workers this test observes
         f"--rest_api_port={port}",
         "--rest_api_body_timeout_seconds=600",
         f"--max_concurrent_requests={HELD}",

@@ -82,7 +82,12 @@ def _watch_until(stream: object, wanted: int) -> None:
 
 
 def test_worker_sigkill_through_the_gateway(model_repo: Path, tmp_path: Path) -> None:
-    args = ["--model_name=mlp", f"--model_base_path={model_repo / 'mlp'}", "--workers=1"]
+    args = [
+        "--model_name=mlp",
+        f"--model_base_path={model_repo / 'mlp'}",
+        "--workers=1",
+        "--inline_runs=never",
+    ]
     with running_gateway(args, tmp_path) as gateway, grpc.insecure_channel(gateway.target) as ch:
         (worker,) = worker_pids(gateway.pid)
         health = health_pb2_grpc.HealthStub(ch)
@@ -105,6 +110,7 @@ def test_hung_worker_is_caught_by_ping(model_repo: Path, tmp_path: Path) -> None
         "--model_name=mlp",
         f"--model_base_path={model_repo / 'mlp'}",
         "--workers=1",
+        "--inline_runs=never",  # runs go to the workers this test observes
         "--worker_ping_interval_seconds=0.2",
         "--worker_ping_timeout_seconds=1",
     ]
@@ -126,7 +132,12 @@ def test_hung_worker_is_caught_by_ping(model_repo: Path, tmp_path: Path) -> None
 
 
 def test_gateway_sigkill_leaves_nothing_and_restarts(model_repo: Path, tmp_path: Path) -> None:
-    args = ["--model_name=mlp", f"--model_base_path={model_repo / 'mlp'}", "--workers=2"]
+    args = [
+        "--model_name=mlp",
+        f"--model_base_path={model_repo / 'mlp'}",
+        "--workers=2",
+        "--inline_runs=never",
+    ]
     gateway = start_gateway(args, tmp_path)
     workers = worker_pids(gateway.pid)
     assert len(workers) == 2
@@ -147,7 +158,12 @@ def test_a_hung_worker_is_replaced_within_seconds_not_at_the_ping(
 ) -> None:
     """With the default 30 s ping timeout, a SIGSTOPped worker was replaced after 34 s; a run that
     takes far longer than the model's runs do now gives it away (2 s for the tiny MLP)."""
-    args = ["--model_name=mlp", f"--model_base_path={model_repo / 'mlp'}", "--workers=1"]
+    args = [
+        "--model_name=mlp",
+        f"--model_base_path={model_repo / 'mlp'}",
+        "--workers=1",
+        "--inline_runs=never",
+    ]
     with running_gateway(args, tmp_path) as gateway, grpc.insecure_channel(gateway.target) as ch:
         stub = prediction_service_pb2_grpc.PredictionServiceStub(ch)
         x = np.ones((1, 64), np.float32)

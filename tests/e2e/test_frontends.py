@@ -63,6 +63,7 @@ def _args(model_repo: Path, *extra: str) -> list[str]:
         "--model_name=mlp",
         f"--model_base_path={model_repo / 'mlp'}",
         "--workers=2",
+        "--inline_runs=never",  # the fleet's tests count the runs its workers see
         "--file_system_poll_wait_seconds=0",
         *FRONT_ENDS,
         *extra,
@@ -232,6 +233,7 @@ def test_a_model_added_by_config_poll_appears_on_every_front_end(
         f"--model_config_file={config}",
         "--model_config_file_poll_wait_seconds=1",
         "--workers=2",
+        "--inline_runs=never",  # the fleet's tests count the runs its workers see
         "--file_system_poll_wait_seconds=0",
         *FRONT_ENDS,
     ]

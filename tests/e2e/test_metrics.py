@@ -40,6 +40,7 @@ def gateway(model_repo: Path, tmp_path_factory: pytest.TempPathFactory) -> Itera
         "--model_name=mlp",
         f"--model_base_path={model_repo / 'mlp'}",
         "--workers=1",
+        "--inline_runs=never",  # runs go to the workers this test observes
         f"--rest_api_port={free_port()}",
         f"--monitoring_config_file={config}",
         "--file_system_poll_wait_seconds=0",

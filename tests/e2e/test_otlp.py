@@ -39,6 +39,7 @@ def test_spans_reach_an_otlp_receiver(protocol: str, model_repo: Path, tmp_path:
             "--model_name=mlp",
             f"--model_base_path={model_repo / 'mlp'}",
             "--workers=1",
+            "--inline_runs=never",  # runs go to the workers this test observes
             f"--rest_api_port={free_port()}",
         ]
         with running_gateway(args, tmp_path, env) as gateway:

@@ -82,6 +82,7 @@ def v2_gateway(tmp_path_factory: pytest.TempPathFactory) -> Iterator[V2Gateway]:
         f"--model_config_file={root / 'models.config'}",
         "--allow_version_labels_for_unavailable_models",
         "--workers=1",
+        "--inline_runs=never",  # batches shared by both protocols are counted on the worker
         "--enable_batching",
         f"--batching_parameters_file={root / 'batching.config'}",
         "--enable_per_model_batching_parameters",
