@@ -58,7 +58,7 @@ def floor_rows(sc: dict[str, Any]) -> list[dict[str, Any]]:
         versus(g_rest, sat1, REST_ALL, ("fastapi-inline",), 0.8, where, group=FLOOR),
         versus(g_rest, sat1, REST_ALL, ("fastapi-process",), 1.5, where, group=FLOOR),
         versus(g_rest, sat1, REST_ALL, ("kserve-rest",), 1.5, where, group=FLOOR),
-        light_row("tiny, c=1: p50 ≤ echo p50 + 0.10 ms", sc, 0.10, FLOOR),
+        light_row("tiny, c=1: p50 ≤ echo p50 + 0.10 ms", sc, 0.10, FLOOR, less_model=False),
         _sweep_row(sc.get("tiny", {}).get("sweep", {})),
         versus(g_two, sat2, two, ("fastapi-process-2w",), 1.5, "2 cores", group=FLOOR),
         versus(g_two, sat2, two, ("triton-2w",), 1.5, "2 cores", group=FLOOR),
