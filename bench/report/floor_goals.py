@@ -21,10 +21,9 @@ from __future__ import annotations
 from typing import Any
 
 from bench.report.goal_rows import FLOOR, fmt_ratio, median, ratio, row
-from bench.report.tiny_rows import cpu_row, light_row, versus
+from bench.report.tiny_rows import ONE_CORE, cpu_row, light_row, resnet_rows, versus
 from bench.systems.catalog import GRPC_TENSORGATE, REST_TENSORGATE
 
-ONE_CORE = "1-core: "
 WORKER_PATH = ("tensorgate-workers", "tensorgate-workers-batch")
 V2_TENSORGATE = ("tensorgate-v2", "tensorgate-v2-batch")
 REST_ALL = (*REST_TENSORGATE,)
@@ -102,27 +101,7 @@ def _sweep_row(sweep: dict[str, Any]) -> dict[str, Any]:
 
 def _resnet_rows(runs: dict[str, Any]) -> list[dict[str, Any]]:
     goal = "ResNet50 on the workers: ≥ 0.97× raw ORT, ≥ Triton; 2 cores ≥ FastAPI inline"
-    pinned = {k[len(ONE_CORE) :]: v for k, v in runs.items() if k.startswith(ONE_CORE)}
     unpinned = {k: v for k, v in runs.items() if not k.startswith(ONE_CORE)}
-    rows = []
-    for where, section, ours, triton in (
-        ("1 pinned core", pinned, ("tensorgate",), "triton"),
-        ("2 cores", unpinned, ("tensorgate-2w", "tensorgate-1w2t"), "triton-2w"),
-    ):
-        raw = tuple(k for k in section if k.startswith("raw "))
-        rows.append(
-            versus(goal, section, ours, raw or ("raw ONNX Runtime",), 0.97, where, group=FLOOR)
-        )
-        rows.append(versus(goal, section, ours, (triton,), 1.0, where, group=FLOOR))
-    rows.append(
-        versus(
-            goal,
-            unpinned,
-            ("tensorgate-2w", "tensorgate-1w2t"),
-            ("fastapi-inline-2w",),
-            1.0,
-            "2 cores",
-            group=FLOOR,
-        )
-    )
-    return rows
+    two = ("tensorgate-2w", "tensorgate-1w2t")
+    inline = versus(goal, unpinned, two, ("fastapi-inline-2w",), 1.0, "2 cores", group=FLOOR)
+    return [*resnet_rows(goal, runs, 0.97, FLOOR), inline]

@@ -22,12 +22,10 @@ from bench.report.floor_goals import floor_rows
 from bench.report.frontend_goals import frontend_rows
 from bench.report.goal_rows import TRACING, fmt_ratio, median, ratio, row
 from bench.report.openvino_goals import openvino_rows
-from bench.report.tiny_rows import cpu_row, light_row, versus
+from bench.report.tiny_rows import cpu_row, light_row, resnet_rows, versus
 from bench.report.tracing_goals import tracing_rows
 from bench.report.v2_goals import v2_rows
 from bench.systems.catalog import GRPC_TENSORGATE
-
-ONE_CORE = "1-core: "
 
 
 def compute(results: dict[str, Any]) -> list[dict[str, Any]]:
@@ -79,18 +77,7 @@ def compute(results: dict[str, Any]) -> list[dict[str, Any]]:
 
 
 def _resnet_rows(runs: dict[str, Any]) -> list[dict[str, Any]]:
-    goal = "ResNet50 vs raw ORT best split: ≥ 0.95×, and ≥ Triton"
-    pinned = {k[len(ONE_CORE) :]: v for k, v in runs.items() if k.startswith(ONE_CORE)}
-    unpinned = {k: v for k, v in runs.items() if not k.startswith(ONE_CORE)}
-    rows = []
-    for where, section, ours, triton in (
-        ("1 pinned core", pinned, ("tensorgate",), "triton"),
-        ("2 cores", unpinned, ("tensorgate-2w", "tensorgate-1w2t"), "triton-2w"),
-    ):
-        raw = tuple(k for k in section if k.startswith("raw "))
-        rows.append(versus(goal, section, ours, raw or ("raw ONNX Runtime",), 0.95, where))
-        rows.append(versus(goal, section, ours, (triton,), 1.0, where))
-    return rows
+    return resnet_rows("ResNet50 vs raw ORT best split: ≥ 0.95×, and ≥ Triton", runs, 0.95)
 
 
 def _batching_row(section: dict[str, Any]) -> dict[str, Any]:

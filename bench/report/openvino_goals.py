@@ -12,9 +12,7 @@ from __future__ import annotations
 from typing import Any
 
 from bench.report.goal_rows import OPENVINO
-from bench.report.tiny_rows import versus
-
-ONE_CORE = "1-core: "
+from bench.report.tiny_rows import ONE_CORE, versus
 
 
 def openvino_rows(sc: dict[str, Any]) -> list[dict[str, Any]]:

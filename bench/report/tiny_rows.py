@@ -73,3 +73,25 @@ def light_row(
         f"ms, model {model_ms:.3f} ms"
     )
     return row(goal, case, target, value, overhead[0] <= most_ms, note, group)
+
+
+ONE_CORE = "1-core: "
+"""The prefix of the ResNet50 runs on one pinned server core."""
+
+
+def resnet_rows(
+    goal: str, runs: dict[str, Any], raw_minimum: float, group: str = ISSUE
+) -> list[dict[str, Any]]:
+    """ResNet50's rows on one pinned core and on two: tensorgate against the best raw ONNX
+    Runtime configuration (met at ≥ ``raw_minimum``×) and against Triton (≥ 1.0×)."""
+    pinned = {k[len(ONE_CORE) :]: v for k, v in runs.items() if k.startswith(ONE_CORE)}
+    unpinned = {k: v for k, v in runs.items() if not k.startswith(ONE_CORE)}
+    rows = []
+    for where, section, ours, triton in (
+        ("1 pinned core", pinned, ("tensorgate",), "triton"),
+        ("2 cores", unpinned, ("tensorgate-2w", "tensorgate-1w2t"), "triton-2w"),
+    ):
+        raw = tuple(k for k in section if k.startswith("raw ")) or ("raw ONNX Runtime",)
+        rows.append(versus(goal, section, ours, raw, raw_minimum, where, group=group))
+        rows.append(versus(goal, section, ours, (triton,), 1.0, where, group=group))
+    return rows
