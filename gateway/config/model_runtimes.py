@@ -14,7 +14,7 @@ from collections.abc import Mapping
 from dataclasses import dataclass
 from typing import Final
 
-from gateway.config.model_workers import DEFAULT_KEY
+from gateway.config.model_workers import DEFAULT_KEY, name_values
 
 OPENVINO: Final = "openvino"
 NATIVE: Final = {"onnx": "onnxruntime", "tensorflow": "tensorflow"}
@@ -45,14 +45,8 @@ def parse_model_runtimes(text: str) -> Mapping[str, RuntimeChoice]:
     item: one without ``=``, an empty name, an unknown runtime or precision, a precision on a
     runtime other than OpenVINO, or a name given twice."""
     result: dict[str, RuntimeChoice] = {}
-    for item in text.split(","):
-        if not item.strip():
-            continue
-        name, sep, value = item.partition("=")
-        name = name.strip()
-        if not sep or not name:
-            raise ValueError(f"model_runtimes items are name=runtime, got {item!r}")
-        runtime, colon, precision = value.strip().partition(":")
+    for name, value in name_values("model_runtimes", text, "name=runtime"):
+        runtime, colon, precision = value.partition(":")
         if runtime not in RUNTIMES:
             raise ValueError(
                 f"model_runtimes gives {name} runtime {runtime!r}; runtimes are "
@@ -65,8 +59,6 @@ def parse_model_runtimes(text: str) -> Mapping[str, RuntimeChoice]:
                 f"model_runtimes gives {name} precision {precision!r}; precisions are "
                 f"{', '.join(PRECISIONS)}"
             )
-        if name in result:
-            raise ValueError(f"model_runtimes names {name} twice")
         result[name] = RuntimeChoice(runtime, precision or "fp32")
     return result
 

@@ -11,25 +11,35 @@ from collections.abc import Mapping
 DEFAULT_KEY = "*"
 
 
-def parse_model_workers(text: str) -> Mapping[str, int]:
-    """``name=N,...`` → ``{name: N}``. ValueError names the bad item: one without ``=``, an empty
-    name, N not an integer >= 1, or a name given twice."""
-    result: dict[str, int] = {}
+def name_values(flag: str, text: str, form: str) -> list[tuple[str, str]]:
+    """The ``name=value`` items of a per-model flag (``--model_workers``, ``--model_runtimes``)
+    as (name, value) pairs, empty items skipped; ValueError naming ``flag`` and the bad item: one
+    without ``=`` (``form`` says what an item looks like), an empty name, a name given twice."""
+    pairs: list[tuple[str, str]] = []
     for item in text.split(","):
         if not item.strip():
             continue
         name, sep, value = item.partition("=")
         name = name.strip()
         if not sep or not name:
-            raise ValueError(f"model_workers items are name=N, got {item!r}")
+            raise ValueError(f"{flag} items are {form}, got {item!r}")
+        if any(name == seen for seen, _ in pairs):
+            raise ValueError(f"{flag} names {name} twice")
+        pairs.append((name, value.strip()))
+    return pairs
+
+
+def parse_model_workers(text: str) -> Mapping[str, int]:
+    """``name=N,...`` → ``{name: N}``. ValueError names the bad item: one without ``=``, an empty
+    name, N not an integer >= 1, or a name given twice."""
+    result: dict[str, int] = {}
+    for name, value in name_values("model_workers", text, "name=N"):
         try:
-            workers = int(value.strip())
+            workers = int(value)
         except ValueError:
             workers = 0
         if workers < 1:
-            raise ValueError(f"model_workers gives {name} {value.strip()!r}; N must be >= 1")
-        if name in result:
-            raise ValueError(f"model_workers names {name} twice")
+            raise ValueError(f"model_workers gives {name} {value!r}; N must be >= 1")
         result[name] = workers
     return result
 
