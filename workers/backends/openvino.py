@@ -188,17 +188,9 @@ def load(
     config = compile_config(precision, intra_op)
     try:
         model = core.read_model(path)
-    except MemoryError:
-        raise WorkerError("RESOURCE_EXHAUSTED", f"out of memory loading {path}") from None
-    except Exception as exc:
-        reason = openvino_ports.reason(exc)
-        raise WorkerError(
-            "FAILED_PRECONDITION", f"model {path} does not convert to OpenVINO: {reason}"
-        ) from None
-    try:
         compiled = core.compile_model(model, "CPU", config)
     except MemoryError:
-        raise WorkerError("RESOURCE_EXHAUSTED", f"out of memory compiling {path}") from None
+        raise WorkerError("RESOURCE_EXHAUSTED", f"out of memory loading {path}") from None
     except Exception as exc:
         reason = openvino_ports.reason(exc)
         raise WorkerError(
