@@ -3,7 +3,7 @@
 
 ``text`` (the default), one line per record::
 
-    2026-11-22 23:20:36.123 I 4242 gateway gateway.app] Running gRPC ModelServer at 0.0.0.0:8500
+    2026-11-22 23:20:36.123 I 4242 gateway gateway.one_process] Running gRPC ModelServer at ...
     2026-11-22 23:20:35.871 I 4250 worker-0 workers.worker] loaded mlp:1 from /m/mlp/1/model.onnx
 
 local time with milliseconds, level letter, process id, process role (``gateway`` or

@@ -3,9 +3,9 @@ the serve → stop sequence.
 
 The process that a supervisor (Kubernetes, a test, the bench) started reports readiness once, as
 one JSON line on an inherited pipe (:func:`report_ready`; :func:`wait_ready` reads it), and a
-process that serves settles its heap first (:func:`settle_heap`). Used by the one-process gateway
-(:mod:`gateway.app`), the supervisor of several front ends and each front end; the first two run
-:func:`serve` (a stop signal during the start abandons it).
+process that serves settles its heap first (:func:`settle_heap`). Used by the one-process
+gateway (:mod:`gateway.one_process`), the supervisor of several front ends and each front end;
+the first two run :func:`serve` (a stop signal during the start abandons it).
 """
 
 from __future__ import annotations

@@ -14,7 +14,6 @@ from collections.abc import Sequence
 import uvloop
 
 from channel import logs
-from gateway.app import Gateway
 from gateway.config.flags import FlagError, parse_flags
 from gateway.config.model_config import (
     ConfigError,
@@ -24,6 +23,7 @@ from gateway.config.model_config import (
 )
 from gateway.config.platform import resolve_frontends
 from gateway.errors import ServingError
+from gateway.one_process import Gateway
 
 log = logging.getLogger("tensorgate")
 
@@ -48,7 +48,7 @@ def main(argv: Sequence[str] | None = None) -> int:
     frontends = resolve_frontends(settings)
     try:
         if frontends > 1:
-            from gateway.supervisor.app import Supervisor
+            from gateway.supervisor.supervisor_process import Supervisor
 
             server: Gateway | Supervisor = Supervisor(
                 settings, specs, frontends=frontends, flags=args

@@ -13,10 +13,10 @@ several front-end processes those wires become messages (:mod:`gateway.superviso
 :mod:`gateway.frontend`); the parts stay as they are: :func:`build_supervisor` and
 :func:`build_front_end` build each process's half.
 
-:func:`build` is the one-process composition: the gateway (:class:`~gateway.app.Gateway`), the
-in-process test stack and the core's unit tests all use it. Its options come from the settings
-(:meth:`Options.from_settings`) or are given (tests); the two seams of unit tests replace the
-pool (a fake that loads nothing) and the dispatcher (fake worker links).
+:func:`build` is the one-process composition: the gateway (:class:`~gateway.one_process.Gateway`),
+the in-process test stack and the core's unit tests all use it. Its options come from the settings
+(:meth:`Options.from_settings`) or are given (tests); the two seams of unit tests replace the pool
+(a fake that loads nothing) and the dispatcher (fake worker links).
 """
 
 from __future__ import annotations

@@ -12,9 +12,9 @@ from pathlib import Path
 
 import pytest
 
-from gateway.app import Gateway
 from gateway.config.flags import usage, version_text
 from gateway.main import main
+from gateway.one_process import Gateway
 
 
 @pytest.fixture
@@ -107,7 +107,7 @@ def test_an_unexpected_error_at_start_is_one_line_status_one_and_no_ready_line(
     and the ready fd closed only with the process. Now: one line naming the failure (its
     traceback attached to it), exit status 1, and --ready_fd closed without a line at once;
     the one-process gateway and the supervisor of several front ends alike."""
-    from gateway.supervisor.app import Supervisor
+    from gateway.supervisor.supervisor_process import Supervisor
 
     async def start(self: object) -> None:
         raise ValueError("channel is closed")

@@ -8,8 +8,8 @@ command line, parsed by the same parser, so every setting is the same in every p
 The child, in order: asks the kernel to SIGKILL it when the supervisor dies (the workers'
 mechanism, :func:`workers.bootstrap.die_with_parent`; if the supervisor is already gone it exits
 1), sets up logging in tensorgate's one format (process ``frontend-N``), maps the load table,
-and runs :class:`~gateway.frontend.app.FrontEnd` on uvloop. Loop-bound objects are made inside
-the loop.
+and runs :class:`~gateway.frontend.frontend_process.FrontEnd` on uvloop. Loop-bound objects are
+made inside the loop.
 """
 
 from __future__ import annotations
@@ -74,7 +74,8 @@ def main(argv: Sequence[str] | None = None) -> int:
 async def _serve(
     settings: Settings, args: argparse.Namespace, control: socket.socket, table: LoadTable
 ) -> None:
-    from gateway.frontend.app import FrontEnd  # grpc and the protocols load after the checks
+    # grpc and the protocols load after the checks
+    from gateway.frontend.frontend_process import FrontEnd
 
     front = FrontEnd(
         settings,

@@ -1,10 +1,10 @@
 """Noticing a front end that is alive but stuck (SIGSTOPped, a blocked loop), and replacing it.
 
-A front end's event loop never blocks (:mod:`gateway.frontend.app`), so it answers a ``ping``
-over its link at once. Every ``interval_s`` the supervisor pings each joined front end; one that
-has not answered within ``timeout_s`` is dead to it: SIGKILLed (its connections fail, as a
-SIGKILL's do, and the kernel stops handing it new ones), and its exit is then handled as any
-front end's death — replaced at once.
+A front end's event loop never blocks (:mod:`gateway.frontend.frontend_process`), so it answers a
+``ping`` over its link at once. Every ``interval_s`` the supervisor pings each joined front end; one
+that has not answered within ``timeout_s`` is dead to it: SIGKILLed (its connections fail, as a
+SIGKILL's do, and the kernel stops handing it new ones), and its exit is then handled as any front
+end's death — replaced at once.
 
 This is also the one bound on every supervisor wait for a front end's acknowledgement (a
 registry snapshot, a drain before an unload, a metrics scrape): such a wait ends when the front

@@ -23,12 +23,12 @@ from opentelemetry.trace import SpanKind
 
 from channel.logs import JsonFormatter
 from gateway._pb.tensorflow_serving.apis import prediction_service_pb2_grpc
-from gateway.app import Gateway
 from gateway.config.model_config import model_server_config_from_flags, model_specs
 from gateway.config.settings import Settings
 from gateway.observability.hooks import Observability
 from gateway.observability.span_export import RecordExporter
 from gateway.observability.tracing import Sampling, Tracing, default_resource
+from gateway.one_process import Gateway
 from tests.support import onnx_models
 from tests.support.gateway_proc import free_port
 from tests.support.grpc_calls import predict_request

@@ -1,8 +1,8 @@
 """The one-process gateway (``--frontends 1``): its lifecycle, as explicit ordered steps.
 
 This process is both the supervisor (workers, model lifecycle, polling) and the only front end
-(:class:`~gateway.servers.Servers`); with several front ends the same steps are split between
-:mod:`gateway.supervisor` and :mod:`gateway.frontend`.
+(:class:`~gateway.protocol_servers.Servers`); with several front ends the same steps are split
+between :mod:`gateway.supervisor` and :mod:`gateway.frontend`.
 
 start: workers → models loaded → gRPC server bound (TCP and optional Unix socket, TLS with
 --ssl_config_file; every call behind the :class:`~gateway.transport.gate.Gate`; TF Serving's
@@ -28,8 +28,8 @@ from gateway.models.config_poll import start_polls
 from gateway.observability.hooks import Observability
 from gateway.observability.metrics import set_runs_in
 from gateway.parallel.supervised import Tasks
+from gateway.protocol_servers import Servers
 from gateway.roles import Options, build
-from gateway.servers import Servers
 from gateway.serving.registry import available_servables
 from gateway.tfserving.warmup import WarmupPlanner
 

@@ -10,9 +10,9 @@ over one :class:`~gateway.ipc.link.MessageLink`. Its life, in order:
    :class:`SnapshotModels`).
 2. ``serve`` (ports): bind and listen, answer with the bound ports; watch for hung runs.
 3. ``stop`` (the supervisor's SIGTERM) or its own SIGTERM: the one-process drain
-   (:meth:`gateway.servers.Servers.stop`: NOT_SERVING, new calls refused, running ones finish;
-   ``hurry`` or a second signal skips the wait; the last refusals answered once every front end
-   has begun its shutdown: ``shutting_down``), then exit 0. SIGINT is ignored: a terminal's
+   (:meth:`gateway.protocol_servers.Servers.stop`: NOT_SERVING, new calls refused, running ones
+   finish; ``hurry`` or a second signal skips the wait; the last refusals answered once every front
+   end has begun its shutdown: ``shutting_down``), then exit 0. SIGINT is ignored: a terminal's
    Ctrl-C reaches the whole process group, and the supervisor decides.
 
 The supervisor's requests: ``ping`` (liveness: answered at once, from the loop), ``snapshot`` (a
@@ -50,8 +50,8 @@ from gateway.observability.metrics import set_runs_in
 from gateway.observability.page import CONTENT_TYPE
 from gateway.observability.workers import ShmUse
 from gateway.parallel.shared_load import LoadTable, SharedLoadDispatcher
+from gateway.protocol_servers import Servers
 from gateway.roles import Options, build_front_end
-from gateway.servers import Servers
 from gateway.serving.registry import available_servables
 from gateway.transport.http.routes import ExtraRoute
 

@@ -7,13 +7,13 @@ the workers do) → workers → models loaded and warmed up → every front end 
 routes, registry) and told to ``serve`` on the held ports → readiness reported (``--ready_fd``:
 pid, ports and the front ends' pids) → file-system and config polling.
 
-While serving: every front end is pinged; one that does not answer in time is killed and
-replaced (:mod:`~gateway.supervisor.liveness`: the bound on every wait for a front end). A front
-end's ``apply`` (HandleReloadConfigRequest, V2 load/unload) is carried out
-here, once, and answered when every front end serves from the new registry; ``scrape`` answers
-the whole server's metrics page (:mod:`~gateway.supervisor.page`); ``retire`` kills a worker a
-front end found hung. A front end that dies is replaced (only its own calls failed); a worker that
-dies is replaced by the pool and every front end gets a channel to the new one.
+While serving: every front end is pinged; one that does not answer in time is killed and replaced
+(:mod:`~gateway.supervisor.liveness`: the bound on every wait for a front end). A front end's
+``apply`` (HandleReloadConfigRequest, V2 load/unload) is carried out here, once, and answered when
+every front end serves from the new registry; ``scrape`` answers the whole server's metrics page
+(:mod:`~gateway.supervisor.page`); ``retire`` kills a worker a front end found hung. A front end
+that dies is replaced (only its own calls failed); a worker that dies is replaced by the pool and
+every front end gets a channel to the new one.
 
 stop (SIGTERM/SIGINT only set events): every front end drains as one process does (``stop``;
 a second signal sends ``hurry``), answering its last refusals only once all have begun their

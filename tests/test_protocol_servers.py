@@ -1,11 +1,11 @@
-"""gateway.servers: the gRPC server's channel options that tensorgate's flags set."""
+"""gateway.protocol_servers: the gRPC server's channel options that tensorgate's flags set."""
 
 from __future__ import annotations
 
 import pytest
 
 from gateway.config.flags import FlagError, parse_flags
-from gateway.servers import grpc_options
+from gateway.protocol_servers import grpc_options
 
 BASE = ["--model_base_path=/models/m"]
 

@@ -1,14 +1,12 @@
-"""The servers of one front end: gRPC and REST over its core, health, and their drain.
+"""The gRPC and REST servers of one front end over its core, with health, reflection and drain.
 
-Both shapes of the gateway use it: the one process of ``--frontends 1``
-(:class:`gateway.app.Gateway`) and each front-end process of several
-(:class:`gateway.frontend.app.FrontEnd`). :meth:`Servers.start` builds the protocols' surfaces
-(TF Serving's API and the Open Inference Protocol's) over the core, registers their gRPC services
-behind the gate with health and reflection, binds gRPC (TCP, TLS with ``--ssl_config_file``, and
-the optional Unix socket) and REST; :meth:`~Servers.stop` drains them (:mod:`gateway.drain`),
-stops them and fails what is still queued. With ``reuse_port`` several processes bind the same
-ports (``SO_REUSEPORT``: the kernel spreads *connections* over them); otherwise a port in use is
-an error, never silently shared.
+Used by the one-process gateway (:class:`gateway.one_process.Gateway`) and by each front-end
+process (:class:`gateway.frontend.frontend_process.FrontEnd`). :meth:`Servers.start` registers
+every protocol's gRPC services behind the gate and binds gRPC (TCP, TLS with
+``--ssl_config_file``, the optional Unix socket) and REST; :meth:`~Servers.stop` drains them
+(:mod:`gateway.drain`), stops them and fails what is still queued. With ``reuse_port`` several
+processes bind the same ports (``SO_REUSEPORT``: the kernel spreads *connections*); otherwise a
+port in use is an error, never silently shared.
 """
 
 from __future__ import annotations
