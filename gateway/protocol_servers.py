@@ -37,7 +37,7 @@ from gateway.transport.http.front import Front
 from gateway.transport.http.routes import ExtraRoute, Routes
 from gateway.transport.http.server import HttpServer
 from gateway.transport.surface import GrpcService, ProtocolSurface, service_names
-from gateway.v2.model_control import Repository
+from gateway.v2.model_control import ModelRepository
 from gateway.v2.rest import openapi as v2_openapi
 from gateway.v2.surface import V2Surface
 from gateway.v2.surface import options_from as v2_options
@@ -97,7 +97,7 @@ class Servers:
         pages: Callable[[], dict[str, ExtraRoute]],
         reuse_port: bool = False,
         unix_socket: bool = True,
-        repository: Repository | None = None,
+        repository: ModelRepository | None = None,
     ) -> None:
         self.settings = settings
         self.core = core

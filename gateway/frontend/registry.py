@@ -24,8 +24,8 @@ from gateway.errors import NotFound
 from gateway.ipc.snapshot import EMPTY, Snapshot, spec_to_wire
 from gateway.parallel.dispatcher import Dispatcher
 from gateway.serving.registry import Servable, VersionStatus, pick_servable
-from gateway.v2.model_control import Repository
-from gateway.v2.repository import RepositoryCall
+from gateway.v2.model_control import ModelRepository
+from gateway.v2.repository_codec import RepositoryCall
 
 
 class Supervisor(Protocol):
@@ -97,9 +97,9 @@ class SnapshotModels:
         return any(link.alive and key in link.routed for link in self._dispatcher.links)
 
 
-class ForwardedRepository(Repository):
+class ForwardedRepository(ModelRepository):
     """V2's repository extension in a front end: the index from the snapshot, load and unload
-    carried out by the supervisor's own :class:`~gateway.v2.model_control.Repository` (which
+    carried out by the supervisor's own :class:`~gateway.v2.model_control.ModelRepository` (which
     remembers what a V2 unload took out, whichever front end asked) and answered once every front
     end serves from the result."""
 

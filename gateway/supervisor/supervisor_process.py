@@ -57,8 +57,8 @@ from gateway.supervisor.registry_push import RegistryPush
 from gateway.supervisor.stop_barrier import StopBarrier
 from gateway.tfserving.warmup import WarmupPlanner
 from gateway.transport.auth import load_tokens
-from gateway.v2.model_control import Repository
-from gateway.v2.repository import RepositoryCall
+from gateway.v2.model_control import ModelRepository
+from gateway.v2.repository_codec import RepositoryCall
 
 log = logging.getLogger(__name__)
 
@@ -107,7 +107,9 @@ class Supervisor:
         )
         self.pool, self.models = parts.pool, parts.models
         self.push = RegistryPush(self.models, self.fanout.front_ends)
-        self.repository = Repository(self.models, management=settings.enable_model_management_api)
+        self.repository = ModelRepository(
+            self.models, management=settings.enable_model_management_api
+        )
         self.page = FleetPage(
             self.fanout.front_ends,
             self.pool,

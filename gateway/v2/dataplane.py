@@ -33,7 +33,7 @@ from gateway.serving.signature import DtypeMismatch
 from gateway.v2 import errors, metadata, statistics, versions
 from gateway.v2.call import InferCall
 from gateway.v2.declared import Limits
-from gateway.v2.model_control import Repository
+from gateway.v2.model_control import ModelRepository
 from gateway.v2.statistics import ModelFigures
 from gateway.v2.versions import Target
 
@@ -63,12 +63,12 @@ class DataPlane:
         core: ServingCore,
         options: V2Options,
         stats: ModelStats | None = None,
-        repository: Repository | None = None,
+        repository: ModelRepository | None = None,
     ) -> None:
         self._core = core
         self.options = options
         self.limits = Limits(options.max_elements, options.max_request_bytes)
-        self.repository = repository or Repository(core.models, management=options.management)
+        self.repository = repository or ModelRepository(core.models, management=options.management)
         self._stats = stats
 
     # -- health and metadata --------------------------------------------------------------------

@@ -20,7 +20,7 @@ from gateway._pb.inference import grpc_service_pb2_grpc as pb_grpc
 from gateway.serving.core import PredictResult
 from gateway.serving.signature import Signature
 from gateway.transport.grpc_errors import rpc
-from gateway.v2 import errors, grpc_infer, metadata, repository, response_wire, statistics
+from gateway.v2 import errors, grpc_infer, metadata, repository_codec, response_wire, statistics
 from gateway.v2.dataplane import DataPlane
 from gateway.v2.declared import DeclaredInputs
 
@@ -101,20 +101,20 @@ class InferenceService(pb_grpc.GRPCInferenceServiceServicer):
         if request.repository_name:
             raise errors.not_supported("'repository_name' specification")
         entries = self._plane.repository.index(ready_only=request.ready)
-        return repository.index_response(entries)
+        return repository_codec.index_response(entries)
 
     @rpc
     async def RepositoryModelLoad(
         self, request: pb.RepositoryModelLoadRequest, context: grpc.aio.ServicerContext
     ) -> pb.RepositoryModelLoadResponse:
-        await self._plane.repository.load(repository.from_proto(request, unload=False))
+        await self._plane.repository.load(repository_codec.from_proto(request, unload=False))
         return pb.RepositoryModelLoadResponse()
 
     @rpc
     async def RepositoryModelUnload(
         self, request: pb.RepositoryModelUnloadRequest, context: grpc.aio.ServicerContext
     ) -> pb.RepositoryModelUnloadResponse:
-        await self._plane.repository.unload(repository.from_proto(request, unload=True))
+        await self._plane.repository.unload(repository_codec.from_proto(request, unload=True))
         return pb.RepositoryModelUnloadResponse()
 
     async def SystemSharedMemoryStatus(self, request: Any, context: Any) -> Any:

@@ -5,7 +5,7 @@ tensorgate has no model repository directory to scan: its models are the ``model
 HandleReloadConfigRequest or a re-read config file. The extension maps onto that config:
 
 - **index** (always open, as Triton's): every model configured since start, with each known
-  version's state (:func:`gateway.v2.repository.index`); a model taken out shows its versions
+  version's state (:func:`gateway.v2.repository_codec.index`); a model taken out shows its versions
   UNAVAILABLE, reason "unloaded".
 - **load** ``m`` (``--enable_model_management_api``): if ``m`` is in the config in force, its
   base path is polled again whatever the polling flags — new versions on disk load, versions
@@ -35,8 +35,8 @@ import logging
 from gateway.config.model_config import ModelSpecConfig
 from gateway.errors import InvalidArgument, NotFound, ServingError, Unavailable
 from gateway.serving.registry import Models
-from gateway.v2 import repository
-from gateway.v2.repository import IndexEntry, RepositoryCall
+from gateway.v2 import repository_codec
+from gateway.v2.repository_codec import IndexEntry, RepositoryCall
 
 log = logging.getLogger(__name__)
 
@@ -46,8 +46,9 @@ NOT_ALLOWED = (
 )
 
 
-class Repository:
-    """The extension over ``models``; ``management``: load and unload are allowed."""
+class ModelRepository:
+    """Triton's model repository extension over ``models`` (its messages:
+    :mod:`gateway.v2.repository_codec`); ``management``: load and unload are allowed."""
 
     def __init__(self, models: Models, *, management: bool) -> None:
         self._models = models
@@ -64,7 +65,7 @@ class Repository:
                 known[name] = self._models.statuses(name)
             except NotFound:
                 known[name] = []
-        return repository.index(known, ready_only=ready_only)
+        return repository_codec.index(known, ready_only=ready_only)
 
     async def load(self, call: RepositoryCall) -> None:
         self._check_allowed()

@@ -16,9 +16,9 @@ Request parameters (``ModelInferRequest.parameters``, the REST body's ``"paramet
 - other names starting ``triton_``: INVALID_ARGUMENT (Triton reserves them); any other name is
   accepted and ignored (the parameters extension: custom parameters for a model).
 
-Tensor parameters: ``binary_data_size`` on a REST input, ``binary_data`` on a requested output
-(see :mod:`gateway.v2.rest_request`); ``shared_memory_region`` / ``_byte_size`` / ``_offset`` and
-an output's ``classification`` are UNIMPLEMENTED (the extensions tensorgate does not have).
+Tensor parameters: ``binary_data_size`` on a REST input, ``binary_data`` on a requested output (see
+:mod:`gateway.v2.rest.request_body`); ``shared_memory_region`` / ``_byte_size`` / ``_offset`` and an
+output's ``classification`` are UNIMPLEMENTED (the extensions tensorgate does not have).
 """
 
 from __future__ import annotations

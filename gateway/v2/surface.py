@@ -27,7 +27,7 @@ from gateway.transport.surface import GrpcService, LogAs
 from gateway.v2 import PROTOCOL
 from gateway.v2.dataplane import DataPlane, V2Options
 from gateway.v2.grpc import InferenceService
-from gateway.v2.model_control import Repository
+from gateway.v2.model_control import ModelRepository
 from gateway.v2.rest.routes import V2Rest
 
 SERVICE = pb.DESCRIPTOR.services_by_name["GRPCInferenceService"].full_name
@@ -66,7 +66,7 @@ class V2Surface:
         core: ServingCore,
         options: V2Options,
         stats: ModelStats | None = None,
-        repository: Repository | None = None,
+        repository: ModelRepository | None = None,
         log_as: Mapping[str, LogAs] | None = None,
     ) -> None:
         self._plane = DataPlane(core, options, stats, repository)

@@ -10,7 +10,7 @@ from pathlib import Path
 from gateway.config.model_config import ModelSpecConfig
 from gateway.frontend.registry import ForwardedRepository, SnapshotModels
 from gateway.ipc import snapshot
-from gateway.v2.repository import RepositoryCall
+from gateway.v2.repository_codec import RepositoryCall
 from tests.support.fakes import fake_dispatcher
 from tests.support.registries import Recorder, served
 

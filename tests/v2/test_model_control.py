@@ -11,8 +11,8 @@ import pytest
 from gateway.config.model_config import ModelSpecConfig
 from gateway.errors import InvalidArgument, NotFound, ServingError, Unavailable
 from gateway.serving.registry import Servable, State, VersionStatus
-from gateway.v2.model_control import Repository
-from gateway.v2.repository import IndexEntry, RepositoryCall
+from gateway.v2.model_control import ModelRepository
+from gateway.v2.repository_codec import IndexEntry, RepositoryCall
 
 A = ModelSpecConfig(name="a", base_path="/models/a")
 B = ModelSpecConfig(name="b", base_path="/models/b")
@@ -61,9 +61,11 @@ class FakeModels:
         raise NotImplementedError
 
 
-def _repository(*specs: ModelSpecConfig, management: bool = True) -> tuple[Repository, FakeModels]:
+def _repository(
+    *specs: ModelSpecConfig, management: bool = True
+) -> tuple[ModelRepository, FakeModels]:
     models = FakeModels(specs)
-    return Repository(models, management=management), models
+    return ModelRepository(models, management=management), models
 
 
 def test_unload_then_load_brings_the_entry_back() -> None:

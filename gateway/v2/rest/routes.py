@@ -1,6 +1,6 @@
 """The Open Inference Protocol's REST API: the ``/v2`` routes on the HTTP server core, a few lines
-each — read the request (:mod:`gateway.v2.rest_request`), await the
-:class:`~gateway.v2.dataplane.DataPlane`, write the answer (:mod:`gateway.v2.rest_response`).
+each — read the request (:mod:`gateway.v2.rest.request_body`), await the
+:class:`~gateway.v2.dataplane.DataPlane`, write the answer (:mod:`gateway.v2.rest.response_body`).
 
 The grammar is :mod:`gateway.v2.rest.paths`, applied once per request (:meth:`V2Rest.parse`).
 Answers are the protocol's JSON (infer: JSON, or JSON then binary tensors); health and readiness
@@ -28,13 +28,13 @@ from gateway.transport.http.bounds import CallBounds
 from gateway.transport.http.front import HttpError
 from gateway.transport.http.json_error import RETRY_AFTER_S, STATUS_KEY
 from gateway.transport.http.routes import UNKNOWN_API, ApiCall
-from gateway.v2 import PROTOCOL, errors, metadata, repository, rest_request, rest_response, versions
+from gateway.v2 import PROTOCOL, errors, metadata, repository_codec, versions
 from gateway.v2 import statistics as stats
 from gateway.v2.dataplane import DataPlane
 from gateway.v2.declared import DeclaredInputs
-from gateway.v2.rest import paths
+from gateway.v2.rest import paths, request_body, response_body
 from gateway.v2.rest.paths import V2Call
-from gateway.v2.rest_response import RestResponse
+from gateway.v2.rest.response_body import RestResponse
 
 Route = Callable[[web.BaseRequest, V2Call, CallBounds], Awaitable[web.StreamResponse]]
 
@@ -111,21 +111,21 @@ class V2Rest:
     async def _infer(self, request: web.BaseRequest, call: V2Call, bounds: CallBounds) -> Any:
         body = await bounds.read_body(request)
         transport_deadline = bounds.deadline()
-        header = request.headers.get(rest_request.INFER_HEADER)
-        bounds.check_json(rest_request.json_length(body, header))
+        header = request.headers.get(request_body.INFER_HEADER)
+        bounds.check_json(request_body.json_length(body, header))
         limits = self._plane.limits
-        if rest_request.off_loop(body, header):  # a large JSON body: the loop serves meanwhile
+        if request_body.off_loop(body, header):  # a large JSON body: the loop serves meanwhile
             parsed = await asyncio.to_thread(
-                rest_request.parse_converted, body, header, call.model, call.version, limits
+                request_body.parse_converted, body, header, call.model, call.version, limits
             )
         else:
-            parsed = rest_request.parse(body, header, call.model, call.version)
+            parsed = request_body.parse(body, header, call.model, call.version)
 
         def decode(signature: Signature) -> DeclaredInputs[Any]:
-            return rest_request.rest_inputs(parsed, signature, limits)
+            return request_body.rest_inputs(parsed, signature, limits)
 
         def encode(result: PredictResult) -> RestResponse:
-            return rest_response.infer_response(
+            return response_body.infer_response(
                 parsed.call, result.model, result.version, result.outputs
             )
 
@@ -142,17 +142,23 @@ class V2Rest:
         return _json(stats.statistics_json(figures))
 
     async def _index(self, request: web.BaseRequest, call: V2Call, bounds: CallBounds) -> Any:
-        ready_only = repository.index_ready_only(await _body_json(request, bounds))
-        return _json(repository.index_json(self._plane.repository.index(ready_only=ready_only)))
+        ready_only = repository_codec.index_ready_only(await _body_json(request, bounds))
+        return _json(
+            repository_codec.index_json(self._plane.repository.index(ready_only=ready_only))
+        )
 
     async def _load(self, request: web.BaseRequest, call: V2Call, bounds: CallBounds) -> Any:
         document = await _body_json(request, bounds)
-        await self._plane.repository.load(repository.from_json(call.model, document, unload=False))
+        await self._plane.repository.load(
+            repository_codec.from_json(call.model, document, unload=False)
+        )
         return web.Response(status=200)
 
     async def _unload(self, request: web.BaseRequest, call: V2Call, bounds: CallBounds) -> Any:
         document = await _body_json(request, bounds)
-        await self._plane.repository.unload(repository.from_json(call.model, document, unload=True))
+        await self._plane.repository.unload(
+            repository_codec.from_json(call.model, document, unload=True)
+        )
         return web.Response(status=200)
 
 
@@ -160,7 +166,7 @@ def failure(error: ServingError) -> web.Response:
     """A failed V2 call's answer (see the module doc); carries its code for observability."""
     status = errors.http_status(error.code)
     response = web.Response(status=status, body=errors.error_body(error))
-    response.content_type = rest_response.JSON_TYPE
+    response.content_type = response_body.JSON_TYPE
     response[STATUS_KEY] = error.code.name
     if status in (429, 503):
         response.headers["Retry-After"] = RETRY_AFTER_S
@@ -172,7 +178,7 @@ def _health_status(answer: bool) -> int:
 
 
 def _json(document: Any, status: int = 200) -> web.Response:
-    answer = rest_response.json_response(document)
+    answer = response_body.json_response(document)
     return web.Response(status=status, body=answer.body, headers=answer.headers)
 
 

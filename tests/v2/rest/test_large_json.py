@@ -3,7 +3,7 @@ are being converted, a ``/healthz`` on another connection is answered.
 
 A real HTTP server with the ``/v2`` routes over a real serving core (one ONNX worker, ``m``:
 y = 2x, x FP32 [-1, 2]). The one fake is the pause: the conversion of the body's values
-(:func:`gateway.v2.json_values.to_array`) waits on an event that the test sets only once
+(:func:`gateway.v2.rest.json_values.to_array`) waits on an event that the test sets only once
 ``/healthz`` has answered. Converted on the loop, the loop would wait with it, and ``/healthz``
 would be answered only after the pause gave up (``PAUSE_S``), which the test sees as the order
 of the two events. Ordering, not timing: nothing asserts how long anything took.
@@ -24,9 +24,9 @@ import pytest
 from gateway.config.model_config import ModelSpecConfig
 from gateway.transport.http.routes import Routes
 from gateway.transport.http.server import HttpServer
-from gateway.v2 import json_values
 from gateway.v2.dataplane import DataPlane, V2Options
 from gateway.v2.declared import Declared
+from gateway.v2.rest import json_values
 from gateway.v2.rest.routes import V2Rest
 from tests.support import onnx_models
 from tests.support.stack import serving_stack
@@ -44,7 +44,7 @@ def test_healthz_is_answered_while_a_large_json_body_converts(
     data = [[0.5, float(i % 7)] for i in range(ROWS)]
     x = {"name": "x", "datatype": "FP32", "shape": [ROWS, 2], "data": data}
     body = orjson.dumps({"inputs": [x]})
-    assert len(body) > 1 << 20  # rest_request.OFF_LOOP_BYTES
+    assert len(body) > 1 << 20  # request_body.OFF_LOOP_BYTES
     converting, healthz_answered, pause_over = threading.Event(), threading.Event(), []
     real = json_values.to_array
 

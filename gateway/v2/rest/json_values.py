@@ -122,7 +122,7 @@ def _integers(leaves: list[Any], row: Datatype, header: Declared) -> npt.NDArray
 
 CHUNK_ELEMENTS = 1 << 16
 """Values converted per numpy call (a few ms each): between calls a thread converting a large
-body (:func:`gateway.v2.rest_request.parse_converted`) lets the GIL go."""
+body (:func:`gateway.v2.rest.request_body.parse_converted`) lets the GIL go."""
 
 
 def _chunked(leaves: list[Any], dtype: Any) -> npt.NDArray[Any]:

@@ -11,10 +11,10 @@ import orjson
 import pytest
 
 from gateway.errors import InvalidArgument
-from gateway.v2 import rest_request
 from gateway.v2.call import InferCall, RequestedOutput
 from gateway.v2.declared import Limits
 from gateway.v2.parameters import RequestOptions
+from gateway.v2.rest import request_body
 from gateway.v2.versions import Target
 from tests.v2.conftest import signature, validate
 
@@ -27,8 +27,8 @@ def _binary_body(header: dict[str, Any], *payloads: bytes) -> tuple[bytes, str]:
 
 
 def _decode(body: bytes, length: str | None, sig: Any = SIG) -> dict[str, Any]:
-    parsed = rest_request.parse(body, length, "m", "")
-    return validate(sig, rest_request.rest_inputs(parsed, sig, Limits(1000, 100_000)))
+    parsed = request_body.parse(body, length, "m", "")
+    return validate(sig, request_body.rest_inputs(parsed, sig, Limits(1000, 100_000)))
 
 
 def test_json_request_flat_and_nested() -> None:
@@ -41,14 +41,14 @@ def test_json_request_flat_and_nested() -> None:
         ],
         "outputs": [{"name": "y", "parameters": {"binary_data": True}}, {"name": "z"}],
     }
-    parsed = rest_request.parse(orjson.dumps(body), None, "m", "3")
+    parsed = request_body.parse(orjson.dumps(body), None, "m", "3")
     assert parsed.call == InferCall(
         Target("m", version=3),
         "42",
         RequestOptions(),
         (RequestedOutput("y", True), RequestedOutput("z", None)),
     )
-    inputs = validate(SIG, rest_request.rest_inputs(parsed, SIG, Limits(1000)))
+    inputs = validate(SIG, request_body.rest_inputs(parsed, SIG, Limits(1000)))
     assert inputs["x"].dtype == np.float32 and inputs["x"].tolist() == [[1, 2.5], [3, 4]]
     assert inputs["s"].tolist() == [b"a", "é".encode()]
     flat = dict(body, inputs=[dict(body["inputs"][0], data=[1, 2.5, 3, 4]), body["inputs"][1]])
@@ -102,9 +102,9 @@ def test_binary_size_errors(inputs: list[Any], payload: bytes, message: str) -> 
 )
 def test_bad_header_length(value: str, message: str) -> None:
     with pytest.raises(InvalidArgument, match=message):
-        rest_request.parse(b"{}", value, "m", "")
+        request_body.parse(b"{}", value, "m", "")
     with pytest.raises(InvalidArgument, match="in range \\(0, 2\\)"):
-        rest_request.parse(b"{}", "3", "m", "")
+        request_body.parse(b"{}", "3", "m", "")
 
 
 @pytest.mark.parametrize(
@@ -126,7 +126,7 @@ def test_bad_header_length(value: str, message: str) -> None:
 )
 def test_malformed_bodies_are_invalid(body: bytes, message: str) -> None:
     with pytest.raises(InvalidArgument, match=message):
-        rest_request.parse(body, None, "m", "")
+        request_body.parse(body, None, "m", "")
 
 
 def test_nan_and_infinity_literals_are_read() -> None:
@@ -141,27 +141,27 @@ def test_nan_and_infinity_literals_are_read() -> None:
 def test_raw_binary_request_deduces_the_shape() -> None:
     one = signature({"x": ("float32", (-1, 2))})
     body = struct.pack("<4f", 1, 2, 3, 4)
-    parsed = rest_request.parse(body, "0", "m", "")
+    parsed = request_body.parse(body, "0", "m", "")
     assert parsed.call.options.binary_data_output
-    assert validate(one, rest_request.rest_inputs(parsed, one, Limits(100)))["x"].tolist() == [
+    assert validate(one, request_body.rest_inputs(parsed, one, Limits(100)))["x"].tolist() == [
         [1, 2],
         [3, 4],
     ]
     batch = signature({"x": ("float32", (-1, -1))})
-    assert validate(batch, rest_request.rest_inputs(parsed, batch, Limits(100)))["x"].shape == (
+    assert validate(batch, request_body.rest_inputs(parsed, batch, Limits(100)))["x"].shape == (
         1,
         4,
     )
     strings = signature({"s": ("string", (-1,))})
-    parsed = rest_request.parse(struct.pack("<I", 2) + b"ok", "0", "m", "")
-    assert validate(strings, rest_request.rest_inputs(parsed, strings, Limits(100)))[
+    parsed = request_body.parse(struct.pack("<I", 2) + b"ok", "0", "m", "")
+    assert validate(strings, request_body.rest_inputs(parsed, strings, Limits(100)))[
         "s"
     ].tolist() == [b"ok"]
     with pytest.raises(InvalidArgument, match="exactly one input, this one has 2"):
-        validate(SIG, rest_request.rest_inputs(parsed, SIG, Limits(100)))
+        validate(SIG, request_body.rest_inputs(parsed, SIG, Limits(100)))
     three = signature({"x": ("float32", (2, -1, -1))})
     with pytest.raises(InvalidArgument, match="more than one dynamic dimension"):
-        validate(three, rest_request.rest_inputs(parsed, three, Limits(100)))
+        validate(three, request_body.rest_inputs(parsed, three, Limits(100)))
 
 
 def _nested(depth: int, leaf: str = "1") -> str:
@@ -204,25 +204,25 @@ def test_an_empty_body_is_no_raw_request() -> None:
     """Without the header an empty body is no JSON; with header 0 it holds no input bytes
     (Triton: 400 for both; issue 35, item 4)."""
     with pytest.raises(InvalidArgument, match="the inference request is empty"):
-        rest_request.parse(b"", None, "m", "")
+        request_body.parse(b"", None, "m", "")
     one = signature({"x": ("float32", (-1, 4))})
     with pytest.raises(InvalidArgument, match="input byte size mismatch for input 'x'"):
         _decode(b"", "0", one)
 
 
 def test_a_large_body_converts_ahead_and_keeps_errors_for_the_core() -> None:
-    """:func:`rest_request.parse_converted` (a thread's work for a large body): the arrays the
+    """:func:`request_body.parse_converted` (a thread's work for a large body): the arrays the
     core would convert, and a value error kept until the core asks for the arrays."""
     good = {"inputs": [{"name": "x", "datatype": "FP32", "shape": [2, 2], "data": [1, 2, 3, 4]}]}
-    parsed = rest_request.parse_converted(orjson.dumps(good), None, "m", "", Limits(100))
+    parsed = request_body.parse_converted(orjson.dumps(good), None, "m", "", Limits(100))
     assert parsed.inputs[0].data is None
-    assert validate(X_ONLY, rest_request.rest_inputs(parsed, X_ONLY, Limits(100)))[
+    assert validate(X_ONLY, request_body.rest_inputs(parsed, X_ONLY, Limits(100)))[
         "x"
     ].tolist() == [[1, 2], [3, 4]]
     bad = {"inputs": [{"name": "x", "datatype": "FP32", "shape": [1, 2], "data": [1, "a"]}]}
-    parsed = rest_request.parse_converted(orjson.dumps(bad), None, "m", "", Limits(100))
+    parsed = request_body.parse_converted(orjson.dumps(bad), None, "m", "", Limits(100))
     with pytest.raises(InvalidArgument, match="is not a number"):
-        validate(X_ONLY, rest_request.rest_inputs(parsed, X_ONLY, Limits(100)))
-    assert rest_request.off_loop(bytes(rest_request.OFF_LOOP_BYTES + 1), None)
-    assert not rest_request.off_loop(bytes(rest_request.OFF_LOOP_BYTES + 1), "0")
-    assert not rest_request.off_loop(b"{}", None)
+        validate(X_ONLY, request_body.rest_inputs(parsed, X_ONLY, Limits(100)))
+    assert request_body.off_loop(bytes(request_body.OFF_LOOP_BYTES + 1), None)
+    assert not request_body.off_loop(bytes(request_body.OFF_LOOP_BYTES + 1), "0")
+    assert not request_body.off_loop(b"{}", None)

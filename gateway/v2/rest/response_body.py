@@ -9,13 +9,13 @@
     <40 bytes of probs>
 
 An output goes as binary data (its raw bytes after the JSON, outputs in order, the
-``binary_data_size`` parameter giving each size) when its request ``binary_data`` parameter says
-so, else when the request's ``binary_data_output`` does (a raw binary request: always); the other
-outputs carry JSON ``data`` (:mod:`gateway.v2.json_values`). A BYTES output with an element that
-is not UTF-8 cannot be JSON and goes as binary data whatever was asked (``tritonclient`` reads
+``binary_data_size`` parameter giving each size) when its request ``binary_data`` parameter says so,
+else when the request's ``binary_data_output`` does (a raw binary request: always); the other
+outputs carry JSON ``data`` (:mod:`gateway.v2.rest.json_values`). A BYTES output with an element
+that is not UTF-8 cannot be JSON and goes as binary data whatever was asked (``tritonclient`` reads
 either). With any binary data the response has ``Inference-Header-Content-Length`` (the JSON's
-length) and ``Content-Type: application/octet-stream``; without, ``application/json``. ``id``
-is present only when the request had one.
+length) and ``Content-Type: application/octet-stream``; without, ``application/json``. ``id`` is
+present only when the request had one.
 """
 
 from __future__ import annotations
@@ -27,10 +27,11 @@ from typing import Any, Final
 import numpy.typing as npt
 import orjson
 
-from gateway.v2 import datatypes, json_values, raw, versions
+from gateway.v2 import datatypes, raw, versions
 from gateway.v2.call import InferCall
 from gateway.v2.parameters import BINARY_DATA_SIZE
-from gateway.v2.rest_request import INFER_HEADER
+from gateway.v2.rest import json_values
+from gateway.v2.rest.request_body import INFER_HEADER
 
 JSON_TYPE: Final = "application/json"
 BINARY_TYPE: Final = "application/octet-stream"

@@ -10,7 +10,7 @@ The body is the protocol's JSON inference request, optionally followed by binary
      "outputs": [{"name": "y", "parameters": {"binary_data": true}}]}
     <6 bytes: 02 00 00 00 'h' 'i'>
 
-- Each input gives exactly one of ``data`` (see :mod:`gateway.v2.json_values`) and the
+- Each input gives exactly one of ``data`` (see :mod:`gateway.v2.rest.json_values`) and the
   ``binary_data_size`` parameter (its raw bytes follow the JSON, inputs in order, layout of
   :mod:`gateway.v2.raw`); the binary sizes must add up to the bytes after the JSON exactly.
 - Without the header the whole body is JSON (an empty body is INVALID_ARGUMENT, whatever its
@@ -37,7 +37,7 @@ The JSON parser is orjson; a body it refuses is re-read by the standard library,
 reports syntax errors. Hostile documents are INVALID_ARGUMENT before anything runs: nesting past
 the parser's depth (orjson's 1,024 levels, the standard library's recursion limit), an ``id``
 that is not valid Unicode (a lone ``\\ud800`` escape: it could not be echoed), numbers out of
-their datatype's range (:mod:`gateway.v2.json_values`) or of a parameter's
+their datatype's range (:mod:`gateway.v2.rest.json_values`) or of a parameter's
 (:mod:`gateway.v2.parameters`).
 """
 
@@ -54,7 +54,7 @@ import orjson
 
 from gateway.errors import InvalidArgument, ServingError
 from gateway.serving.signature import Signature
-from gateway.v2 import json_values, parameters, raw
+from gateway.v2 import parameters, raw
 from gateway.v2.call import InferCall, RequestedOutput
 from gateway.v2.datatypes import BYTES, for_dtype_name
 from gateway.v2.declared import (
@@ -67,6 +67,7 @@ from gateway.v2.declared import (
     decoded_bytes,
 )
 from gateway.v2.parameters import RequestOptions
+from gateway.v2.rest import json_values
 from gateway.v2.versions import target
 
 INFER_HEADER: Final = "Inference-Header-Content-Length"
@@ -144,7 +145,7 @@ def off_loop(body: bytes, header_length: str | None) -> bool:
 def parse_converted(
     body: bytes, header_length: str | None, model: str, version: str, limits: Limits
 ) -> RestInfer:
-    """:func:`parse`, then each JSON input's values converted (:mod:`gateway.v2.json_values`)
+    """:func:`parse`, then each JSON input's values converted (:mod:`gateway.v2.rest.json_values`)
     for the header it declares; a header or value the core would refuse is left for it."""
     parsed = parse(body, header_length, model, version)
     return replace(parsed, inputs=tuple(_converted(item, limits) for item in parsed.inputs))

@@ -13,8 +13,8 @@ from hypothesis import strategies as st
 from hypothesis.extra import numpy as hnp
 
 from gateway.errors import InvalidArgument
-from gateway.v2 import json_values
 from gateway.v2.declared import Limits, declare
+from gateway.v2.rest import json_values
 
 
 @pytest.mark.parametrize(

@@ -1,6 +1,7 @@
-"""Triton's model repository extension: index entries, and load / unload requests (gRPC and REST).
+"""The model repository extension's messages: index entries, load / unload requests (gRPC, REST).
 
-Offered only with ``--enable_model_management_api`` (as TF Serving's HandleReloadConfigRequest).
+The extension itself is :class:`~gateway.v2.model_control.ModelRepository`; its load and unload
+are offered only with ``--enable_model_management_api`` (as TF Serving's HandleReloadConfigRequest).
 
 **Index** (``RepositoryIndex``; REST ``POST /v2/repository/index`` with ``{"ready": bool}``,
 optional): one entry per model version the lifecycle knows, its state mapped from TF Serving's::
