@@ -1,5 +1,5 @@
 """How messages name tensors: in a shared-memory area (:class:`TensorDesc`) or in a model's
-signature (:class:`TensorSpec`, :class:`Signature`).
+signature (:class:`WireTensorSpec`, :class:`WireSignature`).
 
 A :class:`TensorDesc` names a payload of :mod:`channel.shm.payload` in the input or output area::
 
@@ -24,7 +24,7 @@ class TensorDesc(TypedDict):
     nbytes: int
 
 
-class TensorSpec(TypedDict):
+class WireTensorSpec(TypedDict):
     """A signature entry: ``shape`` has -1 for dynamic dimensions; None is an unknown rank."""
 
     name: str
@@ -32,8 +32,8 @@ class TensorSpec(TypedDict):
     shape: list[int] | None
 
 
-class Signature(TypedDict):
+class WireSignature(TypedDict):
     """A single-signature model's inputs and outputs (an ONNX ``load`` reply's ``"signature"``)."""
 
-    inputs: list[TensorSpec]
-    outputs: list[TensorSpec]
+    inputs: list[WireTensorSpec]
+    outputs: list[WireTensorSpec]

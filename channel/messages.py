@@ -13,7 +13,7 @@ Requests and their replies::
 
     {"op": "load", "id": 1, "key": "mnist:3", "path": "/m/3/model.onnx", "platform": "onnx",
      "intra_op": 1, "inter_op": 1, "tags": ["serve"]}
-    -> {"id": 1, "ok": true, "signature": {"inputs": [TensorSpec...], "outputs": [...]}}
+    -> {"id": 1, "ok": true, "signature": {"inputs": [WireTensorSpec...], "outputs": [...]}}
        (TensorFlow: "signature": {"signatures": {name: {"inputs", "outputs", "method_name"}}};
         "path" is then the version directory and "tags" choose the MetaGraph; a signature that
         cannot be served, such as "__saved_model_init_op", carries "unservable": <reason> and
@@ -46,7 +46,7 @@ import struct
 from typing import Final, cast
 
 from channel import wire
-from channel.descriptors import Signature, TensorDesc, TensorSpec
+from channel.descriptors import TensorDesc, WireSignature, WireTensorSpec
 from channel.json_fields import REQUEST_FIELDS, is_int, is_str
 from channel.replies import (
     READY_ID,
@@ -96,11 +96,11 @@ __all__ = [
     "Request",
     "RunReply",
     "RunRequest",
-    "Signature",
     "StopRequest",
     "TensorDesc",
-    "TensorSpec",
     "UnloadRequest",
+    "WireSignature",
+    "WireTensorSpec",
     "WorkerError",
     "decode_reply",
     "decode_request",

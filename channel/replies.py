@@ -37,7 +37,7 @@ class LoadReply(TypedDict):
     id: int
     ok: Literal[True]
     signature: dict[str, Any]
-    """A :class:`~channel.descriptors.Signature` (ONNX) or ``{"signatures": {name: ...}}``
+    """A :class:`~channel.descriptors.WireSignature` (ONNX) or ``{"signatures": {name: ...}}``
     (TensorFlow)."""
 
 

@@ -44,7 +44,7 @@ from gateway.serving.registry import Models, Servable
 
 W = TypeVar("W", bound=Workers)
 
-QueueObserver = Callable[[Servable, str], BatchObserver | None]
+ObserverFactory = Callable[[Servable, str], BatchObserver | None]
 """Gives each new batch queue, of (servable, signature name), its observer (metrics, traces)."""
 
 
@@ -116,7 +116,7 @@ def build(
     specs: Sequence[ModelSpecConfig],
     *,
     on_change: Callable[[], None] | None = ...,
-    observer: QueueObserver | None = ...,
+    observer: ObserverFactory | None = ...,
     warmup: Warmup | None = ...,
     clock: Clock | None = ...,
 ) -> Stack[WorkerPool]: ...
@@ -130,7 +130,7 @@ def build(
     workers: W,
     dispatcher: Dispatcher,
     on_change: Callable[[], None] | None = ...,
-    observer: QueueObserver | None = ...,
+    observer: ObserverFactory | None = ...,
     warmup: Warmup | None = ...,
     clock: Clock | None = ...,
 ) -> Stack[W]: ...
@@ -143,7 +143,7 @@ def build(
     workers: Workers | None = None,
     dispatcher: Dispatcher | None = None,
     on_change: Callable[[], None] | None = None,
-    observer: QueueObserver | None = None,
+    observer: ObserverFactory | None = None,
     warmup: Warmup | None = None,
     clock: Clock | None = None,
 ) -> Stack[Any]:
@@ -237,7 +237,7 @@ def build_front_end(
     models: Models,
     dispatcher: Dispatcher,
     *,
-    observer: QueueObserver | None = None,
+    observer: ObserverFactory | None = None,
 ) -> FrontEndParts:
     """Queues over ``dispatcher`` (the front end's run links) and a core reading ``models``
     (the registry the supervisor pushes)."""

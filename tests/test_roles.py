@@ -14,7 +14,7 @@ from gateway.config.settings import Settings
 from gateway.parallel.pool import PoolOptions, WorkerPool
 from gateway.roles import Options, build
 from gateway.serving.core import ModelRef, PredictResult
-from gateway.serving.inputs import Ready
+from gateway.serving.inputs import ConvertedInputs
 from gateway.serving.policy import BatchingPolicy
 from gateway.serving.registry import State
 from tests.support.fakes import FakePool, fake_dispatcher, settle
@@ -87,7 +87,7 @@ def test_the_core_reads_the_models_and_a_dropped_model_drains_its_queue_before_u
         await stack.models.reconcile()
         assert stack.core.ready() and stack.core.servable(ModelRef("m")).key == "m:1"
         call = asyncio.create_task(
-            stack.core.predict(ModelRef("m"), "", lambda _s: Ready({"x": X}), _shape)
+            stack.core.predict(ModelRef("m"), "", lambda _s: ConvertedInputs({"x": X}), _shape)
         )
         await settle()
         assert len(link.sent) == 1  # queued through the front end's dispatcher

@@ -30,7 +30,7 @@ log = logging.getLogger(__name__)
 
 
 @dataclass
-class Ready:
+class Arrivals:
     """What one wait found: each channel's requests (non-empty lists only) and whether a signal
     arrived."""
 
@@ -101,12 +101,12 @@ class ChannelSet:
                 found.append((channel, requests))
         return found
 
-    def wait(self) -> Ready:
+    def wait(self) -> Arrivals:
         """Wait until some channel has requests, a signal arrives or handover messages were
         applied (these first: a channel attached now is served from this wait on)."""
         found = self.pending()
         if found:
-            return Ready(found)
+            return Arrivals(found)
         while True:
             channels = self.channels
             for channel in channels:
@@ -115,7 +115,7 @@ class ChannelSet:
             found = self.pending()  # pushed before a gateway could see its word
             if found:
                 self._awake(channels)
-                return Ready(found, slept=True)
+                return Arrivals(found, slept=True)
             events = self._poll.poll()
             self._awake(channels)
             woken = handed_over = False
@@ -132,7 +132,7 @@ class ChannelSet:
                         os.eventfd_read(fd)
             found = self.pending()
             if found or woken or handed_over:
-                return Ready(found, woken, handed_over, slept=True)
+                return Arrivals(found, woken, handed_over, slept=True)
 
     @staticmethod
     def _awake(channels: list[Channel]) -> None:

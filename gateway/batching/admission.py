@@ -6,15 +6,15 @@ Three rules, checked at submission time:
   refused with TF Serving's text (:data:`QUEUE_FULL`): UNAVAILABLE, retryable.
 - **Over the latency target** (``max_queue_delay_s`` > 0, ``--max_queue_delay_ms``): once batches
   have been timed (a moving average of dispatch-to-completion seconds,
-  :attr:`Admission.service_s`), a request is refused with UNAVAILABLE (retryable) when the
+  :attr:`QueueAdmission.service_s`), a request is refused with UNAVAILABLE (retryable) when the
   batches ahead of it — run ``threads`` at a time — would delay the start of its own by more than
   the target, so under overload accepted requests keep a bounded latency and the excess is
   rejected, not timed out.
-- **Its own deadline too short:** a request whose deadline falls before its batch could finish
-  (the batches ahead of it, then its own) gets DEADLINE_EXCEEDED at once, as TF Serving answers a
+- **Its own deadline too short:** a request whose deadline falls before its batch could finish (the
+  batches ahead of it, then its own) gets DEADLINE_EXCEEDED at once, as TF Serving answers a
   deadline that expires while queued: retrying it with the same deadline could not help. At
-  dispatch, :meth:`Admission.finish_by` tells which queued requests can no longer finish in time
-  (they are dropped with DEADLINE_EXCEEDED instead of being computed for nobody).
+  dispatch, :meth:`QueueAdmission.finish_by` tells which queued requests can no longer finish in
+  time (they are dropped with DEADLINE_EXCEEDED instead of being computed for nobody).
 """
 
 from __future__ import annotations
@@ -26,7 +26,7 @@ SERVICE_TIME_WEIGHT = 0.2
 """Weight of the newest batch in the moving average of batch service time."""
 
 
-class Admission:
+class QueueAdmission:
     """The refusal rules of one queue named ``queue`` (for messages), with ``threads`` batches
     allowed in flight at once and at most ``max_enqueued_batches`` waiting. ``solo``: unbatched
     mode, where each request is its own batch (the queue-full text then speaks of requests)."""

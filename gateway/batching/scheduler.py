@@ -42,7 +42,7 @@ from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 
 from gateway.batching import merge, results
-from gateway.batching.admission import Admission
+from gateway.batching.admission import QueueAdmission
 from gateway.batching.clock import Clock, LoopClock, Timer
 from gateway.batching.merge import Array, CompatKey
 from gateway.batching.observer import BatchObserver
@@ -93,7 +93,7 @@ class BatchScheduler:
         self._observer = observer
         self._queue = BatchQueue(options, self._clock, self._pump)
         self._threads = max(1, options.num_batch_threads)
-        self._admission = Admission(
+        self._admission = QueueAdmission(
             servable_key,
             threads=self._threads,
             max_enqueued_batches=options.max_enqueued_batches,

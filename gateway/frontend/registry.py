@@ -28,7 +28,7 @@ from gateway.v2.model_control import ModelRepository
 from gateway.v2.repository_codec import RepositoryCall
 
 
-class Supervisor(Protocol):
+class SupervisorLink(Protocol):
     """Where requests go (the front end's :class:`~gateway.ipc.link.MessageLink`)."""
 
     def call(self, op: str, fds: Sequence[int] = (), **fields: Any) -> Awaitable[Mapping[str, Any]]:
@@ -40,7 +40,7 @@ class SnapshotModels:
     """The models as of the latest snapshot (:meth:`replace`), routed over ``dispatcher``;
     :meth:`apply` goes to ``supervisor``."""
 
-    def __init__(self, dispatcher: Dispatcher, supervisor: Supervisor) -> None:
+    def __init__(self, dispatcher: Dispatcher, supervisor: SupervisorLink) -> None:
         self._dispatcher = dispatcher
         self._supervisor = supervisor
         self.snapshot: Snapshot = EMPTY
@@ -103,7 +103,7 @@ class ForwardedRepository(ModelRepository):
     remembers what a V2 unload took out, whichever front end asked) and answered once every front
     end serves from the result."""
 
-    def __init__(self, models: SnapshotModels, supervisor: Supervisor) -> None:
+    def __init__(self, models: SnapshotModels, supervisor: SupervisorLink) -> None:
         super().__init__(models, management=True)  # the supervisor's decides what is allowed
         self._supervisor = supervisor
 

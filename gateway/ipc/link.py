@@ -32,7 +32,7 @@ from gateway.errors import Internal, ServingError, Unavailable, from_wire
 
 log = logging.getLogger(__name__)
 
-Handler = Callable[[Message, list[int]], Awaitable[Mapping[str, Any]] | None]
+MessageHandler = Callable[[Message, list[int]], Awaitable[Mapping[str, Any]] | None]
 """Takes one incoming message and its descriptors; for a request, the answer's fields."""
 
 
@@ -46,7 +46,7 @@ class MessageLink:
     def __init__(
         self,
         sock: socket.socket,
-        handler: Handler | None = None,
+        handler: MessageHandler | None = None,
         *,
         name: str = "peer",
         on_close: Callable[[ServingError], None] | None = None,

@@ -40,8 +40,8 @@ from gateway.serving.signature import Signature, TensorSpec
 
 
 @dataclass(frozen=True)
-class ModelState:
-    """One model as a front end sees it."""
+class ModelSnapshot:
+    """One model as the snapshot holds it (what a front end sees)."""
 
     name: str
     active: bool
@@ -56,7 +56,7 @@ class Snapshot:
 
     serial: int
     specs: tuple[ModelSpecConfig, ...]
-    models: Mapping[str, ModelState]
+    models: Mapping[str, ModelSnapshot]
 
 
 EMPTY = Snapshot(0, (), {})
@@ -106,7 +106,7 @@ def decode(message: Mapping[str, Any]) -> Snapshot:
                 runtime=str(item.get("runtime", "")),
             )
             servables[servable.version] = servable
-        models[model["name"]] = ModelState(
+        models[model["name"]] = ModelSnapshot(
             name=model["name"],
             active=bool(model["active"]),
             labels={str(k): int(v) for k, v in model["labels"].items()},

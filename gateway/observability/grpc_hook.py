@@ -31,7 +31,7 @@ import grpc
 from gateway.observability import server_timing
 from gateway.observability.calls import Recorder
 from gateway.observability.request_log import RequestLog
-from gateway.transport.gate import Handler, Registrar, ServiceRegistry
+from gateway.transport.gate import MethodHandler, Registrar, ServiceRegistry
 from gateway.transport.surface import GrpcService, LogAs, ModelOf
 
 SERVER_ERRORS = frozenset(
@@ -62,7 +62,9 @@ class ObservingRegistry(Registrar):
         self.observed = {s.name: (s, s.model_of) for s in services if s.model_of is not None}
         """Service name → the service and how to tell a request's model."""
 
-    def add_registered_method_handlers(self, service: str, handlers: Mapping[str, Handler]) -> None:
+    def add_registered_method_handlers(
+        self, service: str, handlers: Mapping[str, MethodHandler]
+    ) -> None:
         described = self.observed.get(service)
         if described is not None:
             observed = {name: self._wrap(*described, name, h) for name, h in handlers.items()}
@@ -75,8 +77,8 @@ class ObservingRegistry(Registrar):
         self.register(service, handlers)
 
     def _wrap(
-        self, service: GrpcService, model_of: ModelOf, name: str, handler: Handler
-    ) -> Handler:
+        self, service: GrpcService, model_of: ModelOf, name: str, handler: MethodHandler
+    ) -> MethodHandler:
         if handler.unary_unary is None:
             return handler
         log_as = None if self.request_log is None else service.log_as.get(name)
@@ -177,12 +179,15 @@ class ParentDispatch(grpc.GenericRpcHandler):  # type: ignore[misc]
     handler."""
 
     def __init__(
-        self, service: str, plain: Mapping[str, Handler], observed: Mapping[str, Handler]
+        self,
+        service: str,
+        plain: Mapping[str, MethodHandler],
+        observed: Mapping[str, MethodHandler],
     ) -> None:
         self._plain = {f"/{service}/{name}": h for name, h in plain.items()}
         self._observed = {f"/{service}/{name}": h for name, h in observed.items()}
 
-    def service(self, details: grpc.HandlerCallDetails) -> Handler | None:
+    def service(self, details: grpc.HandlerCallDetails) -> MethodHandler | None:
         for key, _ in details.invocation_metadata or ():
             if key == "traceparent":
                 return self._observed.get(details.method)

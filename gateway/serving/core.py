@@ -32,7 +32,7 @@ class ModelRef:
     label: str | None = None
 
 
-Decoder = Callable[[Signature], Decoded]
+InputsDecoder = Callable[[Signature], Decoded]
 """Reads one request's wire tensors for the signature they are meant for (a codec may need its
 dtypes to convert, as REST JSON does), bounding their sizes; the core validates what they declare
 (:func:`gateway.serving.inputs.validated`). Raises InvalidArgument / ResourceExhausted."""
@@ -51,7 +51,7 @@ class PredictResult:
 
 
 R = TypeVar("R")
-Encoder = Callable[[PredictResult], R]
+PredictEncoder = Callable[[PredictResult], R]
 """Turns a result into what the protocol answers (a response message, JSON bytes, owned copies).
 Synchronous: it runs while the outputs' space is held, which is returned as it returns."""
 
@@ -78,8 +78,8 @@ class ServingCore:
         self,
         ref: ModelRef,
         signature_name: str,
-        decode: Decoder,
-        encode: Encoder[R],
+        decode: InputsDecoder,
+        encode: PredictEncoder[R],
         output_filter: Sequence[str] = (),
         deadline: float | None = None,
         *,
@@ -115,8 +115,8 @@ class ServingCore:
         self,
         servable: Servable,
         signature: Signature,
-        decode: Decoder,
-        encode: Encoder[R],
+        decode: InputsDecoder,
+        encode: PredictEncoder[R],
         output_filter: Sequence[str] = (),
         deadline: float | None = None,
         *,

@@ -41,7 +41,7 @@ class Decoded(Protocol):
     def arrays(self) -> dict[str, np.ndarray]: ...
 
 
-class Ready:
+class ConvertedInputs:
     """Inputs already converted (REST JSON, whose shapes are known only once parsed; a
     tf.Example batch's features): the headers are the arrays' own."""
 
@@ -94,6 +94,6 @@ def check_text(inputs: Mapping[str, np.ndarray]) -> None:
                     raise InvalidArgument(f"string input {name!r} is not valid UTF-8") from None
 
 
-def ready(arrays: Mapping[str, np.ndarray]) -> Ready:
-    """:class:`Ready` inputs of ``arrays``."""
-    return Ready(dict(arrays))
+def converted_inputs(arrays: Mapping[str, np.ndarray]) -> ConvertedInputs:
+    """The :class:`ConvertedInputs` of ``arrays`` (the mapping copied)."""
+    return ConvertedInputs(dict(arrays))

@@ -21,7 +21,7 @@ import subprocess
 import sys
 from collections.abc import Callable, Sequence
 
-from gateway.ipc.link import Handler, MessageLink
+from gateway.ipc.link import MessageHandler, MessageLink
 
 log = logging.getLogger(__name__)
 
@@ -35,7 +35,7 @@ class FrontEndProcess:
         serial: int,
         process: subprocess.Popen[bytes],
         sock: socket.socket,
-        handler: Callable[[FrontEndProcess], Handler],
+        handler: Callable[[FrontEndProcess], MessageHandler],
     ) -> None:
         self.slot = slot
         self.serial = serial
@@ -59,7 +59,7 @@ class FrontEndProcess:
         load_table_fd: int,
         frontends: int,
         workers: int,
-        handler: Callable[[FrontEndProcess], Handler],
+        handler: Callable[[FrontEndProcess], MessageHandler],
         on_exit: Callable[[FrontEndProcess], None],
     ) -> FrontEndProcess:
         """Start front end ``slot`` (start number ``serial``) with the supervisor's ``flags``;

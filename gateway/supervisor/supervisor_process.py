@@ -38,7 +38,7 @@ from gateway.config.model_config import ModelSpecConfig
 from gateway.config.settings import Settings
 from gateway.drain import Signals
 from gateway.errors import ServingError, Unavailable
-from gateway.ipc.link import Handler
+from gateway.ipc.link import MessageHandler
 from gateway.ipc.snapshot import spec_from_wire
 from gateway.lifecycle import report_ready, serve
 from gateway.listen import TlsMaterial
@@ -261,7 +261,7 @@ class Supervisor:
             self._spawn_front_end(slot)
 
     # -- their requests ---------------------------------------------------------------------------
-    def _handler(self, front: FrontEndProcess) -> Handler:
+    def _handler(self, front: FrontEndProcess) -> MessageHandler:
         def handle(message: Message, fds: list[int]) -> Awaitable[Mapping[str, Any]] | None:
             close_all(fds)
             op = message.get("op")

@@ -30,7 +30,7 @@ from gateway._pb.tensorflow_serving.apis import (
 from gateway.errors import Unimplemented
 from gateway.serving.core import PredictResult, ServingCore
 from gateway.tfserving.codec import inference_messages, messages, response_wire
-from gateway.tfserving.inference import InferenceService
+from gateway.tfserving.inference import ExampleInference
 from gateway.transport.grpc_errors import rpc
 
 log = logging.getLogger(__name__)
@@ -70,7 +70,7 @@ class PredictionService(prediction_service_pb2_grpc.PredictionServiceServicer):
         self._max_elements = max_elements
         self._max_request_bytes = max_request_bytes
         self._as_tensor_content = as_tensor_content
-        self._inference = InferenceService(core, method_name_check=method_name_check)
+        self._inference = ExampleInference(core, method_name_check=method_name_check)
         self._encode = functools.partial(encoded_response, as_tensor_content=as_tensor_content)
 
     @rpc

@@ -25,7 +25,7 @@ import numpy as np
 
 from gateway.errors import InvalidArgument
 from gateway.serving.core import ModelRef, PredictResult, ServingCore
-from gateway.serving.inputs import ready
+from gateway.serving.inputs import converted_inputs
 from gateway.serving.registry import Servable
 from gateway.tfserving.codec.example import ExampleBatch
 from gateway.tfserving.inference_plans import (
@@ -59,12 +59,12 @@ class InferenceResult:
 
 
 R = TypeVar("R")
-Encoder = Callable[[InferenceResult], R]
+InferenceEncoder = Callable[[InferenceResult], R]
 """Turns a Classify / Regress result into the protocol's answer, synchronously (it may view the
 worker's output space, held while it runs)."""
 
 
-class InferenceService:
+class ExampleInference:
     """Classify, Regress and MultiInference over a :class:`ServingCore` (see the module doc)."""
 
     def __init__(self, core: ServingCore, *, method_name_check: bool = False) -> None:
@@ -76,7 +76,7 @@ class InferenceService:
         ref: ModelRef,
         signature_name: str,
         examples: ExampleBatch,
-        encode: Encoder[R],
+        encode: InferenceEncoder[R],
         deadline: float | None = None,
     ) -> R:
         """Classify ``examples``; ``encode`` of the result (``deadline``: ``time.monotonic()``
@@ -88,7 +88,7 @@ class InferenceService:
         ref: ModelRef,
         signature_name: str,
         examples: ExampleBatch,
-        encode: Encoder[R],
+        encode: InferenceEncoder[R],
         deadline: float | None = None,
     ) -> R:
         """Regress ``examples``; ``encode`` of the result (``deadline``: ``time.monotonic()``
@@ -117,7 +117,7 @@ class InferenceService:
         signature_name: str,
         method_name: str,
         examples: ExampleBatch,
-        encode: Encoder[R],
+        encode: InferenceEncoder[R],
         deadline: float | None,
     ) -> R:
         servable = self._core.servable(ref)
@@ -133,7 +133,7 @@ class InferenceService:
         servable: Servable,
         plan: TaskPlan,
         examples: ExampleBatch,
-        encode: Encoder[R],
+        encode: InferenceEncoder[R],
         deadline: float | None,
         *,
         copy: bool = False,
@@ -155,7 +155,7 @@ class InferenceService:
         return await self._core.predict(
             ref,
             plan.signature.name,
-            lambda _signature: ready(plan.feed(examples)),
+            lambda _signature: converted_inputs(plan.feed(examples)),
             checked,
             plan.outputs,
             deadline,

@@ -36,7 +36,7 @@ from gateway._pb.tensorflow_serving.apis import prediction_log_pb2
 from gateway.config.settings import Settings
 from gateway.errors import Code, InvalidArgument, ServingError, Unimplemented
 from gateway.parallel.warmup import WarmupRun
-from gateway.serving.inputs import ready, validated
+from gateway.serving.inputs import converted_inputs, validated
 from gateway.serving.policy import BatchingPolicy
 from gateway.serving.registry import Servable
 from gateway.serving.signature import find_signature
@@ -169,7 +169,9 @@ class WarmupPlanner:
         if examples.count == 0:
             raise InvalidArgument("Input is empty.")
         inputs = validated(
-            plan.signature, ready(plan.feed(examples)), check_dtypes=plan.input_spec is None
+            plan.signature,
+            converted_inputs(plan.feed(examples)),
+            check_dtypes=plan.input_spec is None,
         )
         return WarmupRun(plan.signature.name, inputs, plan.outputs, self.iterations, what)
 

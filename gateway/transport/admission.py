@@ -2,7 +2,7 @@
 
 An API call is *refused* (UNAVAILABLE) when the server is draining, or when it is bounded and
 ``max_concurrent`` calls are already in flight (0: no bound); otherwise it *enters* and, when it
-is done, *leaves*. :meth:`Admission.wait_idle` returns once nothing is in flight (the drain's
+is done, *leaves*. :meth:`CallAdmission.wait_idle` returns once nothing is in flight (the drain's
 last step).
 """
 
@@ -16,7 +16,7 @@ from gateway.errors import Unavailable
 DRAINING = "the server is shutting down; retry on another replica"
 
 
-class Admission:
+class CallAdmission:
     """Counts the calls in flight; counters are for tests and metrics."""
 
     def __init__(self, max_concurrent: int = 0) -> None:

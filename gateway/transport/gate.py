@@ -34,7 +34,7 @@ from typing import Any, Protocol
 import grpc
 
 from gateway.errors import Code, ServingError, grpc_status
-from gateway.transport.admission import Admission
+from gateway.transport.admission import CallAdmission
 from gateway.transport.auth import BearerTokens
 from gateway.transport.quiet_log import Throttled
 
@@ -43,7 +43,7 @@ log = logging.getLogger(__name__)
 HEALTH_SERVICE = "grpc.health.v1.Health"
 AUTHORIZATION = "authorization"
 
-Handler = Any
+MethodHandler = Any
 """A ``grpc.RpcMethodHandler`` (a named tuple; grpc ships no type for it)."""
 
 
@@ -53,7 +53,7 @@ class ServiceRegistry(Protocol):
     def add_generic_rpc_handlers(self, handlers: Any) -> None: ...
 
     def add_registered_method_handlers(
-        self, service: str, handlers: Mapping[str, Handler]
+        self, service: str, handlers: Mapping[str, MethodHandler]
     ) -> None: ...
 
 
@@ -83,7 +83,7 @@ def _guarded(deserializer: Callable[[bytes], Any] | None) -> Callable[[bytes], A
     return decode
 
 
-class Gate(Admission):
+class Gate(CallAdmission):
     """The checks above for one gRPC server; counters are for tests and metrics."""
 
     def __init__(self, *, auth: BearerTokens | None = None, max_concurrent: int = 0) -> None:
@@ -116,7 +116,9 @@ class Gate(Admission):
         services named in ``bounded`` count against ``max_concurrent``."""
         return _Registrar(self, server, frozenset(bounded))
 
-    def wrap(self, service: str, method: str, handler: Handler, *, bounded: bool) -> Handler:
+    def wrap(
+        self, service: str, method: str, handler: MethodHandler, *, bounded: bool
+    ) -> MethodHandler:
         """``handler`` with its deserializer guarded and its behaviour behind the checks
         (``bounded``: its unary calls count against ``max_concurrent``)."""
         path = f"/{service}/{method}"
@@ -173,10 +175,12 @@ class Registrar:
     def add_generic_rpc_handlers(self, handlers: Any) -> None:
         """Ignored: the same handlers arrive through :meth:`add_registered_method_handlers`."""
 
-    def add_registered_method_handlers(self, service: str, handlers: Mapping[str, Handler]) -> None:
+    def add_registered_method_handlers(
+        self, service: str, handlers: Mapping[str, MethodHandler]
+    ) -> None:
         self.register(service, handlers)
 
-    def register(self, service: str, handlers: Mapping[str, Handler]) -> None:
+    def register(self, service: str, handlers: Mapping[str, MethodHandler]) -> None:
         """Register ``handlers`` (method name → handler) on the server, generic and by name."""
         generic = grpc.method_handlers_generic_handler(service, handlers)
         self._server.add_generic_rpc_handlers((generic,))
@@ -191,7 +195,9 @@ class _Registrar(Registrar):
         self._gate = gate
         self._bounded = bounded
 
-    def add_registered_method_handlers(self, service: str, handlers: Mapping[str, Handler]) -> None:
+    def add_registered_method_handlers(
+        self, service: str, handlers: Mapping[str, MethodHandler]
+    ) -> None:
         bounded = service in self._bounded
         wrap = self._gate.wrap
         self.register(
@@ -199,7 +205,7 @@ class _Registrar(Registrar):
         )
 
 
-def _kind(handler: Handler) -> str:
+def _kind(handler: MethodHandler) -> str:
     request = "stream" if handler.request_streaming else "unary"
     response = "stream" if handler.response_streaming else "unary"
     return f"{request}_{response}"
@@ -287,7 +293,9 @@ class EncodedResponses(Registrar):
     (``bytes``, a protocol's hot path): each handler's response serializer passes bytes through
     (:func:`passthrough`)."""
 
-    def add_registered_method_handlers(self, service: str, handlers: Mapping[str, Handler]) -> None:
+    def add_registered_method_handlers(
+        self, service: str, handlers: Mapping[str, MethodHandler]
+    ) -> None:
         self.register(
             service,
             {

@@ -17,10 +17,10 @@ log = logging.getLogger(__name__)
 
 Req = TypeVar("Req")
 Resp = TypeVar("Resp")
-Handler = Callable[[Any, Req, grpc.aio.ServicerContext], Awaitable[Resp]]
+ServicerMethod = Callable[[Any, Req, grpc.aio.ServicerContext], Awaitable[Resp]]
 
 
-def rpc(method: Handler[Req, Resp]) -> Handler[Req, Resp]:
+def rpc(method: ServicerMethod[Req, Resp]) -> ServicerMethod[Req, Resp]:
     """Wrap a servicer method: map ServingError (and unexpected exceptions) to a gRPC status on
     the context."""
 

@@ -27,7 +27,7 @@ from typing import TypeVar
 
 from gateway.errors import NotFound, ServingError
 from gateway.observability.model_stats import ModelStats
-from gateway.serving.core import Decoder, Encoder, ModelRef, ServingCore
+from gateway.serving.core import InputsDecoder, ModelRef, PredictEncoder, ServingCore
 from gateway.serving.registry import Servable, State
 from gateway.serving.signature import DtypeMismatch
 from gateway.v2 import errors, metadata, statistics, versions
@@ -97,7 +97,11 @@ class DataPlane:
 
     # -- inference ------------------------------------------------------------------------------
     async def infer(
-        self, call: InferCall, decode: Decoder, encode: Encoder[R], deadline: float | None
+        self,
+        call: InferCall,
+        decode: InputsDecoder,
+        encode: PredictEncoder[R],
+        deadline: float | None,
     ) -> R:
         """Run ``call`` through the core (``deadline``: ``time.monotonic()`` seconds, None: none;
         ``encode`` runs while the outputs are readable)."""

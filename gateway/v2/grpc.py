@@ -31,7 +31,7 @@ def _deadline(context: grpc.aio.ServicerContext) -> float | None:
     return None if remaining is None else time.monotonic() + remaining
 
 
-class InferenceService(pb_grpc.GRPCInferenceServiceServicer):
+class GRPCInferenceService(pb_grpc.GRPCInferenceServiceServicer):
     """inference.GRPCInferenceService over one :class:`DataPlane`."""
 
     def __init__(self, plane: DataPlane) -> None:

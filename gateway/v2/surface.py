@@ -26,7 +26,7 @@ from gateway.transport.http.routes import Routes
 from gateway.transport.surface import GrpcService, LogAs
 from gateway.v2 import PROTOCOL
 from gateway.v2.dataplane import DataPlane, V2Options
-from gateway.v2.grpc import InferenceService
+from gateway.v2.grpc import GRPCInferenceService
 from gateway.v2.model_control import ModelRepository
 from gateway.v2.rest.routes import V2Rest
 
@@ -73,7 +73,7 @@ class V2Surface:
         self._log_as = dict(log_as or {})
 
     def grpc_services(self) -> Sequence[GrpcService]:
-        servicer = InferenceService(self._plane)
+        servicer = GRPCInferenceService(self._plane)
 
         def add(registry: ServiceRegistry) -> None:
             # ModelInfer answers encoded bytes (gateway.v2.response_wire).

@@ -4,12 +4,12 @@ from __future__ import annotations
 
 import pytest
 
-from gateway.batching.admission import QUEUE_FULL, SERVICE_TIME_WEIGHT, Admission
+from gateway.batching.admission import QUEUE_FULL, SERVICE_TIME_WEIGHT, QueueAdmission
 from gateway.errors import DeadlineExceeded, Unavailable
 
 
-def admission(*, threads: int = 1, max_enqueued: int = 2, solo: bool = False) -> Admission:
-    return Admission("m:1", threads=threads, max_enqueued_batches=max_enqueued, solo=solo)
+def admission(*, threads: int = 1, max_enqueued: int = 2, solo: bool = False) -> QueueAdmission:
+    return QueueAdmission("m:1", threads=threads, max_enqueued_batches=max_enqueued, solo=solo)
 
 
 def test_queue_full_only_past_the_bound_with_tf_servings_text() -> None:
@@ -55,7 +55,9 @@ def test_service_time_is_a_moving_average() -> None:
 
 
 def test_latency_target_counts_the_waves_ahead_of_a_request() -> None:
-    rules = Admission("m:1", threads=2, max_enqueued_batches=100, solo=False, max_queue_delay_s=0.1)
+    rules = QueueAdmission(
+        "m:1", threads=2, max_enqueued_batches=100, solo=False, max_queue_delay_s=0.1
+    )
     assert rules.too_late(now=0.0, deadline=None, batches_ahead=100) is None  # untimed yet
     rules.record(0.1)
     assert rules.too_late(now=0.0, deadline=None, batches_ahead=3) is None  # starts in 0.1 s

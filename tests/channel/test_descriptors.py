@@ -6,7 +6,7 @@ from __future__ import annotations
 import numpy as np
 
 from channel import wire
-from channel.descriptors import Signature, TensorDesc, TensorSpec
+from channel.descriptors import TensorDesc, WireSignature, WireTensorSpec
 from channel.requests import run_request
 from channel.shm.payload import read_tensor, tensor_nbytes, write_tensor
 
@@ -15,8 +15,8 @@ DESC: TensorDesc = {"name": "x", "dtype": "float32", "shape": [2, 3], "offset": 
 
 def test_a_tensor_desc_has_exactly_the_documented_fields() -> None:
     assert TensorDesc.__required_keys__ == {"name", "dtype", "shape", "offset", "nbytes"}
-    assert TensorSpec.__required_keys__ == {"name", "dtype", "shape"}
-    assert Signature.__required_keys__ == {"inputs", "outputs"}
+    assert WireTensorSpec.__required_keys__ == {"name", "dtype", "shape"}
+    assert WireSignature.__required_keys__ == {"inputs", "outputs"}
 
 
 def test_a_run_request_s_descs_survive_the_binary_encoding() -> None:

@@ -16,7 +16,7 @@ from gateway._pb.tensorflow_serving.apis import prediction_service_pb2_grpc
 from gateway.config.model_config import ModelSpecConfig
 from gateway.errors import Unavailable
 from gateway.serving.core import ModelRef, PredictResult
-from gateway.serving.inputs import Ready
+from gateway.serving.inputs import ConvertedInputs
 from tests.support import onnx_models
 from tests.support.gateway_proc import (
     assert_sigkill_leaves_nothing,
@@ -55,7 +55,9 @@ def test_worker_killed_mid_request_fails_it_and_is_respawned(tmp_path: Path) -> 
             (old_pid,) = pool.pids()
             os.kill(old_pid, signal.SIGSTOP)  # the worker cannot answer: the run stays in flight
             task = asyncio.create_task(
-                core.predict(ModelRef("mlp"), "", lambda _signature: Ready({"x": x}), _copies)
+                core.predict(
+                    ModelRef("mlp"), "", lambda _signature: ConvertedInputs({"x": x}), _copies
+                )
             )
             await asyncio.sleep(0)  # the request runs up to its await: submitted to the worker
             assert pool.dispatcher.links[0].runs_in_flight == 1
@@ -66,7 +68,7 @@ def test_worker_killed_mid_request_fails_it_and_is_respawned(tmp_path: Path) -> 
             assert pool.pids() != [old_pid]
             assert pool.restarts == 1
             outputs = await core.predict(
-                ModelRef("mlp"), "", lambda _signature: Ready({"x": x}), _copies
+                ModelRef("mlp"), "", lambda _signature: ConvertedInputs({"x": x}), _copies
             )
             expected = run_reference(model, {"x": x})
             np.testing.assert_array_equal(outputs["probs"], expected["probs"])

@@ -36,7 +36,7 @@ import pytest
 
 from gateway._pb.tensorflow.core.protobuf import meta_graph_pb2
 from gateway.errors import InvalidArgument
-from gateway.serving.inputs import Ready, validated
+from gateway.serving.inputs import ConvertedInputs, validated
 from gateway.serving.signature import Signature, TensorSpec, find_signature
 from gateway.tfserving.codec import messages
 from tests.support.paths import SUPPORT
@@ -353,13 +353,13 @@ def test_tensorflow_signatures_take_any_input_shape() -> None:
     x = TensorSpec("x", "float32", (-1, 1), tensor_name="x:0")
     y = TensorSpec("y", "float32", (-1, 1), tensor_name="y:0")
     inputs = {"x": np.array([2.0], np.float32)}
-    validated(Signature("serving_default", (x,), (y,), check_shapes=False), Ready(inputs))
+    validated(Signature("serving_default", (x,), (y,), check_shapes=False), ConvertedInputs(inputs))
     with pytest.raises(InvalidArgument, match="has shape \\[1\\] but the signature expects"):
-        validated(Signature("serving_default", (x,), (y,)), Ready(inputs))
+        validated(Signature("serving_default", (x,), (y,)), ConvertedInputs(inputs))
     with pytest.raises(InvalidArgument, match="has dtype float64"):
         validated(
             Signature("serving_default", (x,), (y,), check_shapes=False),
-            Ready({"x": np.array([2.0])}),
+            ConvertedInputs({"x": np.array([2.0])}),
         )
 
 

@@ -18,7 +18,7 @@ from gateway.errors import InvalidArgument, NotFound, ResourceExhausted
 from gateway.parallel.pool import PoolOptions
 from gateway.roles import Options, build
 from gateway.serving.core import ModelRef, PredictResult, ServingCore
-from gateway.serving.inputs import Decoded, Header, Ready
+from gateway.serving.inputs import ConvertedInputs, Decoded, Header
 from gateway.serving.policy import BatchingPolicy
 from gateway.serving.signature import Signature
 from tests.support.fakes import FakeLink, FakePool, fake_dispatcher, settle
@@ -28,7 +28,7 @@ X = np.ones((2, 4), np.float32)
 
 def arrays(**inputs: np.ndarray) -> Callable[[Signature], Decoded]:
     """A decoder of ready arrays."""
-    return lambda _signature: Ready(dict(inputs))
+    return lambda _signature: ConvertedInputs(dict(inputs))
 
 
 def owned(result: PredictResult) -> PredictResult:

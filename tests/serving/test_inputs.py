@@ -9,13 +9,13 @@ import numpy as np
 import pytest
 
 from gateway.errors import InvalidArgument, ResourceExhausted
-from gateway.serving.inputs import Header, Ready, check_text, validated
+from gateway.serving.inputs import ConvertedInputs, Header, check_text, validated
 from gateway.serving.signature import Signature
 from tests.serving.test_signature import GOOD, SIG
 
 
 def test_valid_inputs_pass() -> None:
-    assert validated(SIG, Ready(GOOD)) is GOOD
+    assert validated(SIG, ConvertedInputs(GOOD)) is GOOD
 
 
 @pytest.mark.parametrize(
@@ -47,13 +47,13 @@ def test_valid_inputs_pass() -> None:
 )
 def test_bad_inputs_say_what_is_wrong(inputs: dict[str, np.ndarray], message: str) -> None:
     with pytest.raises(InvalidArgument) as info:
-        validated(SIG, Ready(inputs))
+        validated(SIG, ConvertedInputs(inputs))
     assert info.value.message == message
 
 
 def test_tensorflow_signatures_leave_shapes_to_the_graph() -> None:
     loose = Signature("s", SIG.inputs, SIG.outputs, check_shapes=False)
-    validated(loose, Ready({**GOOD, "x": np.zeros((1,), np.float32)}))
+    validated(loose, ConvertedInputs({**GOOD, "x": np.zeros((1,), np.float32)}))
 
 
 class _Headers:
@@ -92,8 +92,8 @@ def test_dtypes_are_left_alone_when_asked() -> None:
     """Serialized Examples feed a TensorFlow signature's input whatever dtype it declares."""
     examples = {**GOOD, "x": np.zeros((3, 4), object)}
     with pytest.raises(InvalidArgument, match="dtype"):
-        validated(SIG, Ready(examples))
-    assert validated(SIG, Ready(examples), check_dtypes=False) is examples
+        validated(SIG, ConvertedInputs(examples))
+    assert validated(SIG, ConvertedInputs(examples), check_dtypes=False) is examples
 
 
 def test_strings_for_a_text_runtime_must_be_utf8() -> None:

@@ -9,7 +9,7 @@ from __future__ import annotations
 import asyncio
 import os
 
-from gateway.ipc.link import Handler
+from gateway.ipc.link import MessageHandler
 from gateway.parallel.shared_load import LoadTable
 from gateway.supervisor.frontends import FrontEndProcess
 
@@ -22,7 +22,7 @@ def test_a_front_end_that_ends_is_noticed_with_its_code() -> None:
         ended: list[FrontEndProcess] = []
         handled: list[FrontEndProcess] = []
 
-        def handler(front: FrontEndProcess) -> Handler:
+        def handler(front: FrontEndProcess) -> MessageHandler:
             handled.append(front)
             return lambda message, fds: None
 

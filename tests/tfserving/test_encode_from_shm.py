@@ -20,7 +20,7 @@ from gateway._pb.tensorflow_serving.apis import predict_pb2
 from gateway.config.model_config import ModelSpecConfig
 from gateway.parallel.lease import Outputs
 from gateway.serving.core import ModelRef, PredictResult
-from gateway.serving.inputs import ready
+from gateway.serving.inputs import converted_inputs
 from gateway.tfserving import grpc as grpc_adapter
 from gateway.tfserving.grpc import PredictionService
 from tests.support import onnx_models
@@ -98,7 +98,7 @@ def test_the_core_returns_the_space_when_the_encoder_fails(spec: ModelSpecConfig
     async def scenario() -> None:
         async with serving_stack([spec]) as stack:
             (link,) = stack.pool.dispatcher.links
-            decode = lambda _signature: ready({"x": _x(1.0)})  # noqa: E731
+            decode = lambda _signature: converted_inputs({"x": _x(1.0)})  # noqa: E731
             with pytest.raises(ValueError, match="the encoder failed"):
                 await asyncio.wait_for(
                     stack.core.predict(ModelRef("scaled"), "", decode, broken), WAIT_S

@@ -21,7 +21,7 @@ from gateway._pb.tensorflow.core.framework import types_pb2
 from gateway._pb.tensorflow.core.framework.tensor_pb2 import TensorProto
 from gateway._pb.tensorflow_serving.apis import predict_pb2
 from gateway.errors import Code, ServingError
-from gateway.serving.inputs import Ready, validated
+from gateway.serving.inputs import ConvertedInputs, validated
 from gateway.serving.signature import Signature, TensorSpec
 from gateway.tfserving.codec import messages
 from gateway.tfserving.codec import tensor as tensor_codec
@@ -87,7 +87,9 @@ def _decode_or_client_error(request: predict_pb2.PredictRequest, signature: Sign
     except ServingError as exc:
         assert exc.code in CLIENT_ERRORS, exc
         return
-    validated(signature, Ready(inputs))  # the values converted are what the headers declared
+    validated(
+        signature, ConvertedInputs(inputs)
+    )  # the values converted are what the headers declared
     for name, array in inputs.items():
         assert array.shape == tuple(d.size for d in request.inputs[name].tensor_shape.dim)
         assert array.size <= MAX_ELEMENTS
@@ -160,7 +162,7 @@ def _rest_decode_or_client_error(body: bytes, signature: Signature) -> None:
         arrays, _ = json_request.predict_inputs(
             request, signature, max_elements=MAX_ELEMENTS, max_bytes=MAX_BYTES
         )
-        inputs = validated(signature, Ready(arrays))
+        inputs = validated(signature, ConvertedInputs(arrays))
     except ServingError as exc:
         assert exc.code in CLIENT_ERRORS, exc
         return

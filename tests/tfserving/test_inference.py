@@ -16,7 +16,7 @@ from gateway.config.model_config import ModelSpecConfig
 from gateway.errors import InvalidArgument
 from gateway.serving.core import ModelRef
 from gateway.tfserving.codec.example import ExampleBatch
-from gateway.tfserving.inference import InferenceResult, InferenceService
+from gateway.tfserving.inference import ExampleInference, InferenceResult
 from gateway.tfserving.inference_plans import CLASSIFY_METHOD, REGRESS_METHOD, InferenceTask
 from gateway.tfserving.inference_results import Classifications, Regressions
 from tests.support import onnx_models
@@ -35,19 +35,19 @@ def _examples(*rows: tuple[float, int]) -> ExampleBatch:
     return ExampleBatch(request)
 
 
-def run(tmp_path: Path, scenario: Callable[[InferenceService], Awaitable[None]]) -> None:
+def run(tmp_path: Path, scenario: Callable[[ExampleInference], Awaitable[None]]) -> None:
     onnx_models.onnx_examples(tmp_path / "examples" / "1" / "model.onnx")
     spec = ModelSpecConfig(name="examples", base_path=str(tmp_path / "examples"))
 
     async def go() -> None:
         async with serving_stack([spec]) as stack:
-            await scenario(InferenceService(stack.core))
+            await scenario(ExampleInference(stack.core))
 
     asyncio.run(go())
 
 
 def test_classify_and_regress_run_as_predicts_on_their_plan(tmp_path: Path) -> None:
-    async def scenario(service: InferenceService) -> None:
+    async def scenario(service: ExampleInference) -> None:
         examples = _examples((2.0, 1), (4.0, 0))
 
         def check_regression(regressed: InferenceResult) -> str:
@@ -72,7 +72,7 @@ def test_classify_and_regress_run_as_predicts_on_their_plan(tmp_path: Path) -> N
 
 
 def test_multi_inference_runs_its_tasks_each_on_its_own_signature(tmp_path: Path) -> None:
-    async def scenario(service: InferenceService) -> None:
+    async def scenario(service: ExampleInference) -> None:
         tasks = [InferenceTask(REF, "", REGRESS_METHOD)]
         (result,) = await service.multi_inference(tasks, _examples((0.0, 3)))
         assert isinstance(result.result, Regressions)
@@ -88,7 +88,7 @@ def test_multi_inference_runs_its_tasks_each_on_its_own_signature(tmp_path: Path
 
 
 def test_no_task_or_no_example_is_refused(tmp_path: Path) -> None:
-    async def scenario(service: InferenceService) -> None:
+    async def scenario(service: ExampleInference) -> None:
         with pytest.raises(InvalidArgument, match="MultiInferenceRequest has no tasks"):
             await service.multi_inference([], _examples((1.0, 1)))
         for call in (service.classify, service.regress):

@@ -1,17 +1,17 @@
-"""Admission: the draining and concurrency bound the gRPC gate and the REST front share."""
+"""CallAdmission: the draining and concurrency bound the gRPC gate and the REST front share."""
 
 from __future__ import annotations
 
 import asyncio
 
 from gateway.errors import Code
-from gateway.transport.admission import DRAINING, Admission
+from gateway.transport.admission import DRAINING, CallAdmission
 from gateway.transport.gate import Gate
 from gateway.transport.http.front import Front
 
 
 def test_the_bound_refuses_only_bounded_calls_past_the_limit() -> None:
-    admission = Admission(max_concurrent=1)
+    admission = CallAdmission(max_concurrent=1)
     assert admission.refusal() is None
     admission.enter()
     refusal = admission.refusal()
@@ -25,7 +25,7 @@ def test_the_bound_refuses_only_bounded_calls_past_the_limit() -> None:
 
 def test_draining_refuses_everything_and_waits_for_the_calls_in_flight() -> None:
     async def scenario() -> list[str]:
-        admission = Admission()
+        admission = CallAdmission()
         admission.enter()
         admission.start_draining()
         refusal = admission.refusal(bounded=False)

@@ -16,7 +16,7 @@ import pytest
 from gateway._pb.inference import grpc_service_pb2 as pb
 from gateway.config.model_config import ModelSpecConfig
 from gateway.v2.dataplane import DataPlane, V2Options
-from gateway.v2.grpc import InferenceService
+from gateway.v2.grpc import GRPCInferenceService
 from tests.support import onnx_models
 from tests.support.stack import serving_stack
 
@@ -50,7 +50,7 @@ def run(tmp_path: Path, scenario: Callable[[Any], Awaitable[None]]) -> None:
     async def go() -> None:
         async with serving_stack([spec]) as stack:
             options = V2Options(max_elements=100, version="9.9")
-            await scenario(InferenceService(DataPlane(stack.core, options)))
+            await scenario(GRPCInferenceService(DataPlane(stack.core, options)))
 
     asyncio.run(go())
 

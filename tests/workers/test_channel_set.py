@@ -13,7 +13,7 @@ import pytest
 
 from channel import handover
 from channel.shm.channel import Channel
-from workers.channel_set import ChannelSet, Ready
+from workers.channel_set import Arrivals, ChannelSet
 
 WAIT_S = 30.0
 
@@ -43,8 +43,8 @@ def setup() -> Iterator[tuple[Channel, ChannelSet, socket.socket]]:
         theirs.close()
 
 
-def _wait_in_thread(channels: ChannelSet) -> tuple[threading.Thread, list[Ready]]:
-    found: list[Ready] = []
+def _wait_in_thread(channels: ChannelSet) -> tuple[threading.Thread, list[Arrivals]]:
+    found: list[Arrivals] = []
     thread = threading.Thread(target=lambda: found.append(channels.wait()), daemon=True)
     thread.start()
     return thread, found

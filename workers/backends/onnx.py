@@ -27,7 +27,7 @@ import numpy as np
 import onnxruntime as ort
 
 from channel.dtypes import DTYPE_NAMES, STRING
-from channel.messages import Signature, TensorSpec, WorkerError
+from channel.messages import WireSignature, WireTensorSpec, WorkerError
 from workers.backends import onnx_outputs
 
 log = logging.getLogger(__name__)
@@ -45,7 +45,7 @@ _SHRINK_ARENA: Final = ("memory.enable_memory_arena_shrinkage", "cpu:0")
 ort.set_default_logger_severity(3)  # errors only; warnings reach clients as error messages
 
 
-def _spec(arg: Any) -> TensorSpec | None:
+def _spec(arg: Any) -> WireTensorSpec | None:
     dtype = _ONNX_TYPES.get(arg.type)
     if dtype is None:
         return None
@@ -72,7 +72,7 @@ class OnnxModel:
     ) -> None:
         self.path = path
         self._session = session
-        inputs: list[TensorSpec] = []
+        inputs: list[WireTensorSpec] = []
         for arg in session.get_inputs():
             spec = _spec(arg)
             if spec is None:
@@ -82,7 +82,7 @@ class OnnxModel:
                     "a supported tensor type",
                 )
             inputs.append(spec)
-        outputs: list[TensorSpec] = []
+        outputs: list[WireTensorSpec] = []
         for arg in session.get_outputs():
             spec = _spec(arg)
             if spec is None:
@@ -91,7 +91,7 @@ class OnnxModel:
                 outputs.append(spec)
         if not outputs:
             raise WorkerError("INVALID_ARGUMENT", f"ONNX model {path} has no tensor outputs")
-        self.signature: Signature = {"inputs": inputs, "outputs": outputs}
+        self.signature: WireSignature = {"inputs": inputs, "outputs": outputs}
         self._output_names = [spec["name"] for spec in outputs]
         self._bfloat16 = {spec["name"] for spec in inputs + outputs if spec["dtype"] == "bfloat16"}
         self._max_output_bytes = max_output_bytes

@@ -17,7 +17,7 @@ from typing import Any, Final, NamedTuple
 import numpy as np
 
 from channel.dtypes import STRING, numpy_dtype
-from channel.messages import TensorSpec, WorkerError
+from channel.messages import WireTensorSpec, WorkerError
 from channel.shm.arena import ALIGNMENT, align_up
 
 _LENGTH_BYTES: Final = 8
@@ -64,7 +64,7 @@ class Bound(NamedTuple):
 
 
 def declared_sizes(
-    inputs: Iterable[Any], outputs: Iterable[Any], served: list[TensorSpec]
+    inputs: Iterable[Any], outputs: Iterable[Any], served: list[WireTensorSpec]
 ) -> dict[str, Size]:
     """The ``served`` outputs that the declared shapes size before a run, by name; ``inputs``
     and ``outputs`` are ONNX Runtime's ``NodeArg`` descriptions (``name``, ``shape``)."""

@@ -10,7 +10,7 @@ from __future__ import annotations
 import re
 from typing import Any, Final
 
-from channel.messages import TensorSpec, WorkerError
+from channel.messages import WireTensorSpec, WorkerError
 
 _TYPES: Final = {
     "f32": "float32",
@@ -39,8 +39,8 @@ def port_name(port: Any) -> str:
     return str(node_name) if node_name in names else str(port.get_any_name())
 
 
-def spec(port: Any, name: str, what: str, path: str) -> TensorSpec:
-    """The TensorSpec of model ``path``'s ``what`` (input / output) ``port`` served as ``name``;
+def spec(port: Any, name: str, what: str, path: str) -> WireTensorSpec:
+    """The WireTensorSpec of model ``path``'s ``what`` (input / output) ``port`` served as ``name``;
     FAILED_PRECONDITION for an element type tensorgate does not serve on OpenVINO."""
     dtype = _TYPES.get(port.get_element_type().get_type_name())
     if dtype is None:

@@ -21,7 +21,7 @@ tensors are numpy object arrays of ``bytes`` both ways (never decoded: serialize
 binary).
 
 The ``load`` reply's ``signature`` is ``{"signatures": {name: {"inputs": [...], "outputs":
-[...], "method_name": ...}}}``; every TensorSpec there also carries its graph ``tensor_name``. A
+[...], "method_name": ...}}}``; every WireTensorSpec there also carries its graph ``tensor_name``. A
 signature that cannot be served has no inputs or outputs there but ``"unservable"`` (why) and
 ``"definition"`` (its SignatureDef, serialized, base64) for the metadata.
 """

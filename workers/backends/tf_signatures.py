@@ -16,7 +16,7 @@ from dataclasses import dataclass
 from typing import Any
 
 from channel.dtypes import DTYPE_NAMES
-from channel.messages import TensorSpec
+from channel.messages import WireTensorSpec
 
 
 @dataclass(frozen=True)
@@ -62,14 +62,14 @@ def metadata_only(signature_def: Any, reason: str) -> dict[str, Any]:
 
 
 def _spec(names: dict[int, str], alias: str, info: Any) -> dict[str, Any]:
-    """A TensorInfo as a TensorSpec plus ``tensor_name``; ValueError if it cannot be served."""
+    """A TensorInfo as a WireTensorSpec plus ``tensor_name``; ValueError if it cannot be served."""
     if info.WhichOneof("encoding") != "name":
         raise ValueError(f"tensor {alias!r} is not a dense named tensor")
     dtype = names.get(int(info.dtype))
     if dtype is None:
         raise ValueError(f"tensor {alias!r} has dtype {info.dtype}, which cannot be served")
     shape = info.tensor_shape
-    spec: TensorSpec = {
+    spec: WireTensorSpec = {
         "name": alias,
         "dtype": dtype,
         "shape": None if shape.unknown_rank else [int(d.size) for d in shape.dim],

@@ -128,7 +128,7 @@ def predict_inputs(
     max_elements: int,
     max_bytes: int | None = None,
 ) -> PredictInputs:
-    """The :data:`~gateway.serving.core.Decoder` of a PredictRequest (``signature`` unused: a
+    """The :data:`~gateway.serving.core.InputsDecoder` of a PredictRequest (``signature`` unused: a
     TensorProto says its own dtype)."""
     return PredictInputs(request, max_elements=max_elements, max_bytes=max_bytes)
 

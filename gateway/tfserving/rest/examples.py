@@ -25,7 +25,7 @@ from gateway.errors import NotFound
 from gateway.serving.core import ModelRef, ServingCore
 from gateway.tfserving.codec import example as example_codec
 from gateway.tfserving.codec.example import ExampleBatch
-from gateway.tfserving.inference import InferenceResult, InferenceService
+from gateway.tfserving.inference import ExampleInference, InferenceResult
 from gateway.tfserving.inference_results import Classifications
 from gateway.tfserving.rest import json_request
 
@@ -39,7 +39,7 @@ class ClassifyRegressHandler:
     ServingError."""
 
     def __init__(self, core: ServingCore, *, method_name_check: bool = False) -> None:
-        self._inference = InferenceService(core, method_name_check=method_name_check)
+        self._inference = ExampleInference(core, method_name_check=method_name_check)
 
     async def __call__(
         self, method: str, ref: ModelRef, body: Mapping[str, Any], deadline: float | None

@@ -21,7 +21,7 @@ from aiohttp import web
 
 from gateway.errors import ServingError, Unimplemented
 from gateway.serving.core import ModelRef, PredictResult, ServingCore
-from gateway.serving.inputs import Ready
+from gateway.serving.inputs import ConvertedInputs
 from gateway.serving.signature import Signature
 from gateway.tfserving import PROTOCOL
 from gateway.tfserving.codec import messages
@@ -117,7 +117,7 @@ class TfServingRest:
         name = json_request.signature_name(request)
         formats: list[json_request.Format] = []
 
-        def decode(signature: Signature) -> Ready:
+        def decode(signature: Signature) -> ConvertedInputs:
             inputs, fmt = json_request.predict_inputs(
                 request,
                 signature,
@@ -125,7 +125,7 @@ class TfServingRest:
                 max_bytes=self._max_request_bytes,
             )
             formats.append(fmt)
-            return Ready(inputs)
+            return ConvertedInputs(inputs)
 
         def encode(result: PredictResult) -> bytes:
             return json_response.predict_response(result.outputs, formats[0])

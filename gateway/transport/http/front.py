@@ -15,7 +15,7 @@ from __future__ import annotations
 
 from aiohttp import web
 
-from gateway.transport.admission import Admission
+from gateway.transport.admission import CallAdmission
 from gateway.transport.auth import BearerTokens
 from gateway.transport.http.connections import error_response
 
@@ -41,7 +41,7 @@ def check_probe_method(method: str, path: str) -> None:
         raise HttpError(405, f"{path} answers GET and HEAD, not {method}", Allow="GET, HEAD")
 
 
-class Front(Admission):
+class Front(CallAdmission):
     """Authentication, draining and admission of one REST server's API calls."""
 
     def __init__(self, *, auth: BearerTokens | None = None, max_concurrent: int = 0) -> None:

@@ -36,7 +36,7 @@ from gateway.v2.rest import paths, request_body, response_body
 from gateway.v2.rest.paths import V2Call
 from gateway.v2.rest.response_body import RestResponse
 
-Route = Callable[[web.BaseRequest, V2Call, CallBounds], Awaitable[web.StreamResponse]]
+RouteHandler = Callable[[web.BaseRequest, V2Call, CallBounds], Awaitable[web.StreamResponse]]
 
 
 class V2Rest:
@@ -45,7 +45,7 @@ class V2Rest:
 
     def __init__(self, plane: DataPlane) -> None:
         self._plane = plane
-        self._routes: dict[str, Route] = {
+        self._routes: dict[str, RouteHandler] = {
             "ServerLive": self._live,
             "ServerReady": self._ready,
             "ServerMetadata": self._server_metadata,

@@ -10,7 +10,7 @@ import numpy as np
 import pytest
 from onnx import TensorProto
 
-from channel.messages import TensorSpec, WorkerError
+from channel.messages import WireTensorSpec, WorkerError
 from tests.support import onnx_models
 from tests.support.expand_models import expand
 from workers.backends import onnx as onnx_backend
@@ -91,7 +91,7 @@ def _arg(name: str, *shape: int | str | None) -> SimpleNamespace:
 def test_a_symbol_several_inputs_bear_takes_their_least_size() -> None:
     inputs = [_arg("a", "n", 4), _arg("b", "n", "m")]
     outputs = [_arg("y", "n", 2), _arg("z", "m"), _arg("w", "k"), _arg("s", "n")]
-    served: list[TensorSpec] = [
+    served: list[WireTensorSpec] = [
         {"name": "y", "dtype": "float64", "shape": [-1, 2]},
         {"name": "z", "dtype": "int8", "shape": [-1]},
         {"name": "w", "dtype": "float32", "shape": [-1]},  # k: no input tells it
