@@ -1,3 +1,3 @@
-"""The Open Inference Protocol's REST API (``/v2``): its URL grammar (:mod:`.paths`) and its
-routes on the HTTP server core (:mod:`.routes`); the bodies' codecs are
-:mod:`gateway.v2.rest.request_body` and :mod:`gateway.v2.rest.response_body`."""
+"""The Open Inference Protocol's REST API (``/v2``): its URL grammar (:mod:`.paths`), its routes
+on the HTTP server core (:mod:`.routes`) and its bodies' codecs (:mod:`.request_body`,
+:mod:`.json_values`, :mod:`.response_body`)."""
