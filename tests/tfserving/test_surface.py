@@ -3,7 +3,12 @@ call, and its REST API's place in the route table."""
 
 from __future__ import annotations
 
-from gateway._pb.tensorflow_serving.apis import inference_pb2, predict_pb2
+from gateway._pb.tensorflow_serving.apis import (
+    inference_pb2,
+    model_service_pb2,
+    predict_pb2,
+    prediction_service_pb2,
+)
 from gateway.config.settings import Settings
 from gateway.serving.core import ServingCore
 from gateway.tfserving import PROTOCOL
@@ -53,6 +58,19 @@ def test_prediction_is_bounded_and_both_services_tell_the_model_a_call_names() -
     assert prediction.model_of(multi) == "first"
     assert set(prediction.rows_of) == {"MultiInference"}
     assert prediction.rows_of["MultiInference"](multi) == 2
+
+
+def test_each_service_has_a_handler_per_method_of_its_proto_and_predict_answers_bytes() -> None:
+    prediction, model = TfServingSurface(CORE, TfServingOptions(1, 1)).grpc_services()
+    for service, module in ((prediction, prediction_service_pb2), (model, model_service_pb2)):
+        methods = module.DESCRIPTOR.services_by_name[service.name.rpartition(".")[2]].methods
+        assert set(service.handlers) == {m.name for m in methods}
+        for method in methods:
+            handler = service.handlers[method.name]
+            decoded = handler.request_deserializer(b"")
+            assert decoded.DESCRIPTOR.full_name == method.input_type.full_name
+            encoded = method.name == "Predict"  # wire bytes, sent as they are
+            assert (handler.response_serializer is None) == encoded, method.name
 
 
 def test_the_rest_api_owns_v1() -> None:
