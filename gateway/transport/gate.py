@@ -5,8 +5,9 @@
 chain), so the checks cost one coroutine frame per call and no interceptor. In order:
 
 1. **Undecodable messages** never reach a servicer: the request deserializer catches the parse
-   error, and the call ends with INVALID_ARGUMENT (grpc.aio answered UNKNOWN and logged a full
-   traceback per message). The log says so at most once a minute, with a count, never the bytes.
+   error, and the call ends with INVALID_ARGUMENT (grpc.aio on its own answers UNKNOWN and logs
+   a full traceback per message). The log says so at most once a minute, with a count, never
+   the bytes.
 2. **Authentication** (``--auth_token_file``): a bearer token in the ``authorization`` metadata,
    unless the method is open (:mod:`gateway.transport.auth`); else UNAUTHENTICATED.
 3. **Draining** (:meth:`Gate.start_draining`, on SIGTERM): every new call except grpc.health.v1's
