@@ -20,6 +20,7 @@ from gateway.tfserving.surface import (
     TfServingSurface,
 )
 from gateway.transport.http.routes import Routes
+from tests.support.grpc_handlers import check_handlers
 
 CORE: ServingCore = None  # type: ignore[assignment]  # nothing here reaches the core
 
@@ -62,15 +63,9 @@ def test_prediction_is_bounded_and_both_services_tell_the_model_a_call_names() -
 
 def test_each_service_has_a_handler_per_method_of_its_proto_and_predict_answers_bytes() -> None:
     prediction, model = TfServingSurface(CORE, TfServingOptions(1, 1)).grpc_services()
-    for service, module in ((prediction, prediction_service_pb2), (model, model_service_pb2)):
-        methods = module.DESCRIPTOR.services_by_name[service.name.rpartition(".")[2]].methods
-        assert set(service.handlers) == {m.name for m in methods}
-        for method in methods:
-            handler = service.handlers[method.name]
-            decoded = handler.request_deserializer(b"")
-            assert decoded.DESCRIPTOR.full_name == method.input_type.full_name
-            encoded = method.name == "Predict"  # wire bytes, sent as they are
-            assert (handler.response_serializer is None) == encoded, method.name
+    services = prediction_service_pb2.DESCRIPTOR.services_by_name
+    check_handlers(prediction, services["PredictionService"], encoded={"Predict"})
+    check_handlers(model, model_service_pb2.DESCRIPTOR.services_by_name["ModelService"], ())
 
 
 def test_the_rest_api_owns_v1() -> None:
