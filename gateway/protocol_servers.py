@@ -11,6 +11,7 @@ port in use is an error, never silently shared.
 
 from __future__ import annotations
 
+import functools
 import logging
 from collections.abc import Awaitable, Callable
 from typing import Any
@@ -31,6 +32,7 @@ from gateway.tfserving.rest import openapi as tfserving_openapi
 from gateway.tfserving.surface import TfServingOptions, TfServingSurface
 from gateway.transport.auth import load_tokens
 from gateway.transport.gate import Gate
+from gateway.transport.grpc_services import generated, register
 from gateway.transport.http import docs
 from gateway.transport.http.connections import rest_limits
 from gateway.transport.http.front import Front
@@ -158,17 +160,20 @@ class Servers:
         ]
 
     def _add_grpc_services(self, server: grpc.aio.Server, services: list[GrpcService]) -> None:
-        """The protocols' services, health and reflection, each behind the gate (and observed
-        when observability records calls)."""
-        observed = self.observability.grpc_registry(server, services, self.core.models)
-        registrar = self.gate.registrar(observed, [s.name for s in services if s.bounded])
-        for service in services:
-            service.add(registrar)
-        health_pb2_grpc.add_HealthServicer_to_server(self.health, registrar)
+        """The protocols' services, health and reflection, each call run through the chain
+        :func:`~gateway.transport.grpc_services.register` builds (observation, gate, error rule,
+        servicer)."""
         names = service_names(services, HEALTH_SERVICE, reflection.SERVICE_NAME)
-        reflection_pb2_grpc.add_ServerReflectionServicer_to_server(
-            reflection.aio.ReflectionServicer(names), registrar
-        )
+        reflecting = reflection.aio.ReflectionServicer(names)
+        add_health = health_pb2_grpc.add_HealthServicer_to_server
+        add_reflection = reflection_pb2_grpc.add_ServerReflectionServicer_to_server
+        everything = [
+            *services,
+            generated(HEALTH_SERVICE, functools.partial(add_health, self.health)),
+            generated(reflection.SERVICE_NAME, functools.partial(add_reflection, reflecting)),
+        ]
+        observer = self.observability.grpc_observer(self.core.models)
+        register(server, everything, self.gate, observer)
 
     def _http_server(self, surfaces: list[ProtocolSurface]) -> HttpServer:
         """The REST server: the protocols' APIs, the probes, observability's pages and, with

@@ -15,7 +15,7 @@ its queue running. While most arrivals do (:data:`OVERLAP_THRESHOLD` of a moving
 batch is held until :data:`WINDOW_S` after it opened, until it is full, or until one of its
 requests could no longer be served in time, whichever comes first; then it goes. A client that
 sends one request at a time never finds company, so at concurrency 1 nothing waits (its request
-leaves at the end of the loop turn it arrived in, as before). A model whose runs take longer than
+leaves at the end of the loop turn it arrived in). A model whose runs take longer than
 the window is unaffected: requests queue behind the running batch, and by the time it ends the
 next batch is older than the window.
 

@@ -10,7 +10,7 @@ from __future__ import annotations
 
 import itertools
 import os
-from dataclasses import dataclass, replace
+from dataclasses import dataclass
 from typing import Any
 
 from gateway._pb.tensorflow_serving.servables.tensorflow import session_bundle_config_pb2
@@ -169,8 +169,3 @@ def per_model_options(version_dir: str, default: BatchingOptions) -> BatchingOpt
     if not os.path.isfile(path):
         return default
     return load_options(path)
-
-
-def with_threads(options: BatchingOptions, workers: int) -> BatchingOptions:
-    """``options`` with ``num_batch_threads`` resolved against the worker count."""
-    return replace(options, num_batch_threads=options.threads(workers))

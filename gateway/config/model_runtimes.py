@@ -3,7 +3,7 @@
 Text form: comma-separated ``name=RUNTIME``; ``*=RUNTIME`` sets every model not named. RUNTIME is
 ``onnxruntime`` (ONNX models), ``tensorflow`` (SavedModels), ``openvino`` (either; fp32) or
 ``openvino:bf16`` / ``openvino:fp32``. A model with no entry is served by its platform's own
-runtime (ONNX Runtime for ONNX, TensorFlow for SavedModels), as before the option existed.
+runtime (ONNX Runtime for ONNX, TensorFlow for SavedModels).
 Precision is only ever what is written here: OpenVINO's hardware-dependent default (bf16 on
 CPUs that have it) is never inherited.
 """

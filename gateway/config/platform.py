@@ -135,7 +135,7 @@ over time."""
 
 
 def resolve_frontends(settings: Settings, cpus: int | None = None) -> int:
-    """How many front-end processes serve (``--frontends``; 1: one process, as before).
+    """How many front-end processes serve (``--frontends``; 1: one process serves everything).
 
     ``--frontends=N`` (N >= 1) is used as given. 0 (auto) derives it from the CPU budget (default
     :func:`available_cpus`) and the workers (:func:`resolve_worker_threads`): one

@@ -42,9 +42,9 @@ class RuntimeSettings:
         0,
         "tensorgate: front-end processes (>= 0), each with its own event loop, gRPC and REST "
         "servers on the same ports (SO_REUSEPORT spreads connections, not requests, over them) "
-        "and batch queues, sharing the workers; 1 = one process, as before. 0 = auto: one per "
-        "CPU, at most 8 and at most 64 // --workers (each front end has its own shared-memory "
-        "channel to each worker), and 1 on one CPU. Default 0.",
+        "and batch queues, sharing the workers; 1 = one process serving everything. 0 = auto: "
+        "one per CPU, at most 8 and at most 64 // --workers (each front end has its own "
+        "shared-memory channel to each worker), and 1 on one CPU. Default 0.",
     )
     worker_arena_mb: int = setting(
         64,

@@ -1,7 +1,7 @@
 """The gRPC side: observed method handlers for the services a protocol lets observability see
-(:class:`~gateway.transport.surface.GrpcService` with a ``model_of``: TF Serving's
-PredictionService and ModelService), put in place where the services are registered
-(:class:`ObservingRegistry`), in one place, as an interceptor would be.
+(:class:`~gateway.transport.surface.GrpcService` with a ``model_of``), made by
+:class:`GrpcObserver` where the services are registered: the outermost layer of each call
+(:func:`gateway.transport.grpc_services.register` gives the order).
 
 Each call gets a server span (continuing a W3C ``traceparent`` from its metadata; attributes from
 OpenTelemetry's RPC conventions: ``rpc.system``, ``rpc.service``, ``rpc.method``,
@@ -12,18 +12,15 @@ of these records: :meth:`~gateway.observability.tfs_metrics.TfServingMetrics.rec
 (:mod:`~gateway.observability.server_timing`), and a successful call of a method the protocol
 can log (``log_as``) is offered to the request log (:mod:`~gateway.observability.request_log`).
 Health and reflection calls pass untouched.
-
-Why not a ``grpc.aio.ServerInterceptor``: grpc.aio runs every call through its interceptors'
-coroutine chain (two coroutine frames and a ``functools.partial`` per interceptor) before the
-handler lookup, even a call the interceptor passes through untouched. Registered here, a call
-costs its wrapper's one frame, and at ratio 0 (:attr:`Recorder.needs_parent`) a call without a
-``traceparent`` costs one plain function call that looks for one.
+A call costs its wrapper's one frame; at ratio 0 (:attr:`Recorder.needs_parent`) a call without a
+``traceparent`` costs one plain function call that looks for one
+(:class:`~gateway.transport.grpc_services.ParentDispatch`).
 """
 
 from __future__ import annotations
 
 import asyncio
-from collections.abc import Awaitable, Callable, Iterable, Mapping
+from collections.abc import Awaitable, Callable
 from typing import Any
 
 import grpc
@@ -31,7 +28,7 @@ import grpc
 from gateway.observability import server_timing
 from gateway.observability.calls import Recorder
 from gateway.observability.request_log import RequestLog
-from gateway.transport.gate import MethodHandler, Registrar, ServiceRegistry
+from gateway.transport.gate import MethodHandler
 from gateway.transport.surface import GrpcService, LogAs, ModelOf
 
 SERVER_ERRORS = frozenset(
@@ -42,48 +39,29 @@ SERVER_ERRORS = frozenset(
 Behavior = Callable[[Any, grpc.aio.ServicerContext], Awaitable[Any]]
 
 
-class ObservingRegistry(Registrar):
-    """Registers, in place of the handlers it is given, observed ones: each unary method of the
-    observed ``services`` (those with a ``model_of``) wrapped once, the other services as given.
-    When only a sampled parent makes a call worth recording (``Recorder.needs_parent``), an
-    observed service is registered only through :class:`ParentDispatch` (handlers registered by
-    name would be found first), so a call without a ``traceparent`` gets the unwrapped handler."""
+class GrpcObserver:
+    """Makes observed handlers: each unary method of an observed service recorded by
+    ``recorder`` (None: only logged) and offered to ``request_log`` (None: not logged)."""
 
-    def __init__(
-        self,
-        recorder: Recorder | None,
-        server: ServiceRegistry,
-        services: Iterable[GrpcService],
-        request_log: RequestLog | None = None,
-    ) -> None:
-        super().__init__(server)
+    def __init__(self, recorder: Recorder | None, request_log: RequestLog | None = None) -> None:
         self.recorder = recorder
         self.request_log = request_log
-        self.observed = {s.name: (s, s.model_of) for s in services if s.model_of is not None}
-        """Service name → the service and how to tell a request's model."""
 
-    def add_registered_method_handlers(
-        self, service: str, handlers: Mapping[str, MethodHandler]
-    ) -> None:
-        described = self.observed.get(service)
-        if described is not None:
-            observed = {name: self._wrap(*described, name, h) for name, h in handlers.items()}
-            recorder = self.recorder
-            if recorder is not None and recorder.needs_parent and self.request_log is None:
-                dispatch = ParentDispatch(service, handlers, observed)
-                self._server.add_generic_rpc_handlers((dispatch,))
-                return
-            handlers = observed
-        self.register(service, handlers)
+    @property
+    def only_with_parent(self) -> bool:
+        """Only a sampled parent makes a call worth recording, and nothing is logged."""
+        recorder = self.recorder
+        return recorder is not None and recorder.needs_parent and self.request_log is None
 
-    def _wrap(
-        self, service: GrpcService, model_of: ModelOf, name: str, handler: MethodHandler
-    ) -> MethodHandler:
-        if handler.unary_unary is None:
+    def wrap(self, service: GrpcService, method: str, handler: MethodHandler) -> MethodHandler:
+        """``handler`` observed; as it is when it is not unary, its service has no ``model_of``
+        or there is nothing to do for it."""
+        model_of = service.model_of
+        if handler.unary_unary is None or model_of is None:
             return handler
-        log_as = None if self.request_log is None else service.log_as.get(name)
+        log_as = None if self.request_log is None else service.log_as.get(method)
         if self.recorder is not None:
-            observed = self._observe(service, model_of, name, handler.unary_unary, log_as)
+            observed = self._observe(service, model_of, method, handler.unary_unary, log_as)
         elif log_as is not None:
             observed = self._logged(model_of, handler.unary_unary, log_as)
         else:
@@ -171,27 +149,6 @@ class ObservingRegistry(Registrar):
                 )
 
         return behavior
-
-
-class ParentDispatch(grpc.GenericRpcHandler):  # type: ignore[misc]
-    """One service's handlers, chosen per call by its metadata: the observed handler when the
-    call carries a ``traceparent``, else the plain one. ``plain``, ``observed``: method name →
-    handler."""
-
-    def __init__(
-        self,
-        service: str,
-        plain: Mapping[str, MethodHandler],
-        observed: Mapping[str, MethodHandler],
-    ) -> None:
-        self._plain = {f"/{service}/{name}": h for name, h in plain.items()}
-        self._observed = {f"/{service}/{name}": h for name, h in observed.items()}
-
-    def service(self, details: grpc.HandlerCallDetails) -> MethodHandler | None:
-        for key, _ in details.invocation_metadata or ():
-            if key == "traceparent":
-                return self._observed.get(details.method)
-        return self._plain.get(details.method)
 
 
 CODES = {code.name: int(code.value[0]) for code in grpc.StatusCode}

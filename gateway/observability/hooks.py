@@ -12,7 +12,7 @@ from __future__ import annotations
 import asyncio
 import logging
 import os
-from collections.abc import Iterable, Iterator, Mapping
+from collections.abc import Iterator, Mapping
 
 from prometheus_client.core import Metric
 
@@ -33,9 +33,7 @@ from gateway.observability.tracing import Tracing
 from gateway.observability.workers import WorkerFigures
 from gateway.parallel.pool import WorkerPool
 from gateway.serving.registry import Models, Registry, Servable, State
-from gateway.transport.gate import ServiceRegistry
 from gateway.transport.http.routes import ExtraRoute, Observe
-from gateway.transport.surface import GrpcService
 
 log = logging.getLogger(__name__)
 
@@ -63,7 +61,7 @@ class Observability:
         self.page_path = page_path
         self.log_limits = log_limits
         self.request_log: RequestLog | None = None
-        """The request log, once :meth:`grpc_registry` made it (when ``log_limits`` is set)."""
+        """The request log, once :meth:`grpc_observer` made it (when ``log_limits`` is set)."""
         self.tracing = tracing
         self.thread_pool = thread_pool
         self.server_timing = server_timing
@@ -103,13 +101,10 @@ class Observability:
         """Each model version's statistics, kept while metrics are on (None when off)."""
         return None if self.metrics is None else self.metrics.model_stats
 
-    def grpc_registry(
-        self, server: ServiceRegistry, services: Iterable[GrpcService], models: Models | None = None
-    ) -> ServiceRegistry:
-        """Where to register the gRPC services: ``server`` itself when nothing is recorded or
-        logged, else an :class:`~gateway.observability.grpc_hook.ObservingRegistry` in front of
-        it, observing the calls of ``services`` that have a ``model_of`` and offering their
-        loggable calls to the request log of ``models``' config in force (with ``log_limits``)."""
+    def grpc_observer(self, models: Models | None = None) -> grpc_hook.GrpcObserver | None:
+        """The observer of gRPC calls (None when nothing is recorded or logged): it records the
+        calls of services with a ``model_of`` and offers their loggable calls to the request
+        log of ``models``' config in force (with ``log_limits``)."""
         if models is not None and self.log_limits is not None:
             max_pending, max_file_bytes = self.log_limits
             self.request_log = RequestLog(
@@ -119,8 +114,8 @@ class Observability:
                 dropped=None if self.metrics is None else self.metrics.log_dropped,
             )
         if self.recorder is None and self.request_log is None:
-            return server
-        return grpc_hook.ObservingRegistry(self.recorder, server, services, self.request_log)
+            return None
+        return grpc_hook.GrpcObserver(self.recorder, self.request_log)
 
     def rest_observer(self) -> Observe | None:
         """The HTTP server's observer of API calls (None when nothing is recorded)."""

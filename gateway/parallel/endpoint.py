@@ -5,9 +5,10 @@ link: control requests (load, unload, ping, stop: :class:`~gateway.parallel.cont
 what the supervisor does) and runs (:class:`~gateway.parallel.run_link.RunLink`, what a front end
 does). An :class:`Endpoint` numbers the requests of every link attached to it, posts them on the
 channel's submit ring and, when the completion doorbell rings (watched with ``loop.add_reader``),
-hands each reply, in completion order, to the link that sent the request. Today one endpoint per
-worker carries both links; with several front ends each will hold an endpoint of its own for its
-run link, and the supervisor's endpoint the control link (and the runs of warmup).
+hands each reply, in completion order, to the link that sent the request. The process that spawns
+a worker (the supervisor, or the one process of ``--frontends 1``) holds an endpoint carrying the
+control link and a run link (warmup's runs, or every run); each front end of several holds an
+endpoint of its own, on its own channel, for its run link (:mod:`gateway.frontend.run_side`).
 
 Every failure path resolves every future: :meth:`Endpoint.close` (the worker died or is retired)
 has every attached link fail what it still awaits. A closed endpoint stays closed: it is never

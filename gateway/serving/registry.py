@@ -4,8 +4,8 @@ The model lifecycle (:mod:`gateway.models`) owns the registry and changes it; th
 batch queues and the protocol adapters only read it through :class:`Registry` (the values here:
 :class:`Servable`, :class:`VersionStatus`, :class:`State`), and ask for a new config through
 :class:`ModelControl`. Nothing in :mod:`gateway.serving` imports :mod:`gateway.models`. With
-several front ends, each front end's registry will be a copy the supervisor pushes, and its
-control will forward to the supervisor.
+several front ends, each front end's registry is a copy the supervisor pushes, and its control
+forwards to the supervisor (:mod:`gateway.frontend.registry`).
 """
 
 from __future__ import annotations

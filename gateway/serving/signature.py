@@ -83,9 +83,6 @@ class Signature:
             definition=base64.b64decode(data.get("definition", "")),
         )
 
-    def input_names(self) -> list[str]:
-        return [t.name for t in self.inputs]
-
     def output_names(self) -> list[str]:
         return [t.name for t in self.outputs]
 

@@ -2,8 +2,9 @@
 
 Each method converts the request (:mod:`gateway.tfserving.codec.messages`), awaits the core and
 converts back. A :class:`~gateway.errors.ServingError` becomes its gRPC status; anything else is
-INTERNAL. HandleReloadConfigRequest answers UNIMPLEMENTED unless the management API is on. The
-front door registers them as :mod:`gateway.tfserving.surface` describes them.
+INTERNAL. HandleReloadConfigRequest answers UNIMPLEMENTED unless the management API is on. Each
+servicer's :meth:`handlers` are its methods' handlers, typed by the methods' own request and
+response types (Predict answers wire bytes, sent as they are).
 """
 
 from __future__ import annotations
@@ -11,8 +12,7 @@ from __future__ import annotations
 import functools
 import logging
 import time
-from collections.abc import Coroutine
-from typing import Any
+from collections.abc import Awaitable
 
 import grpc
 
@@ -22,23 +22,23 @@ from gateway._pb.tensorflow_serving.apis import (
     get_model_status_pb2,
     inference_pb2,
     model_management_pb2,
-    model_service_pb2_grpc,
     predict_pb2,
-    prediction_service_pb2_grpc,
     regression_pb2,
 )
 from gateway.errors import Unimplemented
 from gateway.serving.core import PredictResult, ServingCore
 from gateway.tfserving.codec import inference_messages, messages, response_wire
 from gateway.tfserving.inference import ExampleInference
+from gateway.transport.gate import MethodHandler
 from gateway.transport.grpc_errors import rpc
+from gateway.transport.grpc_services import unary
 
 log = logging.getLogger(__name__)
 
 
 def encoded_response(result: PredictResult, *, as_tensor_content: bool) -> bytes:
     """A Predict's answer, written as wire bytes straight from the outputs
-    (:mod:`~gateway.tfserving.codec.response_wire`; the gate passes bytes through)."""
+    (:mod:`~gateway.tfserving.codec.response_wire`; sent as they are)."""
     return response_wire.predict_response(
         result.model,
         result.version,
@@ -54,7 +54,7 @@ def deadline_of(context: grpc.aio.ServicerContext) -> float | None:
     return None if remaining is None else time.monotonic() + remaining
 
 
-class PredictionService(prediction_service_pb2_grpc.PredictionServiceServicer):
+class PredictionService:
     """tensorflow.serving.PredictionService."""
 
     def __init__(
@@ -69,14 +69,36 @@ class PredictionService(prediction_service_pb2_grpc.PredictionServiceServicer):
         self._core = core
         self._max_elements = max_elements
         self._max_request_bytes = max_request_bytes
-        self._as_tensor_content = as_tensor_content
         self._inference = ExampleInference(core, method_name_check=method_name_check)
         self._encode = functools.partial(encoded_response, as_tensor_content=as_tensor_content)
 
+    def handlers(self) -> dict[str, MethodHandler]:
+        return {
+            "Classify": unary(
+                self.Classify,
+                classification_pb2.ClassificationRequest,
+                classification_pb2.ClassificationResponse,
+            ),
+            "Regress": unary(
+                self.Regress, regression_pb2.RegressionRequest, regression_pb2.RegressionResponse
+            ),
+            "Predict": unary(self.Predict, predict_pb2.PredictRequest, bytes),
+            "MultiInference": unary(
+                self.MultiInference,
+                inference_pb2.MultiInferenceRequest,
+                inference_pb2.MultiInferenceResponse,
+            ),
+            "GetModelMetadata": unary(
+                self.GetModelMetadata,
+                get_model_metadata_pb2.GetModelMetadataRequest,
+                get_model_metadata_pb2.GetModelMetadataResponse,
+            ),
+        }
+
     @rpc
-    def Predict(  # type: ignore[override]  # answers the encoded response
+    def Predict(
         self, request: predict_pb2.PredictRequest, context: grpc.aio.ServicerContext
-    ) -> Coroutine[Any, Any, bytes]:
+    ) -> Awaitable[bytes]:
         """The PredictResponse, already encoded (see :func:`encoded_response`): the core's
         awaitable (a plain function: one coroutine layer less per call)."""
         return self._core.predict(
@@ -148,7 +170,7 @@ class PredictionService(prediction_service_pb2_grpc.PredictionServiceServicer):
         return inference_messages.multi_inference_response(results)
 
 
-class ModelService(model_service_pb2_grpc.ModelServiceServicer):
+class ModelService:
     """tensorflow.serving.ModelService. ``management``: answer HandleReloadConfigRequest
     (``--enable_model_management_api``); off, it is UNIMPLEMENTED, the gRPC code for a method
     "not supported/enabled in this service" (PERMISSION_DENIED would suggest that some other
@@ -157,6 +179,20 @@ class ModelService(model_service_pb2_grpc.ModelServiceServicer):
     def __init__(self, core: ServingCore, *, management: bool = False) -> None:
         self._core = core
         self._management = management
+
+    def handlers(self) -> dict[str, MethodHandler]:
+        return {
+            "GetModelStatus": unary(
+                self.GetModelStatus,
+                get_model_status_pb2.GetModelStatusRequest,
+                get_model_status_pb2.GetModelStatusResponse,
+            ),
+            "HandleReloadConfigRequest": unary(
+                self.HandleReloadConfigRequest,
+                model_management_pb2.ReloadConfigRequest,
+                model_management_pb2.ReloadConfigResponse,
+            ),
+        }
 
     @rpc
     async def GetModelStatus(

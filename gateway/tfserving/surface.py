@@ -10,16 +10,10 @@ writes PredictionService's calls as :mod:`~gateway.tfserving.request_log` makes 
 
 from __future__ import annotations
 
-import functools
 from collections.abc import Sequence
 from dataclasses import dataclass
 
-from gateway._pb.tensorflow_serving.apis import (
-    model_service_pb2,
-    model_service_pb2_grpc,
-    prediction_service_pb2,
-    prediction_service_pb2_grpc,
-)
+from gateway._pb.tensorflow_serving.apis import model_service_pb2, prediction_service_pb2
 from gateway.config.settings import Settings
 from gateway.serving.core import ServingCore
 from gateway.tfserving import PROTOCOL
@@ -28,7 +22,6 @@ from gateway.tfserving.grpc import ModelService, PredictionService
 from gateway.tfserving.request_log import LOG_AS
 from gateway.tfserving.rest.examples import ClassifyRegressHandler
 from gateway.tfserving.rest.routes import TfServingRest
-from gateway.transport.gate import EncodedResponses, ServiceRegistry
 from gateway.transport.http.routes import Routes
 from gateway.transport.surface import GrpcService
 
@@ -85,12 +78,7 @@ class TfServingSurface:
             GrpcService(
                 PREDICTION_SERVICE,
                 PROTOCOL,
-                lambda registry: (
-                    prediction_service_pb2_grpc.add_PredictionServiceServicer_to_server(
-                        prediction,
-                        EncodedResponses(registry),  # Predict answers encoded bytes
-                    )
-                ),
+                prediction.handlers(),
                 bounded=True,
                 model_of=messages.model_name,
                 rows_of={"MultiInference": inference_messages.example_count},
@@ -99,7 +87,7 @@ class TfServingSurface:
             GrpcService(
                 MODEL_SERVICE,
                 PROTOCOL,
-                functools.partial(model_service_pb2_grpc.add_ModelServiceServicer_to_server, model),
+                model.handlers(),
                 model_of=messages.model_name,
             ),
         )
@@ -116,10 +104,3 @@ class TfServingSurface:
                 ),
             )
         )
-
-
-def _add_prediction_service(servicer: PredictionService, registry: ServiceRegistry) -> None:
-    """Register PredictionService; its Predict answers encoded bytes, passed through."""
-    prediction_service_pb2_grpc.add_PredictionServiceServicer_to_server(
-        servicer, EncodedResponses(registry)
-    )

@@ -1,19 +1,20 @@
 """The gRPC front door: what every RPC goes through before its servicer runs.
 
-:meth:`Gate.registrar` stands in for the ``grpc.aio.Server`` given to the generated
-``add_*_to_server`` functions and wraps each method handler, so the checks cost one coroutine frame
-per call and no interceptor. In order:
+:meth:`Gate.wrap` wraps each method handler where it is registered
+(:func:`gateway.transport.grpc_services.register`, which also says where the gate sits in the
+chain), so the checks cost one coroutine frame per call and no interceptor. In order:
 
 1. **Undecodable messages** never reach a servicer: the request deserializer catches the parse
-   error, and the call ends with INVALID_ARGUMENT (grpc.aio answered UNKNOWN and logged a full
-   traceback per message). The log says so at most once a minute, with a count, never the bytes.
+   error, and the call ends with INVALID_ARGUMENT (grpc.aio on its own answers UNKNOWN and logs
+   a full traceback per message). The log says so at most once a minute, with a count, never
+   the bytes.
 2. **Authentication** (``--auth_token_file``): a bearer token in the ``authorization`` metadata,
    unless the method is open (:mod:`gateway.transport.auth`); else UNAUTHENTICATED.
 3. **Draining** (:meth:`Gate.start_draining`, on SIGTERM): every new call except grpc.health.v1's
    is refused with UNAVAILABLE while the listeners stay open, so clients retry elsewhere; calls
    already running finish (:meth:`Gate.wait_idle`). In the drain's last moment the refusals are
    held until the server's shutdown has begun (:meth:`Gate.hold_refusals`).
-4. **Admission**: at most ``max_concurrent`` unary calls of the bounded services (those a
+4. **CallAdmission**: at most ``max_concurrent`` unary calls of the bounded services (those a
    protocol marks so: TF Serving's PredictionService) run at once; the next one is refused at once
    with UNAVAILABLE "retry later" instead of queueing inside grpc.aio until its deadline. 0: no
    bound.
@@ -27,11 +28,9 @@ import asyncio
 import functools
 import inspect
 import logging
-from collections.abc import AsyncIterator, Callable, Collection, Mapping
+from collections.abc import AsyncIterator, Callable
 from dataclasses import dataclass
-from typing import Any, Protocol
-
-import grpc
+from typing import Any
 
 from gateway.errors import Code, ServingError, grpc_status
 from gateway.transport.admission import CallAdmission
@@ -45,16 +44,6 @@ AUTHORIZATION = "authorization"
 
 MethodHandler = Any
 """A ``grpc.RpcMethodHandler`` (a named tuple; grpc ships no type for it)."""
-
-
-class ServiceRegistry(Protocol):
-    """Where services are registered: a ``grpc.aio.Server``, or what stands in for one."""
-
-    def add_generic_rpc_handlers(self, handlers: Any) -> None: ...
-
-    def add_registered_method_handlers(
-        self, service: str, handlers: Mapping[str, MethodHandler]
-    ) -> None: ...
 
 
 @dataclass(frozen=True)
@@ -110,12 +99,7 @@ class Gate(CallAdmission):
         if self._held is not None and self.draining:
             await self._held.wait()
 
-    # -- registration -----------------------------------------------------------------------------
-    def registrar(self, server: ServiceRegistry, bounded: Collection[str] = ()) -> _Registrar:
-        """What to pass to ``add_*_to_server`` instead of ``server``; the unary calls of the
-        services named in ``bounded`` count against ``max_concurrent``."""
-        return _Registrar(self, server, frozenset(bounded))
-
+    # -- the wrapper -----------------------------------------------------------------------------
     def wrap(
         self, service: str, method: str, handler: MethodHandler, *, bounded: bool
     ) -> MethodHandler:
@@ -157,51 +141,6 @@ class Gate(CallAdmission):
         self._undecodable(f"{path} (not a valid {request.message})")
         return ServingError(
             f"the request is not a valid {request.message} message", Code.INVALID_ARGUMENT
-        )
-
-
-class Registrar:
-    """Stands in for ``server`` where the generated ``add_*_to_server`` functions (or another
-    registrar) register services; a subclass's :meth:`add_registered_method_handlers` hands what
-    it makes of each service's handlers to :meth:`register`.
-
-    Generated code registers each service's handlers twice: as a generic handler and by service
-    name (grpcio >= 1.62). The generic copy is ignored; :meth:`register` registers both ways,
-    once."""
-
-    def __init__(self, server: ServiceRegistry) -> None:
-        self._server = server
-
-    def add_generic_rpc_handlers(self, handlers: Any) -> None:
-        """Ignored: the same handlers arrive through :meth:`add_registered_method_handlers`."""
-
-    def add_registered_method_handlers(
-        self, service: str, handlers: Mapping[str, MethodHandler]
-    ) -> None:
-        self.register(service, handlers)
-
-    def register(self, service: str, handlers: Mapping[str, MethodHandler]) -> None:
-        """Register ``handlers`` (method name → handler) on the server, generic and by name."""
-        generic = grpc.method_handlers_generic_handler(service, handlers)
-        self._server.add_generic_rpc_handlers((generic,))
-        self._server.add_registered_method_handlers(service, handlers)
-
-
-class _Registrar(Registrar):
-    """Registers each handler wrapped by :meth:`Gate.wrap`."""
-
-    def __init__(self, gate: Gate, server: ServiceRegistry, bounded: frozenset[str]) -> None:
-        super().__init__(server)
-        self._gate = gate
-        self._bounded = bounded
-
-    def add_registered_method_handlers(
-        self, service: str, handlers: Mapping[str, MethodHandler]
-    ) -> None:
-        bounded = service in self._bounded
-        wrap = self._gate.wrap
-        self.register(
-            service, {name: wrap(service, name, h, bounded=bounded) for name, h in handlers.items()}
         )
 
 
@@ -274,32 +213,3 @@ async def _checked_stream(requests: Any, context: Any, gate: Gate, path: str) ->
             refusal = gate.undecodable(item, path)
             await context.abort(grpc_status(refusal.code), refusal.message)
         yield item
-
-
-def passthrough(serializer: Callable[[Any], bytes] | None) -> Callable[[Any], bytes] | None:
-    """``serializer``, except that a response a servicer already wrote as wire bytes goes out as
-    it is."""
-    if serializer is None:
-        return None
-
-    def encode(response: Any) -> bytes:
-        return response if response.__class__ is bytes else serializer(response)
-
-    return encode
-
-
-class EncodedResponses(Registrar):
-    """Registers a service whose servicer may answer with its response already encoded
-    (``bytes``, a protocol's hot path): each handler's response serializer passes bytes through
-    (:func:`passthrough`)."""
-
-    def add_registered_method_handlers(
-        self, service: str, handlers: Mapping[str, MethodHandler]
-    ) -> None:
-        self.register(
-            service,
-            {
-                name: h._replace(response_serializer=passthrough(h.response_serializer))
-                for name, h in handlers.items()
-            },
-        )

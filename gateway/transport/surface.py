@@ -1,13 +1,14 @@
 """What a protocol package hands the front door: its :class:`ProtocolSurface`.
 
-Each protocol (TF Serving's API, and next the Open Inference Protocol) is one package of adapters
-and codecs over the same serving core; the application composes the list of their surfaces and
+Each protocol (TF Serving's API, the Open Inference Protocol) is one package of adapters and
+codecs over the same serving core; the application composes the list of their surfaces and
 knows nothing of their internals:
 
-- :meth:`ProtocolSurface.grpc_services`: each gRPC service as a :class:`GrpcService`: how to
-  register it (behind the :class:`~gateway.transport.gate.Gate`), whether its calls count against
-  the concurrency bound, and what observability may learn of a call from its request (the model,
-  the rows) — so the observability hooks import no protocol package;
+- :meth:`ProtocolSurface.grpc_services`: each gRPC service as a :class:`GrpcService`: its
+  method handlers (registered by :func:`~gateway.transport.grpc_services.register`), whether
+  its calls count against the concurrency bound, and what observability may learn of a call
+  from its request (the model, the rows) — so the observability hooks import no protocol
+  package;
 - :meth:`ProtocolSurface.add_routes`: its REST API, registered with the HTTP server's
   :class:`~gateway.transport.http.routes.Routes`;
 - its services' full names are what gRPC reflection lists (:func:`service_names`).
@@ -19,7 +20,7 @@ from collections.abc import Callable, Iterable, Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Any, Protocol
 
-from gateway.transport.gate import ServiceRegistry
+from gateway.transport.gate import MethodHandler
 from gateway.transport.http.routes import Routes
 
 ModelOf = Callable[[Any], str]
@@ -50,8 +51,8 @@ class GrpcService:
     """One gRPC service of a protocol.
 
     ``name``: its full name (``tensorflow.serving.PredictionService``). ``protocol``: the
-    protocol's name (``"tfserving"``). ``add``: registers the servicer's handlers on what it is
-    given (a generated ``add_*_to_server`` bound to the servicer). ``bounded``: its unary calls
+    protocol's name (``"tfserving"``; "" for health and reflection). ``handlers``: method name →
+    its handler (:func:`~gateway.transport.grpc_services.unary`). ``bounded``: its unary calls
     count against ``--max_concurrent_requests``. ``model_of``: the model a call's request names,
     for metrics and traces (None: the service's calls are not observed). ``rows_of``: per method,
     the rows its request carries, where that is cheap to know (observability's ``rows``).
@@ -61,7 +62,7 @@ class GrpcService:
 
     name: str
     protocol: str
-    add: Callable[[ServiceRegistry], None]
+    handlers: Mapping[str, MethodHandler]
     bounded: bool = False
     model_of: ModelOf | None = None
     rows_of: Mapping[str, RowsOf] = field(default_factory=dict)

@@ -6,20 +6,23 @@ the gRPC status (the protocol's rule); anything else is INTERNAL. ModelInfer's d
 call's, tightened by a ``timeout`` parameter. The shared-memory RPCs answer UNIMPLEMENTED "the
 system shared-memory extension is not supported by tensorgate"; RPCs the proto does not declare
 (ModelStreamInfer, ModelConfig, TraceSetting, LogSettings) get grpc's own UNIMPLEMENTED.
+:meth:`GRPCInferenceService.handlers` are the methods' handlers, typed by their own request and
+response types (ModelInfer answers wire bytes, sent as they are).
 """
 
 from __future__ import annotations
 
 import time
-from typing import Any
+from typing import Any, NoReturn
 
 import grpc
 
 from gateway._pb.inference import grpc_service_pb2 as pb
-from gateway._pb.inference import grpc_service_pb2_grpc as pb_grpc
 from gateway.serving.core import PredictResult
 from gateway.serving.signature import Signature
+from gateway.transport.gate import MethodHandler
 from gateway.transport.grpc_errors import rpc
+from gateway.transport.grpc_services import unary
 from gateway.v2 import errors, grpc_infer, metadata, repository_codec, response_wire, statistics
 from gateway.v2.dataplane import DataPlane
 from gateway.v2.declared import DeclaredInputs
@@ -31,11 +34,71 @@ def _deadline(context: grpc.aio.ServicerContext) -> float | None:
     return None if remaining is None else time.monotonic() + remaining
 
 
-class GRPCInferenceService(pb_grpc.GRPCInferenceServiceServicer):
+class GRPCInferenceService:
     """inference.GRPCInferenceService over one :class:`DataPlane`."""
 
     def __init__(self, plane: DataPlane) -> None:
         self._plane = plane
+
+    def handlers(self) -> dict[str, MethodHandler]:
+        return {
+            "ServerLive": unary(self.ServerLive, pb.ServerLiveRequest, pb.ServerLiveResponse),
+            "ServerReady": unary(self.ServerReady, pb.ServerReadyRequest, pb.ServerReadyResponse),
+            "ModelReady": unary(self.ModelReady, pb.ModelReadyRequest, pb.ModelReadyResponse),
+            "ServerMetadata": unary(
+                self.ServerMetadata, pb.ServerMetadataRequest, pb.ServerMetadataResponse
+            ),
+            "ModelMetadata": unary(
+                self.ModelMetadata, pb.ModelMetadataRequest, pb.ModelMetadataResponse
+            ),
+            "ModelInfer": unary(self.ModelInfer, pb.ModelInferRequest, bytes),
+            "ModelStatistics": unary(
+                self.ModelStatistics, pb.ModelStatisticsRequest, pb.ModelStatisticsResponse
+            ),
+            "RepositoryIndex": unary(
+                self.RepositoryIndex, pb.RepositoryIndexRequest, pb.RepositoryIndexResponse
+            ),
+            "RepositoryModelLoad": unary(
+                self.RepositoryModelLoad,
+                pb.RepositoryModelLoadRequest,
+                pb.RepositoryModelLoadResponse,
+            ),
+            "RepositoryModelUnload": unary(
+                self.RepositoryModelUnload,
+                pb.RepositoryModelUnloadRequest,
+                pb.RepositoryModelUnloadResponse,
+            ),
+            "SystemSharedMemoryStatus": unary(
+                self.SystemSharedMemoryStatus,
+                pb.SystemSharedMemoryStatusRequest,
+                pb.SystemSharedMemoryStatusResponse,
+            ),
+            "SystemSharedMemoryRegister": unary(
+                self.SystemSharedMemoryRegister,
+                pb.SystemSharedMemoryRegisterRequest,
+                pb.SystemSharedMemoryRegisterResponse,
+            ),
+            "SystemSharedMemoryUnregister": unary(
+                self.SystemSharedMemoryUnregister,
+                pb.SystemSharedMemoryUnregisterRequest,
+                pb.SystemSharedMemoryUnregisterResponse,
+            ),
+            "CudaSharedMemoryStatus": unary(
+                self.CudaSharedMemoryStatus,
+                pb.CudaSharedMemoryStatusRequest,
+                pb.CudaSharedMemoryStatusResponse,
+            ),
+            "CudaSharedMemoryRegister": unary(
+                self.CudaSharedMemoryRegister,
+                pb.CudaSharedMemoryRegisterRequest,
+                pb.CudaSharedMemoryRegisterResponse,
+            ),
+            "CudaSharedMemoryUnregister": unary(
+                self.CudaSharedMemoryUnregister,
+                pb.CudaSharedMemoryUnregisterRequest,
+                pb.CudaSharedMemoryUnregisterResponse,
+            ),
+        }
 
     @rpc
     async def ServerLive(
@@ -69,7 +132,7 @@ class GRPCInferenceService(pb_grpc.GRPCInferenceServiceServicer):
         return metadata.model_metadata(servable, available)
 
     @rpc
-    async def ModelInfer(  # type: ignore[override]  # answers the encoded response
+    async def ModelInfer(
         self, request: pb.ModelInferRequest, context: grpc.aio.ServicerContext
     ) -> bytes:
         """The ModelInferResponse, already encoded (:mod:`gateway.v2.response_wire`)."""
@@ -117,25 +180,38 @@ class GRPCInferenceService(pb_grpc.GRPCInferenceServiceServicer):
         await self._plane.repository.unload(repository_codec.from_proto(request, unload=True))
         return pb.RepositoryModelUnloadResponse()
 
-    async def SystemSharedMemoryStatus(self, request: Any, context: Any) -> Any:
+    async def SystemSharedMemoryStatus(
+        self, request: pb.SystemSharedMemoryStatusRequest, context: grpc.aio.ServicerContext
+    ) -> pb.SystemSharedMemoryStatusResponse:
         await _no_shared_memory(context, "system")
 
-    async def SystemSharedMemoryRegister(self, request: Any, context: Any) -> Any:
+    async def SystemSharedMemoryRegister(
+        self, request: pb.SystemSharedMemoryRegisterRequest, context: grpc.aio.ServicerContext
+    ) -> pb.SystemSharedMemoryRegisterResponse:
         await _no_shared_memory(context, "system")
 
-    async def SystemSharedMemoryUnregister(self, request: Any, context: Any) -> Any:
+    async def SystemSharedMemoryUnregister(
+        self, request: pb.SystemSharedMemoryUnregisterRequest, context: grpc.aio.ServicerContext
+    ) -> pb.SystemSharedMemoryUnregisterResponse:
         await _no_shared_memory(context, "system")
 
-    async def CudaSharedMemoryStatus(self, request: Any, context: Any) -> Any:
+    async def CudaSharedMemoryStatus(
+        self, request: pb.CudaSharedMemoryStatusRequest, context: grpc.aio.ServicerContext
+    ) -> pb.CudaSharedMemoryStatusResponse:
         await _no_shared_memory(context, "CUDA")
 
-    async def CudaSharedMemoryRegister(self, request: Any, context: Any) -> Any:
+    async def CudaSharedMemoryRegister(
+        self, request: pb.CudaSharedMemoryRegisterRequest, context: grpc.aio.ServicerContext
+    ) -> pb.CudaSharedMemoryRegisterResponse:
         await _no_shared_memory(context, "CUDA")
 
-    async def CudaSharedMemoryUnregister(self, request: Any, context: Any) -> Any:
+    async def CudaSharedMemoryUnregister(
+        self, request: pb.CudaSharedMemoryUnregisterRequest, context: grpc.aio.ServicerContext
+    ) -> pb.CudaSharedMemoryUnregisterResponse:
         await _no_shared_memory(context, "CUDA")
 
 
-async def _no_shared_memory(context: grpc.aio.ServicerContext, kind: str) -> None:
+async def _no_shared_memory(context: grpc.aio.ServicerContext, kind: str) -> NoReturn:
     error = errors.not_supported(f"the {kind} shared-memory extension")
     await context.abort(errors.grpc_status(error.code), error.message)
+    raise AssertionError("unreachable: context.abort raises")

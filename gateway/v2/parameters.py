@@ -68,22 +68,6 @@ def from_proto(params: Mapping[str, InferParameter]) -> dict[str, Value]:
     return values
 
 
-def to_proto(values: Mapping[str, Value], params: Any) -> None:
-    """Write Python values into a gRPC parameter map (``bool`` before ``int``: bool is an int)."""
-    for name, value in values.items():
-        if isinstance(value, bool):
-            params[name].bool_param = value
-        elif isinstance(value, int):
-            if value >= 2**63:
-                params[name].uint64_param = value
-            else:
-                params[name].int64_param = value
-        elif isinstance(value, float):
-            params[name].double_param = value
-        else:
-            params[name].string_param = value
-
-
 def from_json(document: Any, where: str) -> dict[str, Value]:
     """A REST ``"parameters"`` object (absent: ``{}``); INVALID_ARGUMENT for any other shape."""
     if document is None:

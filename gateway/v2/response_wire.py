@@ -1,6 +1,6 @@
 """``inference.ModelInferResponse`` written straight as wire bytes, as SerializeToString writes it.
 
-ModelInfer's hot path answers bytes the gRPC front door passes through (as TF Serving's Predict
+ModelInfer's hot path answers bytes its handler sends as they are (as TF Serving's Predict
 does): no response message is built and serialized per call. The fields, in number order:
 ``model_name`` (1), ``model_version`` (2), ``id`` (3) when not empty, one ``outputs`` entry (5:
 ``name``, ``datatype``, packed ``shape``) per output, then one ``raw_output_contents`` entry (6)

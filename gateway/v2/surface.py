@@ -17,11 +17,9 @@ from collections.abc import Mapping, Sequence
 from typing import Any
 
 from gateway._pb.inference import grpc_service_pb2 as pb
-from gateway._pb.inference import grpc_service_pb2_grpc as pb_grpc
 from gateway.config.settings import Settings
 from gateway.observability.model_stats import ModelStats
 from gateway.serving.core import ServingCore
-from gateway.transport.gate import EncodedResponses, ServiceRegistry
 from gateway.transport.http.routes import Routes
 from gateway.transport.surface import GrpcService, LogAs
 from gateway.v2 import PROTOCOL
@@ -73,14 +71,9 @@ class V2Surface:
         self._log_as = dict(log_as or {})
 
     def grpc_services(self) -> Sequence[GrpcService]:
-        servicer = GRPCInferenceService(self._plane)
-
-        def add(registry: ServiceRegistry) -> None:
-            # ModelInfer answers encoded bytes (gateway.v2.response_wire).
-            pb_grpc.add_GRPCInferenceServiceServicer_to_server(servicer, EncodedResponses(registry))
-
+        handlers = GRPCInferenceService(self._plane).handlers()
         service = GrpcService(
-            SERVICE, PROTOCOL, add, bounded=True, model_of=model_of, log_as=self._log_as
+            SERVICE, PROTOCOL, handlers, bounded=True, model_of=model_of, log_as=self._log_as
         )
         return (service,)
 

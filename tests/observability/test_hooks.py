@@ -4,13 +4,12 @@ either is on."""
 from __future__ import annotations
 
 from pathlib import Path
-from typing import Any
 
 from opentelemetry.sdk.trace.export import SimpleSpanProcessor
 from opentelemetry.sdk.trace.export.in_memory_span_exporter import InMemorySpanExporter
 
 from gateway.config.settings import Settings
-from gateway.observability.grpc_hook import ObservingRegistry
+from gateway.observability.grpc_hook import GrpcObserver
 from gateway.observability.hooks import Observability
 from gateway.observability.page import MetricsPage
 from gateway.observability.span_export import RecordExporter
@@ -18,19 +17,10 @@ from gateway.observability.tracing import Sampling, Tracing, default_resource
 from gateway.serving.registry import Servable
 
 
-class _Server:
-    """Where services would be registered (nothing is, here)."""
-
-    def add_generic_rpc_handlers(self, handlers: Any) -> None: ...
-
-    def add_registered_method_handlers(self, service: str, handlers: Any) -> None: ...
-
-
 def test_with_metrics_and_tracing_off_no_hook_is_installed() -> None:
     off = Observability.from_settings(Settings(model_base_path="/m"), env={})
     assert off.recorder is None and off.tracing is None and off.tfs is None
-    server = _Server()
-    assert off.grpc_registry(server, ()) is server
+    assert off.grpc_observer() is None
     assert off.rest_observer() is None
     assert off.routes(pool=None) == {}  # type: ignore[arg-type]
     servable = Servable("m", 1, "m:1", "onnx", {})
@@ -48,7 +38,7 @@ def test_metrics_on_installs_the_hooks(tmp_path: Path) -> None:
     )
     on = Observability.from_settings(settings, env={})
     assert on.tfs is not None and on.tracing is None
-    assert isinstance(on.grpc_registry(_Server(), ()), ObservingRegistry)
+    assert isinstance(on.grpc_observer(), GrpcObserver)
     assert on.rest_observer() is not None
     (page,) = on.routes(pool=None).items()  # type: ignore[arg-type]  # read only when scraped
     assert page[0] == "/monitoring/prometheus/metrics" and isinstance(page[1], MetricsPage)

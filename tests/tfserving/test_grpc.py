@@ -27,7 +27,9 @@ from gateway.config.model_config import ModelSpecConfig
 from gateway.serving.core import ServingCore
 from gateway.tfserving.grpc import ModelService, deadline_of
 from gateway.tfserving.surface import TfServingOptions, TfServingSurface
+from gateway.transport.gate import Gate
 from gateway.transport.grpc_errors import rpc
+from gateway.transport.grpc_services import register
 from tests.support import onnx_models
 from tests.support.grpc_calls import outputs_of, predict_request
 from tests.support.stack import serving_stack
@@ -50,8 +52,7 @@ def run(root: Path, scenario: Scenario, **options: Any) -> None:
         async with serving_stack(_specs(root)) as stack:
             server = grpc.aio.server(options=[("grpc.so_reuseport", 0)])
             settings = TfServingOptions(max_elements=2**20, max_request_bytes=2**30, **options)
-            for service in TfServingSurface(stack.core, settings).grpc_services():
-                service.add(server)
+            register(server, TfServingSurface(stack.core, settings).grpc_services(), Gate(), None)
             port = server.add_insecure_port("127.0.0.1:0")
             await server.start()
             try:

@@ -3,7 +3,12 @@ call, and its REST API's place in the route table."""
 
 from __future__ import annotations
 
-from gateway._pb.tensorflow_serving.apis import inference_pb2, predict_pb2
+from gateway._pb.tensorflow_serving.apis import (
+    inference_pb2,
+    model_service_pb2,
+    predict_pb2,
+    prediction_service_pb2,
+)
 from gateway.config.settings import Settings
 from gateway.serving.core import ServingCore
 from gateway.tfserving import PROTOCOL
@@ -15,6 +20,7 @@ from gateway.tfserving.surface import (
     TfServingSurface,
 )
 from gateway.transport.http.routes import Routes
+from tests.support.grpc_handlers import check_handlers
 
 CORE: ServingCore = None  # type: ignore[assignment]  # nothing here reaches the core
 
@@ -53,6 +59,13 @@ def test_prediction_is_bounded_and_both_services_tell_the_model_a_call_names() -
     assert prediction.model_of(multi) == "first"
     assert set(prediction.rows_of) == {"MultiInference"}
     assert prediction.rows_of["MultiInference"](multi) == 2
+
+
+def test_each_service_has_a_handler_per_method_of_its_proto_and_predict_answers_bytes() -> None:
+    prediction, model = TfServingSurface(CORE, TfServingOptions(1, 1)).grpc_services()
+    services = prediction_service_pb2.DESCRIPTOR.services_by_name
+    check_handlers(prediction, services["PredictionService"], encoded={"Predict"})
+    check_handlers(model, model_service_pb2.DESCRIPTOR.services_by_name["ModelService"], ())
 
 
 def test_the_rest_api_owns_v1() -> None:

@@ -1,5 +1,5 @@
 """The gRPC gate on a real grpc.aio server (port 0): undecodable messages, bearer tokens,
-draining and the concurrency bound, for services registered through its registrar."""
+draining and the concurrency bound, for services registered as the servers register them."""
 
 from __future__ import annotations
 
@@ -16,6 +16,8 @@ from grpc_health.v1 import health_pb2
 from gateway.drain import shut_down
 from gateway.transport.auth import BearerTokens
 from gateway.transport.gate import Gate
+from gateway.transport.grpc_services import register
+from gateway.transport.surface import GrpcService
 
 BOUNDED = "test.Bounded"
 FREE = "test.Free"
@@ -76,9 +78,11 @@ class Gated:
 async def gated(gate: Gate) -> AsyncIterator[Gated]:
     backend = Backend()
     server = grpc.aio.server(options=[("grpc.so_reuseport", 0)])
-    registrar = gate.registrar(server, bounded=[BOUNDED])
-    for service in (BOUNDED, FREE, HEALTH):
-        registrar.add_registered_method_handlers(service, _handlers(backend))
+    services = [
+        GrpcService(name, "test", _handlers(backend), bounded=name == BOUNDED)
+        for name in (BOUNDED, FREE, HEALTH)
+    ]
+    register(server, services, gate, None)
     port = server.add_insecure_port("127.0.0.1:0")
     await server.start()
     try:
@@ -168,19 +172,6 @@ def test_streams_are_checked_but_not_counted_in_flight() -> None:
     asyncio.run(scenario())
 
 
-def test_encoded_responses_pass_through_and_messages_are_serialized() -> None:
-    from gateway.transport.gate import passthrough
-
-    def serialize(message: object) -> bytes:
-        return b"serialized:" + str(message).encode()
-
-    encode = passthrough(serialize)
-    assert encode is not None
-    assert encode(b"\x0a\x00") == b"\x0a\x00"  # already wire bytes: as they are
-    assert encode(7) == b"serialized:7"
-    assert passthrough(None) is None
-
-
 def test_a_refusal_held_into_the_shutdown_is_unavailable_and_the_next_call_never_lands() -> None:
     """The drain's last step (:func:`gateway.drain.shut_down`) on a real server: a call refused
     while refusals are held gets no answer (its client sends nothing more) until the shutdown
@@ -190,7 +181,7 @@ def test_a_refusal_held_into_the_shutdown_is_unavailable_and_the_next_call_never
     async def scenario() -> None:
         gate, backend = Gate(), Backend()
         server = grpc.aio.server(options=[("grpc.so_reuseport", 0)])
-        gate.registrar(server).add_registered_method_handlers(FREE, _handlers(backend))
+        register(server, [GrpcService(FREE, "test", _handlers(backend))], gate, None)
         port = server.add_insecure_port("127.0.0.1:0")
         await server.start()
         async with grpc.aio.insecure_channel(f"127.0.0.1:{port}") as channel:

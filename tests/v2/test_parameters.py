@@ -10,12 +10,13 @@ from gateway._pb.inference.grpc_service_pb2 import ModelInferRequest
 from gateway.errors import InvalidArgument, Unimplemented
 from gateway.v2 import parameters
 from gateway.v2.parameters import RequestOptions
+from tests.support.v2_parameters import to_proto
 
 
 def test_proto_values_round_trip_with_bool_before_int_and_big_ints_as_uint64() -> None:
     values: dict[str, Any] = {"b": True, "i": -3, "u": 2**63, "f": 0.5, "s": "x"}
     request = ModelInferRequest()
-    parameters.to_proto(values, request.parameters)
+    to_proto(values, request.parameters)
     assert request.parameters["b"].WhichOneof("parameter_choice") == "bool_param"
     assert request.parameters["u"].WhichOneof("parameter_choice") == "uint64_param"
     assert parameters.from_proto(request.parameters) == values

@@ -13,6 +13,7 @@ from gateway.v2 import PROTOCOL
 from gateway.v2.dataplane import V2Options
 from gateway.v2.rest.routes import V2Rest
 from gateway.v2.surface import SERVICE, V2Surface, model_of, options_from
+from tests.support.grpc_handlers import check_handlers
 
 CORE: Any = SimpleNamespace(models=None)  # nothing here reaches the core
 
@@ -39,6 +40,12 @@ def test_one_bounded_service_that_tells_the_model_a_call_names() -> None:
     assert model_of(pb.ModelReadyRequest(name="r")) == "r"
     assert model_of(pb.RepositoryModelLoadRequest(model_name="l")) == "l"
     assert model_of(pb.ServerLiveRequest()) == "" and model_of(object()) == ""
+
+
+def test_the_service_has_a_handler_per_method_of_its_proto_and_model_infer_answers_bytes() -> None:
+    (service,) = V2Surface(CORE, V2Options(max_elements=1)).grpc_services()
+    descriptor = pb.DESCRIPTOR.services_by_name["GRPCInferenceService"]
+    check_handlers(service, descriptor, encoded={"ModelInfer"})
 
 
 def test_the_rest_api_owns_v2() -> None:

@@ -2,8 +2,8 @@
 
 Building a ``PredictResponse`` message (a ``TensorProto`` per output, copied into the response's
 map, then serialized by grpc) cost about 20 µs per response of two small tensors; the bytes
-written here cost a few. The servicer returns them as they are: the gRPC front door passes bytes
-through its response serializer (:func:`gateway.transport.gate.passthrough`).
+written here cost a few. The servicer returns them as they are: Predict's handler has no response
+serializer (:func:`gateway.transport.grpc_services.unary` with ``bytes``).
 
 The bytes are those protobuf itself writes for the message :func:`predict_response` of
 :mod:`~gateway.tfserving.codec.messages` builds (fields in number order; the tests compare them

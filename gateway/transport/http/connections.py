@@ -19,6 +19,20 @@ the client's bytes (and logged with them). :func:`make_server` builds the ``web.
   than 128 headers, a bad ``Content-Length``, data after ``Connection: close``...) is answered
   ``{"error": "<what is wrong>"}`` with its status (501 for a method, else 400) and never echoes
   the request's bytes; the log says so at most once a minute, with a count.
+
+aiohttp members the REST transport uses beyond aiohttp's documented API (each checked against the
+installed aiohttp by tests/transport/http/test_aiohttp_contract.py):
+
+- ``web.RequestHandler`` subclassed (:class:`_Connection`): ``__init__(manager, *, loop, ...)``;
+  overrides ``connection_made``, ``data_received``, ``connection_lost``, ``handle_error``; calls
+  ``force_close``; reads ``transport``; its own attributes must not shadow aiohttp's slots;
+- ``web.Server`` subclassed (:class:`_Server`): ``__call__`` (the protocol factory) overridden,
+  reading the private ``Server._loop`` and ``Server._kwargs``; ``Server.connections``;
+  ``Server.pre_shutdown`` and ``ServerRunner.server`` / ``addresses`` (:mod:`.server`);
+- ``aiohttp.http_exceptions``: ``BadHttpMethod``, ``HttpProcessingError.message``,
+  ``LineTooLong.args[1]`` (the line limit);
+- ``BaseRequest.protocol`` (the connection), ``BaseRequest.writer`` and its ``output_size``
+  (read here; reset to 0 by :mod:`.bounds` after writing ``100 Continue``).
 """
 
 from __future__ import annotations

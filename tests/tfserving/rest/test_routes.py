@@ -39,6 +39,8 @@ from gateway.serving.core import ModelRef, ServingCore
 from gateway.tfserving import PROTOCOL
 from gateway.tfserving.rest.routes import TfServingRest
 from gateway.tfserving.surface import TfServingOptions, TfServingSurface
+from gateway.transport.gate import Gate
+from gateway.transport.grpc_services import register
 from gateway.transport.http.front import HttpError
 from gateway.transport.http.routes import UNKNOWN_API
 from tests.support import onnx_models, rest_models
@@ -129,8 +131,7 @@ def stack(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Stack]:
         )
         server = grpc.aio.server(options=[("grpc.so_reuseport", 0)])
         options = TfServingOptions(max_elements=2**20, max_request_bytes=2**31 - 1)
-        for service in TfServingSurface(core, options).grpc_services():
-            service.add(server)
+        register(server, TfServingSurface(core, options).grpc_services(), Gate(), None)
         grpc_port = server.add_insecure_port("127.0.0.1:0")
         await server.start()
         rest_port = await rest.start("127.0.0.1", 0)
