@@ -28,8 +28,6 @@ from gateway.config.validation import (
     parse_grpc_channel_arguments,
 )
 
-__all__ = ["MIB", "Settings"]
-
 
 @dataclass(frozen=True)
 class Settings(RuntimeSettings, ModelSettings, ListenSettings):

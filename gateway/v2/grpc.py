@@ -17,6 +17,7 @@ import grpc
 
 from gateway._pb.inference import grpc_service_pb2 as pb
 from gateway._pb.inference import grpc_service_pb2_grpc as pb_grpc
+from gateway.errors import grpc_status
 from gateway.serving.core import PredictResult
 from gateway.serving.signature import Signature
 from gateway.transport.grpc_errors import rpc
@@ -138,4 +139,4 @@ class InferenceService(pb_grpc.GRPCInferenceServiceServicer):
 
 async def _no_shared_memory(context: grpc.aio.ServicerContext, kind: str) -> None:
     error = errors.not_supported(f"the {kind} shared-memory extension")
-    await context.abort(errors.grpc_status(error.code), error.message)
+    await context.abort(grpc_status(error.code), error.message)
