@@ -24,6 +24,7 @@ from gateway.config.validation import (
     INT32_MAX,
     LOG_FORMATS,
     SettingsError,
+    check_choice,
     check_range,
     parse_grpc_channel_arguments,
 )
@@ -124,14 +125,8 @@ def _validate(s: Settings) -> None:
             raise SettingsError(f"{name} must be > 0, got {value}")
     if not s.model_name:
         raise SettingsError("model_name must not be empty")
-    if s.log_format not in LOG_FORMATS:
-        raise SettingsError(
-            f"log_format must be one of {', '.join(LOG_FORMATS)}, got {s.log_format!r}"
-        )
-    if s.inline_runs not in INLINE_RUNS:
-        raise SettingsError(
-            f"inline_runs must be one of {', '.join(INLINE_RUNS)}, got {s.inline_runs!r}"
-        )
+    check_choice("log_format", s.log_format, LOG_FORMATS)
+    check_choice("inline_runs", s.inline_runs, INLINE_RUNS)
     check_range("inline_budget_mb", s.inline_budget_mb, 0)
     if any(not tag for tag in s.saved_model_tag_set):
         raise SettingsError(

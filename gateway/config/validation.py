@@ -55,3 +55,9 @@ def check_range(name: str, value: float, low: int, high: int | None = None) -> N
             raise SettingsError(f"{name} must be >= {low}, got {value}")
     elif not low <= value <= high:
         raise SettingsError(f"{name} must be in {low}..{high}, got {value}")
+
+
+def check_choice(name: str, value: str, choices: tuple[str, ...]) -> None:
+    """Raise unless ``value`` is one of ``choices``."""
+    if value not in choices:
+        raise SettingsError(f"{name} must be one of {', '.join(choices)}, got {value!r}")
