@@ -46,6 +46,7 @@ import struct
 from typing import Final, cast
 
 from channel import wire
+from channel.binary import Malformed
 from channel.descriptors import TensorDesc, WireSignature, WireTensorSpec
 from channel.json_fields import REQUEST_FIELDS, is_int, is_str
 from channel.replies import (
@@ -142,7 +143,7 @@ def decode_request(data: bytes) -> Request:
     if data[:1] == bytes((wire.RUN_TAG,)):
         try:
             return cast(RunRequest, wire.decode_run(data))
-        except wire.Malformed as exc:
+        except Malformed as exc:
             raise BadRequest(exc.request_id, f"run request: {exc}") from None
     try:
         obj = json.loads(data)

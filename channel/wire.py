@@ -16,12 +16,11 @@ Run reply (tag ``0x02``)::
     B tag, q id, B flags (1: spans), Q out_end, d compute_us, H outputs;
     outputs × tensor; [H spans, I bytes, spans × span]
 
-Span: see :mod:`channel.span_wire` (:class:`WorkerSpans`, :class:`SpanForm`; both importable
-from here too).
+Span: see :mod:`channel.span_wire`.
 
 Tensor: ``B dtype index (in :data:`DTYPE_ORDER`), B rank, Q offset, Q nbytes, rank × Q dims, str
-name``. Decoding raises :class:`Malformed` (with the id once it is known) for anything that does
-not parse; the caller maps it to its own error.
+name``. Decoding raises :class:`~channel.binary.Malformed` (with the id once it is known) for
+anything that does not parse; the caller maps it to its own error.
 """
 
 from __future__ import annotations
@@ -34,15 +33,12 @@ from typing import Any, Final
 
 from channel.binary import Malformed, Reader, write_str
 from channel.dtypes import DTYPE_NAMES
-from channel.span_wire import SpanForm, WorkerSpans
+from channel.span_wire import WorkerSpans
 
 __all__ = [
     "DTYPE_ORDER",
     "RUN_REPLY_TAG",
     "RUN_TAG",
-    "Malformed",
-    "SpanForm",
-    "WorkerSpans",
     "decode_run",
     "decode_run_reply",
     "encode_run",

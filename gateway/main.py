@@ -21,7 +21,7 @@ from gateway.config.model_config import (
     model_server_config_from_flags,
     model_specs,
 )
-from gateway.config.platform import resolve_frontends
+from gateway.config.sizing import resolve_frontends
 from gateway.errors import ServingError
 from gateway.one_process import Gateway
 

@@ -27,10 +27,10 @@ from gateway.lifecycle import report_ready, serve
 from gateway.models.config_poll import start_polls
 from gateway.observability.hooks import Observability
 from gateway.observability.metrics import set_runs_in
-from gateway.parallel.supervised import Tasks
 from gateway.protocol_servers import Servers
 from gateway.roles import Options, build
 from gateway.serving.registry import available_servables
+from gateway.tasks import Tasks
 from gateway.tfserving.warmup import WarmupPlanner
 
 log = logging.getLogger(__name__)

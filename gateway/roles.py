@@ -28,9 +28,9 @@ from typing import Any, Generic, TypeVar, overload
 from gateway.batching.clock import Clock
 from gateway.batching.observer import BatchObserver
 from gateway.config.model_config import ModelSpecConfig
-from gateway.config.platform import resolve_worker_threads
 from gateway.config.settings import Settings
 from gateway.config.settings_field import MIB
+from gateway.config.sizing import resolve_worker_threads
 from gateway.models.loader import LoadOptions, Warmup, Workers
 from gateway.models.manager import ModelManager
 from gateway.parallel.dispatcher import Dispatcher

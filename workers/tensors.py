@@ -16,7 +16,8 @@ import numpy as np
 from channel.dtypes import STRING, dtype_name
 from channel.messages import TensorDesc, WorkerError
 from channel.shm.arena import align_up
-from channel.shm.channel import Channel, OutputArenaExhausted
+from channel.shm.channel import Channel
+from channel.shm.output_area import OutputArenaExhausted
 from channel.shm.payload import read_tensor, tensor_nbytes, write_tensor
 
 

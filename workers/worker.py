@@ -27,13 +27,12 @@ from channel.messages import (
     RunRequest,
     WorkerError,
 )
-from channel.shm.channel import Channel, ChannelFull
+from channel.shm.channel import Channel
+from channel.shm.ring import ChannelFull
 from channel.span_wire import SpanForm
 from channel.telemetry import Telemetry
 from workers.models import LOADERS, Model
 from workers.tensors import read_input, write_outputs
-
-__all__ = ["LOADERS", "Model", "Worker", "serve"]
 
 log = logging.getLogger(__name__)
 

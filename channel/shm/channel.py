@@ -34,11 +34,8 @@ import time
 
 from channel.shm.arena import Allocator
 from channel.shm.doorbell import fence, ring_if_sleeping
-from channel.shm.output_area import OUTPUT_WAIT_S, OutputArea, OutputArenaExhausted
-from channel.shm.ring import ChannelFull
+from channel.shm.output_area import OUTPUT_WAIT_S, OutputArea
 from channel.shm.segment import W_COMPLETE_SLEEPING, W_SUBMIT_SLEEPING, Segment, create_memfd
-
-__all__ = ["OUTPUT_WAIT_S", "Channel", "ChannelFull", "OutputArenaExhausted"]
 
 log = logging.getLogger(__name__)
 

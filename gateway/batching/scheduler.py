@@ -16,11 +16,9 @@ Contract (see :class:`~gateway.config.batching_options.BatchingOptions` for each
   request whose deadline ends before its batch could → DEADLINE_EXCEEDED
   (:mod:`gateway.batching.admission`).
 - A batch that does not fit the picked worker's input area now stays first in its queue and
-  waits for room, first come first served among all the queues on those workers
-  (:meth:`Dispatcher.wait_for_room <gateway.parallel.dispatcher.Dispatcher.wait_for_room>`),
-  bounded by its members' deadlines (``--max_inflight_bytes`` bounds what all requests hold
-  meanwhile). One larger than a whole input area goes as two halves; a lone request that large
-  is refused (RESOURCE_EXHAUSTED).
+  waits for room by :mod:`gateway.parallel.input_room`'s rule, bounded by its members' deadlines
+  (``--max_inflight_bytes`` bounds what all requests hold meanwhile). One larger than a whole
+  input area goes as two halves; a lone request that large is refused (RESOURCE_EXHAUSTED).
 - An expired request (its deadline timer fires) or a cancelled one leaves its batch before the batch
   runs and never takes a slot; a batch left empty is not run, and a request that can no longer
   finish in time is dropped with DEADLINE_EXCEEDED at dispatch. Every request gets exactly its own
@@ -304,7 +302,7 @@ class BatchScheduler:
         except InputAreaFull:
             self._queue.hold(batch)
             self._stalled = batch
-            self._dispatcher.wait_for_room(self, self.servable_key, self._pump)
+            self._dispatcher.room.wait(self, self.servable_key, self._pump)
             return False
         except ServingError as exc:  # too large for any input area: several go as two halves
             if isinstance(exc, InputTooLarge) and len(tasks) > 1:
@@ -392,6 +390,6 @@ class BatchScheduler:
         stalled = self._stalled
         if stalled is not None and stalled not in self._queue.batches:
             self._stalled = None
-            self._dispatcher.room_found(self)
+            self._dispatcher.room.found(self)
         if self._idle is not None and not self._queue and not self.in_flight:
             self._idle.set()

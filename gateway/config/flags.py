@@ -29,7 +29,7 @@ from collections.abc import Sequence
 from typing import Any, TextIO
 
 from gateway.config.flag_table import FLAGS, FlagSpec, Kind
-from gateway.config.platform import available_cpus
+from gateway.config.machine import available_cpus
 from gateway.config.settings import Settings
 from gateway.config.validation import SettingsError
 

@@ -9,7 +9,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass, field
 
-from gateway.config.platform import available_cpus
+from gateway.config.machine import available_cpus
 from gateway.config.settings_field import MIB, setting
 
 

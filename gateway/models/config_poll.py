@@ -28,7 +28,7 @@ from gateway.config.model_config import (
 from gateway.config.settings import Settings
 from gateway.errors import ServingError
 from gateway.models.manager import ModelManager
-from gateway.parallel.supervised import Sleep, Tasks, every
+from gateway.tasks import Sleep, Tasks, every
 
 log = logging.getLogger(__name__)
 

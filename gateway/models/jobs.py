@@ -7,7 +7,7 @@ job is told its model's config and ``superseded`` event when it starts; its stat
 the model's :class:`~gateway.serving.registry.VersionStatus` (LOADING, with the last error while
 a retry waits; AVAILABLE; END with the error that ended it). Once a version is AVAILABLE the
 versions out of the policy are unloaded (the swap: a model is never left without a serving
-version). Jobs are supervised (:mod:`gateway.parallel.supervised`): whatever one raises is
+version). Jobs are supervised (:mod:`gateway.tasks`): whatever one raises is
 logged, never lost.
 """
 
@@ -22,8 +22,8 @@ from gateway.config.model_config import ModelSpecConfig
 from gateway.errors import ServingError
 from gateway.models.base_path import BasePathWatch
 from gateway.models.loader import VersionLoader, Workers
-from gateway.parallel.supervised import Tasks
 from gateway.serving.registry import Servable, State, VersionStatus
+from gateway.tasks import Tasks
 
 log = logging.getLogger(__name__)
 

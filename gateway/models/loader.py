@@ -21,10 +21,10 @@ from collections.abc import Awaitable, Callable, Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Any, Protocol
 
+from gateway.config.machine import available_cpus
 from gateway.config.model_config import ModelSpecConfig
 from gateway.config.model_runtimes import RuntimeChoice, runtime_for
 from gateway.config.model_workers import workers_for
-from gateway.config.platform import available_cpus
 from gateway.config.settings import Settings
 from gateway.errors import Cancelled, FailedPrecondition, Internal, ServingError
 from gateway.models import versions

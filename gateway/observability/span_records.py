@@ -26,8 +26,9 @@ from opentelemetry.sdk.util.instrumentation import InstrumentationScope
 from opentelemetry.trace import Link, SpanContext, SpanKind, TraceFlags, TraceState
 from opentelemetry.trace.status import Status, StatusCode
 
+from channel.binary import Malformed
+from channel.span_wire import WorkerSpans
 from channel.telemetry import SpanRecord
-from channel.wire import Malformed, WorkerSpans
 
 log = logging.getLogger(__name__)
 

@@ -43,8 +43,8 @@ from opentelemetry.sdk.trace.sampling import (
 )
 from opentelemetry.trace import SpanKind
 
+from channel.span_wire import WorkerSpans
 from channel.telemetry import parse_w3c
-from channel.wire import WorkerSpans
 from gateway.config.model_config import ConfigError
 from gateway.observability.span_export import WIRE_ENCODED, RecordExporter, RecordSpanProcessor
 from gateway.observability.span_records import LOW64, Attributes, BatchSpan, Record, ServerSpan

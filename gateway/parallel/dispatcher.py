@@ -1,23 +1,18 @@
 """A front end's run side: its run link to each worker, least-loaded routing, capacity callbacks.
 
-The supervisor (the worker pool, :mod:`gateway.parallel.pool`) tells the run side only what it
-must know, through four calls: a worker's channel is up (:meth:`Dispatcher.attach`, which makes
-the front end's :class:`~gateway.parallel.run_link.RunLink` over it), a servable is warm on a
-worker and may be routed there (:meth:`~Dispatcher.route`) or may not any more
-(:meth:`~Dispatcher.unroute`); and it asks which runs look hung (:meth:`~Dispatcher.hung`). With
-several front-end processes these become messages from the supervisor to each front end; today
-they are calls in one process.
+The worker pool (:mod:`gateway.parallel.pool`) or, with several front ends, the supervisor's
+messages (:mod:`gateway.frontend.run_side`) tell the run side what it must know: a worker's
+channel is up (:meth:`Dispatcher.attach`, which makes the
+:class:`~gateway.parallel.run_link.RunLink` over it), a servable is warm on a worker and may be
+routed there (:meth:`~Dispatcher.route`) or may not any more (:meth:`~Dispatcher.unroute`); and
+it is asked which runs look hung (:meth:`~Dispatcher.hung`).
 
 Routing is least-loaded with a per-worker cap: at most ``max_in_flight`` runs are outstanding per
 worker (one computing, the rest queued in its ring, so the worker never idles between runs).
-Queuing beyond that is the batch schedulers' job: :meth:`~Dispatcher.pick` answers None when
-every worker is at the cap, and a scheduler registers with :meth:`~Dispatcher.on_capacity` to be
-called back (once, in registration order) when a slot frees.
-
-A run that does not fit a worker's input area right now waits for room there
-(:meth:`~Dispatcher.wait_for_room`), first come first served: until it is placed
-(:meth:`~Dispatcher.room_found`), the workers hosting its servable are kept for it — a sender
-that came later is not picked for them — so a stream of small runs cannot starve a large one.
+Queuing beyond that is the batch schedulers': :meth:`~Dispatcher.pick` answers None when every
+worker is at the cap, or kept for a sender that waits for input room ahead of the caller
+(:mod:`gateway.parallel.input_room`, :attr:`Dispatcher.room`); a scheduler registers with
+:meth:`~Dispatcher.on_capacity` to be called back (once, in registration order) when a slot frees.
 """
 
 from __future__ import annotations
@@ -29,6 +24,7 @@ from gateway.errors import Unavailable
 from gateway.parallel.endpoint import Endpoint
 from gateway.parallel.inline_cost import HOP_S
 from gateway.parallel.inline_link import InlineLink
+from gateway.parallel.input_room import InputRoom
 from gateway.parallel.run_link import RunLink
 from gateway.parallel.watchdog import HangPolicy, RunTimes, hung_run
 
@@ -47,8 +43,8 @@ class Dispatcher:
         self.run_times = RunTimes()
         """Compute times per servable, for hung-run detection (each link records into it)."""
         self._listeners: dict[Callable[[], None], None] = {}
-        self._room: dict[object, str] = {}
-        """Senders waiting for input room, in arrival order, with the servable each sends."""
+        self.room = InputRoom(self.on_capacity, self.wake)
+        """The senders waiting for room in a worker's input area, and the workers kept for them."""
         self.inline: InlineLink | None = None
         """This front end's own runs (:mod:`gateway.parallel.inline_link`), picked first for the
         versions it holds; None: every run goes to a worker."""
@@ -126,7 +122,7 @@ class Dispatcher:
         candidates = [link for link in self.links if link.alive and key in link.routed]
         if not candidates:
             raise Unavailable(f"no worker is serving {key} right now; retry later")
-        kept = self._kept_before(sender)
+        kept = self.room.kept_before(sender)
         if kept:
             candidates = [link for link in candidates if not link.routed & kept]
             if not candidates:
@@ -138,29 +134,6 @@ class Dispatcher:
         if it has a free slot."""
         best = min(candidates, key=lambda link: link.runs_in_flight)
         return best if best.runs_in_flight < self.max_in_flight else None
-
-    def wait_for_room(self, sender: object, key: str, wake: Callable[[], None]) -> None:
-        """``sender``'s next run of ``key`` does not fit an input area now: keep the workers
-        hosting ``key`` for it (after those who waited before it) until :meth:`room_found`, and
-        call ``wake`` when a run finishes."""
-        self._room.setdefault(sender, key)
-        self.on_capacity(wake)
-
-    def room_found(self, sender: object) -> None:
-        """``sender`` waits for room no more (its run is placed, or left): the workers it kept
-        are free for the others, who look again at the end of this loop turn."""
-        if self._room.pop(sender, None) is not None:
-            asyncio.get_running_loop().call_soon(self.wake)
-
-    def _kept_before(self, sender: object) -> set[str]:
-        """The servables of the senders waiting for room ahead of ``sender`` (all of them when
-        ``sender`` does not wait)."""
-        kept: set[str] = set()
-        for waiting, key in self._room.items():
-            if waiting is sender:
-                break
-            kept.add(key)
-        return kept
 
     def on_capacity(self, listener: Callable[[], None]) -> None:
         """Call ``listener`` once, the next time a slot may have freed (idempotent per listener)."""

@@ -25,7 +25,8 @@ from typing import Protocol
 
 from channel import messages
 from channel.messages import Reply, Request
-from channel.shm.channel import Channel, ChannelFull
+from channel.shm.channel import Channel
+from channel.shm.ring import ChannelFull
 from gateway.errors import ResourceExhausted, ServingError
 
 log = logging.getLogger(__name__)

@@ -21,8 +21,8 @@ from gateway.errors import ServingError, Unavailable
 from gateway.parallel import placement
 from gateway.parallel.dispatcher import Dispatcher
 from gateway.parallel.process import WorkerProcess
-from gateway.parallel.supervised import gather_all
 from gateway.parallel.warmup import Planner, WarmupReport, warm_up
+from gateway.tasks import gather_all
 
 log = logging.getLogger(__name__)
 

@@ -34,7 +34,7 @@ from typing import Any, Protocol, TypeVar
 import numpy as np
 
 from channel.shm.channel import Channel
-from channel.wire import WorkerSpans
+from channel.span_wire import WorkerSpans
 
 
 class OutputLease:

@@ -6,7 +6,7 @@ longer than its servable's runs do (every ``hang.check_s``; the decision is the 
 :meth:`Dispatcher.hung <gateway.parallel.dispatcher.Dispatcher.hung>`, from
 :mod:`gateway.parallel.watchdog`). A hung run's worker is retired first, so its requests fail with
 the message that says why, then killed. Both loops are supervised
-(:func:`gateway.parallel.supervised.every`): a check that fails is logged and runs again.
+(:func:`gateway.tasks.every`): a check that fails is logged and runs again.
 """
 
 from __future__ import annotations
@@ -20,8 +20,8 @@ from typing import Any
 from gateway.errors import ServingError, Unavailable
 from gateway.parallel.dispatcher import Dispatcher
 from gateway.parallel.process import WorkerProcess
-from gateway.parallel.supervised import every
 from gateway.parallel.watchdog import HangPolicy
+from gateway.tasks import every
 
 log = logging.getLogger(__name__)
 

@@ -14,7 +14,7 @@ A worker counts as alive only once it has reported ready *and* its exit has not 
 that dies as it reports ready fails its own start with UNAVAILABLE. A replacement that fails to
 start (it died, timed out, or could not be spawned) is tried again ``restart_delay_s`` later,
 doubling up to :data:`MAX_RESTART_DELAY_S`, until one serves or the pool closes. Every background
-task is supervised (:mod:`gateway.parallel.supervised`).
+task is supervised (:mod:`gateway.tasks`).
 """
 
 from __future__ import annotations
@@ -31,9 +31,9 @@ from gateway.parallel.dispatcher import Dispatcher
 from gateway.parallel.hosting import Hosting, Loaded, LoadSpec
 from gateway.parallel.liveness import Liveness
 from gateway.parallel.process import WorkerProcess
-from gateway.parallel.supervised import Tasks, gather_all
 from gateway.parallel.warmup import Planner
 from gateway.parallel.watchdog import HangPolicy
+from gateway.tasks import Tasks, gather_all
 
 log = logging.getLogger(__name__)
 

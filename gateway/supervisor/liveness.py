@@ -21,8 +21,8 @@ import logging
 from collections.abc import Callable, Iterable
 
 from gateway.errors import ServingError
-from gateway.parallel.supervised import Tasks, every
 from gateway.supervisor.frontends import FrontEndProcess
+from gateway.tasks import Tasks, every
 
 log = logging.getLogger(__name__)
 

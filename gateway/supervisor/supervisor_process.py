@@ -45,7 +45,6 @@ from gateway.listen import TlsMaterial
 from gateway.models.config_poll import start_polls
 from gateway.observability.hooks import Observability
 from gateway.parallel.shared_load import LoadTable
-from gateway.parallel.supervised import Tasks
 from gateway.roles import Options, build_supervisor
 from gateway.serving.registry import Servable
 from gateway.supervisor.fanout import Fanout
@@ -55,6 +54,7 @@ from gateway.supervisor.page import FleetPage
 from gateway.supervisor.ports import Reservation, reserve
 from gateway.supervisor.registry_push import RegistryPush
 from gateway.supervisor.stop_barrier import StopBarrier
+from gateway.tasks import Tasks
 from gateway.tfserving.warmup import WarmupPlanner
 from gateway.transport.auth import load_tokens
 from gateway.v2.model_control import ModelRepository

@@ -1,10 +1,11 @@
 """V2 errors: :class:`gateway.errors.Code` → gRPC status and HTTP status, in one place.
 
-gRPC carries the canonical code itself (a ``google.rpc.Code`` number, as the protocol says:
-"errors are indicated by the google.rpc.Status returned for the request"). HTTP follows Triton's
-``HttpCodeFromError`` where Triton has the code, and tensorgate's general table (the TF Serving
-API's) for codes Triton never returns; the body is ``{"error": "<message>"}`` (the protocol's
-``$inference_error_response``, and the same for every other V2 route):
+gRPC carries the canonical code itself (:func:`gateway.errors.grpc_status`: a ``google.rpc.Code``
+number, as the protocol says: "errors are indicated by the google.rpc.Status returned for the
+request"). HTTP follows Triton's ``HttpCodeFromError`` where Triton has the code, and
+tensorgate's general table (the TF Serving API's) for codes Triton never returns; the body is
+``{"error": "<message>"}`` (the protocol's ``$inference_error_response``, and the same for every
+other V2 route):
 
 =====================  =====  =====================================================
 canonical code         HTTP   why
@@ -36,11 +37,9 @@ from __future__ import annotations
 
 from typing import Final
 
-import grpc
 import orjson
 
 from gateway.errors import Code, InvalidArgument, ServingError, Unimplemented
-from gateway.errors import grpc_status as _canonical_grpc_status
 from gateway.serving.signature import DtypeMismatch
 from gateway.v2 import datatypes
 
@@ -73,11 +72,6 @@ HEALTH_FALSE_STATUS: Final = 400
 def http_status(code: Code) -> int:
     """The HTTP status of a V2 REST response failing with ``code``."""
     return _HTTP[code]
-
-
-def grpc_status(code: Code) -> grpc.StatusCode:
-    """The gRPC status of a V2 RPC failing with ``code`` (the canonical code itself)."""
-    return _canonical_grpc_status(code)
 
 
 def error_body(error: ServingError) -> bytes:

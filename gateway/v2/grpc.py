@@ -18,6 +18,7 @@ from typing import Any, NoReturn
 import grpc
 
 from gateway._pb.inference import grpc_service_pb2 as pb
+from gateway.errors import grpc_status
 from gateway.serving.core import PredictResult
 from gateway.serving.signature import Signature
 from gateway.transport.gate import MethodHandler
@@ -213,5 +214,5 @@ class GRPCInferenceService:
 
 async def _no_shared_memory(context: grpc.aio.ServicerContext, kind: str) -> NoReturn:
     error = errors.not_supported(f"the {kind} shared-memory extension")
-    await context.abort(errors.grpc_status(error.code), error.message)
+    await context.abort(grpc_status(error.code), error.message)
     raise AssertionError("unreachable: context.abort raises")

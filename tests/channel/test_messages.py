@@ -9,7 +9,7 @@ import pytest
 
 from channel import messages
 from channel.messages import BadRequest, Reply, Request, TensorDesc
-from channel.wire import WorkerSpans
+from channel.span_wire import WorkerSpans
 
 X: TensorDesc = {"name": "x", "dtype": "float32", "shape": [8, 64], "offset": 4096, "nbytes": 2048}
 

@@ -10,8 +10,8 @@ import numpy as np
 import pytest
 
 from channel.logs import TRACE_IDS
+from channel.span_wire import SpanForm
 from channel.telemetry import Telemetry, parse_w3c
-from channel.wire import SpanForm
 from tests.support import onnx_models
 from tests.support.worker_harness import Harness
 

@@ -8,7 +8,7 @@ import typing
 
 from gateway.config.flag_table import FLAGS, Kind, Status
 from gateway.config.flags import flag_default
-from gateway.config.platform import available_cpus
+from gateway.config.machine import available_cpus
 from gateway.config.settings import Settings
 
 # Every flag of upstream tensorflow_serving/model_servers/main.cc with its default there

@@ -15,7 +15,7 @@ from gateway.config.flags import (
     usage,
     version_text,
 )
-from gateway.config.platform import available_cpus
+from gateway.config.machine import available_cpus
 from gateway.config.settings import Settings
 from gateway.config.validation import SettingsError
 

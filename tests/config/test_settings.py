@@ -9,8 +9,9 @@ import pytest
 
 from gateway.config.flag_table import FLAGS
 from gateway.config.flags import parse_flags
-from gateway.config.platform import available_cpus
-from gateway.config.settings import MIB, Settings
+from gateway.config.machine import available_cpus
+from gateway.config.settings import Settings
+from gateway.config.settings_field import MIB
 from gateway.config.settings_listen import ListenSettings
 from gateway.config.settings_models import ModelSettings
 from gateway.config.settings_runtime import RuntimeSettings

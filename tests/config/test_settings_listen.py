@@ -5,7 +5,7 @@ from __future__ import annotations
 
 import dataclasses
 
-from gateway.config.platform import available_cpus
+from gateway.config.machine import available_cpus
 from gateway.config.settings_field import MIB
 from gateway.config.settings_listen import ListenSettings
 

@@ -31,8 +31,8 @@ from gateway.config.model_config import (
     load_monitoring_config,
     model_specs,
 )
-from gateway.config.platform import resolve_frontends, resolve_worker_threads
-from gateway.config.settings import MIB
+from gateway.config.settings_field import MIB
+from gateway.config.sizing import resolve_frontends, resolve_worker_threads
 from gateway.parallel.pool import PoolOptions
 from tests.support.gateway_proc import start_gateway
 from tests.support.paths import REPO_ROOT

@@ -11,7 +11,7 @@ from hypothesis import strategies as st
 from opentelemetry.sdk.resources import Resource
 from opentelemetry.trace import SpanKind
 
-from channel.wire import WorkerSpans
+from channel.span_wire import WorkerSpans
 from gateway.observability.otlp_templates import Template, batch_span, server_spans
 from gateway.observability.otlp_wire import encode_records, encode_request
 from gateway.observability.span_records import BatchSpan, ServerSpan, SpanForms

@@ -11,7 +11,7 @@ from opentelemetry.sdk.resources import Resource
 from opentelemetry.trace import SpanKind
 from opentelemetry.trace.status import StatusCode
 
-from channel.wire import WorkerSpans
+from channel.span_wire import WorkerSpans
 from gateway.observability.otlp_wire import encode_records, encode_request
 from gateway.observability.span_records import (
     BatchSpan,

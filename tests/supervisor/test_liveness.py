@@ -13,8 +13,8 @@ from typing import Any
 
 from channel.handover import Message
 from gateway.ipc.link import MessageLink
-from gateway.parallel.supervised import Tasks
 from gateway.supervisor.liveness import FrontEndPings
+from gateway.tasks import Tasks
 
 
 @dataclass(eq=False)

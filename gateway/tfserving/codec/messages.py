@@ -27,7 +27,7 @@ from gateway._pb.tensorflow_serving.apis import (
 from gateway._pb.xla.tsl.protobuf import error_codes_pb2
 from gateway.config.model_config import ConfigError, ModelSpecConfig, model_specs
 from gateway.errors import InvalidArgument, ResourceExhausted
-from gateway.serving.core import ModelRef, PredictResult
+from gateway.serving.core import ModelRef
 from gateway.serving.inputs import Header
 from gateway.serving.registry import VersionStatus
 from gateway.serving.signature import Signature, TensorSpec
@@ -131,18 +131,6 @@ def predict_inputs(
     """The :data:`~gateway.serving.core.InputsDecoder` of a PredictRequest (``signature`` unused: a
     TensorProto says its own dtype)."""
     return PredictInputs(request, max_elements=max_elements, max_bytes=max_bytes)
-
-
-def predict_response(
-    result: PredictResult, *, as_tensor_content: bool
-) -> predict_pb2.PredictResponse:
-    response = predict_pb2.PredictResponse()
-    fill_model_spec(response.model_spec, result.model, result.version, result.signature_name)
-    for name, array in result.outputs.items():
-        response.outputs[name].CopyFrom(
-            tensor_codec.from_ndarray(array, as_tensor_content=as_tensor_content)
-        )
-    return response
 
 
 def fill_model_spec(

@@ -1,16 +1,13 @@
-"""A PredictResponse's wire bytes, written straight from the outputs (the hot path's encoder).
+"""A PredictResponse's wire bytes, written straight from the outputs (the hot path's encoder:
+a few µs where building the message costs about 20 µs for two small tensors). Predict's handler
+has no response serializer (:func:`gateway.transport.grpc_services.unary` with ``bytes``): the
+servicer returns these bytes as they are.
 
-Building a ``PredictResponse`` message (a ``TensorProto`` per output, copied into the response's
-map, then serialized by grpc) cost about 20 µs per response of two small tensors; the bytes
-written here cost a few. The servicer returns them as they are: Predict's handler has no response
-serializer (:func:`gateway.transport.grpc_services.unary` with ``bytes``).
-
-The bytes are those protobuf itself writes for the message :func:`predict_response` of
-:mod:`~gateway.tfserving.codec.messages` builds (fields in number order; the tests compare them
-byte for byte): ``outputs`` (field 1, one map entry per output, in the outputs' order), then
-``model_spec`` (field 2: name, ``version`` as an Int64Value, ``signature_name`` when not empty).
-A tensor whose typed field is a packed copy of its little-endian bytes (float, double, complex,
-bool: :data:`~gateway.tfserving.codec.tensor_encode.RAW_PAYLOAD_FIELDS`), and every tensor with
+The bytes are those protobuf writes for the same ``PredictResponse`` message, byte for byte:
+``outputs`` (field 1, one map entry per output, in the outputs' order), then ``model_spec``
+(field 2: name, ``version`` as an Int64Value, ``signature_name`` when not empty). A tensor whose
+typed field is a packed copy of its little-endian bytes (float, double, complex, bool:
+:data:`~gateway.tfserving.codec.tensor_encode.RAW_PAYLOAD_FIELDS`), and every tensor with
 ``--enable_serialization_as_tensor_content``, is written here; any other (varint-typed integers,
 halves, strings) through protobuf (:func:`~gateway.tfserving.codec.tensor_encode.from_ndarray`).
 """

@@ -12,8 +12,9 @@ from typing import Any
 import numpy as np
 import pytest
 
-from channel.shm.channel import Channel, ChannelFull
+from channel.shm.channel import Channel
 from channel.shm.payload import read_tensor, write_tensor
+from channel.shm.ring import ChannelFull
 
 WAIT_S = 30.0
 """Upper bound of every wait on the other thread (never reached when things work)."""

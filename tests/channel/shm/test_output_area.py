@@ -14,8 +14,8 @@ from typing import Any
 import numpy as np
 import pytest
 
-from channel.shm.channel import Channel, OutputArenaExhausted
-from channel.shm.output_area import OutputArea
+from channel.shm.channel import Channel
+from channel.shm.output_area import OutputArea, OutputArenaExhausted
 from channel.shm.payload import read_tensor, write_tensor
 from channel.shm.segment import W_OUT_ALLOCATED, W_OUT_RELEASED, W_OUT_WAITING
 

@@ -12,7 +12,6 @@ from hypothesis import strategies as st
 
 from gateway._pb.tensorflow_serving.apis import predict_pb2
 from gateway.errors import ResourceExhausted
-from gateway.serving.core import PredictResult
 from gateway.tfserving.codec import messages, response_wire, tensor_encode
 
 DTYPES = [
@@ -49,8 +48,14 @@ def _array(dtype: Any, shape: tuple[int, ...], seed: int) -> np.ndarray:
 def _protobuf(
     model: str, version: int, signature: str, outputs: dict[str, np.ndarray], content: bool
 ) -> bytes:
-    result = PredictResult(model, version, signature, outputs)
-    return messages.predict_response(result, as_tensor_content=content).SerializeToString()
+    """The same response built as a protobuf message and serialized by protobuf."""
+    response = predict_pb2.PredictResponse()
+    messages.fill_model_spec(response.model_spec, model, version, signature)
+    for name, array in outputs.items():
+        response.outputs[name].CopyFrom(
+            tensor_encode.from_ndarray(array, as_tensor_content=content)
+        )
+    return response.SerializeToString()
 
 
 @given(

@@ -1,4 +1,4 @@
-"""Background tasks never die silently (issue 30, defect 2): a periodic step that fails is logged
+"""Background tasks never die silently: a periodic step that fails is logged
 with its traceback and runs again; a one-shot task's failure is logged at once; steps run
 together stop together. The wait between periods is injected: no time passes."""
 
@@ -9,9 +9,9 @@ import logging
 
 import pytest
 
-from gateway.parallel.supervised import Tasks, every, gather_all
+from gateway.tasks import Tasks, every, gather_all
 
-log = logging.getLogger("tests.supervised")
+log = logging.getLogger("tests.tasks")
 
 
 def test_a_periodic_step_that_fails_is_logged_and_runs_again(

@@ -1,17 +1,10 @@
 """Background tasks that never die silently, and concurrent steps that never outlive a failure.
 
-A task nobody awaits hides its exception until it is garbage-collected ("Task exception was
-never retrieved"), and whatever it was doing stops for good: a model poll that died left a
-version LOADING forever. Every background task of the gateway is therefore one of two kinds:
-
 - a one-shot task of a :class:`Tasks` set: an exception it ends with (other than cancellation)
-  is logged at once with its traceback;
-- a periodic loop, :func:`every`: a step that raises is logged with its traceback and the loop
-  goes on, so the next period runs the step afresh (the task is restarted in place).
-
-:meth:`Tasks.close` cancels and awaits them all (shutdown). :func:`gather_all` runs steps that
-succeed or fail together (a load on several workers): the first failure cancels the others, so
-none goes on behind the caller's back.
+  is logged at once with its traceback; :meth:`Tasks.close` cancels and awaits them all;
+- a periodic loop, :func:`every`: a step that raises is logged with its traceback and the next
+  period runs it afresh;
+- :func:`gather_all`: steps that succeed or fail together; the first failure cancels the others.
 """
 
 from __future__ import annotations
