@@ -12,6 +12,7 @@
     python -m bench profile --system tensorgate --out bench/results/2026-01-01-full
     python -m bench fuzz --minutes 10    # hostile input against a real gateway, by status
     python -m bench grpcio --versions 1.75.1,1.78.2,1.83.2,1.85.1 --rounds 6 --seconds 8
+    python -m bench otlp                 # tensorgate's OTLP encoder against OpenTelemetry's
 
 Results go to ``bench/results/<date>-<plan>/`` (results.json, README.md, PNGs); logs and models
 to ``bench/.cache/``; the peers' virtualenvs to ``bench/.venvs/``.
@@ -29,6 +30,7 @@ import sys
 import time
 from collections.abc import Sequence
 from pathlib import Path
+from typing import TYPE_CHECKING
 
 from rich.console import Console
 from rich.logging import RichHandler
@@ -39,6 +41,9 @@ from bench.scenarios.grpcio import DEFAULT_VERSIONS, GrpcPlan
 from bench.scenarios.grpcio import SYSTEMS as GRPCIO_SYSTEMS
 from bench.scenarios.plan import FULL, QUICK, SCENARIOS, Plan
 from bench.systems.catalog import CALL_SYSTEMS
+
+if TYPE_CHECKING:
+    from bench.scenarios.otlp import OtlpPlan
 
 RESULTS = Path(__file__).resolve().parent / "results"
 log = logging.getLogger("bench")
@@ -118,6 +123,21 @@ def _parser() -> argparse.ArgumentParser:
     gr.add_argument(
         "--out", type=Path, help="result directory (default bench/results/<date>-grpcio)"
     )
+    ot = sub.add_parser(
+        "otlp",
+        help="CPU per span of tensorgate's OTLP encoder and OpenTelemetry's, on the same spans",
+        description="Encode and export the spans of traced Predicts with OpenTelemetry's OTLP "
+        "encoder and with tensorgate's, in rounds; report in bench/results/<date>-otlp/.",
+    )
+    ot.add_argument(
+        "--requests",
+        default="1,11,85",
+        help="export batch sizes in traced Predicts, 6 spans each (default %(default)s)",
+    )
+    ot.add_argument("--rounds", type=_positive, default=7, help="rounds (default %(default)s)")
+    ot.add_argument("--point-cpu", type=float, default=0.3, help="CPU seconds per point, at least")
+    ot.add_argument("--no-export", action="store_true", help="encode only, no sink")
+    ot.add_argument("--out", type=Path, help="result directory (default bench/results/<date>-otlp)")
     ca = sub.add_parser("calls", help="Python calls per request of each system (exact counts)")
     ca.add_argument("--systems", default=",".join(CALL_SYSTEMS), help="default %(default)s")
     ca.add_argument("--requests", type=_positive, default=2000, help="counted calls per system")
@@ -244,13 +264,43 @@ def grpcio_command(args: argparse.Namespace, console: Console) -> int:
     return 0
 
 
+def otlp_plan(args: argparse.Namespace) -> OtlpPlan:
+    """The plan of ``python -m bench otlp`` (ValueError for a bad batch size)."""
+    from bench.scenarios.otlp import OtlpPlan
+
+    return OtlpPlan(
+        requests=tuple(int(n) for n in args.requests.split(",") if n),
+        rounds=args.rounds,
+        point_cpu_s=args.point_cpu,
+        export=not args.no_export,
+    )
+
+
+def otlp_command(args: argparse.Namespace, console: Console) -> int:
+    from bench.measure.progress import RunProgress
+    from bench.scenarios.otlp import run
+
+    plan = otlp_plan(args)
+    out = args.out or RESULTS / f"{datetime.date.today().isoformat()}-otlp"
+    with RunProgress({"otlp": plan.estimate_s()}, console) as progress, progress.scenario("otlp"):
+        run(plan, out)
+    log.info("report: %s", out / "README.md")
+    return 0
+
+
 def rebuild_report(directory: Path) -> None:
-    """Re-render a report directory: a ``python -m bench grpcio`` one or a ``run`` one."""
+    """Re-render a report directory: a ``python -m bench grpcio`` or ``otlp`` one, or a ``run``
+    one."""
     results = json.loads((directory / "results.json").read_text())
     if results.get("kind") == "grpcio":
         from bench.report import grpcio_report
 
         grpcio_report.rebuild(directory)
+        return
+    if results.get("kind") == "otlp":
+        from bench.report import otlp_report
+
+        otlp_report.REPORT.rebuild(directory)
         return
     from bench.report.write import rebuild
 
@@ -315,6 +365,8 @@ def main(argv: Sequence[str] | None = None) -> int:
             return 0
         if args.command == "grpcio":
             return grpcio_command(args, console)
+        if args.command == "otlp":
+            return otlp_command(args, console)
         if args.command == "models":
             from bench.scenarios.runner import CACHE
             from bench.systems.models import ensure_models

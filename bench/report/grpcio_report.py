@@ -8,13 +8,12 @@ against the best; the noise of the run (load average, other processes' CPU on th
 
 from __future__ import annotations
 
-import json
-from pathlib import Path
 from typing import Any
 
 from matplotlib.figure import Figure
 
-from bench.report.plots import PLOT_DPI, system_colour
+from bench.report.plots import system_colour
+from bench.report.result_dir import ReportDir
 from bench.report.tables import cell
 
 PLOT = "grpcio.png"
@@ -300,15 +299,7 @@ def figure(results: dict[str, Any]) -> Figure:
     return fig
 
 
-def write(results: dict[str, Any], out: Path) -> None:
-    """Write ``results.json``, ``grpcio.png`` and ``README.md`` into ``out``."""
-    out.mkdir(parents=True, exist_ok=True)
-    (out / "results.json").write_text(json.dumps(results, indent=1) + "\n")
-    plot = bool(results.get("points"))
-    if plot:
-        figure(results).savefig(out / PLOT, dpi=PLOT_DPI)
-    (out / "README.md").write_text(markdown(results, plot))
-
-
-def rebuild(out: Path) -> None:
-    write(json.loads((out / "results.json").read_text()), out)
+_DIR = ReportDir(PLOT, markdown, figure)
+write = _DIR.write
+"""Write ``results.json``, ``grpcio.png`` and ``README.md`` into a directory."""
+rebuild = _DIR.rebuild

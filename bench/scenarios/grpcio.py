@@ -16,13 +16,12 @@ what the server tree and h2load used: :mod:`bench.measure.cpustat`).
 
 from __future__ import annotations
 
-import datetime
 import functools
 import logging
 import os
 import time
 from collections.abc import Sequence
-from dataclasses import asdict, dataclass, replace
+from dataclasses import dataclass, replace
 from pathlib import Path
 from typing import Any
 
@@ -31,7 +30,7 @@ from bench.measure import cpustat, progress
 from bench.measure.points import Load, interleaved, run_point, stats, summarize
 from bench.report.grpcio_report import write
 from bench.scenarios.common import closed_loop_driver, verify_status
-from bench.scenarios.runner import CACHE, machine_info
+from bench.scenarios.runner import CACHE, run_header
 from bench.systems import grpcio_venvs
 from bench.systems.catalog import CATALOG
 from bench.systems.models import ensure_models
@@ -183,10 +182,7 @@ def run(plan: GrpcPlan, out: Path) -> dict[str, Any]:
     results: dict[str, Any] = {
         "kind": "grpcio",
         "run": {
-            "id": out.name,
-            "date": datetime.datetime.now(datetime.UTC).strftime("%Y-%m-%dT%H:%M:%SZ"),
-            "plan": asdict(plan),
-            "machine": machine_info(),
+            **run_header(out.name, plan),
             "server_cpus": server_cpus,
             "client_cpus": client_cpus,
             "driver": driver,

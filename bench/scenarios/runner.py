@@ -50,10 +50,7 @@ class Bench:
         self.unavailable: dict[str, str] = {}
         self.results: dict[str, Any] = {
             "run": {
-                "id": run_id,
-                "plan": asdict(plan),
-                "date": datetime.datetime.now(datetime.UTC).strftime("%Y-%m-%dT%H:%M:%SZ"),
-                "machine": machine_info(),
+                **run_header(run_id, plan),
                 "peer_venvs": {
                     name: list(recipe.requirements)
                     for name, recipe in venvs.RECIPES.items()
@@ -113,6 +110,17 @@ def _last_line(text: str) -> str:
     lines = [line.strip() for line in text.strip().splitlines() if line.strip()]
     errors = [line for line in lines if "Error" in line or "Exception" in line]
     return (errors or lines or [""])[-1][:300]
+
+
+def run_header(run_id: str, plan: Any) -> dict[str, Any]:
+    """What every result records first about its run: id, date (UTC), ``plan`` (a dataclass) and
+    :func:`machine_info`."""
+    return {
+        "id": run_id,
+        "date": datetime.datetime.now(datetime.UTC).strftime("%Y-%m-%dT%H:%M:%SZ"),
+        "plan": asdict(plan),
+        "machine": machine_info(),
+    }
 
 
 def machine_info() -> dict[str, Any]:

@@ -7,7 +7,7 @@ from pathlib import Path
 
 import pytest
 
-from bench.cli import _parser, grpcio_plan, rebuild_report, run_plan
+from bench.cli import _parser, grpcio_plan, otlp_plan, rebuild_report, run_plan
 from bench.scenarios.plan import FULL, QUICK
 
 
@@ -58,3 +58,22 @@ def test_report_rebuilds_a_grpcio_directory_with_its_own_renderer(tmp_path: Path
     (tmp_path / "results.json").write_text(json.dumps(_results()))
     rebuild_report(tmp_path)
     assert (tmp_path / "README.md").read_text().startswith("# grpcio releases")
+
+
+def test_otlp_options_make_its_plan() -> None:
+    plan = otlp_plan(
+        _parser().parse_args(["otlp", "--requests", "1,85", "--rounds", "9", "--no-export"])
+    )
+    assert plan.requests == (1, 85) and plan.rounds == 9 and not plan.export
+    defaults = otlp_plan(_parser().parse_args(["otlp"]))
+    assert defaults.requests == (1, 11, 85) and defaults.export and defaults.point_cpu_s == 0.3
+    with pytest.raises(ValueError):
+        otlp_plan(_parser().parse_args(["otlp", "--requests", "0"]))
+
+
+def test_report_rebuilds_an_otlp_directory_with_its_own_renderer(tmp_path: Path) -> None:
+    from tests.bench.report.test_otlp_report import _results
+
+    (tmp_path / "results.json").write_text(json.dumps(_results()))
+    rebuild_report(tmp_path)
+    assert (tmp_path / "README.md").read_text().startswith("# OTLP encoding")
