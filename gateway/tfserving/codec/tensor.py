@@ -10,8 +10,8 @@ little-endian bytes) wins over the typed fields; otherwise the typed field of th
 a list shorter than the element count repeats its last value and an empty list means zeros (empty
 bytes for strings). Stricter than TensorFlow, which silently truncates: a typed list longer than
 the element count, a ``tensor_content`` of the wrong length, and ``int_val`` / ``half_val`` values
-out of their dtype's range are INVALID_ARGUMENT. The declared element count is checked against the
-caller's bound before anything is allocated.
+out of their dtype's range are INVALID_ARGUMENT. The declared shape is checked against the
+caller's bounds before anything is allocated (:mod:`gateway.decoding`).
 
 Encoding follows ``Tensor::AsProtoField`` (typed fields, TF Serving's default) or
 ``Tensor::AsProtoTensorContent`` (raw bytes); strings always go to ``string_val`` so that
@@ -26,30 +26,18 @@ host this runs on (checked at import).
 
 from __future__ import annotations
 
-from gateway.tfserving.codec.tensor_decode import (
-    MAX_RANK,
-    STRING_ELEMENT_BYTES,
-    Declared,
-    declared,
-    shape_of,
-    to_ndarray,
-    values,
-)
+from gateway.tfserving.codec.tensor_decode import declared, to_ndarray, values
 from gateway.tfserving.codec.tensor_encode import MAX_PROTO_BYTES, from_ndarray
 from gateway.tfserving.codec.tensor_types import data_type, data_type_name, dtype_name, numpy_dtype
 
 __all__ = [
     "MAX_PROTO_BYTES",
-    "MAX_RANK",
-    "STRING_ELEMENT_BYTES",
-    "Declared",
     "data_type",
     "data_type_name",
     "declared",
     "dtype_name",
     "from_ndarray",
     "numpy_dtype",
-    "shape_of",
     "to_ndarray",
     "values",
 ]

@@ -13,6 +13,7 @@ from typing import Any, cast
 import numpy as np
 import numpy.typing as npt
 
+from channel.dtypes import string_items
 from gateway._pb.tensorflow.core.framework import tensor_shape_pb2
 from gateway._pb.tensorflow.core.framework.tensor_pb2 import TensorProto
 from gateway.errors import InvalidArgument, ResourceExhausted
@@ -46,7 +47,10 @@ def from_ndarray(array: npt.NDArray[Any], *, as_tensor_content: bool = False) ->
         ),
     )
     if spec is STRING:
-        proto.string_val.extend(_string_items(array))
+        try:
+            proto.string_val.extend(string_items(array))
+        except TypeError as exc:
+            raise InvalidArgument(str(exc)) from None
         return proto
     if array.nbytes > MAX_PROTO_BYTES:
         raise ResourceExhausted(
@@ -58,20 +62,6 @@ def from_ndarray(array: npt.NDArray[Any], *, as_tensor_content: bool = False) ->
     elif flat.size:
         _append_typed(proto, spec, flat)
     return proto
-
-
-def _string_items(array: npt.NDArray[Any]) -> list[bytes]:
-    items = []
-    for item in array.ravel().tolist():
-        if isinstance(item, bytes):
-            items.append(item)
-        elif isinstance(item, str):
-            items.append(item.encode())
-        else:
-            raise InvalidArgument(
-                f"string tensor element of type {type(item).__name__}, expected bytes or str"
-            )
-    return items
 
 
 def _append_typed(proto: TensorProto, spec: TensorType, flat: npt.NDArray[Any]) -> None:
