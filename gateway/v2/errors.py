@@ -4,7 +4,8 @@ gRPC carries the canonical code itself (a ``google.rpc.Code`` number, as the pro
 "errors are indicated by the google.rpc.Status returned for the request"). HTTP follows Triton's
 ``HttpCodeFromError`` where Triton has the code, and tensorgate's general table (the TF Serving
 API's) for codes Triton never returns; the body is ``{"error": "<message>"}`` (the protocol's
-``$inference_error_response``, and the same for every other V2 route):
+``$inference_error_response``, and the same for every other V2 route; written by
+:func:`gateway.transport.http.json_error.failure_response`, as every REST API's):
 
 =====================  =====  =====================================================
 canonical code         HTTP   why
@@ -37,9 +38,8 @@ from __future__ import annotations
 from typing import Final
 
 import grpc
-import orjson
 
-from gateway.errors import Code, InvalidArgument, ServingError, Unimplemented
+from gateway.errors import Code, InvalidArgument, Unimplemented
 from gateway.errors import grpc_status as _canonical_grpc_status
 from gateway.serving.signature import DtypeMismatch
 from gateway.v2 import datatypes
@@ -78,12 +78,6 @@ def http_status(code: Code) -> int:
 def grpc_status(code: Code) -> grpc.StatusCode:
     """The gRPC status of a V2 RPC failing with ``code`` (the canonical code itself)."""
     return _canonical_grpc_status(code)
-
-
-def error_body(error: ServingError) -> bytes:
-    """The REST body of a failed V2 call: ``{"error": "<message>"}`` (a lone surrogate in the
-    message is escaped, never fatal)."""
-    return orjson.dumps({"error": error.message.encode("utf-8", "backslashreplace").decode()})
 
 
 def not_supported(what: str) -> Unimplemented:
