@@ -47,6 +47,22 @@ def numpy_dtype(name: str) -> np.dtype[Any]:
         raise ValueError(f"unknown dtype {name!r}") from None
 
 
+def string_items(array: np.ndarray[Any, Any]) -> list[bytes]:
+    """The elements of a string tensor as ``bytes``, row-major (``str`` encoded as UTF-8);
+    TypeError naming any other element's type."""
+    items: list[bytes] = []
+    for item in array.reshape(-1).tolist():
+        if isinstance(item, bytes):
+            items.append(item)
+        elif isinstance(item, str):
+            items.append(item.encode())
+        else:
+            raise TypeError(
+                f"string tensor element of type {type(item).__name__}, expected bytes or str"
+            )
+    return items
+
+
 def dtype_name(dtype: np.dtype[Any]) -> str:
     """The canonical name of a numpy dtype; ``object`` and numpy's ``S``/``U`` kinds are
     ``string``. ValueError for anything else without a name."""

@@ -1,5 +1,6 @@
-"""Protobuf's wire format, the few pieces the hot paths write by hand: varints and
-length-delimited fields (what TF Serving's Predict, V2's ModelInfer and OTLP answers are made of).
+"""Protobuf's wire format, the few pieces the hot paths read and write by hand: varints and
+length-delimited fields (what TF Serving's Predict, V2's ModelInfer and OTLP answers are made of,
+and TensorFlow's string ``tensor_content``).
 """
 
 from __future__ import annotations
@@ -22,6 +23,20 @@ def varint(value: int) -> bytes:
         value >>= 7
     out.append(value)
     return bytes(out)
+
+
+def read_varint(data: bytes, pos: int) -> tuple[int, int]:
+    """The varint at ``data[pos:]`` and the position after it; ValueError when ``data`` ends
+    inside it or it runs over 10 bytes (64 bits)."""
+    value = shift = 0
+    while pos < len(data) and shift < 70:
+        byte = data[pos]
+        value |= (byte & 0x7F) << shift
+        pos += 1
+        if byte < 0x80:
+            return value, pos
+        shift += 7
+    raise ValueError("truncated or over-long varint")
 
 
 def field(number: int, payload: bytes) -> bytes:

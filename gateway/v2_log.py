@@ -57,7 +57,7 @@ def as_predict(
     answer.model_spec.version.value = int(response.model_version)
     for tensor, data in zip(response.outputs, response.raw_output_contents, strict=True):
         declared = declare(tensor.name, tensor.datatype, tensor.shape, UNBOUNDED)
-        answer.outputs[tensor.name].CopyFrom(from_ndarray(raw.from_raw(data, declared)))
+        answer.outputs[tensor.name].CopyFrom(from_ndarray(raw.from_raw(declared, data)))
     return predict, answer
 
 

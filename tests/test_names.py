@@ -16,11 +16,6 @@ from pathlib import Path
 ROOT = Path(__file__).resolve().parents[1]
 PACKAGES = ("gateway", "channel", "workers")
 
-PENDING = {"Declared", "Duration"}
-"""Duplicates another change of issue 39 removes ("one copy of each rule": tensor_decode vs
-v2/declared, model_stats vs v2/statistics); emptied once it is merged."""
-
-
 def _defined(body: list[ast.stmt]) -> Iterator[str]:
     """The public type names a module body defines, module-level blocks (if / try) included."""
     for node in body:
@@ -59,12 +54,7 @@ def duplicates(where: dict[str, list[str]]) -> dict[str, list[str]]:
 def test_each_public_type_name_is_defined_once() -> None:
     where = definitions()
     assert len(where) > 250  # the scan read the tree (over 300 names)
-    assert {n: m for n, m in duplicates(where).items() if n not in PENDING} == {}
-
-
-def test_pending_duplicates_are_still_duplicates() -> None:
-    """An entry of PENDING whose duplicate is gone is removed from it, so it hides nothing."""
-    assert PENDING - set(duplicates(definitions())) == set()
+    assert duplicates(where) == {}
 
 
 def test_the_scan_finds_a_duplicate(tmp_path: Path) -> None:

@@ -12,26 +12,13 @@ from typing import Any
 
 import numpy as np
 
-from channel.dtypes import STRING, numpy_dtype
-
-
-def _string_items(arr: np.ndarray[Any, Any]) -> list[bytes]:
-    """The elements of a string tensor as bytes (``str`` is encoded as UTF-8)."""
-    items: list[bytes] = []
-    for item in arr.reshape(-1).tolist():
-        if isinstance(item, bytes):
-            items.append(item)
-        elif isinstance(item, str):
-            items.append(item.encode("utf-8"))
-        else:
-            raise TypeError(f"string tensor element of type {type(item).__name__}")
-    return items
+from channel.dtypes import STRING, numpy_dtype, string_items
 
 
 def tensor_nbytes(arr: np.ndarray[Any, Any]) -> int:
     """Bytes that :func:`write_tensor` needs for ``arr``."""
     if arr.dtype.kind in "OSU":
-        items = _string_items(arr)
+        items = string_items(arr)
         return 8 * (1 + len(items)) + sum(map(len, items))
     return int(arr.nbytes)
 
@@ -42,7 +29,7 @@ def write_tensor(view: memoryview, arr: np.ndarray[Any, Any]) -> None:
     Numeric arrays may be non-contiguous or big-endian; they are converted while copying.
     """
     if arr.dtype.kind in "OSU":
-        items = _string_items(arr)
+        items = string_items(arr)
         head = 8 * (1 + len(items))
         total = head + sum(map(len, items))
         if total > len(view):

@@ -5,7 +5,8 @@ number, as the protocol says: "errors are indicated by the google.rpc.Status ret
 request"). HTTP follows Triton's ``HttpCodeFromError`` where Triton has the code, and
 tensorgate's general table (the TF Serving API's) for codes Triton never returns; the body is
 ``{"error": "<message>"}`` (the protocol's ``$inference_error_response``, and the same for every
-other V2 route):
+other V2 route; written by :func:`gateway.transport.http.json_error.failure_response`, as every
+REST API's):
 
 =====================  =====  =====================================================
 canonical code         HTTP   why
@@ -37,9 +38,7 @@ from __future__ import annotations
 
 from typing import Final
 
-import orjson
-
-from gateway.errors import Code, InvalidArgument, ServingError, Unimplemented
+from gateway.errors import Code, InvalidArgument, Unimplemented
 from gateway.serving.signature import DtypeMismatch
 from gateway.v2 import datatypes
 
@@ -72,12 +71,6 @@ HEALTH_FALSE_STATUS: Final = 400
 def http_status(code: Code) -> int:
     """The HTTP status of a V2 REST response failing with ``code``."""
     return _HTTP[code]
-
-
-def error_body(error: ServingError) -> bytes:
-    """The REST body of a failed V2 call: ``{"error": "<message>"}`` (a lone surrogate in the
-    message is escaped, never fatal)."""
-    return orjson.dumps({"error": error.message.encode("utf-8", "backslashreplace").decode()})
 
 
 def not_supported(what: str) -> Unimplemented:

@@ -38,10 +38,12 @@ from gateway._pb.inference.grpc_service_pb2 import (
     ModelInferRequest,
     ModelInferResponse,
 )
+from gateway.decoding import Declared, narrowed
 from gateway.errors import InvalidArgument
 from gateway.v2 import datatypes, parameters, raw, versions
 from gateway.v2.call import InferCall, RequestedOutput
-from gateway.v2.declared import Declared, DeclaredInputs, Limits, Wire
+from gateway.v2.datatypes import BYTES, Datatype
+from gateway.v2.declared import DeclaredInputs, Limits, Wire
 from gateway.v2.versions import target
 
 _FIELDS = tuple(f.name for f in InferTensorContents.DESCRIPTOR.fields)
@@ -83,30 +85,28 @@ def infer_inputs(request: ModelInferRequest, limits: Limits) -> DeclaredInputs[A
             Wire(t.name, t.datatype, t.shape, payload)
             for t, payload in zip(request.inputs, raw_contents, strict=True)
         ]
-        return DeclaredInputs(wire, limits, _wire_bytes, _from_raw)
+        return DeclaredInputs(wire, limits, _wire_bytes, raw.from_raw)
     model = request.model_name
     typed = [Wire(t.name, t.datatype, t.shape, t.contents) for t in request.inputs]
 
-    def convert(header: Declared, contents: InferTensorContents) -> npt.NDArray[Any]:
+    def convert(header: Declared[Datatype], contents: InferTensorContents) -> npt.NDArray[Any]:
         return _from_typed(contents, header, model)
 
     return DeclaredInputs(typed, limits, _wire_bytes, convert)
 
 
-def _from_raw(header: Declared, data: bytes) -> npt.NDArray[Any]:
-    return raw.from_raw(data, header)
-
-
-def _wire_bytes(header: Declared, payload: Any) -> int:
-    if isinstance(payload, bytes):
-        return len(payload)
-    if header.datatype.field == "bytes_contents":
-        return sum(len(item) for item in payload.bytes_contents)
+def _wire_bytes(item: Wire[Any]) -> int:
+    if isinstance(item.payload, bytes):
+        return len(item.payload)
+    if item.datatype == BYTES:
+        return sum(len(value) for value in item.payload.bytes_contents)
     return 0
 
 
-def _from_typed(contents: InferTensorContents, header: Declared, model: str) -> npt.NDArray[Any]:
-    row = header.datatype
+def _from_typed(
+    contents: InferTensorContents, header: Declared[Datatype], model: str
+) -> npt.NDArray[Any]:
+    row = header.wire_type
     present = [name for name in _FIELDS if len(getattr(contents, name))]
     stray = [name for name in present if name != row.field]
     if stray:
@@ -131,22 +131,10 @@ def _from_typed(contents: InferTensorContents, header: Declared, model: str) -> 
         flat = np.empty(header.elements, dtype=object)
         flat[:] = list(values)
     elif row.field in ("int_contents", "uint_contents") and row.numpy.itemsize < 4:
-        flat = _narrowed(values, row.numpy, header)
+        flat = narrowed(values, row.numpy, header, f"input '{header.name}': contents.{row.field}")
     else:
         flat = np.array(values, dtype=row.numpy)
     return flat.reshape(header.shape)
-
-
-def _narrowed(values: Any, target_dtype: np.dtype[Any], header: Declared) -> npt.NDArray[Any]:
-    wide = np.array(values, dtype=np.int64)
-    info = np.iinfo(target_dtype)
-    bad = wide[(wide < info.min) | (wide > info.max)]
-    if bad.size:
-        raise InvalidArgument(
-            f"input '{header.name}': value {bad[0]} is out of range for {header.datatype.name} "
-            f"[{info.min}, {info.max}]"
-        )
-    return wide.astype(target_dtype)
 
 
 def infer_response(

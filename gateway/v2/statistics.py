@@ -26,20 +26,13 @@ REST (``GET /v2/models[/{m}[/versions/{v}]]/stats``)::
 from __future__ import annotations
 
 from collections.abc import Iterable
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from typing import Any
 
 from gateway._pb.inference import grpc_service_pb2 as pb
 from gateway.observability import model_stats
+from gateway.observability.model_stats import Duration
 from gateway.v2 import versions
-
-
-@dataclass(frozen=True)
-class Duration:
-    """A cumulative count and duration in nanoseconds."""
-
-    count: int = 0
-    ns: int = 0
 
 
 @dataclass(frozen=True)
@@ -47,9 +40,9 @@ class BatchFigures:
     """The runs of one batch size."""
 
     batch_size: int
-    compute_input: Duration = Duration()
-    compute_infer: Duration = Duration()
-    compute_output: Duration = Duration()
+    compute_input: Duration = field(default_factory=Duration)
+    compute_infer: Duration = field(default_factory=Duration)
+    compute_output: Duration = field(default_factory=Duration)
 
 
 @dataclass(frozen=True)
@@ -64,12 +57,12 @@ class ModelFigures:
     """Successful inferences, each batch row counted (a request of batch 64 counts 64)."""
     execution_count: int = 0
     """Model runs (a batch of many requests counts 1)."""
-    success: Duration = Duration()
-    fail: Duration = Duration()
-    queue: Duration = Duration()
-    compute_input: Duration = Duration()
-    compute_infer: Duration = Duration()
-    compute_output: Duration = Duration()
+    success: Duration = field(default_factory=Duration)
+    fail: Duration = field(default_factory=Duration)
+    queue: Duration = field(default_factory=Duration)
+    compute_input: Duration = field(default_factory=Duration)
+    compute_infer: Duration = field(default_factory=Duration)
+    compute_output: Duration = field(default_factory=Duration)
     batches: tuple[BatchFigures, ...] = ()
 
 
@@ -94,7 +87,8 @@ def figures(model: str, version: int, stats: model_stats.VersionStats | None) ->
     )
 
 
-def _kept(duration: model_stats.Duration) -> Duration:
+def _kept(duration: Duration) -> Duration:
+    """A copy: the kept one goes on counting."""
     return Duration(duration.count, duration.ns)
 
 
@@ -114,18 +108,18 @@ def statistics_response(figures: Iterable[ModelFigures]) -> pb.ModelStatisticsRe
             execution_count=model.execution_count,
         )
         entry.inference_stats.SetInParent()
-        for field in _INFER_FIELDS:
-            duration: Duration = getattr(model, field)
-            getattr(entry.inference_stats, field).MergeFrom(
+        for name in _INFER_FIELDS:
+            duration: Duration = getattr(model, name)
+            getattr(entry.inference_stats, name).MergeFrom(
                 pb.StatisticDuration(count=duration.count, ns=duration.ns)
             )
-        for field in _CACHE_FIELDS:
-            getattr(entry.inference_stats, field).SetInParent()
+        for name in _CACHE_FIELDS:
+            getattr(entry.inference_stats, name).SetInParent()
         for batch in model.batches:
             stats = entry.batch_stats.add(batch_size=batch.batch_size)
-            for field in _BATCH_FIELDS:
-                duration = getattr(batch, field)
-                getattr(stats, field).MergeFrom(
+            for name in _BATCH_FIELDS:
+                duration = getattr(batch, name)
+                getattr(stats, name).MergeFrom(
                     pb.StatisticDuration(count=duration.count, ns=duration.ns)
                 )
     return response
@@ -138,8 +132,8 @@ def _duration(duration: Duration) -> dict[str, int]:
 def statistics_json(figures: Iterable[ModelFigures]) -> dict[str, Any]:
     stats = []
     for model in figures:
-        inference = {field: _duration(getattr(model, field)) for field in _INFER_FIELDS}
-        inference.update({field: _duration(Duration()) for field in _CACHE_FIELDS})
+        inference = {name: _duration(getattr(model, name)) for name in _INFER_FIELDS}
+        inference.update({name: _duration(Duration()) for name in _CACHE_FIELDS})
         stats.append(
             {
                 "name": model.name,
@@ -152,7 +146,7 @@ def statistics_json(figures: Iterable[ModelFigures]) -> dict[str, Any]:
                 "batch_stats": [
                     {
                         "batch_size": batch.batch_size,
-                        **{field: _duration(getattr(batch, field)) for field in _BATCH_FIELDS},
+                        **{name: _duration(getattr(batch, name)) for name in _BATCH_FIELDS},
                     }
                     for batch in model.batches
                 ],

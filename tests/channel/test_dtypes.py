@@ -6,7 +6,7 @@ import ml_dtypes
 import numpy as np
 import pytest
 
-from channel.dtypes import DTYPE_NAMES, dtype_name, numpy_dtype
+from channel.dtypes import DTYPE_NAMES, dtype_name, numpy_dtype, string_items
 
 
 @pytest.mark.parametrize("name", sorted(DTYPE_NAMES))
@@ -22,3 +22,10 @@ def test_dtype_names_cover_numpy_spellings() -> None:
         numpy_dtype("float8")
     with pytest.raises(ValueError, match="no canonical name"):
         dtype_name(np.dtype("datetime64[s]"))
+
+
+def test_string_items_are_bytes_in_row_major_order() -> None:
+    array = np.array([[b"a", "é"], ["", b"\xff"]], dtype=object).T
+    assert string_items(array) == [b"a", b"", "é".encode(), b"\xff"]
+    with pytest.raises(TypeError, match="element of type int, expected bytes or str"):
+        string_items(np.array([b"a", 1], dtype=object))

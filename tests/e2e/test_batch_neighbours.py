@@ -22,7 +22,7 @@ from gateway._pb.inference import grpc_service_pb2 as pb
 from gateway._pb.inference import grpc_service_pb2_grpc as pb_grpc
 from gateway.v2 import raw
 from gateway.v2.datatypes import lookup
-from gateway.v2.declared import Declared
+from gateway.v2.declared import Limits, declare
 from tests.support import onnx_models
 from tests.support.gateway_proc import GatewayProcess, free_port, running_gateway
 from tests.support.triton_gateway import sample, scrape
@@ -62,8 +62,8 @@ def _infer(value: bytes) -> pb.ModelInferRequest:
 
 
 def _strings(response: pb.ModelInferResponse) -> list[bytes]:
-    declared = Declared("y", lookup("BYTES"), (1, 1), 1)
-    return raw.from_raw(response.raw_output_contents[0], declared).ravel().tolist()
+    declared = declare("y", "BYTES", (1, 1), Limits(1))
+    return raw.from_raw(declared, response.raw_output_contents[0]).ravel().tolist()
 
 
 def test_a_bad_string_fails_only_its_own_request(neighbours: GatewayProcess) -> None:

@@ -11,12 +11,14 @@ from hypothesis import given
 from hypothesis import strategies as st
 from hypothesis.extra import numpy as hnp
 
+from gateway.decoding import Declared
 from gateway.errors import InvalidArgument
 from gateway.v2 import datatypes, declared, raw
+from gateway.v2.datatypes import Datatype
 from gateway.v2.declared import Limits
 
 
-def _header(datatype: str, shape: tuple[int, ...]) -> declared.Declared:
+def _header(datatype: str, shape: tuple[int, ...]) -> Declared[Datatype]:
     return declared.declare("x", datatype, shape, Limits(10**6))
 
 
@@ -27,7 +29,7 @@ def test_raw_layout_examples() -> None:
     strings = np.array([b"ab", b""], dtype=object)
     encoded = raw.to_raw(strings, datatypes.lookup("BYTES"))
     assert encoded == bytes.fromhex("02000000616200000000")
-    decoded = raw.from_raw(encoded, _header("BYTES", (2,)))
+    decoded = raw.from_raw(_header("BYTES", (2,)), encoded)
     assert decoded.tolist() == [b"ab", b""]
     assert raw.to_raw(np.array(["é"], dtype=object), datatypes.lookup("BYTES")) == (
         struct.pack("<I", 2) + "é".encode()
@@ -38,14 +40,14 @@ def test_raw_layout_examples() -> None:
 
 def test_raw_fixed_size_is_a_read_only_view() -> None:
     data = struct.pack("<4f", 1, 2, 3, 4)
-    array = raw.from_raw(data, _header("FP32", (2, 2)))
+    array = raw.from_raw(_header("FP32", (2, 2)), data)
     assert array.tolist() == [[1, 2], [3, 4]]
     assert not array.flags.writeable
     assert np.shares_memory(array, np.frombuffer(data, np.uint8))
 
 
 def test_raw_bool_bytes_other_than_one_are_true() -> None:
-    array = raw.from_raw(bytes([0, 1, 7]), _header("BOOL", (3,)))
+    array = raw.from_raw(_header("BOOL", (3,)), bytes([0, 1, 7]))
     assert array.dtype == np.bool_ and array.tolist() == [False, True, True]
 
 
@@ -61,7 +63,7 @@ def test_raw_bool_bytes_other_than_one_are_true() -> None:
 )
 def test_raw_size_errors(datatype: str, shape: tuple[int, ...], data: bytes, message: str) -> None:
     with pytest.raises(InvalidArgument, match=message):
-        raw.from_raw(data, _header(datatype, shape))
+        raw.from_raw(_header(datatype, shape), data)
 
 
 def test_raw_bytes_refuses_other_elements() -> None:
@@ -90,7 +92,7 @@ def test_raw_round_trips_bit_for_bit(case: tuple[str, Any]) -> None:
     row = datatypes.lookup(name)
     data = raw.to_raw(array, row)
     assert len(data) == array.size * row.itemsize
-    back = raw.from_raw(data, _header(name, array.shape))
+    back = raw.from_raw(_header(name, array.shape), data)
     assert back.dtype == row.numpy and back.shape == array.shape
     assert back.tobytes() == np.ascontiguousarray(array).tobytes()
 
@@ -101,4 +103,4 @@ def test_raw_bytes_round_trip(items: list[bytes]) -> None:
     array[:] = items
     data = raw.to_raw(array, datatypes.lookup("BYTES"))
     assert len(data) == sum(4 + len(i) for i in items)
-    assert raw.from_raw(data, _header("BYTES", (len(items),))).tolist() == items
+    assert raw.from_raw(_header("BYTES", (len(items),)), data).tolist() == items

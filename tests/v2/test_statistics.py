@@ -2,8 +2,9 @@
 
 from __future__ import annotations
 
+from gateway.observability.model_stats import Duration
 from gateway.v2 import statistics
-from gateway.v2.statistics import BatchFigures, Duration, ModelFigures
+from gateway.v2.statistics import BatchFigures, ModelFigures
 
 
 def test_statistics_in_both_forms() -> None:

@@ -26,12 +26,14 @@ from gateway._pb.tensorflow_serving.apis import (
 )
 from gateway._pb.xla.tsl.protobuf import error_codes_pb2
 from gateway.config.model_config import ConfigError, ModelSpecConfig, model_specs
-from gateway.errors import InvalidArgument, ResourceExhausted
+from gateway.decoding import Declared, check_total
+from gateway.errors import InvalidArgument
 from gateway.serving.core import ModelRef
 from gateway.serving.inputs import Header
 from gateway.serving.registry import VersionStatus
 from gateway.serving.signature import Signature, TensorSpec
 from gateway.tfserving.codec import tensor as tensor_codec
+from gateway.tfserving.codec.tensor_types import TensorType
 
 SIGNATURE_DEF_FIELD = "signature_def"
 
@@ -86,7 +88,7 @@ class PredictInputs:
         self._inputs = request.inputs
         self._max_elements = max_elements
         self._max_bytes = max_bytes
-        self._headers: list[tuple[str, TensorProto, tensor_codec.Declared]] = []
+        self._headers: list[tuple[TensorProto, Declared[TensorType]]] = []
 
     @property
     def names(self) -> Collection[str]:
@@ -99,25 +101,21 @@ class PredictInputs:
         for name in inputs:
             proto = inputs[name]
             try:
-                header = tensor_codec.declared(proto, max_elements=self._max_elements)
+                header = tensor_codec.declared(proto, max_elements=self._max_elements, name=name)
             except InvalidArgument as exc:
                 raise InvalidArgument(f"input '{name}': {exc.message}") from None
-            kept.append((name, proto, header))
-            yield name, header.dtype, header.shape
+            kept.append((proto, header))
+            yield name, header.wire_type.name, header.shape
             total += header.nbytes
-        if self._max_bytes is not None and total > self._max_bytes:
-            raise ResourceExhausted(
-                f"the request's input tensors would take {total} bytes once decoded, over the "
-                f"limit of {self._max_bytes} bytes (--max_request_bytes)"
-            )
+        check_total(total, self._max_bytes)
 
     def arrays(self) -> dict[str, np.ndarray]:
         inputs: dict[str, np.ndarray] = {}
-        for name, proto, header in self._headers:
+        for proto, header in self._headers:
             try:
-                inputs[name] = tensor_codec.values(proto, header)
+                inputs[header.name] = tensor_codec.values(proto, header)
             except InvalidArgument as exc:
-                raise InvalidArgument(f"input '{name}': {exc.message}") from None
+                raise InvalidArgument(f"input '{header.name}': {exc.message}") from None
         return inputs
 
 

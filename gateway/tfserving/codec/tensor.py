@@ -1,22 +1,11 @@
 """TensorProto ⇄ numpy: the one module that reads and writes ``tensorflow.TensorProto`` fields.
 
 Its parts, each importable from here: :mod:`~gateway.tfserving.codec.tensor_decode`
-(TensorProto → numpy, :func:`to_ndarray`, bounded before allocating by :func:`declared`),
-:mod:`~gateway.tfserving.codec.tensor_encode` (numpy → TensorProto, :func:`from_ndarray`) and
-:mod:`~gateway.tfserving.codec.tensor_types` (the ``DataType`` and typed field of each dtype).
-
-Decoding follows TensorFlow's ``Tensor::FromProto``: a non-empty ``tensor_content`` (raw
-little-endian bytes) wins over the typed fields; otherwise the typed field of the dtype is read,
-a list shorter than the element count repeats its last value and an empty list means zeros (empty
-bytes for strings). Stricter than TensorFlow, which silently truncates: a typed list longer than
-the element count, a ``tensor_content`` of the wrong length, and ``int_val`` / ``half_val`` values
-out of their dtype's range are INVALID_ARGUMENT. The declared element count is checked against the
-caller's bound before anything is allocated.
-
-Encoding follows ``Tensor::AsProtoField`` (typed fields, TF Serving's default) or
-``Tensor::AsProtoTensorContent`` (raw bytes); strings always go to ``string_val`` so that
-``tf.make_ndarray`` can read them. Float, double, complex and bool typed fields are written as one
-packed wire record parsed by protobuf (a memory copy, not a Python object per element).
+(TensorProto → numpy, :func:`to_ndarray`, bounded before allocating by :func:`declared`;
+TensorFlow's ``Tensor::FromProto``, stricter), :mod:`~gateway.tfserving.codec.tensor_encode`
+(numpy → TensorProto, :func:`from_ndarray`; ``Tensor::AsProtoField`` or
+``Tensor::AsProtoTensorContent``) and :mod:`~gateway.tfserving.codec.tensor_types` (the
+``DataType`` and typed field of each dtype). Each part's docstring states its rules.
 
 Canonical dtype names and their numpy dtypes are ``channel.dtypes``'s ("float32", ...,
 "string"); the codec adds only TensorFlow's ``DataType`` enum and typed field for each. A
@@ -26,30 +15,18 @@ host this runs on (checked at import).
 
 from __future__ import annotations
 
-from gateway.tfserving.codec.tensor_decode import (
-    MAX_RANK,
-    STRING_ELEMENT_BYTES,
-    Declared,
-    declared,
-    shape_of,
-    to_ndarray,
-    values,
-)
+from gateway.tfserving.codec.tensor_decode import declared, to_ndarray, values
 from gateway.tfserving.codec.tensor_encode import MAX_PROTO_BYTES, from_ndarray
 from gateway.tfserving.codec.tensor_types import data_type, data_type_name, dtype_name, numpy_dtype
 
 __all__ = [
     "MAX_PROTO_BYTES",
-    "MAX_RANK",
-    "STRING_ELEMENT_BYTES",
-    "Declared",
     "data_type",
     "data_type_name",
     "declared",
     "dtype_name",
     "from_ndarray",
     "numpy_dtype",
-    "shape_of",
     "to_ndarray",
     "values",
 ]

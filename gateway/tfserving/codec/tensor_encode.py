@@ -13,10 +13,11 @@ from typing import Any, cast
 import numpy as np
 import numpy.typing as npt
 
+from channel.dtypes import string_items
 from gateway._pb.tensorflow.core.framework import tensor_shape_pb2
 from gateway._pb.tensorflow.core.framework.tensor_pb2 import TensorProto
 from gateway.errors import InvalidArgument, ResourceExhausted
-from gateway.proto_wire import varint
+from gateway.proto_wire import LEN, varint
 from gateway.tfserving.codec.tensor_types import HALF_FIELD, STRING, TensorType, for_numpy
 
 MAX_PROTO_BYTES = 2**31 - 1
@@ -46,7 +47,10 @@ def from_ndarray(array: npt.NDArray[Any], *, as_tensor_content: bool = False) ->
         ),
     )
     if spec is STRING:
-        proto.string_val.extend(_string_items(array))
+        try:
+            proto.string_val.extend(string_items(array))
+        except TypeError as exc:
+            raise InvalidArgument(str(exc)) from None
         return proto
     if array.nbytes > MAX_PROTO_BYTES:
         raise ResourceExhausted(
@@ -60,33 +64,15 @@ def from_ndarray(array: npt.NDArray[Any], *, as_tensor_content: bool = False) ->
     return proto
 
 
-def _string_items(array: npt.NDArray[Any]) -> list[bytes]:
-    items = []
-    for item in array.ravel().tolist():
-        if isinstance(item, bytes):
-            items.append(item)
-        elif isinstance(item, str):
-            items.append(item.encode())
-        else:
-            raise InvalidArgument(
-                f"string tensor element of type {type(item).__name__}, expected bytes or str"
-            )
-    return items
-
-
 def _append_typed(proto: TensorProto, spec: TensorType, flat: npt.NDArray[Any]) -> None:
-    """Append ``flat``'s values to the typed field.
-
-    For float/double/complex/bool fields the packed wire payload is the array's own bytes: one
-    record parsed by protobuf, a memory copy (``extend(tolist())`` is ~100x slower). Varint
-    fields (int, half bit patterns) go through ``extend(tolist())``; a numpy varint encoder was
-    measured at no better than 1-2x on large arrays and slower on small ones.
-    """
+    """Append ``flat``'s values to the typed field: for float/double/complex/bool fields one
+    packed record whose payload is the array's own bytes (a memory copy); varint fields (int,
+    half bit patterns) through ``extend(tolist())``."""
     if spec.field not in RAW_PAYLOAD_FIELDS:
         ints = flat.view(np.uint16) if spec.field == HALF_FIELD else flat
         getattr(proto, spec.field).extend(ints.tolist())
         return
-    header = varint((FIELD_NUMBER[spec.field] << 3) | 2) + varint(flat.nbytes)
+    header = varint(FIELD_NUMBER[spec.field] << 3 | LEN) + varint(flat.nbytes)
     record = bytearray(len(header) + flat.nbytes)
     record[: len(header)] = header
     np.frombuffer(record, dtype=np.uint8, offset=len(header))[:] = flat.view(np.uint8)

@@ -100,14 +100,15 @@ def by_name(name: str) -> TensorType:
 
 
 def for_numpy(dtype: np.dtype[Any]) -> TensorType:
-    """The type of a numpy dtype, in either byte order (``O``, ``S`` and ``U`` arrays: string);
-    INVALID_ARGUMENT for a dtype no tensor has."""
-    if dtype.kind in "OSU":
-        return STRING
-    spec = _BY_DTYPE.get(dtype if dtype.isnative else dtype.newbyteorder("="))
-    if spec is None:
-        raise InvalidArgument(f"unsupported numpy dtype {dtype} for a tensor")
-    return spec
+    """The type of a numpy dtype, named as :func:`channel.dtypes.dtype_name` names it (either byte
+    order; ``O``, ``S`` and ``U`` arrays: string); INVALID_ARGUMENT for a dtype no tensor has."""
+    spec = _BY_DTYPE.get(dtype)  # a native dtype: one lookup
+    if spec is not None:
+        return spec
+    try:
+        return _BY_NAME[dtypes.dtype_name(dtype)]
+    except ValueError:
+        raise InvalidArgument(f"unsupported numpy dtype {dtype} for a tensor") from None
 
 
 def dtype_name(data_type: int) -> str:

@@ -23,8 +23,9 @@ object with one key per signature input (extra keys ignored). No shared batch di
 
 Nesting must be dense: every list at one depth has the length of the first one there, and values sit
 at the depth of the first element's innermost value. Violations are INVALID_ARGUMENT naming the
-place, e.g. ``instances[1]: list of 1 values where 2 were expected ...``. A tensor over
-``max_elements`` values is INVALID_ARGUMENT, checked before any value is converted.
+place, e.g. ``instances[1]: list of 1 values where 2 were expected ...``. Each tensor's shape, and
+the decoded bytes of the tensors so far, are bounded by :mod:`gateway.decoding`'s rules before its
+values are converted (a string's own bytes are not known until then: they count 0).
 
 Parsing uses orjson; a body orjson rejects (``NaN``/``Infinity``, or a syntax error) is re-parsed by
 the standard library, which accepts those literals and reports syntax errors with their offset.
@@ -44,12 +45,10 @@ import numpy as np
 import orjson
 
 from channel.dtypes import DTYPE_NAMES, numpy_dtype
-from gateway.errors import InvalidArgument, ResourceExhausted
+from gateway.decoding import MAX_RANK, check_total, declare
+from gateway.errors import InvalidArgument
 from gateway.serving.signature import Signature, TensorSpec
 from gateway.tfserving.rest.json_values import LeafWhere, is_b64, kind, show, to_array
-
-MAX_RANK = 64
-"""Deepest list nesting a tensor may have (numpy's limit on dimensions)."""
 
 Where = Callable[[tuple[int, ...]], str]
 """Names a place in the request for error messages, given its index path inside one tensor."""
@@ -147,20 +146,12 @@ def predict_inputs(
 
 
 class _Limits:
-    """The bounds of one request: elements per tensor, and decoded bytes left for its tensors."""
+    """The bounds of one request, and the decoded bytes its tensors so far take."""
 
     def __init__(self, max_elements: int, max_bytes: int | None) -> None:
         self.max_elements = max_elements
         self.max_bytes = max_bytes
         self.used_bytes = 0
-
-    def take(self, nbytes: int) -> None:
-        self.used_bytes += nbytes
-        if self.max_bytes is not None and self.used_bytes > self.max_bytes:
-            raise ResourceExhausted(
-                f"the request's input tensors would take at least {self.used_bytes} bytes once "
-                f"decoded, over the limit of {self.max_bytes} bytes (--max_request_bytes)"
-            )
 
 
 def _is_named(value: Any) -> bool:
@@ -244,6 +235,10 @@ def _from_inputs(
     return tensors
 
 
+_UNKNOWN = np.dtype(np.uint8)
+"""Counts a tensor of a dtype no array has (refused once converted) as one byte an element."""
+
+
 def to_tensor(value: Any, spec: TensorSpec, where: Where, limits: _Limits) -> np.ndarray:
     """One JSON value (a scalar or dense nested lists) → an array of ``spec``'s dtype.
 
@@ -252,15 +247,13 @@ def to_tensor(value: Any, spec: TensorSpec, where: Where, limits: _Limits) -> np
     is converted.
     """
     shape = _dense_shape(value)
-    if len(shape) > MAX_RANK:
-        raise InvalidArgument(f"{where(())}: lists nested {len(shape)} deep, over {MAX_RANK}")
-    count = math.prod(shape)
-    if count > limits.max_elements:
-        raise InvalidArgument(
-            f"{where(())}: tensor of shape {list(shape)} has {count} elements, "
-            f"over the limit of {limits.max_elements}"
-        )
-    limits.take(count * numpy_dtype(spec.dtype).itemsize if spec.dtype in DTYPE_NAMES else 0)
+    dtype = numpy_dtype(spec.dtype) if spec.dtype in DTYPE_NAMES else _UNKNOWN
+    try:
+        header = declare(spec.name, spec.dtype, dtype, shape, 0, limits.max_elements)
+    except InvalidArgument as exc:
+        raise InvalidArgument(f"{where(())}: {exc.message}") from None
+    limits.used_bytes += header.nbytes
+    check_total(limits.used_bytes, limits.max_bytes)
     leaves = _flatten(value, shape, where)
     return to_array(leaves, spec, _leaf_where(where, shape)).reshape(shape)
 

@@ -1,7 +1,7 @@
 """The JSON error answers of every REST API, whatever the protocol: ``{"error": "<message>"}``
-with the failure's HTTP status (:func:`gateway.errors.http_status`), ``Retry-After`` on the
-retryable ones (429, 503), and the canonical code name under :data:`STATUS_KEY` for
-observability."""
+with the failure's HTTP status (TF Serving's, :func:`gateway.errors.http_status`, unless the
+protocol maps codes its own way), ``Retry-After`` on the retryable ones (429, 503), and the
+canonical code name under :data:`STATUS_KEY` for observability."""
 
 from __future__ import annotations
 
@@ -21,9 +21,11 @@ def error_body(message: str) -> bytes:
     return orjson.dumps({"error": message.encode("utf-8", "backslashreplace").decode()})
 
 
-def failure_response(exc: ServingError) -> web.Response:
-    """The answer to a call that failed with ``exc``."""
-    status = http_status(exc.code)
+def failure_response(exc: ServingError, status: int | None = None) -> web.Response:
+    """The answer to a call that failed with ``exc``; ``status``: the protocol's HTTP status
+    for its code (None: :func:`gateway.errors.http_status`'s)."""
+    if status is None:
+        status = http_status(exc.code)
     response = web.Response(status=status, body=error_body(exc.message), content_type=JSON)
     response[STATUS_KEY] = exc.code.name
     if status in (429, 503):

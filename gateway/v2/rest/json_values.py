@@ -27,9 +27,9 @@ import numpy as np
 import numpy.typing as npt
 import orjson
 
+from gateway.decoding import Declared
 from gateway.errors import InvalidArgument
 from gateway.v2.datatypes import BYTES, Datatype
-from gateway.v2.declared import Declared
 
 
 class NotText(ValueError):
@@ -54,7 +54,7 @@ def flatten(data: Any) -> list[Any]:
     return leaves
 
 
-def to_array(data: Any, header: Declared) -> npt.NDArray[Any]:
+def to_array(data: Any, header: Declared[Datatype]) -> npt.NDArray[Any]:
     """Decode one input's ``data`` into an array of its declared datatype and shape."""
     leaves = flatten(data)
     if len(leaves) != header.elements:
@@ -62,7 +62,7 @@ def to_array(data: Any, header: Declared) -> npt.NDArray[Any]:
             f"input '{header.name}': expected {header.elements} values for shape "
             f"{list(header.shape)}, got {len(leaves)}"
         )
-    row = header.datatype
+    row = header.wire_type
     if row.name == "BOOL":
         _check(leaves, header, lambda v: isinstance(v, bool), "a boolean")
         flat = _chunked(leaves, np.bool_)
@@ -100,16 +100,16 @@ def _is_number(value: Any) -> bool:
     return isinstance(value, int | float) and not isinstance(value, bool)
 
 
-def _check(leaves: list[Any], header: Declared, ok: Any, what: str) -> None:
+def _check(leaves: list[Any], header: Declared[Datatype], ok: Any, what: str) -> None:
     for index, value in enumerate(leaves):
         if not ok(value):
             raise InvalidArgument(
                 f"input '{header.name}': value {index} ({_show(value)}) of a "
-                f"{header.datatype.name} tensor is not {what}"
+                f"{header.wire_type.name} tensor is not {what}"
             )
 
 
-def _integers(leaves: list[Any], row: Datatype, header: Declared) -> npt.NDArray[Any]:
+def _integers(leaves: list[Any], row: Datatype, header: Declared[Datatype]) -> npt.NDArray[Any]:
     info = np.iinfo(row.numpy)
     for value in leaves:
         if not info.min <= value <= info.max:
@@ -134,7 +134,7 @@ def _chunked(leaves: list[Any], dtype: Any) -> npt.NDArray[Any]:
     return flat
 
 
-def _utf8(value: str, header: Declared) -> bytes:
+def _utf8(value: str, header: Declared[Datatype]) -> bytes:
     try:
         return value.encode()
     except UnicodeEncodeError:  # a lone surrogate from a "\udXXX" escape

@@ -51,20 +51,13 @@ import numpy as np
 import numpy.typing as npt
 import orjson
 
+from gateway.decoding import Declared, check_total
 from gateway.errors import InvalidArgument, ServingError
 from gateway.serving.signature import Signature
 from gateway.v2 import parameters, raw
 from gateway.v2.call import InferCall, RequestedOutput
-from gateway.v2.datatypes import BYTES, for_dtype_name
-from gateway.v2.declared import (
-    Declared,
-    DeclaredInputs,
-    Limits,
-    Wire,
-    check_total,
-    declare,
-    decoded_bytes,
-)
+from gateway.v2.datatypes import BYTES, Datatype, for_dtype_name
+from gateway.v2.declared import DeclaredInputs, Limits, Wire, declare
 from gateway.v2.parameters import RequestOptions
 from gateway.v2.rest import json_values
 from gateway.v2.versions import target
@@ -155,7 +148,7 @@ def _converted(item: RestInput, limits: Limits) -> RestInput:
         return item
     try:
         header = declare(item.name, item.datatype, item.shape, limits)
-        check_total(decoded_bytes(header, 0), limits)
+        check_total(header.nbytes, limits.max_bytes)
     except ServingError:
         return item  # the core says it, in its turn
     try:
@@ -272,9 +265,9 @@ def rest_inputs(parsed: RestInfer, signature: Signature, limits: Limits) -> Decl
     return DeclaredInputs(wire, limits, _wire_bytes, _convert)
 
 
-def _convert(header: Declared, item: RestInput) -> npt.NDArray[Any]:
+def _convert(header: Declared[Datatype], item: RestInput) -> npt.NDArray[Any]:
     if item.binary is not None:
-        return raw.from_raw(item.binary, header)
+        return raw.from_raw(header, item.binary)
     if isinstance(item.converted, ServingError):
         raise item.converted
     if item.converted is not None:
@@ -282,7 +275,8 @@ def _convert(header: Declared, item: RestInput) -> npt.NDArray[Any]:
     return json_values.to_array(item.data, header)
 
 
-def _wire_bytes(header: Declared, item: RestInput) -> int:
+def _wire_bytes(wire: Wire[RestInput]) -> int:
+    item = wire.payload
     if item.binary is not None:
         return len(item.binary)
     if isinstance(item.converted, np.ndarray) and item.datatype == BYTES:

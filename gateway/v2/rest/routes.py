@@ -26,7 +26,7 @@ from gateway.serving.core import PredictResult
 from gateway.serving.signature import Signature
 from gateway.transport.http.bounds import CallBounds
 from gateway.transport.http.front import HttpError
-from gateway.transport.http.json_error import RETRY_AFTER_S, STATUS_KEY
+from gateway.transport.http.json_error import failure_response
 from gateway.transport.http.routes import UNKNOWN_API, ApiCall
 from gateway.v2 import PROTOCOL, errors, metadata, repository_codec, versions
 from gateway.v2 import statistics as stats
@@ -164,13 +164,7 @@ class V2Rest:
 
 def failure(error: ServingError) -> web.Response:
     """A failed V2 call's answer (see the module doc); carries its code for observability."""
-    status = errors.http_status(error.code)
-    response = web.Response(status=status, body=errors.error_body(error))
-    response.content_type = response_body.JSON_TYPE
-    response[STATUS_KEY] = error.code.name
-    if status in (429, 503):
-        response.headers["Retry-After"] = RETRY_AFTER_S
-    return response
+    return failure_response(error, errors.http_status(error.code))
 
 
 def _health_status(answer: bool) -> int:

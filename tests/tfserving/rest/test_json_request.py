@@ -6,6 +6,7 @@ from __future__ import annotations
 import numpy as np
 import pytest
 
+from gateway import decoding
 from gateway.errors import InvalidArgument, ResourceExhausted
 from gateway.tfserving.rest import json_request
 from gateway.tfserving.rest.json_request import Format
@@ -68,7 +69,10 @@ def test_signature_name() -> None:
         ('{"instances": [{"x": 1}, [2]]}', "Expecting object but got Array at item 1"),
         ('{"instances": [{"x": 1}, {"x": 2, "z": 3}]}', "must only have keys: x"),
         ('{"instances": [1, {"x": 2}]}', "Expecting value/list but got object at item 1"),
-        ('{"inputs": ' + "[" * 70 + "1" + "]" * 70 + "}", "lists nested 65 deep, over 64"),
+        (
+            '{"inputs": ' + "[" * 70 + "1" + "]" * 70 + "}",
+            "inputs: tensor has 65 dimensions, over the limit of 64",
+        ),
     ],
 )
 def test_malformed_requests_say_what_is_wrong(body: str, message: str) -> None:
@@ -100,13 +104,17 @@ def test_element_limit_is_checked_before_conversion() -> None:
 
 def test_decoded_bytes_of_all_inputs_are_bounded_before_conversion() -> None:
     """``--max_request_bytes``: each tensor's bytes (from its shape) count against the request's
-    bound before its values are converted; together a: 2×3 int32 (24 B) and b: 2 strings (16 B)."""
+    bound before its values are converted; together a: 2×3 int32 (24 B) and b: 2 strings (each
+    its reference and ``bytes`` header; their own bytes are not known before conversion)."""
     body = b'{"inputs": {"a": [[1, 2, 3], [4, 5, 6]], "b": ["p", "q"]}}'
     request = json_request.loads(body)
-    inputs, _ = json_request.predict_inputs(request, AB, max_elements=100, max_bytes=40)
+    total = 24 + 2 * decoding.STRING_ELEMENT_BYTES
+    inputs, _ = json_request.predict_inputs(request, AB, max_elements=100, max_bytes=total)
     assert set(inputs) == {"a", "b"}
-    with pytest.raises(ResourceExhausted, match=r"at least 40 bytes .* over the limit of 39"):
-        json_request.predict_inputs(request, AB, max_elements=100, max_bytes=39)
+    with pytest.raises(
+        ResourceExhausted, match=rf"at least {total} bytes .* over the limit of {total - 1}"
+    ):
+        json_request.predict_inputs(request, AB, max_elements=100, max_bytes=total - 1)
 
 
 def test_huge_number_literals_are_refused_in_the_projects_words() -> None:

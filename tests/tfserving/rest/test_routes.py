@@ -513,7 +513,7 @@ def test_limits_of_tensor_elements(stack: Stack) -> None:
     reply = post(url, {"inputs": [[1] * 64] * 2})
     assert reply.status == 400
     assert (
-        "inputs: tensor of shape [2, 64] has 128 elements, over the limit of 100" in reply.error()
+        "inputs: tensor with shape [2, 64] has 128 elements, over the limit of 100" in reply.error()
     )
     assert post(url, {"inputs": [[1] * 64]}).status == 200
 

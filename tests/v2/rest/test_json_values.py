@@ -34,7 +34,7 @@ from gateway.v2.rest import json_values
 def test_json_values_per_datatype(datatype: str, data: list[Any], expected: list[Any]) -> None:
     header = declare("v", datatype, [2], Limits(100))
     array = json_values.to_array(data, header)
-    assert array.dtype == header.datatype.numpy
+    assert array.dtype == header.wire_type.numpy
     assert array.tolist() == expected
 
 
@@ -83,7 +83,7 @@ _JSON_DATATYPES = [
 @given(st.sampled_from(_JSON_DATATYPES), st.data())
 def test_json_values_round_trip(datatype: str, data: st.DataObject) -> None:
     header = declare("v", datatype, [3], Limits(100))
-    row = header.datatype
+    row = header.wire_type
     bits = data.draw(hnp.arrays(np.uint8, (3 * row.itemsize,)))
     array = np.frombuffer(bits.tobytes(), dtype=row.numpy)
     if datatype == "BOOL":

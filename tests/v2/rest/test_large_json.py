@@ -22,10 +22,10 @@ import orjson
 import pytest
 
 from gateway.config.model_config import ModelSpecConfig
+from gateway.decoding import Declared
 from gateway.transport.http.routes import Routes
 from gateway.transport.http.server import HttpServer
 from gateway.v2.dataplane import DataPlane, V2Options
-from gateway.v2.declared import Declared
 from gateway.v2.rest import json_values
 from gateway.v2.rest.routes import V2Rest
 from tests.support import onnx_models
@@ -48,7 +48,7 @@ def test_healthz_is_answered_while_a_large_json_body_converts(
     converting, healthz_answered, pause_over = threading.Event(), threading.Event(), []
     real = json_values.to_array
 
-    def paused(values: Any, header: Declared) -> Any:
+    def paused(values: Any, header: Declared[Any]) -> Any:
         converting.set()
         healthz_answered.wait(PAUSE_S)
         pause_over.append(healthz_answered.is_set())

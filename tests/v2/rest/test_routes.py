@@ -49,6 +49,8 @@ def test_a_failure_answers_the_v2_status_of_its_code(
 
 
 def test_a_lone_surrogate_in_a_message_is_escaped() -> None:
+    quoted = failure(InvalidArgument('bad "x"'))
+    assert quoted.body is not None and json.loads(bytes(quoted.body)) == {"error": 'bad "x"'}
     response = failure(InvalidArgument("input '\udcff' is unknown"))
     assert response.body is not None
     assert json.loads(bytes(response.body)) == {"error": "input '\\udcff' is unknown"}
