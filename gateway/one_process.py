@@ -15,7 +15,6 @@ workers stop (SIGKILL after a timeout) → every channel and shared-memory regio
 
 from __future__ import annotations
 
-import functools
 import logging
 import os
 from collections.abc import Sequence
@@ -26,7 +25,6 @@ from gateway.drain import Signals
 from gateway.lifecycle import report_ready, serve
 from gateway.models.config_poll import start_polls
 from gateway.observability.hooks import Observability
-from gateway.observability.metrics import set_runs_in
 from gateway.protocol_servers import Servers
 from gateway.roles import Options, build
 from gateway.serving.registry import available_servables
@@ -62,8 +60,7 @@ class Gateway:
         self.queues = stack.queues
         self.core = stack.core
         self.inline = stack.inline
-        if self.observability.metrics is not None:
-            self.inline.on_placed = functools.partial(set_runs_in, self.observability.metrics)
+        self.inline.on_placed = self.observability.placement_reporter()
         self.servers = Servers(
             settings,
             self.core,

@@ -12,12 +12,4 @@ for tool in "${!packages[@]}"; do
   command -v "$tool" >/dev/null 2>&1 || missing+=("${packages[$tool]}")
 done
 [ -e /usr/lib/cni/portmap ] || missing+=(containernetworking-plugins)
-[ ${#missing[@]} -eq 0 ] && exit 0
-if [ "$(id -u)" != 0 ] || ! command -v apt-get >/dev/null 2>&1; then
-  echo "image_deps: missing ${missing[*]} (install them with apt-get as root)" >&2
-  exit 0
-fi
-export DEBIAN_FRONTEND=noninteractive
-apt-get update -qq
-apt-get install -y -qq --no-install-recommends "${missing[@]}" >/dev/null
-echo "image_deps: installed ${missing[*]}"
+. "$(dirname "$0")/apt_missing.sh" image_deps

@@ -21,12 +21,4 @@ done
 for source in "${!sources[@]}"; do
   [ -d "/usr/share/gocode/src/$source" ] || missing+=("${sources[$source]}")
 done
-[ ${#missing[@]} -eq 0 ] && exit 0
-if [ "$(id -u)" != 0 ] || ! command -v apt-get >/dev/null 2>&1; then
-  echo "system_deps: missing ${missing[*]} (install them with apt-get as root)" >&2
-  exit 0
-fi
-export DEBIAN_FRONTEND=noninteractive
-apt-get update -qq
-apt-get install -y -qq --no-install-recommends "${missing[@]}" >/dev/null
-echo "system_deps: installed ${missing[*]}"
+. "$(dirname "$0")/apt_missing.sh" system_deps

@@ -16,6 +16,7 @@ from pathlib import Path
 ROOT = Path(__file__).resolve().parents[1]
 PACKAGES = ("gateway", "channel", "workers")
 
+
 def _defined(body: list[ast.stmt]) -> Iterator[str]:
     """The public type names a module body defines, module-level blocks (if / try) included."""
     for node in body:

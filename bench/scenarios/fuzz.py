@@ -101,20 +101,7 @@ class Fuzzer:
         return data
 
     def mutated(self, data: bytes) -> bytes:
-        r = self.rng
-        buf = bytearray(data)
-        for _ in range(r.randint(1, 8)):
-            if not buf:
-                break
-            choice = r.random()
-            i = r.randrange(len(buf))
-            if choice < 0.5:
-                buf[i] = r.randrange(256)
-            elif choice < 0.75:
-                del buf[i:]
-            else:
-                buf[i:i] = r.randbytes(r.randint(1, 16))
-        return bytes(buf)
+        return fuzz_v2.mutated(self.rng, data)
 
     def grpc_call(self) -> tuple[str, bytes]:
         r = self.rng

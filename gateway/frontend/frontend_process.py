@@ -26,7 +26,6 @@ from __future__ import annotations
 
 import asyncio
 import contextlib
-import functools
 import logging
 import os
 import signal
@@ -46,7 +45,6 @@ from gateway.ipc import figures, snapshot
 from gateway.ipc.link import MessageLink
 from gateway.lifecycle import settle_heap
 from gateway.observability.hooks import Observability
-from gateway.observability.metrics import set_runs_in
 from gateway.observability.page import CONTENT_TYPE
 from gateway.observability.workers import ShmUse
 from gateway.parallel.shared_load import LoadTable, SharedLoadDispatcher
@@ -83,8 +81,7 @@ class FrontEnd:
             options, self.models, self.dispatcher, observer=self.observability.queue_observer
         )
         self.queues, self.core, self.inline = parts.queues, parts.core, parts.inline
-        if self.observability.metrics is not None:
-            self.inline.on_placed = functools.partial(set_runs_in, self.observability.metrics)
+        self.inline.on_placed = self.observability.placement_reporter()
         self.servers = Servers(
             settings,
             self.core,

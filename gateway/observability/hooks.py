@@ -10,9 +10,10 @@ tells them (:class:`~gateway.transport.surface.GrpcService`,
 from __future__ import annotations
 
 import asyncio
+import functools
 import logging
 import os
-from collections.abc import Iterator, Mapping
+from collections.abc import Callable, Iterator, Mapping
 
 from prometheus_client.core import Metric
 
@@ -23,7 +24,12 @@ from gateway.errors import NotFound
 from gateway.observability import grpc_hook, rest_hook
 from gateway.observability.batches import RUNTIMES, QueueLabels, QueueObserver
 from gateway.observability.calls import Recorder
-from gateway.observability.metrics import GatewayCollector, GatewayMetrics, registry_of
+from gateway.observability.metrics import (
+    GatewayCollector,
+    GatewayMetrics,
+    registry_of,
+    set_runs_in,
+)
 from gateway.observability.model_stats import ModelStats
 from gateway.observability.page import MetricsPage, metrics_path
 from gateway.observability.request_log import RequestLog
@@ -134,6 +140,11 @@ class Observability:
 
         registry = registry_of(GatewayCollector(self.metrics, live))
         return {self.page_path: MetricsPage(self.tfs, registry, workers)}
+
+    def placement_reporter(self) -> Callable[[dict[str, str]], None] | None:
+        """What inline runs call with their placement (servable key → where it runs), to show it
+        in the metrics (None when metrics are off)."""
+        return None if self.metrics is None else functools.partial(set_runs_in, self.metrics)
 
     def queue_observer(self, servable: Servable, signature_name: str) -> BatchObserver | None:
         """The observer of a new batch queue (BatchQueues' ``observer`` factory)."""

@@ -78,24 +78,20 @@ def plan_task(
         )
     names = signature.output_names()
     outputs = tuple(n for n in (CLASSES, SCORES) if n in names) if classify else (OUTPUTS,)
-    if servable.platform != "tensorflow":  # parse Examples into the graph's inputs
-        if classify and not outputs:
-            raise InvalidArgument(_no_classify_outputs(signature))
-        if not classify and OUTPUTS not in names:
-            raise InvalidArgument(
-                f"No regression outputs found in SignatureDef: {_describe(signature)}"
-            )
-        return TaskPlan(signature, method_name, outputs, None)
-    kind = "classification" if classify else "regression"
-    if len(signature.inputs) != 1:
-        raise InvalidArgument("Expected one input Tensor.")
-    if classify and len(names) not in (1, 2):
-        raise InvalidArgument(f"Expected one or two output Tensors, found {len(names)}")
-    if not classify and len(names) != 1:
-        raise InvalidArgument("Expected one output Tensor.")
-    (spec,) = signature.inputs
-    if spec.name != INPUTS:
-        raise InvalidArgument(f"No {kind} inputs found in SignatureDef: {_describe(signature)}")
+    spec: TensorSpec | None = (
+        None  # not TensorFlow: the Examples are parsed into the graph's inputs
+    )
+    if servable.platform == "tensorflow":  # the serialized Examples feed the one input
+        if len(signature.inputs) != 1:
+            raise InvalidArgument("Expected one input Tensor.")
+        if classify and len(names) not in (1, 2):
+            raise InvalidArgument(f"Expected one or two output Tensors, found {len(names)}")
+        if not classify and len(names) != 1:
+            raise InvalidArgument("Expected one output Tensor.")
+        (spec,) = signature.inputs
+        if spec.name != INPUTS:
+            kind = "classification" if classify else "regression"
+            raise InvalidArgument(f"No {kind} inputs found in SignatureDef: {_describe(signature)}")
     if classify and not outputs:
         raise InvalidArgument(_no_classify_outputs(signature))
     if not classify and OUTPUTS not in names:

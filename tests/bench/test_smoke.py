@@ -11,7 +11,6 @@ import json
 import subprocess
 import sys
 import threading
-from collections.abc import Iterator
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 from pathlib import Path
 
@@ -27,15 +26,6 @@ from bench.systems.start import start
 from bench.systems.targets import Context, Running
 
 REPO = Path(__file__).resolve().parents[2]
-
-
-@pytest.fixture(scope="module")
-def gateway(context: Context) -> Iterator[Running]:
-    running = start(context, CATALOG["tensorgate"], "mlp", ())
-    try:
-        yield running
-    finally:
-        running.stop()
 
 
 def _options(running: Running, **kw: object) -> LoadOptions:

@@ -8,10 +8,9 @@ from typing import Any
 import pytest
 
 from channel import messages
-from channel.messages import BadRequest, Reply, Request, TensorDesc
+from channel.messages import BadRequest, Reply, Request
 from channel.span_wire import WorkerSpans
-
-X: TensorDesc = {"name": "x", "dtype": "float32", "shape": [8, 64], "offset": 4096, "nbytes": 2048}
+from tests.channel.samples import STATS, X
 
 REQUESTS: list[Request] = [
     messages.load_request(
@@ -41,16 +40,7 @@ REPLIES: list[Reply] = [
     messages.ping_reply(
         7,
         1234,
-        stats={
-            "pid": 1234,
-            "start_time": 1.5,
-            "cpu_seconds": 0.25,
-            "rss_bytes": 4096,
-            "runs": 3,
-            "run_errors": 1,
-            "wakeups": 2,
-            "load_seconds": {"m:3": 0.5},
-        },
+        stats=STATS,
     ),
     messages.run_reply(
         10,

@@ -16,7 +16,7 @@ from channel.replies import (
     run_reply,
 )
 from channel.span_wire import WorkerSpans
-from channel.telemetry import WorkerStats
+from tests.channel.samples import STATS
 
 Y: TensorDesc = {"name": "y", "dtype": "float32", "shape": [8, 10], "offset": 0, "nbytes": 320}
 
@@ -43,18 +43,8 @@ def test_run_reply_carries_spans_only_when_traced() -> None:
 
 def test_ping_reply_reports_runs_and_stats_only_when_given() -> None:
     assert ping_reply(6, 1234) == {"id": 6, "ok": True, "pid": 1234}
-    stats: WorkerStats = {
-        "pid": 1234,
-        "start_time": 1.5,
-        "cpu_seconds": 0.25,
-        "rss_bytes": 4096,
-        "runs": 3,
-        "run_errors": 1,
-        "wakeups": 2,
-        "load_seconds": {"m:3": 0.5},
-    }
-    reply = ping_reply(7, 1234, runs=6, stats=stats)
-    assert (reply["runs"], reply["stats"]) == (6, stats)
+    reply = ping_reply(7, 1234, runs=6, stats=STATS)
+    assert (reply["runs"], reply["stats"]) == (6, STATS)
 
 
 def test_error_reply_carries_out_end_only_for_a_run() -> None:

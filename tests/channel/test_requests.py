@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-from channel.descriptors import TensorDesc
 from channel.requests import (
     DEFAULT_SIGNATURE,
     load_request,
@@ -11,8 +10,7 @@ from channel.requests import (
     stop_request,
     unload_request,
 )
-
-X: TensorDesc = {"name": "x", "dtype": "float32", "shape": [8, 64], "offset": 4096, "nbytes": 2048}
+from tests.channel.samples import X
 
 
 def test_load_asks_for_the_serve_tags_unless_told() -> None:

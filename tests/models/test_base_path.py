@@ -11,25 +11,14 @@ from __future__ import annotations
 import asyncio
 import logging
 from pathlib import Path
-from typing import Any
 
 import pytest
 
 from gateway.config.model_config import ModelSpecConfig
 from gateway.errors import NotFound
-from gateway.models.manager import ModelManager
 from gateway.serving.registry import State
+from tests.models.harness import manager, versions
 from tests.support.fakes import FakeClock, FakePool
-
-
-def versions(base: Path, *numbers: int) -> None:
-    for n in numbers:
-        (base / str(n)).mkdir(parents=True, exist_ok=True)
-        (base / str(n) / "model.onnx").write_bytes(b"onnx")
-
-
-def manager(pool: FakePool, *specs: ModelSpecConfig, **kw: Any) -> ModelManager:
-    return ModelManager(pool, list(specs), intra_op=1, inter_op=1, **kw)  # type: ignore[arg-type]
 
 
 def missing_lines(caplog: pytest.LogCaptureFixture) -> list[str]:

@@ -12,13 +12,8 @@ import pytest
 from gateway.config.model_config import ModelSpecConfig
 from gateway.models.config_poll import ConfigFilePoll
 from gateway.models.manager import ModelManager
+from tests.models.harness import versions
 from tests.support.fakes import FakePool
-
-
-def versions(base: Path, *numbers: int) -> None:
-    for n in numbers:
-        (base / str(n)).mkdir(parents=True, exist_ok=True)
-        (base / str(n) / "model.onnx").write_bytes(b"onnx")
 
 
 def test_a_rewritten_file_is_applied_and_a_bad_one_ignored(

@@ -19,24 +19,14 @@ from gateway.errors import Code, FailedPrecondition
 from gateway.models.base_path import BasePathWatch
 from gateway.models.jobs import ModelState, VersionJobs
 from gateway.models.loader import LoadOptions, VersionLoader
-from gateway.models.manager import ModelManager
 from gateway.serving.registry import Servable, State
+from tests.models.harness import manager, versions
 from tests.support.fakes import FakePool, settle
 
 T = TypeVar("T")
 WAIT_S = 30.0
 """Bound of every wait (never reached when things work)."""
 HOUR_S = 3600.0
-
-
-def versions(base: Path, *numbers: int) -> None:
-    for n in numbers:
-        (base / str(n)).mkdir(parents=True, exist_ok=True)
-        (base / str(n) / "model.onnx").write_bytes(b"onnx")
-
-
-def manager(pool: FakePool, *specs: ModelSpecConfig, **kw: Any) -> ModelManager:
-    return ModelManager(pool, list(specs), intra_op=1, inter_op=1, **kw)  # type: ignore[arg-type]
 
 
 def run(coro: Coroutine[Any, Any, T]) -> T:

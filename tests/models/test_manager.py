@@ -13,24 +13,14 @@ import pytest
 from gateway.config.model_config import ModelSpecConfig
 from gateway.errors import Code, FailedPrecondition, InvalidArgument, NotFound, ServingError
 from gateway.models.loader import LoadOptions
-from gateway.models.manager import ModelManager
 from gateway.parallel.warmup import WarmupRun
 from gateway.serving.registry import Servable, State
+from tests.models.harness import manager, versions
 from tests.support.fakes import FakePool, settle
 
 T = TypeVar("T")
 WAIT_S = 30.0
 """Bound of every wait (never reached when things work)."""
-
-
-def versions(base: Path, *numbers: int) -> None:
-    for n in numbers:
-        (base / str(n)).mkdir(parents=True, exist_ok=True)
-        (base / str(n) / "model.onnx").write_bytes(b"onnx")
-
-
-def manager(pool: FakePool, *specs: ModelSpecConfig, **hooks: object) -> ModelManager:
-    return ModelManager(pool, list(specs), intra_op=1, inter_op=1, **hooks)  # type: ignore[arg-type]
 
 
 def test_latest_serves_the_highest_and_rolls_forward_load_first(tmp_path: Path) -> None:

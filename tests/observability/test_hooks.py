@@ -25,6 +25,7 @@ def test_with_metrics_and_tracing_off_no_hook_is_installed() -> None:
     assert off.routes(pool=None) == {}  # type: ignore[arg-type]
     servable = Servable("m", 1, "m:1", "onnx", {})
     assert off.queue_observer(servable, "serving_default") is None
+    assert off.placement_reporter() is None
     assert off.describe() == "Observability: no metrics page, tracing off"
 
 
@@ -45,6 +46,10 @@ def test_metrics_on_installs_the_hooks(tmp_path: Path) -> None:
     servable = Servable("m", 1, "m:1", "tensorflow", {})
     observer = on.queue_observer(servable, "serving_default")
     assert observer is not None and observer.sees_untagged
+    report = on.placement_reporter()
+    assert report is not None and on.metrics is not None
+    report({"m:1": "front_end"})
+    assert on.metrics.runs_in.values == {("m", "1", "front_end"): 1}
     assert on.describe() == "Observability: metrics at /monitoring/prometheus/metrics, tracing off"
 
 

@@ -4,8 +4,6 @@ use it."""
 
 from __future__ import annotations
 
-from collections.abc import Iterator
-
 import pytest
 from opentelemetry.exporter.otlp.proto.common.trace_encoder import encode_spans
 from opentelemetry.proto.collector.trace.v1.trace_service_pb2 import ExportTraceServiceRequest
@@ -111,14 +109,6 @@ def test_equal_floats_of_opposite_sign_keep_their_sign() -> None:
 def test_values_the_sdk_cannot_encode_are_refused() -> None:
     with pytest.raises(TypeError):
         encode_request([_span(1, attributes={"bad": object()})])
-
-
-@pytest.fixture
-def made() -> Iterator[list[Tracing]]:
-    tracings: list[Tracing] = []
-    yield tracings
-    for tracing in tracings:
-        tracing.shutdown()
 
 
 @pytest.mark.parametrize(

@@ -12,19 +12,14 @@ from hypothesis import given
 from hypothesis import strategies as st
 from opentelemetry.exporter.http.transport._requests import RequestsHTTPTransport
 from opentelemetry.exporter.http.transport._urllib3 import Urllib3HTTPTransport
-from opentelemetry.sdk.resources import Resource
 from opentelemetry.sdk.trace import ReadableSpan
 from opentelemetry.sdk.trace.export import SpanExporter, SpanExportResult
 from opentelemetry.sdk.trace.export.in_memory_span_exporter import InMemorySpanExporter
-from opentelemetry.trace import SpanKind
 
 from gateway.observability import span_export
 from gateway.observability.span_export import HttpSpanExporter, RecordExporter, RecordSpanProcessor
-from gateway.observability.span_records import BatchSpan, Record, ServerSpan, span_count
-
-TRACE = 0x4BF92F3577B34DA6A3CE929D0E0E4736
-GATEWAY = Resource({"service.name": "tensorgate", "process.pid": 10, "process.parent_pid": 1})
-T0 = 1_700_000_000_000_000_000
+from gateway.observability.span_records import BatchSpan, Record, span_count
+from tests.observability.spans import GATEWAY, T0, TRACE, server_span
 
 
 class _Exporter(SpanExporter):
@@ -89,22 +84,6 @@ def _batch(span_id: int) -> BatchSpan:
     return BatchSpan(TRACE, span_id, 0x51, (), T0 + 200, T0 + 800, {"tensorgate.batch.rows": 2})
 
 
-def _server(span_id: int, **fields: object) -> ServerSpan:
-    values: dict[str, object] = {
-        "name": "tensorflow.serving.PredictionService/Predict",
-        "kind": SpanKind.SERVER,
-        "trace_id": TRACE,
-        "span_id": span_id,
-        "parent_id": 0,
-        "trace_state": None,
-        "start_ns": T0,
-        "attributes": {"rpc.system": "grpc"},
-        "end_ns": T0 + 1000,
-    }
-    values.update(fields)
-    return ServerSpan(**values)  # type: ignore[arg-type]
-
-
 class _Recording(InMemorySpanExporter):
     def __init__(self) -> None:
         super().__init__()
@@ -121,7 +100,7 @@ def test_the_record_exporter_sends_at_most_the_batch_size_in_spans_per_call(
 ) -> None:
     batch = _batch(0xB1)
     records: list[Record] = [
-        _server(0x100 + i, phases=[(T0, batch)] * n, done_ns=batch.end_ns, child_ids=i + 1)
+        server_span(0x100 + i, phases=[(T0, batch)] * n, done_ns=batch.end_ns, child_ids=i + 1)
         for i, n in enumerate(phases)
     ]
     inner = _Recording()

@@ -7,7 +7,6 @@ from __future__ import annotations
 import logging
 
 import pytest
-from opentelemetry.sdk.resources import Resource
 from opentelemetry.trace import SpanKind
 from opentelemetry.trace.status import StatusCode
 
@@ -21,10 +20,7 @@ from gateway.observability.span_records import (
     span_count,
 )
 from gateway.observability.tracing import Sampling, Tracing
-
-TRACE = 0x4BF92F3577B34DA6A3CE929D0E0E4736
-GATEWAY = Resource({"service.name": "tensorgate", "process.pid": 10, "process.parent_pid": 1})
-T0 = 1_700_000_000_000_000_000
+from tests.observability.spans import GATEWAY, T0, TRACE, server_span
 
 
 def _worker(pid: int, parent: int, **attributes: object) -> dict[str, object]:
@@ -46,19 +42,9 @@ def _batch(span_id: int, *pids: int, links: tuple[tuple[int, int], ...] = ()) ->
 
 
 def _server(span_id: int, **fields: object) -> ServerSpan:
-    values: dict[str, object] = {
-        "name": "tensorflow.serving.PredictionService/Predict",
-        "kind": SpanKind.SERVER,
-        "trace_id": TRACE,
-        "span_id": span_id,
-        "parent_id": 0,
-        "trace_state": None,
-        "start_ns": T0,
-        "attributes": {"rpc.system": "grpc", "rpc.grpc.status_code": 0, "ok": True},
-        "end_ns": T0 + 1000,
-    }
-    values.update(fields)
-    return ServerSpan(**values)  # type: ignore[arg-type]
+    """A server span whose call ended OK."""
+    fields.setdefault("attributes", {"rpc.system": "grpc", "rpc.grpc.status_code": 0, "ok": True})
+    return server_span(span_id, **fields)
 
 
 def _records() -> list[Record]:

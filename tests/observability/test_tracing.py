@@ -3,8 +3,6 @@ named; bad values fail the start with the variable's name."""
 
 from __future__ import annotations
 
-from collections.abc import Iterator
-
 import pytest
 from opentelemetry.exporter.otlp.proto.grpc.trace_exporter import OTLPSpanExporter as GrpcExporter
 from opentelemetry.exporter.otlp.proto.http.trace_exporter import OTLPSpanExporter as HttpExporter
@@ -17,15 +15,6 @@ from gateway.observability.tracing import Tracing
 
 TRACEPARENT = "00-4bf92f3577b34da6a3ce929d0e0e4736-00f067aa0ba902b7-01"
 UNSAMPLED_PARENT = TRACEPARENT[:-2] + "00"
-
-
-@pytest.fixture
-def made() -> Iterator[list[Tracing]]:
-    """Tracing objects a test made, shut down afterwards (each holds an export thread)."""
-    tracings: list[Tracing] = []
-    yield tracings
-    for tracing in tracings:
-        tracing.shutdown()
 
 
 def _from(env: dict[str, str], made: list[Tracing]) -> Tracing | None:

@@ -6,10 +6,9 @@ from __future__ import annotations
 from pathlib import Path
 
 import numpy as np
-import onnx
 from onnx import TensorProto, helper, numpy_helper
 
-from tests.support.onnx_models import OPSET
+from tests.support.onnx_models import save
 
 
 def expand(path: Path, *, to: tuple[int, int] | None, elem: int = TensorProto.FLOAT) -> Path:
@@ -24,8 +23,4 @@ def expand(path: Path, *, to: tuple[int, int] | None, elem: int = TensorProto.FL
     else:
         constant = numpy_helper.from_array(np.array(to, dtype=np.int64), "shape")
         graph = helper.make_graph([node], path.stem, [x], [y], initializer=[constant])
-    model = helper.make_model(graph, opset_imports=[helper.make_opsetid("", OPSET)])
-    model.ir_version = 8
-    onnx.checker.check_model(model)
-    onnx.save(model, str(path))
-    return path
+    return save(graph, path)

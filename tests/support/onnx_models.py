@@ -11,7 +11,8 @@ from onnx import TensorProto, helper, numpy_helper
 OPSET = 17
 
 
-def _save(graph: onnx.GraphProto, path: Path) -> Path:
+def save(graph: onnx.GraphProto, path: Path) -> Path:
+    """``graph`` as a checked opset-17, IR 8 model at ``path`` (its folder made)."""
     model = helper.make_model(graph, opset_imports=[helper.make_opsetid("", OPSET)])
     model.ir_version = 8
     onnx.checker.check_model(model)
@@ -45,7 +46,7 @@ def mlp(
         ],
         initializer=[w1, b1, w2],
     )
-    return _save(graph, path)
+    return save(graph, path)
 
 
 IDENTITY_DTYPES = {
@@ -72,7 +73,7 @@ def identities(path: Path) -> Path:
         inputs.append(helper.make_tensor_value_info(f"in_{name}", elem, ["n", "m"]))
         outputs.append(helper.make_tensor_value_info(f"out_{name}", elem, ["n", "m"]))
         nodes.append(helper.make_node("Identity", [f"in_{name}"], [f"out_{name}"]))
-    return _save(helper.make_graph(nodes, "identities", inputs, outputs), path)
+    return save(helper.make_graph(nodes, "identities", inputs, outputs), path)
 
 
 def identity(path: Path, dtype: str) -> Path:
@@ -84,7 +85,7 @@ def identity(path: Path, dtype: str) -> Path:
         [helper.make_tensor_value_info("x", elem, ["n", "m"])],
         [helper.make_tensor_value_info("y", elem, ["n", "m"])],
     )
-    return _save(graph, path)
+    return save(graph, path)
 
 
 def add_two(path: Path) -> Path:
@@ -106,7 +107,7 @@ def add_two(path: Path) -> Path:
             helper.make_tensor_value_info("diff", TensorProto.FLOAT, spec),
         ],
     )
-    return _save(graph, path)
+    return save(graph, path)
 
 
 def scaled(path: Path, factor: float) -> Path:
@@ -119,7 +120,7 @@ def scaled(path: Path, factor: float) -> Path:
         [helper.make_tensor_value_info("y", TensorProto.FLOAT, ["batch", 2])],
         initializer=[k],
     )
-    return _save(graph, path)
+    return save(graph, path)
 
 
 def onnx_examples(path: Path) -> Path:

@@ -4,19 +4,9 @@ from __future__ import annotations
 
 from pathlib import Path
 
-import onnx
 from onnx import TensorProto, helper
 
-from tests.support.onnx_models import OPSET
-
-
-def _save(graph: onnx.GraphProto, path: Path) -> Path:
-    model = helper.make_model(graph, opset_imports=[helper.make_opsetid("", OPSET)])
-    model.ir_version = 8
-    onnx.checker.check_model(model)
-    path.parent.mkdir(parents=True, exist_ok=True)
-    onnx.save(model, str(path))
-    return path
+from tests.support.onnx_models import save
 
 
 def strings(path: Path) -> Path:
@@ -34,7 +24,7 @@ def strings(path: Path) -> Path:
             helper.make_tensor_value_info("text_bytes", TensorProto.STRING, ["batch"]),
         ],
     )
-    return _save(graph, path)
+    return save(graph, path)
 
 
 def scalar_sum(path: Path) -> Path:
@@ -45,4 +35,4 @@ def scalar_sum(path: Path) -> Path:
         [helper.make_tensor_value_info("x", TensorProto.FLOAT, ["n"])],
         [helper.make_tensor_value_info("total", TensorProto.FLOAT, [])],
     )
-    return _save(graph, path)
+    return save(graph, path)

@@ -22,16 +22,6 @@ from tests.support.worker_harness import WAIT_S, Harness
 from workers.bootstrap import THREAD_ENV, spawn_worker, worker_argv
 
 
-@pytest.fixture
-def fresh() -> Iterator[Harness]:
-    """A worker of its own, for tests that stop or kill it."""
-    harness = Harness(input_bytes=1 << 16, output_bytes=1 << 16, ring_slots=8)
-    try:
-        yield harness
-    finally:
-        harness.close()
-
-
 def test_argv_names_the_channels_descriptors_and_the_parent() -> None:
     with Channel.create(index=4, input_bytes=4096, output_bytes=4096) as channel:
         memfd, submit_fd, complete_fd, release_fd = channel.fds

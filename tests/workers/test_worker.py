@@ -122,16 +122,6 @@ def worker(models: dict[str, str]) -> Iterator[Harness]:
         harness.close()
 
 
-@pytest.fixture
-def fresh() -> Iterator[Harness]:
-    """A worker of its own, for tests that stop or kill it."""
-    harness = Harness(input_bytes=1 << 16, output_bytes=1 << 16, ring_slots=8)
-    try:
-        yield harness
-    finally:
-        harness.close()
-
-
 # -- serving ------------------------------------------------------------------------------------
 
 

@@ -8,25 +8,11 @@ import json
 import math
 import subprocess
 import sys
-from collections.abc import Iterator
-
-import pytest
 
 from bench.report import seeds_report
 from bench.report.plots import figures
 from bench.scenarios.seeds import LOCUSTFILE, run_locust
-from bench.systems.catalog import CATALOG
-from bench.systems.start import start
-from bench.systems.targets import Context, Running
-
-
-@pytest.fixture(scope="module")
-def rest_gateway(context: Context) -> Iterator[Running]:
-    running = start(context, CATALOG["tensorgate-rest"], "mlp", ())
-    try:
-        yield running
-    finally:
-        running.stop()
+from bench.systems.targets import Running
 
 
 def test_the_locust_file_sends_tf_servings_row_format_of_the_resnet50_input() -> None:

@@ -6,7 +6,6 @@ import os
 import select
 import threading
 import time
-from collections.abc import Iterator
 from typing import Any
 
 import numpy as np
@@ -15,36 +14,10 @@ import pytest
 from channel.shm.channel import Channel
 from channel.shm.payload import read_tensor, write_tensor
 from channel.shm.ring import ChannelFull
+from tests.channel.shm.ends import readable
 
 WAIT_S = 30.0
 """Upper bound of every wait on the other thread (never reached when things work)."""
-
-
-def _worker_end(gateway: Channel) -> Channel:
-    """A second end in this process, on duplicates of the descriptors a child inherits."""
-    memfd, submit_fd, complete_fd, release_fd = (os.dup(fd) for fd in gateway.fds)
-    return Channel(
-        index=gateway.index,
-        memfd=memfd,
-        submit_fd=submit_fd,
-        complete_fd=complete_fd,
-        release_fd=release_fd,
-    )
-
-
-def _readable(fd: int) -> bool:
-    return bool(select.select([fd], [], [], 0)[0])
-
-
-@pytest.fixture
-def pair() -> Iterator[tuple[Channel, Channel]]:
-    gateway = Channel.create(
-        index=3, input_bytes=1 << 16, output_bytes=1 << 14, ring_slots=4, slot_bytes=256
-    )
-    worker = _worker_end(gateway)
-    yield gateway, worker
-    worker.close()
-    gateway.close()
 
 
 def test_messages_arrive_in_order_both_ways(pair: tuple[Channel, Channel]) -> None:
@@ -215,7 +188,7 @@ def test_replies_ring_once_per_gateway_wakeup_and_a_wakeup_drains_them_all(
     worker.post_completion(b"b")  # already rung, not yet drained: silent
     assert bells.rung == {worker.complete_fd: 1}
     assert gateway.completions() == [b"a", b"b"]
-    assert not _readable(gateway.complete_fd)
+    assert not readable(gateway.complete_fd)
     worker.post_completion(b"c")  # the gateway sleeps again after draining
     assert bells.rung == {worker.complete_fd: 2}
     assert gateway.completions() == [b"c"]

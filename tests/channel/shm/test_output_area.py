@@ -6,7 +6,6 @@ from __future__ import annotations
 
 import logging
 import os
-import select
 import threading
 from collections.abc import Iterator
 from typing import Any
@@ -18,27 +17,10 @@ from channel.shm.channel import Channel
 from channel.shm.output_area import OutputArea, OutputArenaExhausted
 from channel.shm.payload import read_tensor, write_tensor
 from channel.shm.segment import W_OUT_ALLOCATED, W_OUT_RELEASED, W_OUT_WAITING
+from tests.channel.shm.ends import readable
 
 WAIT_S = 30.0
 """Upper bound of every wait on the other thread (never reached when things work)."""
-
-
-def _readable(fd: int) -> bool:
-    return bool(select.select([fd], [], [], 0)[0])
-
-
-@pytest.fixture
-def pair() -> Iterator[tuple[Channel, Channel]]:
-    gateway = Channel.create(
-        index=3, input_bytes=1 << 16, output_bytes=1 << 14, ring_slots=4, slot_bytes=256
-    )
-    memfd, submit_fd, complete_fd, release_fd = (os.dup(fd) for fd in gateway.fds)
-    worker = Channel(
-        index=3, memfd=memfd, submit_fd=submit_fd, complete_fd=complete_fd, release_fd=release_fd
-    )
-    yield gateway, worker
-    worker.close()
-    gateway.close()
 
 
 # -- through a channel, both ends in this process ----------------------------------------------
@@ -81,7 +63,7 @@ def test_release_rings_no_doorbell_while_nobody_waits(pair: tuple[Channel, Chann
     with pytest.raises(OutputArenaExhausted):
         worker.alloc_output(64, timeout=0)  # waited, gave up: no longer waiting
     gateway.release_outputs(worker.output_capacity)
-    assert not _readable(gateway.release_fd)
+    assert not readable(gateway.release_fd)
     assert worker.alloc_output(64, timeout=0) == 0
 
 
@@ -184,7 +166,7 @@ def test_a_waiting_worker_wakes_on_the_release_doorbell(
         thread.join(WAIT_S)
     assert not thread.is_alive()
     assert result == {"offset": 0}  # woken by the doorbell, long before its timeout
-    assert not _readable(gateway.release_fd)  # the worker drained it
+    assert not readable(gateway.release_fd)  # the worker drained it
 
 
 # -- on a bare header ---------------------------------------------------------------------------
@@ -234,14 +216,14 @@ def test_release_rings_only_a_waiting_worker_and_clears_its_word(
     area, words, fd = bare
     area.alloc(64, timeout=0)
     area.release(64)
-    assert not _readable(fd)
+    assert not readable(fd)
     area.alloc(64, timeout=0)
     words[W_OUT_WAITING] = 1  # as a worker announces before it sleeps
     area.release(128)
-    assert _readable(fd) and words[W_OUT_WAITING] == 0
+    assert readable(fd) and words[W_OUT_WAITING] == 0
     os.eventfd_read(fd)
     area.release(128)  # nothing new released: no doorbell
-    assert not _readable(fd)
+    assert not readable(fd)
 
 
 def test_an_area_resumes_from_the_positions_in_its_header(

@@ -13,29 +13,11 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 from hypothesis.extra import numpy as hnp
 
-from gateway._pb.tensorflow.core.framework import tensor_shape_pb2
 from gateway._pb.tensorflow.core.framework.tensor_pb2 import TensorProto
 from gateway.tfserving.codec import tensor as tensor_codec
 from gateway.tfserving.codec import tensor_decode, tensor_encode, tensor_types
+from tests.tfserving.codec.tensor_cases import NAMES, assert_identical, decode, tensor_proto
 
-NAMES = [
-    "float32",
-    "float64",
-    "float16",
-    "bfloat16",
-    "int8",
-    "int16",
-    "int32",
-    "int64",
-    "uint8",
-    "uint16",
-    "uint32",
-    "uint64",
-    "bool",
-    "string",
-    "complex64",
-    "complex128",
-]
 NUMERIC = [name for name in NAMES if name != "string"]
 PROPERTY_SETTINGS = settings(max_examples=settings.default.max_examples * 3 // 5)
 """31 parametrized cases: 3/5 of the profile's examples each (60 under ``ci``)."""
@@ -65,39 +47,28 @@ def _arrays(name: str, shape: tuple[int, ...]) -> st.SearchStrategy[npt.NDArray[
     return st.one_of(hnp.arrays(dtype, shape), _from_bits(dtype, shape))
 
 
+def _quieted(array: npt.NDArray[Any]) -> npt.NDArray[Any]:
+    """``array`` with its float32 / complex64 signalling NaNs made quiet, as a typed field
+    (``float_val``, ``scomplex_val``) carries them: protobuf's Python API holds each value as a
+    Python float, and float32 → double sets a signalling NaN's quiet bit (x86-64's cvtss2sd)."""
+    if array.dtype.kind not in "fc" or array.dtype.itemsize not in (4, 8) or array.dtype == "f8":
+        return array
+    words = np.ascontiguousarray(array).view(np.uint32).copy()
+    signalling = ((words & 0x7F800000) == 0x7F800000) & ((words & 0x007FFFFF) != 0)
+    signalling &= (words & 0x00400000) == 0
+    words[signalling] |= 0x00400000
+    return words.view(array.dtype).reshape(array.shape)
+
+
+def _expected(array: npt.NDArray[Any], *, as_tensor_content: bool) -> npt.NDArray[Any]:
+    """What a round trip gives back: the same bits, but for signalling NaNs in a typed field."""
+    return array if as_tensor_content else _quieted(array)
+
+
 def _round_trip(array: npt.NDArray[Any], *, as_tensor_content: bool) -> npt.NDArray[Any]:
     proto = tensor_codec.from_ndarray(array, as_tensor_content=as_tensor_content)
     parsed = TensorProto.FromString(proto.SerializeToString())
     return tensor_codec.to_ndarray(parsed, max_elements=max(array.size, *array.shape, 1))
-
-
-def _assert_identical(actual: npt.NDArray[Any], expected: npt.NDArray[Any]) -> None:
-    """Same dtype, shape and bits (for strings: the same ``bytes`` objects' values)."""
-    assert actual.dtype == expected.dtype
-    assert actual.shape == expected.shape
-    if expected.dtype == object:
-        assert all(type(item) is bytes for item in actual.ravel().tolist())
-        assert actual.ravel().tolist() == expected.ravel().tolist()
-    else:
-        bits = np.ascontiguousarray(actual).reshape(-1).view(np.uint8)
-        want = np.ascontiguousarray(expected).reshape(-1).view(np.uint8)
-        np.testing.assert_array_equal(bits, want)
-
-
-def _proto(name: str, shape: list[int], **fields: Any) -> TensorProto:
-    return TensorProto(
-        dtype=tensor_codec.data_type(name),
-        tensor_shape=tensor_shape_pb2.TensorShapeProto(
-            dim=[tensor_shape_pb2.TensorShapeProto.Dim(size=size) for size in shape]
-        ),
-        **fields,
-    )
-
-
-def _decode(proto: TensorProto, max_elements: int = 1000) -> npt.NDArray[Any]:
-    return tensor_codec.to_ndarray(
-        TensorProto.FromString(proto.SerializeToString()), max_elements=max_elements
-    )
 
 
 @pytest.mark.parametrize("name", NAMES)
@@ -106,7 +77,10 @@ def _decode(proto: TensorProto, max_elements: int = 1000) -> npt.NDArray[Any]:
 def test_round_trip_is_bit_identical_in_both_encodings(name: str, data: st.DataObject) -> None:
     array = data.draw(SHAPES.flatmap(lambda shape: _arrays(name, shape)))
     for as_tensor_content in (False, True):
-        _assert_identical(_round_trip(array, as_tensor_content=as_tensor_content), array)
+        assert_identical(
+            _round_trip(array, as_tensor_content=as_tensor_content),
+            _expected(array, as_tensor_content=as_tensor_content),
+        )
 
 
 @pytest.mark.parametrize("name", NUMERIC)
@@ -121,7 +95,10 @@ def test_non_native_byte_order_and_non_contiguous_inputs(name: str, data: st.Dat
     for variant in variants:
         expected = np.ascontiguousarray(variant, dtype=array.dtype)
         for as_tensor_content in (False, True):
-            _assert_identical(_round_trip(variant, as_tensor_content=as_tensor_content), expected)
+            assert_identical(
+                _round_trip(variant, as_tensor_content=as_tensor_content),
+                _expected(expected, as_tensor_content=as_tensor_content),
+            )
 
 
 def test_string_inputs_of_every_numpy_kind_become_bytes() -> None:
@@ -135,16 +112,16 @@ def test_string_inputs_of_every_numpy_kind_become_bytes() -> None:
             proto = tensor_codec.from_ndarray(array, as_tensor_content=as_tensor_content)
             assert list(proto.string_val) == expected.tolist()
             assert proto.tensor_content == b""
-            _assert_identical(_decode(proto), expected)
+            assert_identical(decode(proto), expected)
 
 
 def test_half_val_holds_float16_and_bfloat16_bit_patterns() -> None:
     half_bits = [0x3C00, 0xC000, 0x7C00, 0x7E01, 0x8000, 0x0001]
-    decoded = _decode(_proto("float16", [6], half_val=half_bits))
+    decoded = decode(tensor_proto("float16", [6], half_val=half_bits))
     assert decoded.view(np.uint16).tolist() == half_bits
     np.testing.assert_array_equal(decoded[[0, 1, 2]], np.array([1.0, -2.0, np.inf], np.float16))
     bf16_bits = [0x3F80, 0xC000, 0x7F80, 0x7FC1, 0x8000, 0x0001]
-    decoded = _decode(_proto("bfloat16", [6], half_val=bf16_bits))
+    decoded = decode(tensor_proto("bfloat16", [6], half_val=bf16_bits))
     assert decoded.dtype == ml_dtypes.bfloat16
     assert decoded.view(np.uint16).tolist() == bf16_bits
     assert decoded[:3].astype(np.float32).tolist() == [1.0, -2.0, np.inf]
@@ -160,3 +137,15 @@ def test_every_public_name_is_the_parts_own() -> None:
             part for part in parts if getattr(part, name, None) is getattr(tensor_codec, name)
         ]
         assert owners, name
+
+
+@pytest.mark.parametrize("name", ["float32", "complex64"])
+def test_a_signalling_nan_keeps_its_bits_in_tensor_content_and_turns_quiet_in_a_typed_field(
+    name: str,
+) -> None:
+    dtype = tensor_codec.numpy_dtype(name)
+    words = np.array([0x7FA00000, 0x3F800000], dtype=np.uint32)  # a signalling NaN, then 1.0
+    array = words.view(dtype)
+    assert_identical(_round_trip(array, as_tensor_content=True), array)
+    typed = _round_trip(array, as_tensor_content=False).view(np.uint32)
+    assert typed.tolist() == [0x7FE00000, 0x3F800000]

@@ -13,29 +13,12 @@ import numpy.typing as npt
 import pytest
 
 from gateway import decoding
-from gateway._pb.tensorflow.core.framework import tensor_shape_pb2, types_pb2
+from gateway._pb.tensorflow.core.framework import types_pb2
 from gateway._pb.tensorflow.core.framework.tensor_pb2 import TensorProto
 from gateway.errors import InvalidArgument
 from gateway.tfserving.codec import tensor_decode, tensor_types
+from tests.tfserving.codec.tensor_cases import NAMES, assert_identical, decode, tensor_proto
 
-NAMES = [
-    "float32",
-    "float64",
-    "float16",
-    "bfloat16",
-    "int8",
-    "int16",
-    "int32",
-    "int64",
-    "uint8",
-    "uint16",
-    "uint32",
-    "uint64",
-    "bool",
-    "string",
-    "complex64",
-    "complex128",
-]
 UNSUPPORTED = [
     "DT_INVALID",
     "DT_RESOURCE",
@@ -51,88 +34,62 @@ UNSUPPORTED = [
 ]
 
 
-def _assert_identical(actual: npt.NDArray[Any], expected: npt.NDArray[Any]) -> None:
-    """Same dtype, shape and bits (for strings: the same ``bytes`` objects' values)."""
-    assert actual.dtype == expected.dtype
-    assert actual.shape == expected.shape
-    if expected.dtype == object:
-        assert all(type(item) is bytes for item in actual.ravel().tolist())
-        assert actual.ravel().tolist() == expected.ravel().tolist()
-    else:
-        bits = np.ascontiguousarray(actual).reshape(-1).view(np.uint8)
-        want = np.ascontiguousarray(expected).reshape(-1).view(np.uint8)
-        np.testing.assert_array_equal(bits, want)
-
-
-def _proto(name: str, shape: list[int], **fields: Any) -> TensorProto:
-    return TensorProto(
-        dtype=tensor_types.data_type(name),
-        tensor_shape=tensor_shape_pb2.TensorShapeProto(
-            dim=[tensor_shape_pb2.TensorShapeProto.Dim(size=size) for size in shape]
-        ),
-        **fields,
-    )
-
-
-def _decode(proto: TensorProto, max_elements: int = 1000) -> npt.NDArray[Any]:
-    return tensor_decode.to_ndarray(
-        TensorProto.FromString(proto.SerializeToString()), max_elements=max_elements
-    )
-
-
 def test_short_typed_lists_repeat_their_last_value() -> None:
     nan_with_payload = struct.unpack("<d", struct.pack("<Q", 0x7FF8_0000_0000_ABCD))[0]
     cases: list[tuple[TensorProto, npt.NDArray[Any]]] = [
-        (_proto("float32", [2, 2], float_val=[1.0, 2.5]), np.array([[1, 2.5], [2.5, 2.5]], "f4")),
-        (_proto("int32", [3], int_val=[-7]), np.array([-7, -7, -7], np.int32)),
-        (_proto("int8", [3], int_val=[1, -128]), np.array([1, -128, -128], np.int8)),
-        (_proto("uint64", [2], uint64_val=[2**64 - 1]), np.full(2, 2**64 - 1, np.uint64)),
-        (_proto("bool", [3], bool_val=[False, True]), np.array([False, True, True])),
-        (_proto("float16", [3], half_val=[0x3C00]), np.ones(3, np.float16)),
-        (_proto("bfloat16", [2], half_val=[0xC000]), np.full(2, -2, ml_dtypes.bfloat16)),
         (
-            _proto("complex64", [3], scomplex_val=[1.0, -2.0]),
+            tensor_proto("float32", [2, 2], float_val=[1.0, 2.5]),
+            np.array([[1, 2.5], [2.5, 2.5]], "f4"),
+        ),
+        (tensor_proto("int32", [3], int_val=[-7]), np.array([-7, -7, -7], np.int32)),
+        (tensor_proto("int8", [3], int_val=[1, -128]), np.array([1, -128, -128], np.int8)),
+        (tensor_proto("uint64", [2], uint64_val=[2**64 - 1]), np.full(2, 2**64 - 1, np.uint64)),
+        (tensor_proto("bool", [3], bool_val=[False, True]), np.array([False, True, True])),
+        (tensor_proto("float16", [3], half_val=[0x3C00]), np.ones(3, np.float16)),
+        (tensor_proto("bfloat16", [2], half_val=[0xC000]), np.full(2, -2, ml_dtypes.bfloat16)),
+        (
+            tensor_proto("complex64", [3], scomplex_val=[1.0, -2.0]),
             np.full(3, 1 - 2j, np.complex64),
         ),
         (
-            _proto("string", [2, 2], string_val=[b"a", b"\xff"]),
+            tensor_proto("string", [2, 2], string_val=[b"a", b"\xff"]),
             np.array([[b"a", b"\xff"], [b"\xff", b"\xff"]], dtype=object),
         ),
         (
-            _proto("float64", [3], double_val=[0.0, nan_with_payload]),
+            tensor_proto("float64", [3], double_val=[0.0, nan_with_payload]),
             np.array([0.0, nan_with_payload, nan_with_payload]),
         ),
     ]
     for proto, expected in cases:
-        _assert_identical(_decode(proto), expected)
+        assert_identical(decode(proto), expected)
 
 
 @pytest.mark.parametrize("name", NAMES)
 def test_empty_typed_list_means_zeros(name: str) -> None:
     dtype = tensor_types.numpy_dtype(name)
     expected = np.full((2, 3), b"", dtype=object) if name == "string" else np.zeros((2, 3), dtype)
-    _assert_identical(_decode(_proto(name, [2, 3])), expected)
+    assert_identical(decode(tensor_proto(name, [2, 3])), expected)
 
 
 @pytest.mark.parametrize(
     "proto",
     [
-        _proto("float32", [2], float_val=[1, 2, 3]),
-        _proto("int64", [], int64_val=[1, 2]),
-        _proto("string", [1], string_val=[b"a", b"b"]),
-        _proto("complex128", [1], dcomplex_val=[1, 2, 3, 4]),
-        _proto("float16", [0], half_val=[1]),
+        tensor_proto("float32", [2], float_val=[1, 2, 3]),
+        tensor_proto("int64", [], int64_val=[1, 2]),
+        tensor_proto("string", [1], string_val=[b"a", b"b"]),
+        tensor_proto("complex128", [1], dcomplex_val=[1, 2, 3, 4]),
+        tensor_proto("float16", [0], half_val=[1]),
     ],
     ids=["float32", "scalar-int64", "string", "complex128", "zero-size-float16"],
 )
 def test_typed_list_longer_than_the_shape_is_rejected(proto: TensorProto) -> None:
     with pytest.raises(InvalidArgument, match="more than the"):
-        _decode(proto)
+        decode(proto)
 
 
 def test_complex_values_must_come_in_pairs() -> None:
     with pytest.raises(InvalidArgument, match=r"3 values, not \(real, imag\) pairs"):
-        _decode(_proto("complex64", [2], scomplex_val=[1, 2, 3]))
+        decode(tensor_proto("complex64", [2], scomplex_val=[1, 2, 3]))
 
 
 @pytest.mark.parametrize(
@@ -152,36 +109,36 @@ def test_wrong_tensor_content_length_is_rejected(
     name: str, shape: list[int], content: bytes, message: str
 ) -> None:
     with pytest.raises(InvalidArgument, match=message):
-        _decode(_proto(name, shape, tensor_content=content))
+        decode(tensor_proto(name, shape, tensor_content=content))
 
 
 def test_tensor_content_wins_over_typed_values_and_is_a_read_only_view() -> None:
     array = np.array([[1.5, -2.0]], dtype=np.float32)
-    decoded = _decode(_proto("float32", [1, 2], tensor_content=array.tobytes(), float_val=[9]))
-    _assert_identical(decoded, array)
+    decoded = decode(tensor_proto("float32", [1, 2], tensor_content=array.tobytes(), float_val=[9]))
+    assert_identical(decoded, array)
     assert not decoded.flags.owndata
     assert not decoded.flags.writeable
 
 
 def test_bool_content_bytes_other_than_zero_and_one_are_true() -> None:
-    decoded = _decode(_proto("bool", [3], tensor_content=b"\x00\x02\x01"))
-    _assert_identical(decoded, np.array([False, True, True]))
+    decoded = decode(tensor_proto("bool", [3], tensor_content=b"\x00\x02\x01"))
+    assert_identical(decoded, np.array([False, True, True]))
 
 
 def test_string_tensor_content_in_tensorflows_encoding() -> None:
     """Lengths as varint32s first, then the bytes (``port::EncodeStringList``)."""
     strings = [b"", b"x" * 200, b"ab"]
     content = b"\x00\xc8\x01\x02" + b"".join(strings)
-    decoded = _decode(_proto("string", [3], tensor_content=content, string_val=[b"ignored"]))
-    _assert_identical(decoded, np.array(strings, dtype=object))
+    decoded = decode(tensor_proto("string", [3], tensor_content=content, string_val=[b"ignored"]))
+    assert_identical(decoded, np.array(strings, dtype=object))
     with pytest.raises(InvalidArgument, match="declares 202 bytes of strings, has 201"):
-        _decode(_proto("string", [3], tensor_content=content[:-1]))
+        decode(tensor_proto("string", [3], tensor_content=content[:-1]))
     with pytest.raises(InvalidArgument, match="truncated length prefix"):
-        _decode(_proto("string", [3], tensor_content=b"\x00\xc8"))
+        decode(tensor_proto("string", [3], tensor_content=b"\x00\xc8"))
 
 
 def test_huge_declared_shape_is_rejected_before_allocating() -> None:
-    proto = _proto("float32", [1_000_000, 1_000_000])
+    proto = tensor_proto("float32", [1_000_000, 1_000_000])
     tracemalloc.start()
     try:
         with pytest.raises(InvalidArgument) as error:
@@ -196,7 +153,7 @@ def test_huge_declared_shape_is_rejected_before_allocating() -> None:
 
 
 def test_element_limit_is_inclusive() -> None:
-    proto = _proto("int32", [2, 5], int_val=[1])
+    proto = tensor_proto("int32", [2, 5], int_val=[1])
     assert tensor_decode.to_ndarray(proto, max_elements=10).shape == (2, 5)
     with pytest.raises(InvalidArgument, match="has 10 elements, over the limit of 9"):
         tensor_decode.to_ndarray(proto, max_elements=9)
@@ -204,13 +161,13 @@ def test_element_limit_is_inclusive() -> None:
 
 def test_negative_dims_unknown_rank_and_too_many_dims_are_rejected() -> None:
     with pytest.raises(InvalidArgument, match=r"shape \[2, -1\] has a negative dimension"):
-        _decode(_proto("float32", [2, -1]))
-    unknown = _proto("float32", [])
+        decode(tensor_proto("float32", [2, -1]))
+    unknown = tensor_proto("float32", [])
     unknown.tensor_shape.unknown_rank = True
     with pytest.raises(InvalidArgument, match="unknown rank"):
-        _decode(unknown)
+        decode(unknown)
     with pytest.raises(InvalidArgument, match="65 dimensions, over the limit of 64"):
-        _decode(_proto("float32", [1] * 65))
+        decode(tensor_proto("float32", [1] * 65))
 
 
 @pytest.mark.parametrize("enum_name", UNSUPPORTED)
@@ -219,7 +176,7 @@ def test_unsupported_dtypes_are_rejected_by_name(enum_name: str) -> None:
     proto = TensorProto(dtype=value, tensor_content=b"\0" * 4)
     proto.tensor_shape.dim.add(size=1)
     with pytest.raises(InvalidArgument, match=f"unsupported tensor dtype {enum_name}$"):
-        _decode(proto)
+        decode(proto)
     with pytest.raises(InvalidArgument, match=enum_name):
         tensor_types.dtype_name(value)
 
@@ -239,18 +196,18 @@ def test_unsupported_dtypes_are_rejected_by_name(enum_name: str) -> None:
 )
 def test_out_of_range_narrow_ints_are_rejected(name: str, field: str, bad: list[int]) -> None:
     with pytest.raises(InvalidArgument, match=f"{field} value {bad[-1]} is out of range"):
-        _decode(_proto(name, [len(bad)], **{field: bad}))
+        decode(tensor_proto(name, [len(bad)], **{field: bad}))
 
 
 @pytest.mark.parametrize("name", ["int8", "int16", "uint8", "uint16"])
 def test_narrow_int_boundaries_are_accepted(name: str) -> None:
     info = np.iinfo(tensor_types.numpy_dtype(name))
-    decoded = _decode(_proto(name, [2], int_val=[int(info.min), int(info.max)]))
-    _assert_identical(decoded, np.array([info.min, info.max], tensor_types.numpy_dtype(name)))
+    decoded = decode(tensor_proto(name, [2], int_val=[int(info.min), int(info.max)]))
+    assert_identical(decoded, np.array([info.min, info.max], tensor_types.numpy_dtype(name)))
 
 
 def test_declared_reads_dtype_shape_and_size_without_decoding() -> None:
-    floats = _proto("float32", [2, 3], float_val=[1.0])
+    floats = tensor_proto("float32", [2, 3], float_val=[1.0])
     header = tensor_decode.declared(floats, max_elements=6)
     assert (header.wire_type.name, header.shape, header.nbytes, header.elements) == (
         "float32",
@@ -258,7 +215,7 @@ def test_declared_reads_dtype_shape_and_size_without_decoding() -> None:
         24,
         6,
     )
-    strings = _proto("string", [2], string_val=[b"abc"])
+    strings = tensor_proto("string", [2], string_val=[b"abc"])
     per_element = decoding.STRING_ELEMENT_BYTES
     assert tensor_decode.declared(strings, max_elements=2).nbytes == (
         2 * per_element + strings.ByteSize()
@@ -266,16 +223,16 @@ def test_declared_reads_dtype_shape_and_size_without_decoding() -> None:
 
 
 def test_a_zero_size_shape_with_a_huge_dimension_is_refused() -> None:
-    proto = _proto("float32", [0, 10**12])
+    proto = tensor_proto("float32", [0, 10**12])
     with pytest.raises(InvalidArgument, match="has a dimension of 1000000000000, over the limit"):
         tensor_decode.declared(proto, max_elements=1000)
-    assert tensor_decode.declared(_proto("float32", [0, 1000]), max_elements=1000).nbytes == 0
+    assert tensor_decode.declared(tensor_proto("float32", [0, 1000]), max_elements=1000).nbytes == 0
 
 
 def test_declared_reads_the_dimensions() -> None:
-    assert _declared_shape(_proto("int8", [])) == ()
-    assert _declared_shape(_proto("int8", [3, 0, 2])) == (3, 0, 2)
-    assert _declared_shape(_proto("int8", [1] * decoding.MAX_RANK)) == (1,) * 64
+    assert _declared_shape(tensor_proto("int8", [])) == ()
+    assert _declared_shape(tensor_proto("int8", [3, 0, 2])) == (3, 0, 2)
+    assert _declared_shape(tensor_proto("int8", [1] * decoding.MAX_RANK)) == (1,) * 64
 
 
 def _declared_shape(proto: TensorProto) -> tuple[int, ...]:

@@ -10,25 +10,7 @@ from channel.dtypes import DTYPE_NAMES
 from gateway._pb.tensorflow.core.framework import types_pb2
 from gateway.errors import InvalidArgument
 from gateway.tfserving.codec import tensor_types
-
-NAMES = [
-    "float32",
-    "float64",
-    "float16",
-    "bfloat16",
-    "int8",
-    "int16",
-    "int32",
-    "int64",
-    "uint8",
-    "uint16",
-    "uint32",
-    "uint64",
-    "bool",
-    "string",
-    "complex64",
-    "complex128",
-]
+from tests.tfserving.codec.tensor_cases import NAMES
 
 
 def test_unknown_enum_number_is_rejected() -> None:
