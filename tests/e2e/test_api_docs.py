@@ -8,7 +8,6 @@ from __future__ import annotations
 
 import json
 import re
-import shutil
 import subprocess
 import sys
 import urllib.error
@@ -21,6 +20,7 @@ import numpy as np
 import pytest
 from openapi_spec_validator import validate
 
+from tests.support import tools
 from tests.support.gateway_proc import GatewayProcess, free_port, running_gateway
 
 CHECKS = (
@@ -138,9 +138,7 @@ def test_schemathesis_finds_every_answer_documented(
 def test_chromium_renders_the_operations_of_each_docs_page(
     gateway: GatewayProcess, prefix: str, operations: list[str], tmp_path: Path
 ) -> None:
-    chromium = shutil.which("chromium")
-    if chromium is None:
-        pytest.skip("chromium is missing (scripts/system_deps.sh installs it)")
+    chromium = tools.executable("chromium")
     done = subprocess.run(
         [
             chromium,

@@ -6,7 +6,6 @@ from __future__ import annotations
 
 import contextlib
 import json
-import shutil
 import subprocess
 import time
 import urllib.error
@@ -16,21 +15,12 @@ from collections.abc import Callable, Iterator, Mapping, Sequence
 from pathlib import Path
 from typing import Any
 
-import pytest
-
+from tests.support import tools
 from tests.support.gateway_proc import free_port
 
 START_TIMEOUT_S = 60.0
 POLL_S = 0.2
 """Prometheus cannot notify: its HTTP API is polled (bounded) for what a test waits on."""
-
-
-def binary() -> str:
-    """The ``prometheus`` executable; the test skips, naming how to install it, when missing."""
-    path = shutil.which("prometheus")
-    if path is None:
-        pytest.skip("prometheus is not installed (`make system-deps` installs it with apt-get)")
-    return path
 
 
 class Prometheus:
@@ -80,7 +70,7 @@ def running_prometheus(
     """Prometheus scraping ``target`` (host:port) at ``metrics_path`` every ``interval`` (its
     scrape timeout too), evaluating ``rule_files`` as often, the target's series labelled with
     ``labels`` (as a Kubernetes scrape job labels a pod's: ``namespace``, ``pod``)."""
-    executable = binary()
+    executable = tools.executable("prometheus")
     config = workdir / "prometheus.yml"
     settings = {
         "global": {
