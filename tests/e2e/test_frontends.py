@@ -13,9 +13,8 @@ import json
 import os
 import signal
 import threading
-import time
 from collections import Counter
-from collections.abc import Callable, Iterator
+from collections.abc import Iterator
 from pathlib import Path
 
 import grpc
@@ -49,6 +48,7 @@ from tests.support.grpc_calls import outputs_of, predict_request
 from tests.support.lifecycle import config_text, reload
 from tests.support.ort import run_reference
 from tests.support.triton_gateway import sample
+from tests.support.waits import until
 
 WAIT_S = 120.0
 X = np.ones((1, 64), np.float32)
@@ -74,15 +74,6 @@ def _predict(channel: grpc.Channel, model: str = "mlp", x: np.ndarray = X) -> np
     stub = prediction_service_pb2_grpc.PredictionServiceStub(channel)
     response = stub.Predict(predict_request(model, {"x": x}), timeout=WAIT_S)
     return outputs_of(response)["probs"]
-
-
-def _until(condition: Callable[[], bool], what: str) -> None:
-    """Wait (bounded) for a state of other threads or processes to be observed."""
-    deadline = time.monotonic() + WAIT_S
-    while not condition():
-        if time.monotonic() > deadline:
-            raise AssertionError(f"never saw: {what}")
-        time.sleep(0.02)
 
 
 def _watch_until(channel: grpc.Channel, service: str, wanted: int) -> None:
@@ -368,8 +359,12 @@ def test_sigkill_of_one_front_end_fails_only_its_calls(model_repo: Path, tmp_pat
             assert wait_gone(victim)
             with lock:
                 served = outcomes[survivor][grpc.StatusCode.OK]
-            _until(lambda: outcomes[victim][grpc.StatusCode.UNAVAILABLE] > 0, "a failed call")
-            _until(lambda: outcomes[survivor][grpc.StatusCode.OK] >= served + 50, "serving on")
+            until(
+                lambda: outcomes[victim][grpc.StatusCode.UNAVAILABLE] > 0, "a failed call", WAIT_S
+            )
+            until(
+                lambda: outcomes[survivor][grpc.StatusCode.OK] >= served + 50, "serving on", WAIT_S
+            )
         finally:
             stop.set()
             for thread in threads:
@@ -378,7 +373,7 @@ def test_sigkill_of_one_front_end_fails_only_its_calls(model_repo: Path, tmp_pat
         failed = outcomes[victim]
         assert set(failed) == {grpc.StatusCode.OK, grpc.StatusCode.UNAVAILABLE}, outcomes
         assert failed[grpc.StatusCode.UNAVAILABLE] <= 4  # those in flight on it, at most
-        _until(lambda: len(set(front_end_pids(gateway.pid)) - set(fronts)) == 1, "a new one")
+        until(lambda: len(set(front_end_pids(gateway.pid)) - set(fronts)) == 1, "a new one", WAIT_S)
         for channel in channels.values():
             channel.close()
 

@@ -9,7 +9,6 @@ GetModelStatus for a retry), each bounded by WAIT_S, which is never reached when
 from __future__ import annotations
 
 import asyncio
-import time
 from collections.abc import Callable
 from pathlib import Path
 
@@ -25,19 +24,12 @@ from tests.support import onnx_models
 from tests.support.gateway_proc import GatewayProcess, running_gateway
 from tests.support.grpc_calls import outputs_of, predict_request
 from tests.support.lifecycle import X, config_text, predict, reload, reload_request, status
+from tests.support.waits import until
 
 WAIT_S = 60.0
 RELOAD_DEADLINE_S = 20.0
 """The reload's own deadline (the retry it must not wait for waits an hour)."""
 State = get_model_status_pb2.ModelVersionStatus.State
-
-
-def _until(what: str, check: Callable[[], bool]) -> None:
-    """Ask ``check`` (an RPC, a read of the log) until it holds; bounded by WAIT_S."""
-    deadline = time.monotonic() + WAIT_S
-    while not check():
-        assert time.monotonic() < deadline, f"never happened: {what}"
-        time.sleep(0.05)
 
 
 def _missing_line(gateway: GatewayProcess, path: Path) -> Callable[[], bool]:
@@ -65,7 +57,7 @@ def test_a_load_retry_blocks_neither_the_poll_nor_a_reload(tmp_path: Path) -> No
     ):
         (tmp_path / "scaled" / "2").mkdir()
         (tmp_path / "scaled" / "2" / "model.onnx").write_bytes(b"half-written")
-        _until("version 2 failed once", lambda: len(status(channel, "scaled")) == 2)
+        until(lambda: len(status(channel, "scaled")) == 2, "version 2 failed once")
         (one, two) = status(channel, "scaled")
         assert one == (1, State.AVAILABLE, "")
         assert two[:2] == (2, State.LOADING) and "cannot load ONNX model" in two[2]
@@ -96,13 +88,13 @@ def test_a_base_path_gone_for_a_while_or_mistyped_keeps_the_model_serving(tmp_pa
         grpc.insecure_channel(gateway.target) as channel,
     ):
         base.rename(tmp_path / "away")
-        _until("a poll found the base path missing", _missing_line(gateway, base))
+        until(_missing_line(gateway, base), "a poll found the base path missing")
         assert predict(channel, "scaled")[0] == 1
         assert status(channel, "scaled") == [(1, State.AVAILABLE, "")]
         (tmp_path / "away").rename(base)
         typo = tmp_path / "modles" / "scaled"
         assert reload(channel, config_text(f"scaled:{typo}")).status.error_code == 0
-        _until("the mistyped base path was looked for", _missing_line(gateway, typo))
+        until(_missing_line(gateway, typo), "the mistyped base path was looked for")
         assert predict(channel, "scaled")[0] == 1
         assert status(channel, "scaled") == [(1, State.AVAILABLE, "")]
 
