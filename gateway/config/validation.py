@@ -14,6 +14,7 @@ from typing import TYPE_CHECKING
 
 from gateway.config.model_runtimes import parse_model_runtimes
 from gateway.config.model_workers import parse_model_workers
+from gateway.config.settings_field import OS_CHOSEN_PORT
 
 if TYPE_CHECKING:
     from gateway.config.settings import Settings
@@ -69,7 +70,7 @@ def _check_range(name: str, value: float, low: int, high: int | None = None) -> 
 def validate(s: Settings) -> None:
     """Every rule on settings, field by field and then across fields."""
     _check_range("port", s.port, 0, 65535)
-    _check_range("rest_api_port", s.rest_api_port, 0, 65535)
+    _check_range("rest_api_port", s.rest_api_port, OS_CHOSEN_PORT, 65535)
     _check_range("rest_api_timeout_in_ms", s.rest_api_timeout_in_ms, 1, INT32_MAX)
     _check_range("grpc_max_threads", s.grpc_max_threads, 1, INT32_MAX)
     _check_range("max_message_bytes", s.max_message_bytes, 1, INT32_MAX)
