@@ -21,7 +21,7 @@ import pytest
 from openapi_spec_validator import validate
 
 from tests.support import tools
-from tests.support.gateway_proc import GatewayProcess, free_port, running_gateway
+from tests.support.gateway_proc import GatewayProcess, running_gateway
 
 CHECKS = (
     "not_a_server_error,status_code_conformance,content_type_conformance,"
@@ -38,7 +38,7 @@ def gateway(model_repo: Path, tmp_path_factory: pytest.TempPathFactory) -> Itera
         f"--model_config_file={model_repo / 'models.config'}",
         "--allow_version_labels_for_unavailable_models",
         "--workers=1",
-        f"--rest_api_port={free_port()}",
+        "--rest_api_port=-1",
         "--file_system_poll_wait_seconds=0",
         "--enable_api_docs",
     ]
@@ -167,7 +167,7 @@ def test_without_the_flag_nothing_is_described(model_repo: Path, tmp_path: Path)
         f"--model_base_path={model_repo / 'mlp'}",
         "--model_name=mlp",
         "--workers=1",
-        f"--rest_api_port={free_port()}",
+        "--rest_api_port=-1",
         "--file_system_poll_wait_seconds=0",
     ]
     with running_gateway(args, tmp_path) as gateway:

@@ -23,7 +23,7 @@ import pytest
 
 from gateway._pb.tensorflow_serving.apis import prediction_service_pb2_grpc
 from tests.support.frontends import front_end_pids, grpc_channels, rest_connections
-from tests.support.gateway_proc import GatewayProcess, free_port, running_gateway
+from tests.support.gateway_proc import GatewayProcess, running_gateway
 from tests.support.grpc_calls import predict_request
 from tests.support.waits import until
 
@@ -58,7 +58,7 @@ def _fleet(tmp_path: Path, config: Path, *extra: str) -> Iterator[Fleet]:
         "--workers=1",
         "--frontends=2",
         "--tensorflow_intra_op_parallelism=1",
-        f"--rest_api_port={free_port()}",
+        "--rest_api_port=-1",
         *extra,
     ]
     with running_gateway(args, tmp_path) as gateway:

@@ -22,7 +22,7 @@ from gateway._pb.tensorflow_serving.apis import (
     prediction_service_pb2_grpc,
 )
 from tests.support.frontends import front_end_pids, grpc_channels, rest_connections
-from tests.support.gateway_proc import free_port, running_gateway, wait_gone
+from tests.support.gateway_proc import running_gateway, wait_gone
 from tests.support.grpc_calls import outputs_of, predict_request
 from tests.support.lifecycle import config_text, reload_request
 from tests.support.waits import until
@@ -47,7 +47,7 @@ def test_a_stopped_front_end_is_replaced_and_reload_and_unload_answer_meanwhile(
         "--enable_model_management_api",
         "--workers=1",
         "--file_system_poll_wait_seconds=0",
-        f"--rest_api_port={free_port()}",
+        "--rest_api_port=-1",
         "--frontends=2",
         "--tensorflow_intra_op_parallelism=1",
         *LIVENESS,

@@ -39,7 +39,6 @@ from tests.support.frontends import (
 from tests.support.gateway_proc import (
     GatewayProcess,
     assert_sigkill_leaves_nothing,
-    free_port,
     running_gateway,
     start_gateway,
     wait_gone,
@@ -92,9 +91,7 @@ def fleet(model_repo: Path, tmp_path_factory: pytest.TempPathFactory) -> Iterato
     """Two front ends, two workers, REST and the metrics page."""
     monitoring = tmp_path_factory.mktemp("fleet") / "monitoring.config"
     monitoring.write_text("prometheus_config { enable: true }\n")
-    args = _args(
-        model_repo, f"--rest_api_port={free_port()}", f"--monitoring_config_file={monitoring}"
-    )
+    args = _args(model_repo, "--rest_api_port=-1", f"--monitoring_config_file={monitoring}")
     with running_gateway(args, tmp_path_factory.mktemp("fleet_logs")) as gateway:
         yield gateway
 
@@ -253,7 +250,7 @@ def test_a_reload_through_either_front_end_is_in_force_on_both_when_answered(
         "--enable_model_management_api",
         "--workers=2",
         "--file_system_poll_wait_seconds=0",
-        f"--rest_api_port={free_port()}",
+        "--rest_api_port=-1",
         *FRONT_ENDS,
     ]
     with running_gateway(args, tmp_path) as gateway:

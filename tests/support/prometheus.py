@@ -16,7 +16,7 @@ from pathlib import Path
 from typing import Any
 
 from tests.support import tools
-from tests.support.gateway_proc import free_port
+from tests.support.listening import port_of
 
 START_TIMEOUT_S = 60.0
 POLL_S = 0.2
@@ -88,7 +88,6 @@ def running_prometheus(
         ],
     }
     config.write_text(json.dumps(settings))  # YAML is a superset of JSON
-    port = free_port()
     log = workdir / "prometheus.log"
     with open(log, "wb") as out:
         process = subprocess.Popen(
@@ -96,15 +95,16 @@ def running_prometheus(
                 executable,
                 f"--config.file={config}",
                 f"--storage.tsdb.path={workdir / 'data'}",
-                f"--web.listen-address=127.0.0.1:{port}",
+                "--web.listen-address=127.0.0.1:0",
                 "--log.level=warn",
             ],
             stdout=out,
             stderr=subprocess.STDOUT,
             stdin=subprocess.DEVNULL,
         )
-    server = Prometheus(f"http://127.0.0.1:{port}", process, log)
+    server = Prometheus("http://127.0.0.1", process, log)
     try:
+        server.url = f"{server.url}:{port_of(process, f'prometheus (log: {log})')}"
         _wait_ready(server)
         yield server
     finally:

@@ -319,8 +319,8 @@ def test_probes_and_extra_routes() -> None:
 
 def _ipv6_loopback() -> bool:
     try:
-        with socket.socket(socket.AF_INET6) as probe:
-            probe.bind(("::1", 0))
+        with socket.socket(socket.AF_INET6) as loopback6:
+            loopback6.bind(("::1", 0))  # is there an IPv6 loopback at all
     except OSError:
         return False
     return True
