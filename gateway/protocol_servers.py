@@ -21,6 +21,7 @@ from grpc_health.v1 import health, health_pb2, health_pb2_grpc
 from grpc_reflection.v1alpha import reflection, reflection_pb2_grpc
 
 from gateway.config.settings import Settings
+from gateway.config.settings_field import port_to_bind
 from gateway.drain import Signals, Surface, drain, shut_down
 from gateway.errors import Unavailable
 from gateway.listen import TlsMaterial, UnixSocket, bind_grpc
@@ -120,8 +121,9 @@ class Servers:
         self._socket: UnixSocket | None = None
 
     async def start(self, grpc_port: int, rest_port: int) -> None:
-        """Bind gRPC on ``grpc_port`` and, when ``rest_port`` is not 0, REST (0 for gRPC: an
-        OS-chosen port); :attr:`grpc_port` and :attr:`rest_port` are then the bound ones."""
+        """Bind gRPC on ``grpc_port`` (0: an OS-chosen port) and, when ``rest_port`` is not 0,
+        REST (-1: an OS-chosen port, ``--rest_api_port``'s OS_CHOSEN_PORT); :attr:`grpc_port` and
+        :attr:`rest_port` are then the bound ones."""
         settings = self.settings
         surfaces = self._surfaces()
         server = grpc.aio.server(options=grpc_options(settings, reuse_port=self._reuse_port))
@@ -139,7 +141,7 @@ class Servers:
             self.rest = self._http_server(surfaces)
             self.rest_port = await self.rest.start(
                 settings.rest_api_bind_address,
-                rest_port,
+                port_to_bind(rest_port),
                 self.tls.ssl_context() if self.tls and settings.rest_api_enable_tls else None,
                 reuse_port=self._reuse_port,
             )

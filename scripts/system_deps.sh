@@ -7,7 +7,8 @@
 #   test_transcoding.py, which fails without it): Go, protoc, protoc-gen-go 1.3 and
 #   protoc-gen-grpc-gateway 1.6 with their Go sources under /usr/share/gocode.
 # Idempotent: does nothing when every tool is present. Needs root and apt-get; otherwise it says
-# what is missing and exits 0 (the tests that need a tool then skip, naming it, or fail).
+# what is missing and exits 0: under `make test` the tests that need a missing tool then fail,
+# naming it (tests/support/tools.py); run on their own, they skip.
 set -euo pipefail
 declare -A packages=([prometheus]=prometheus [promtool]=prometheus [kubectl]=kubectl
   [h2load]=nghttp2-client [chromium]=chromium [go]=golang-go [protoc]=protobuf-compiler

@@ -14,6 +14,7 @@ any database) go to a temporary directory removed at exit, so no run leaves ``.h
 
 from __future__ import annotations
 
+import asyncio
 import atexit
 import os
 import shutil
@@ -26,6 +27,7 @@ from hypothesis import HealthCheck, settings
 
 from tests.support import onnx_models
 from tests.support.gateway_proc import GatewayProcess, child_pids, running_gateway
+from tests.support.idle_loop import SettlingPolicy
 from tests.support.leftovers import leaked, shm_entries
 
 settings.register_profile(
@@ -39,6 +41,8 @@ settings.register_profile(
 )
 settings.register_profile("long", settings.get_profile("ci"), derandomize=False, max_examples=1000)
 settings.load_profile(os.environ.get("HYPOTHESIS_PROFILE", "ci"))
+
+asyncio.set_event_loop_policy(SettlingPolicy())  # every asyncio.run() can settle()
 
 _HYPOTHESIS_HOME: str | None = None
 if "HYPOTHESIS_STORAGE_DIRECTORY" not in os.environ:

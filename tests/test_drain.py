@@ -13,6 +13,7 @@ import time
 import pytest
 
 from gateway.drain import STOP_SIGNALS, Signals, drain, shut_down
+from tests.support.idle_loop import settle
 
 WAIT_S = 30.0
 """A grace no test reaches when things work."""
@@ -37,12 +38,6 @@ async def _not_ready(events: list[str]) -> None:
     events.append("not ready")
 
 
-async def _settle() -> None:
-    """Let every task that can run, run (a bounded 'not yet' check)."""
-    for _ in range(20):
-        await asyncio.sleep(0)
-
-
 def test_readiness_goes_first_then_every_surface_drains_and_finishes() -> None:
     async def scenario() -> tuple[bool, list[str]]:
         events: list[str] = []
@@ -56,7 +51,7 @@ def test_readiness_goes_first_then_every_surface_drains_and_finishes() -> None:
                 quiet_s=0.0,
             )
         )
-        await _settle()
+        await settle()
         assert not task.done()  # the calls are still running
         for surface in surfaces:
             surface.idle.set()
@@ -78,7 +73,7 @@ def test_a_second_signal_stops_waiting_for_running_calls(caplog: pytest.LogCaptu
                 hurry=hurry,
             )
         )
-        await _settle()
+        await settle()
         assert not task.done()
         hurry.set()
         finished = await task
@@ -116,7 +111,7 @@ def test_listeners_stay_open_while_calls_keep_arriving() -> None:
                 quiet_s=WAIT_S,
             )
         )
-        await _settle()
+        await settle()
         assert not task.done()  # waiting for quiet, refusing
         hurry.set()
         return await task
@@ -208,7 +203,7 @@ def test_the_hold_waits_for_arrivals_to_stop_within_its_bound_and_not_on_hurry()
             events.append("shutdown begins")
 
         task = asyncio.create_task(shut_down(holding, [stop()], hurry=hurry, hold_s=WAIT_S))
-        await _settle()
+        await settle()
         assert events == ["hold"]  # not yet: calls still arrive
         hurry.set()
         await task
@@ -244,7 +239,7 @@ def test_with_others_on_the_ports_the_refusals_wait_until_they_shut_down_too() -
             await asyncio.sleep(0.01)
         assert events == ["hold", "shutdown begins", "waiting for the others"]
         others.set()
-        await _settle()
+        await settle()
         finish.set()
         await task
         return events

@@ -18,7 +18,7 @@ import pytest
 
 from gateway.drain import Signals
 from gateway.lifecycle import report_ready, serve, wait_ready
-from tests.support.fakes import settle
+from tests.support.idle_loop import settle
 
 ROOT = Path(__file__).resolve().parents[1]
 SCRIPT = """

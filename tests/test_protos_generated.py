@@ -50,6 +50,7 @@ from gateway._pb.tensorflow_serving.config import (
     ssl_config_pb2,
 )
 from gateway._pb.tensorflow_serving.servables.tensorflow import session_bundle_config_pb2
+from tests.support import tools
 from tests.support.paths import REPO_ROOT
 
 GEN_SCRIPT = REPO_ROOT / "scripts" / "gen_protos.py"
@@ -555,8 +556,7 @@ def _symbols() -> tuple[list[str], list[str], list[str]]:
 @pytest.fixture(scope="module")
 def peer(tmp_path_factory: pytest.TempPathFactory) -> dict[str, Any]:
     """Run _PEER once with the real tensorflow-serving-api; return its JSON answer."""
-    if importlib.util.find_spec("tensorflow_serving") is None:
-        pytest.skip("tensorflow-serving-api is not installed")
+    tools.package("tensorflow_serving", "`make venv` installs tensorflow-serving-api")
     workdir = tmp_path_factory.mktemp("peer")
     messages, enums, services = _symbols()
     request = {

@@ -17,7 +17,8 @@ from gateway.serving.core import ModelRef, PredictResult
 from gateway.serving.inputs import ConvertedInputs
 from gateway.serving.policy import BatchingPolicy
 from gateway.serving.registry import State
-from tests.support.fakes import FakePool, fake_dispatcher, settle
+from tests.support.fakes import FakePool, fake_dispatcher
+from tests.support.idle_loop import settle
 
 X = np.ones((1, 4), np.float32)
 

@@ -15,7 +15,7 @@ from dataclasses import dataclass
 
 from gateway.config.model_runtimes import RuntimeChoice, parse_model_runtimes
 from gateway.config.model_workers import parse_model_workers
-from gateway.config.settings_field import MIB
+from gateway.config.settings_field import MIB, OS_CHOSEN_PORT
 from gateway.config.settings_listen import ListenSettings
 from gateway.config.settings_models import ModelSettings
 from gateway.config.settings_runtime import RuntimeSettings
@@ -75,7 +75,7 @@ class Settings(RuntimeSettings, ModelSettings, ListenSettings):
 def _validate(s: Settings) -> None:
     """Every rule on settings, field by field and then across fields."""
     check_range("port", s.port, 0, 65535)
-    check_range("rest_api_port", s.rest_api_port, 0, 65535)
+    check_range("rest_api_port", s.rest_api_port, OS_CHOSEN_PORT, 65535)
     check_range("rest_api_timeout_in_ms", s.rest_api_timeout_in_ms, 1, INT32_MAX)
     check_range("grpc_max_threads", s.grpc_max_threads, 1, INT32_MAX)
     check_range("max_message_bytes", s.max_message_bytes, 1, INT32_MAX)

@@ -61,8 +61,9 @@ class ListenSettings:
     # --- REST -------------------------------------------------------------------------------------
     rest_api_port: int = setting(
         0,
-        "TCP port of the HTTP/REST API (0..65535); 0 disables REST. Must differ from --port. "
-        "Default 0, as TF Serving (its Docker image passes 8501).",
+        "TCP port of the HTTP/REST API (-1..65535); 0 disables REST. tensorgate: -1 lets the OS "
+        "choose a free port (the same one on every address; reported on --ready_fd and in the "
+        "log). Must differ from --port. Default 0, as TF Serving (its Docker image passes 8501).",
     )
     rest_api_bind_address: str = setting(
         "",

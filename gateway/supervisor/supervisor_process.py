@@ -36,6 +36,7 @@ from typing import Any
 from channel.handover import Message, close_all
 from gateway.config.model_config import ModelSpecConfig
 from gateway.config.settings import Settings
+from gateway.config.settings_field import port_to_bind
 from gateway.drain import Signals
 from gateway.errors import ServingError, Unavailable
 from gateway.ipc.link import MessageHandler
@@ -152,7 +153,10 @@ class Supervisor:
         self.grpc_port = grpc.port
         if settings.rest_api_port:
             rest = reserve(
-                "REST", settings.rest_api_bind_address, settings.rest_api_port, dual_stack=False
+                "REST",
+                settings.rest_api_bind_address,
+                port_to_bind(settings.rest_api_port),
+                dual_stack=False,
             )
             self._ports.append(rest)
             self.rest_port = rest.port

@@ -25,7 +25,8 @@ from gateway.errors import DeadlineExceeded, ResourceExhausted, Unavailable
 from gateway.parallel.dispatcher import Dispatcher
 from gateway.parallel.endpoint import Endpoint
 from gateway.parallel.lease import Outputs
-from tests.support.fakes import FakeClock, settle
+from tests.support.fakes import FakeClock
+from tests.support.idle_loop import settle
 from tests.support.worker_end import WorkerEnd
 
 INPUT_BYTES = 1 << 16

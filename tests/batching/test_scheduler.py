@@ -14,7 +14,8 @@ from gateway.batching.scheduler import BatchScheduler
 from gateway.batching.window import WINDOW_S
 from gateway.config.batching_options import BatchingOptions
 from gateway.errors import DeadlineExceeded, Internal, InvalidArgument, Unavailable
-from tests.support.fakes import FakeClock, FakeLink, fake_dispatcher, settle
+from tests.support.fakes import FakeClock, FakeLink, fake_dispatcher
+from tests.support.idle_loop import settle
 
 Compute = Callable[[dict[str, np.ndarray]], dict[str, np.ndarray]]
 

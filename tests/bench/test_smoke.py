@@ -14,9 +14,6 @@ import threading
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 from pathlib import Path
 
-import pytest
-
-from bench.load import h2load
 from bench.load.calls import PREDICT_METHOD, predict_payload
 from bench.load.loadgen import LoadOptions, run_load
 from bench.measure.points import Load, run_h2load, run_point
@@ -24,6 +21,7 @@ from bench.systems.catalog import CATALOG
 from bench.systems.models import sample_input
 from bench.systems.start import start
 from bench.systems.targets import Context, Running
+from tests.support import tools
 
 REPO = Path(__file__).resolve().parents[2]
 
@@ -84,8 +82,8 @@ def test_run_point_records_server_cpu(context: Context) -> None:
     assert result["server_cpu_cores"] > 0
 
 
-@pytest.mark.skipif(h2load.available() is None, reason="h2load (nghttp2-client) not installed")
 def test_h2load_driver(gateway: Running) -> None:
+    tools.executable("h2load", "`make system-deps` installs nghttp2-client")
     result = run_h2load(gateway.target, Load(8, 0.5, 0.2, driver="h2load"), ())
     assert result["rps"] > 0 and result["errors"] == 0
     assert result["p50_ms"] > 0

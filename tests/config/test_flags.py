@@ -113,7 +113,7 @@ def test_malformed_command_lines(argv: list[str], message: str) -> None:
     ("argv", "message"),
     [
         (["--port=70000"], r"^port must be in 0\.\.65535, got 70000$"),
-        (["--rest_api_port=-1"], r"^rest_api_port must be in 0\.\.65535, got -1$"),
+        (["--rest_api_port=-2"], r"^rest_api_port must be in -1\.\.65535, got -2$"),
         (["--max_message_bytes=2147483648"], r"max_message_bytes must be in 1\.\.2147483647"),
         (["--worker_ping_timeout_seconds=nan"], r"must be a finite number, got nan"),
         (["--worker_ping_interval_seconds=0"], r"worker_ping_interval_seconds must be > 0, got 0"),

@@ -39,7 +39,8 @@ def test_channel_arguments_without_a_key_and_value_are_refused(text: str, item: 
     ("fields", "message"),
     [
         ({"port": -1}, "port must be in 0..65535, got -1"),
-        ({"rest_api_port": 65536}, "rest_api_port must be in 0..65535, got 65536"),
+        ({"rest_api_port": 65536}, "rest_api_port must be in -1..65535, got 65536"),
+        ({"rest_api_port": -2}, "rest_api_port must be in -1..65535, got -2"),
         ({"grpc_max_threads": 0}, f"grpc_max_threads must be in 1..{INT32_MAX}, got 0"),
         ({"max_message_bytes": 2**31}, f"max_message_bytes must be in 1..{INT32_MAX}"),
         ({"workers": -1}, "workers must be >= 0, got -1"),
@@ -74,7 +75,8 @@ def test_ip_literals_and_every_interface_are_addresses(address: str) -> None:
     [
         ({"model_base_path": ""}, "either model_base_path or model_config_file must be set"),
         ({"rest_api_port": 8500}, "rest_api_port must differ from port, both are 8500"),
-        ({"port": 0, "rest_api_port": 0}, None),  # both chosen by the OS: no clash
+        ({"port": 0, "rest_api_port": 0}, None),  # REST off
+        ({"port": 0, "rest_api_port": -1}, None),  # both chosen by the OS: no clash
         ({"rest_api_enable_tls": True}, "rest_api_enable_tls needs ssl_config_file"),
         ({"rest_api_enable_tls": True, "ssl_config_file": "/s"}, None),
         ({"batching_parameters_file": "/b"}, "batching_parameters_file is set without enable_"),

@@ -34,6 +34,7 @@ from gateway.config.model_config import (
 from gateway.config.settings_field import MIB
 from gateway.config.sizing import resolve_frontends, resolve_worker_threads
 from gateway.parallel.pool import PoolOptions
+from tests.support import tools
 from tests.support.gateway_proc import start_gateway
 from tests.support.paths import REPO_ROOT
 
@@ -59,10 +60,7 @@ OVERLAYS = [shape.name for shape in shapes.SHAPES]
 
 
 def kubectl() -> str:
-    path = shutil.which("kubectl")
-    if path is None:
-        pytest.skip("kubectl is not installed and could not be (make system-deps installs it)")
-    return path
+    return tools.executable("kubectl")
 
 
 @pytest.fixture(scope="module", params=OVERLAYS)

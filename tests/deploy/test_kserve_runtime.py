@@ -8,7 +8,6 @@ from __future__ import annotations
 import copy
 import json
 import re
-import shutil
 import subprocess
 from pathlib import Path
 from typing import Any
@@ -18,6 +17,7 @@ import pytest
 import yaml
 
 from gateway.config.flags import parse_flags
+from tests.support import tools
 from tests.support.paths import REPO_ROOT
 
 KSERVE = REPO_ROOT / "deploy" / "kserve"
@@ -33,9 +33,7 @@ DNS_1123 = re.compile(r"[a-z0-9]([-a-z0-9]*[a-z0-9])?(\.[a-z0-9]([-a-z0-9]*[a-z0
 
 @pytest.fixture(scope="module")
 def runtime() -> dict[str, Any]:
-    kubectl = shutil.which("kubectl")
-    if kubectl is None:
-        pytest.skip("kubectl is not installed (make system-deps installs it)")
+    kubectl = tools.executable("kubectl")
     done = subprocess.run(
         [kubectl, "kustomize", str(KSERVE)],
         capture_output=True,

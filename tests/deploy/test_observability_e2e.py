@@ -44,7 +44,6 @@ from tests.deploy.test_k8s import shapes
 from tests.support import onnx_models, promql_exprs
 from tests.support.gateway_proc import (
     GatewayProcess,
-    free_port,
     front_end_pids,
     running_gateway,
     worker_pids,
@@ -91,7 +90,7 @@ def gateway(repo: Path, tmp_path_factory: pytest.TempPathFactory) -> Iterator[Ga
         "--workers=1",
         "--frontends=2",
         "--inline_runs=never",  # the saturation step holds calls behind a stopped worker
-        f"--rest_api_port={free_port()}",
+        "--rest_api_port=-1",
         f"--monitoring_config_file={repo / 'monitoring.config'}",
         "--file_system_poll_wait_seconds=0",
     ]

@@ -7,20 +7,15 @@ against a real tensorgate: tests/deploy/test_observability_e2e.py."""
 from __future__ import annotations
 
 import json
-import shutil
 import subprocess
 
-import pytest
-
-from tests.support import promql_exprs
+from tests.support import promql_exprs, tools
 
 PROMETHEUS_DIR = promql_exprs.RULES.parent
 
 
 def promtool(*args: str) -> subprocess.CompletedProcess[str]:
-    path = shutil.which("promtool")
-    if path is None:
-        pytest.skip("promtool is not installed (`make system-deps` installs Debian's prometheus)")
+    path = tools.executable("promtool", "`make system-deps` installs Debian's prometheus")
     return subprocess.run(
         [path, *args], cwd=PROMETHEUS_DIR, capture_output=True, text=True, timeout=120, check=False
     )

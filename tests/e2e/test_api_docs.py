@@ -8,7 +8,6 @@ from __future__ import annotations
 
 import json
 import re
-import shutil
 import subprocess
 import sys
 import urllib.error
@@ -21,7 +20,8 @@ import numpy as np
 import pytest
 from openapi_spec_validator import validate
 
-from tests.support.gateway_proc import GatewayProcess, free_port, running_gateway
+from tests.support import tools
+from tests.support.gateway_proc import GatewayProcess, running_gateway
 
 CHECKS = (
     "not_a_server_error,status_code_conformance,content_type_conformance,"
@@ -38,7 +38,7 @@ def gateway(model_repo: Path, tmp_path_factory: pytest.TempPathFactory) -> Itera
         f"--model_config_file={model_repo / 'models.config'}",
         "--allow_version_labels_for_unavailable_models",
         "--workers=1",
-        f"--rest_api_port={free_port()}",
+        "--rest_api_port=-1",
         "--file_system_poll_wait_seconds=0",
         "--enable_api_docs",
     ]
@@ -138,9 +138,7 @@ def test_schemathesis_finds_every_answer_documented(
 def test_chromium_renders_the_operations_of_each_docs_page(
     gateway: GatewayProcess, prefix: str, operations: list[str], tmp_path: Path
 ) -> None:
-    chromium = shutil.which("chromium")
-    if chromium is None:
-        pytest.skip("chromium is missing (scripts/system_deps.sh installs it)")
+    chromium = tools.executable("chromium")
     done = subprocess.run(
         [
             chromium,
@@ -169,7 +167,7 @@ def test_without_the_flag_nothing_is_described(model_repo: Path, tmp_path: Path)
         f"--model_base_path={model_repo / 'mlp'}",
         "--model_name=mlp",
         "--workers=1",
-        f"--rest_api_port={free_port()}",
+        "--rest_api_port=-1",
         "--file_system_poll_wait_seconds=0",
     ]
     with running_gateway(args, tmp_path) as gateway:

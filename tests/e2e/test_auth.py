@@ -13,7 +13,7 @@ import numpy as np
 from grpc_health.v1 import health_pb2, health_pb2_grpc
 
 from gateway._pb.tensorflow_serving.apis import prediction_service_pb2_grpc
-from tests.support.gateway_proc import free_port, running_gateway
+from tests.support.gateway_proc import running_gateway
 from tests.support.grpc_calls import outputs_of, predict_request
 
 X = np.ones((1, 64), np.float32)
@@ -35,12 +35,11 @@ def _rest(url: str, token: str | None) -> int:
 def test_tokens_on_both_surfaces(model_repo: Path, tmp_path: Path) -> None:
     tokens = tmp_path / "tokens"
     tokens.write_text("s3cret\n")
-    port = free_port()
     args = [
         "--model_name=mlp",
         f"--model_base_path={model_repo / 'mlp'}",
         "--workers=1",
-        f"--rest_api_port={port}",
+        "--rest_api_port=-1",
         f"--auth_token_file={tokens}",
     ]
     with running_gateway(args, tmp_path) as gateway, grpc.insecure_channel(gateway.target) as ch:
@@ -61,7 +60,7 @@ def test_tokens_on_both_surfaces(model_repo: Path, tmp_path: Path) -> None:
         status = health.Check(health_pb2.HealthCheckRequest(service="mlp"), timeout=30).status
         assert status == health_pb2.HealthCheckResponse.SERVING  # open by default
 
-        base = f"http://127.0.0.1:{port}"
+        base = f"http://127.0.0.1:{gateway.rest_port}"
         assert _rest(f"{base}/v1/models/mlp:predict", None) == 401
         assert _rest(f"{base}/v1/models/mlp:predict", "wrong") == 401
         assert _rest(f"{base}/v1/models/mlp:predict", "s3cret") == 200

@@ -24,7 +24,7 @@ from gateway.v2 import raw
 from gateway.v2.datatypes import lookup
 from gateway.v2.declared import Limits, declare
 from tests.support import onnx_models
-from tests.support.gateway_proc import GatewayProcess, free_port, running_gateway
+from tests.support.gateway_proc import GatewayProcess, running_gateway
 from tests.support.triton_gateway import sample, scrape
 
 HELD = "max_batch_size { value: 2 }\nbatch_timeout_micros { value: 600000000 }\n"
@@ -47,7 +47,7 @@ def neighbours(tmp_path_factory: pytest.TempPathFactory) -> Iterator[GatewayProc
         f"--batching_parameters_file={root / 'batching.config'}",
         "--enable_per_model_batching_parameters",
         f"--monitoring_config_file={root / 'monitoring.config'}",
-        f"--rest_api_port={free_port()}",
+        "--rest_api_port=-1",
     ]
     with running_gateway(args, root) as process:
         yield process

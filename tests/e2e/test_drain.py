@@ -21,7 +21,7 @@ import numpy as np
 from grpc_health.v1 import health_pb2, health_pb2_grpc
 
 from gateway._pb.tensorflow_serving.apis import prediction_service_pb2_grpc
-from tests.support.gateway_proc import free_port, running_gateway, start_gateway, worker_pids
+from tests.support.gateway_proc import running_gateway, start_gateway, worker_pids
 from tests.support.grpc_calls import outputs_of, predict_request
 
 X = np.ones((1, 64), np.float32)
@@ -163,15 +163,14 @@ def test_sigterm_under_load_loses_nothing(model_repo: Path, tmp_path: Path) -> N
 
 
 def test_rest_calls_are_refused_with_503_while_draining(model_repo: Path, tmp_path: Path) -> None:
-    port = free_port()
-    args = [*_held_args(model_repo, tmp_path), f"--rest_api_port={port}"]
+    args = [*_held_args(model_repo, tmp_path), "--rest_api_port=-1"]
     with running_gateway(args, tmp_path) as gateway, grpc.insecure_channel(gateway.target) as ch:
         stub = prediction_service_pb2_grpc.PredictionServiceStub(ch)
         held = _hold(stub)
         gateway.process.send_signal(signal.SIGTERM)
         _wait_not_serving(ch)
         body = b'{"instances": [[' + b",".join([b"1"] * 64) + b"]]}"
-        url = f"http://127.0.0.1:{port}/v1/models/mlp:predict"
+        url = f"http://127.0.0.1:{gateway.rest_port}/v1/models/mlp:predict"
         try:
             urllib.request.urlopen(url, body, timeout=60)
             raise AssertionError("a REST call was accepted while draining")
@@ -179,7 +178,7 @@ def test_rest_calls_are_refused_with_503_while_draining(model_repo: Path, tmp_pa
             assert error.code == 503
             assert error.headers["Retry-After"] == "1"
         try:
-            urllib.request.urlopen(f"http://127.0.0.1:{port}/readyz", timeout=60)
+            urllib.request.urlopen(f"http://127.0.0.1:{gateway.rest_port}/readyz", timeout=60)
             raise AssertionError("/readyz said ready while draining")
         except urllib.error.HTTPError as error:
             assert error.code == 503
@@ -190,13 +189,12 @@ def test_rest_calls_are_refused_with_503_while_draining(model_repo: Path, tmp_pa
 def test_rest_handlers_die_with_their_connections(model_repo: Path, tmp_path: Path) -> None:
     """Stalled chunked bodies whose clients left kept their handlers, and SIGTERM then waited the
     whole grace for "REST calls still running"; now they end when the connection does."""
-    port = free_port()
     args = [
         "--model_name=mlp",
         f"--model_base_path={model_repo / 'mlp'}",
         "--workers=1",
         "--inline_runs=never",  # runs go to the workers this test observes
-        f"--rest_api_port={port}",
+        "--rest_api_port=-1",
         "--rest_api_body_timeout_seconds=600",
         f"--max_concurrent_requests={HELD}",
         "--shutdown_grace_seconds=600",
@@ -207,11 +205,14 @@ def test_rest_handlers_die_with_their_connections(model_repo: Path, tmp_path: Pa
     )
     gateway = start_gateway(args, tmp_path)
     try:
-        sockets = [socket.create_connection(("127.0.0.1", port), timeout=60) for _ in range(HELD)]
+        sockets = [
+            socket.create_connection(("127.0.0.1", gateway.rest_port), timeout=60)
+            for _ in range(HELD)
+        ]
         for sock in sockets:
             sock.sendall(stalled)
         # All three handlers are in flight, reading their bodies: the next call is refused.
-        url = f"http://127.0.0.1:{port}/v1/models/mlp:predict"
+        url = f"http://127.0.0.1:{gateway.rest_port}/v1/models/mlp:predict"
         for _ in range(1000):  # until the handlers have read the heads (a few 400s at most)
             try:
                 urllib.request.urlopen(url, b"{}", timeout=60).close()

@@ -13,7 +13,7 @@ import json
 import os
 import shutil
 import time
-from collections.abc import Callable, Iterator
+from collections.abc import Iterator
 from contextlib import contextmanager
 from pathlib import Path
 
@@ -23,21 +23,13 @@ import pytest
 
 from gateway._pb.tensorflow_serving.apis import prediction_service_pb2_grpc
 from tests.support.frontends import front_end_pids, grpc_channels, rest_connections
-from tests.support.gateway_proc import GatewayProcess, free_port, running_gateway
+from tests.support.gateway_proc import GatewayProcess, running_gateway
 from tests.support.grpc_calls import predict_request
+from tests.support.waits import until
 
 WAIT_S = 60.0
 X = np.ones((1, 64), np.float32)
 V2_INFER = {"inputs": [{"name": "x", "datatype": "FP32", "shape": [1, 64], "data": [1.0] * 64}]}
-
-
-def _until(condition: Callable[[], bool], what: str) -> None:
-    """Wait (bounded) for a state of the gateway to be observed."""
-    deadline = time.monotonic() + WAIT_S
-    while not condition():
-        if time.monotonic() > deadline:
-            raise AssertionError(f"never saw: {what}")
-        time.sleep(0.05)
 
 
 def _request(
@@ -66,7 +58,7 @@ def _fleet(tmp_path: Path, config: Path, *extra: str) -> Iterator[Fleet]:
         "--workers=1",
         "--frontends=2",
         "--tensorflow_intra_op_parallelism=1",
-        f"--rest_api_port={free_port()}",
+        "--rest_api_port=-1",
         *extra,
     ]
     with running_gateway(args, tmp_path) as gateway:
@@ -97,11 +89,11 @@ def test_a_label_move_and_a_model_with_no_base_path_yet_reach_every_front_end(
         assert {_version_of(c, label="stable") for c in channels.values()} == {1}
         _config(config, f'config {{ {mlp} version_labels {{ key: "stable" value: 2 }} }}')
         for channel in channels.values():
-            _until(lambda c=channel: _version_of(c, label="stable") == 2, "stable moved to 2")
+            until(lambda c=channel: _version_of(c, label="stable") == 2, "stable moved to 2")
         ghost = f'config {{ name: "ghost" base_path: "{tmp_path / "not_yet"}" }}'
         _config(config, f'config {{ {mlp} version_labels {{ key: "stable" value: 2 }} }}', ghost)
         for rest in rests.values():
-            _until(lambda r=rest: _request(r, "GET", "/readyz")[0] == 503, "/readyz 503")
+            until(lambda r=rest: _request(r, "GET", "/readyz")[0] == 503, "/readyz 503")
             assert _request(rest, "GET", "/v2/models/ghost/ready")[0] != 200
             status, body = _request(rest, "POST", "/v2/models/ghost/infer", V2_INFER)
             assert "'ghost' has no available versions" in body, (status, body)
@@ -112,7 +104,7 @@ def _read_again(path: Path) -> None:
     modification time, set back just before)."""
     now = time.time()
     os.utime(path, (now - 20, now - 10))
-    _until(lambda: os.stat(path).st_atime > os.stat(path).st_mtime, f"{path} read again")
+    until(lambda: os.stat(path).st_atime > os.stat(path).st_mtime, f"{path} read again")
 
 
 def test_v2_repository_unload_stays_and_load_polls_disk_and_retries_a_failed_version(

@@ -12,8 +12,6 @@ import contextlib
 import http.client
 import os
 import signal
-import time
-from collections.abc import Callable
 from pathlib import Path
 
 import numpy as np
@@ -24,21 +22,13 @@ from gateway._pb.tensorflow_serving.apis import (
     prediction_service_pb2_grpc,
 )
 from tests.support.frontends import front_end_pids, grpc_channels, rest_connections
-from tests.support.gateway_proc import free_port, running_gateway, wait_gone
+from tests.support.gateway_proc import running_gateway, wait_gone
 from tests.support.grpc_calls import outputs_of, predict_request
 from tests.support.lifecycle import config_text, reload_request
+from tests.support.waits import until
 
 WAIT_S = 60.0
 LIVENESS = ["--frontend_ping_interval_seconds=0.2", "--frontend_ping_timeout_seconds=2"]
-
-
-def _until(condition: Callable[[], bool], what: str) -> None:
-    """Wait (bounded) for a state of the gateway's processes to be observed."""
-    deadline = time.monotonic() + WAIT_S
-    while not condition():
-        if time.monotonic() > deadline:
-            raise AssertionError(f"never saw: {what}")
-        time.sleep(0.05)
 
 
 def _post(connection: http.client.HTTPConnection, path: str) -> tuple[int, bytes]:
@@ -57,7 +47,7 @@ def test_a_stopped_front_end_is_replaced_and_reload_and_unload_answer_meanwhile(
         "--enable_model_management_api",
         "--workers=1",
         "--file_system_poll_wait_seconds=0",
-        f"--rest_api_port={free_port()}",
+        "--rest_api_port=-1",
         "--frontends=2",
         "--tensorflow_intra_op_parallelism=1",
         *LIVENESS,
@@ -80,7 +70,7 @@ def test_a_stopped_front_end_is_replaced_and_reload_and_unload_answer_meanwhile(
             assert outputs_of(predict(request, timeout=WAIT_S))["sum"].tolist() == [[3.0] * 3]
             assert _post(rest, "/v2/repository/models/add_two/unload")[0] == 200
             assert wait_gone(victim, WAIT_S), "the stopped front end was not killed"
-            _until(lambda: len(set(front_end_pids(gateway.pid)) - {survivor}) == 1, "a new one")
+            until(lambda: len(set(front_end_pids(gateway.pid)) - {survivor}) == 1, "a new one")
             assert "did not answer a ping" in gateway.log()
         finally:
             with contextlib.suppress(ProcessLookupError):

@@ -13,9 +13,8 @@ import json
 import os
 import signal
 import threading
-import time
 from collections import Counter
-from collections.abc import Callable, Iterator
+from collections.abc import Iterator
 from pathlib import Path
 
 import grpc
@@ -40,7 +39,6 @@ from tests.support.frontends import (
 from tests.support.gateway_proc import (
     GatewayProcess,
     assert_sigkill_leaves_nothing,
-    free_port,
     running_gateway,
     start_gateway,
     wait_gone,
@@ -49,6 +47,7 @@ from tests.support.grpc_calls import outputs_of, predict_request
 from tests.support.lifecycle import config_text, reload
 from tests.support.ort import run_reference
 from tests.support.triton_gateway import sample
+from tests.support.waits import until
 
 WAIT_S = 120.0
 X = np.ones((1, 64), np.float32)
@@ -76,15 +75,6 @@ def _predict(channel: grpc.Channel, model: str = "mlp", x: np.ndarray = X) -> np
     return outputs_of(response)["probs"]
 
 
-def _until(condition: Callable[[], bool], what: str) -> None:
-    """Wait (bounded) for a state of other threads or processes to be observed."""
-    deadline = time.monotonic() + WAIT_S
-    while not condition():
-        if time.monotonic() > deadline:
-            raise AssertionError(f"never saw: {what}")
-        time.sleep(0.02)
-
-
 def _watch_until(channel: grpc.Channel, service: str, wanted: int) -> None:
     stream = health_pb2_grpc.HealthStub(channel).Watch(
         health_pb2.HealthCheckRequest(service=service), timeout=WAIT_S
@@ -101,9 +91,7 @@ def fleet(model_repo: Path, tmp_path_factory: pytest.TempPathFactory) -> Iterato
     """Two front ends, two workers, REST and the metrics page."""
     monitoring = tmp_path_factory.mktemp("fleet") / "monitoring.config"
     monitoring.write_text("prometheus_config { enable: true }\n")
-    args = _args(
-        model_repo, f"--rest_api_port={free_port()}", f"--monitoring_config_file={monitoring}"
-    )
+    args = _args(model_repo, "--rest_api_port=-1", f"--monitoring_config_file={monitoring}")
     with running_gateway(args, tmp_path_factory.mktemp("fleet_logs")) as gateway:
         yield gateway
 
@@ -262,7 +250,7 @@ def test_a_reload_through_either_front_end_is_in_force_on_both_when_answered(
         "--enable_model_management_api",
         "--workers=2",
         "--file_system_poll_wait_seconds=0",
-        f"--rest_api_port={free_port()}",
+        "--rest_api_port=-1",
         *FRONT_ENDS,
     ]
     with running_gateway(args, tmp_path) as gateway:
@@ -368,8 +356,12 @@ def test_sigkill_of_one_front_end_fails_only_its_calls(model_repo: Path, tmp_pat
             assert wait_gone(victim)
             with lock:
                 served = outcomes[survivor][grpc.StatusCode.OK]
-            _until(lambda: outcomes[victim][grpc.StatusCode.UNAVAILABLE] > 0, "a failed call")
-            _until(lambda: outcomes[survivor][grpc.StatusCode.OK] >= served + 50, "serving on")
+            until(
+                lambda: outcomes[victim][grpc.StatusCode.UNAVAILABLE] > 0, "a failed call", WAIT_S
+            )
+            until(
+                lambda: outcomes[survivor][grpc.StatusCode.OK] >= served + 50, "serving on", WAIT_S
+            )
         finally:
             stop.set()
             for thread in threads:
@@ -378,7 +370,7 @@ def test_sigkill_of_one_front_end_fails_only_its_calls(model_repo: Path, tmp_pat
         failed = outcomes[victim]
         assert set(failed) == {grpc.StatusCode.OK, grpc.StatusCode.UNAVAILABLE}, outcomes
         assert failed[grpc.StatusCode.UNAVAILABLE] <= 4  # those in flight on it, at most
-        _until(lambda: len(set(front_end_pids(gateway.pid)) - set(fronts)) == 1, "a new one")
+        until(lambda: len(set(front_end_pids(gateway.pid)) - set(fronts)) == 1, "a new one", WAIT_S)
         for channel in channels.values():
             channel.close()
 

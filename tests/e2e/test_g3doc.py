@@ -37,7 +37,7 @@ from gateway.config.flags import parse_flags
 from gateway.config.model_config import load_model_server_config, model_specs
 from gateway.observability.page import metrics_path
 from tests.support import onnx_models, rest_models
-from tests.support.gateway_proc import GatewayProcess, free_port, gateway_command, running_gateway
+from tests.support.gateway_proc import GatewayProcess, gateway_command, running_gateway
 from tests.support.grpc_calls import predict_request
 from tests.support.lifecycle import predict, reload, status
 from tests.support.tf_compat import Served
@@ -195,10 +195,9 @@ def docs(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Docs]:
     onnx_models.scaled(root / "canary" / "43" / "model.onnx", 3.0)
     (root / "batching.config").write_text(BATCHING_FILE)
     (root / "models.config").write_text(docs_config(root, ""))
-    port = free_port()
     args = [
         f"--model_config_file={root / 'models.config'}",
-        f"--rest_api_port={port}",
+        "--rest_api_port=-1",
         "--enable_model_management_api",
         "--enable_batching",
         f"--batching_parameters_file={root / 'batching.config'}",
@@ -206,7 +205,7 @@ def docs(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Docs]:
         "--file_system_poll_wait_seconds=0",
     ]
     with running_gateway(args, tmp_path_factory.mktemp("g3doc_logs")) as process:
-        yield Docs(process, f"http://127.0.0.1:{port}", root)
+        yield Docs(process, f"http://127.0.0.1:{process.rest_port}", root)
 
 
 def docs_config(root: Path, labels: str) -> str:

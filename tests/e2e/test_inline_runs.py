@@ -15,7 +15,7 @@ import numpy as np
 import pytest
 
 from gateway._pb.tensorflow_serving.apis import prediction_service_pb2_grpc
-from tests.support.gateway_proc import GatewayProcess, free_port, running_gateway
+from tests.support.gateway_proc import GatewayProcess, running_gateway
 from tests.support.grpc_calls import outputs_of, predict_request
 from tests.support.ort import run_reference
 
@@ -37,7 +37,7 @@ def gateway(
         "--workers=1",
         f"--frontends={FRONT_ENDS}",
         f"--inline_runs={request.param}",
-        f"--rest_api_port={free_port()}",
+        "--rest_api_port=-1",
         f"--monitoring_config_file={config}",
         "--file_system_poll_wait_seconds=0",
     ]

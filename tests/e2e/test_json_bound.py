@@ -11,7 +11,7 @@ from pathlib import Path
 import numpy as np
 import pytest
 
-from tests.support.gateway_proc import GatewayProcess, free_port, running_gateway
+from tests.support.gateway_proc import GatewayProcess, running_gateway
 from tests.support.rest import post
 
 LIMIT = 4096
@@ -25,7 +25,7 @@ def gateway(model_repo: Path, tmp_path_factory: pytest.TempPathFactory) -> Itera
         "--model_name=mlp",
         f"--model_base_path={model_repo / 'mlp'}",
         "--workers=1",
-        f"--rest_api_port={free_port()}",
+        "--rest_api_port=-1",
         f"--rest_api_max_json_bytes={LIMIT}",
         "--file_system_poll_wait_seconds=0",
     ]

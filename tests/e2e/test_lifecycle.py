@@ -24,7 +24,7 @@ from gateway._pb.tensorflow_serving.apis import (
     prediction_service_pb2_grpc,
 )
 from tests.support import onnx_models
-from tests.support.gateway_proc import GatewayProcess, free_port, running_gateway
+from tests.support.gateway_proc import GatewayProcess, running_gateway
 from tests.support.grpc_calls import predict_request
 from tests.support.lifecycle import (
     X,
@@ -246,7 +246,7 @@ def test_warmup_is_replayed_in_the_worker_and_failures_stay_with_their_model(
         "--num_request_iterations_for_warmup=2",
         "--max_num_load_retries=1",
         "--load_retry_interval_micros=0",
-        f"--rest_api_port={free_port()}",
+        "--rest_api_port=-1",
         f"--monitoring_config_file={monitoring}",
     ]
     with (

@@ -8,7 +8,7 @@ import re
 from collections import Counter
 from pathlib import Path
 
-from tests.support.gateway_proc import GatewayProcess, free_port, running_gateway, worker_pids
+from tests.support.gateway_proc import GatewayProcess, running_gateway, worker_pids
 
 TEXT_LINE = re.compile(
     r"^\d{4}-\d\d-\d\d \d\d:\d\d:\d\d\.\d{3} [DIWEC] \d+ (gateway|worker-\d+) [\w.]+\] \S"
@@ -27,7 +27,7 @@ def test_json_lines_from_gateway_and_workers_one_per_start_step(
         "--model_name=mlp",
         f"--model_base_path={model_repo / 'mlp'}",
         "--workers=2",
-        f"--rest_api_port={free_port()}",
+        "--rest_api_port=-1",
         "--log_format=json",
     ]
     with running_gateway(args, tmp_path) as gateway:

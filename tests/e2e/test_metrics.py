@@ -20,7 +20,7 @@ from grpc_health.v1 import health_pb2, health_pb2_grpc
 
 from gateway._pb.tensorflow_serving.apis import get_model_metadata_pb2, prediction_service_pb2_grpc
 from gateway.observability.tfs_metrics import LATENCY_BUCKETS, g6
-from tests.support.gateway_proc import GatewayProcess, free_port, running_gateway, worker_pids
+from tests.support.gateway_proc import GatewayProcess, running_gateway, worker_pids
 from tests.support.grpc_calls import predict_request
 from tests.support.prometheus import running_prometheus
 
@@ -41,7 +41,7 @@ def gateway(model_repo: Path, tmp_path_factory: pytest.TempPathFactory) -> Itera
         f"--model_base_path={model_repo / 'mlp'}",
         "--workers=1",
         "--inline_runs=never",  # runs go to the workers this test observes
-        f"--rest_api_port={free_port()}",
+        "--rest_api_port=-1",
         f"--monitoring_config_file={config}",
         "--file_system_poll_wait_seconds=0",
     ]

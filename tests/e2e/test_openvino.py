@@ -17,7 +17,7 @@ import openvino as ov
 import pytest
 
 from gateway._pb.tensorflow_serving.apis import prediction_service_pb2_grpc
-from tests.support.gateway_proc import GatewayProcess, free_port, running_gateway
+from tests.support.gateway_proc import GatewayProcess, running_gateway
 from tests.support.grpc_calls import predict_request
 from tests.support.import_block import blocked_env
 from tests.support.onnx_models import mlp
@@ -54,7 +54,7 @@ def _gateway(
         f"--model_config_file={repo}",
         f"--monitoring_config_file={monitoring}",
         f"--model_runtimes={runtimes}",
-        f"--rest_api_port={free_port()}",
+        "--rest_api_port=-1",
         "--workers=1",
         "--max_num_load_retries=0",
         "--file_system_poll_wait_seconds=0",

@@ -14,7 +14,7 @@ import numpy as np
 import pytest
 
 from gateway._pb.tensorflow_serving.apis import prediction_service_pb2_grpc
-from tests.support.gateway_proc import free_port, running_gateway, worker_pids
+from tests.support.gateway_proc import running_gateway, worker_pids
 from tests.support.grpc_calls import predict_request
 from tests.support.otlp_receiver import Received, running_receiver
 
@@ -40,7 +40,7 @@ def test_spans_reach_an_otlp_receiver(protocol: str, model_repo: Path, tmp_path:
             f"--model_base_path={model_repo / 'mlp'}",
             "--workers=1",
             "--inline_runs=never",  # runs go to the workers this test observes
-            f"--rest_api_port={free_port()}",
+            "--rest_api_port=-1",
         ]
         with running_gateway(args, tmp_path, env) as gateway:
             (worker,) = worker_pids(gateway.pid)

@@ -25,7 +25,7 @@ from gateway._pb.tensorflow_serving.apis import (
     regression_pb2,
 )
 from tests.support import onnx_models
-from tests.support.gateway_proc import GatewayProcess, free_port, running_gateway
+from tests.support.gateway_proc import GatewayProcess, running_gateway
 from tests.support.grpc_calls import outputs_of, predict_request
 from tests.support.warmup_files import predict_log, write_warmup
 
@@ -54,7 +54,7 @@ def gateway(tmp_path_factory: pytest.TempPathFactory) -> Iterator[GatewayProcess
         "--enable_batching",
         f"--batching_parameters_file={root / 'batching.config'}",
         f"--monitoring_config_file={root / 'monitoring.config'}",
-        f"--rest_api_port={free_port()}",
+        "--rest_api_port=-1",
         "--file_system_poll_wait_seconds=0",
     ]
     with running_gateway(args, root) as process:

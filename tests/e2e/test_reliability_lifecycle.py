@@ -2,15 +2,14 @@
 (defect 5), a base path that goes missing unloads nothing (defect 3), large requests wait for
 room in a worker's input area (defect 7).
 
-Waits are on RPC answers and on what the gateway reports (its log line for a missing base path,
-GetModelStatus for a retry), each bounded by WAIT_S, which is never reached when things work.
+Waits are on RPC answers, on what the gateway reports (GetModelStatus for a retry) and on the
+kernel's word that a poll listed a base path (inotify), each bounded by WAIT_S, which is never
+reached when things work.
 """
 
 from __future__ import annotations
 
 import asyncio
-import time
-from collections.abc import Callable
 from pathlib import Path
 
 import grpc
@@ -22,26 +21,19 @@ from gateway._pb.tensorflow_serving.apis import (
     prediction_service_pb2_grpc,
 )
 from tests.support import onnx_models
-from tests.support.gateway_proc import GatewayProcess, running_gateway
+from tests.support.gateway_proc import running_gateway
 from tests.support.grpc_calls import outputs_of, predict_request
+from tests.support.inotify import IN_OPEN, PathEvents
 from tests.support.lifecycle import X, config_text, predict, reload, reload_request, status
+from tests.support.waits import until
 
 WAIT_S = 60.0
 RELOAD_DEADLINE_S = 20.0
 """The reload's own deadline (the retry it must not wait for waits an hour)."""
 State = get_model_status_pb2.ModelVersionStatus.State
-
-
-def _until(what: str, check: Callable[[], bool]) -> None:
-    """Ask ``check`` (an RPC, a read of the log) until it holds; bounded by WAIT_S."""
-    deadline = time.monotonic() + WAIT_S
-    while not check():
-        assert time.monotonic() < deadline, f"never happened: {what}"
-        time.sleep(0.05)
-
-
-def _missing_line(gateway: GatewayProcess, path: Path) -> Callable[[], bool]:
-    return lambda: f"Could not find base path {path} for servable" in gateway.log()
+POLLS_AFTER = 3
+"""Polls (one listing of a base path each) that prove a whole poll ran after a change: the
+second began after the first, so after the change, and had ended when the third began."""
 
 
 def test_a_load_retry_blocks_neither_the_poll_nor_a_reload(tmp_path: Path) -> None:
@@ -65,7 +57,7 @@ def test_a_load_retry_blocks_neither_the_poll_nor_a_reload(tmp_path: Path) -> No
     ):
         (tmp_path / "scaled" / "2").mkdir()
         (tmp_path / "scaled" / "2" / "model.onnx").write_bytes(b"half-written")
-        _until("version 2 failed once", lambda: len(status(channel, "scaled")) == 2)
+        until(lambda: len(status(channel, "scaled")) == 2, "version 2 failed once")
         (one, two) = status(channel, "scaled")
         assert one == (1, State.AVAILABLE, "")
         assert two[:2] == (2, State.LOADING) and "cannot load ONNX model" in two[2]
@@ -83,8 +75,10 @@ def test_a_base_path_gone_for_a_while_or_mistyped_keeps_the_model_serving(tmp_pa
     (NOT_FOUND), and so did a config rewrite with a typo in base_path."""
     base = tmp_path / "models" / "scaled"
     onnx_models.scaled(base / "1" / "model.onnx", 2.0)
+    tick = tmp_path / "models" / "tick"  # every poll lists each base path, this one too
+    onnx_models.scaled(tick / "1" / "model.onnx", 1.0)
     config = tmp_path / "models.config"
-    config.write_text(config_text(f"scaled:{base}"))
+    config.write_text(config_text(f"scaled:{base}", f"tick:{tick}"))
     args = [
         f"--model_config_file={config}",
         "--enable_model_management_api",
@@ -94,15 +88,18 @@ def test_a_base_path_gone_for_a_while_or_mistyped_keeps_the_model_serving(tmp_pa
     with (
         running_gateway(args, tmp_path) as gateway,
         grpc.insecure_channel(gateway.target) as channel,
+        PathEvents(tick, IN_OPEN) as polls,
     ):
         base.rename(tmp_path / "away")
-        _until("a poll found the base path missing", _missing_line(gateway, base))
+        polls.wait(POLLS_AFTER, "a whole poll after the rename")
+        assert f"Could not find base path {base} for servable" in gateway.log()
         assert predict(channel, "scaled")[0] == 1
         assert status(channel, "scaled") == [(1, State.AVAILABLE, "")]
         (tmp_path / "away").rename(base)
         typo = tmp_path / "modles" / "scaled"
-        assert reload(channel, config_text(f"scaled:{typo}")).status.error_code == 0
-        _until("the mistyped base path was looked for", _missing_line(gateway, typo))
+        assert reload(channel, config_text(f"scaled:{typo}", f"tick:{tick}")).status.error_code == 0
+        polls.wait(POLLS_AFTER, "a whole poll after the reload")
+        assert f"Could not find base path {typo} for servable" in gateway.log()
         assert predict(channel, "scaled")[0] == 1
         assert status(channel, "scaled") == [(1, State.AVAILABLE, "")]
 

@@ -5,30 +5,19 @@ start through its retries (minutes); SIGTERM must end the process at once, clean
 from __future__ import annotations
 
 import os
-import select
 import signal
 import subprocess
-import time
 from pathlib import Path
 
 from tests.support.gateway_proc import child_pids, gateway_command, wait_gone
-
-LOG_WAIT_S = 60.0
-"""Upper bound of the wait for the failed load's log line (reached only on failure)."""
-
-
-def _wait_for_line(log: Path, text: str, process: subprocess.Popen[bytes]) -> None:
-    deadline = time.monotonic() + LOG_WAIT_S
-    while text not in log.read_text():
-        assert process.poll() is None, log.read_text()
-        assert time.monotonic() < deadline, f"no {text!r} in:\n{log.read_text()}"
-        select.select([], [], [], 0.05)
+from tests.support.inotify import IN_CLOSE_NOWRITE, PathEvents
 
 
 def test_sigterm_during_a_failing_first_load_stops_the_gateway(tmp_path: Path) -> None:
     version = tmp_path / "broken" / "1"
     version.mkdir(parents=True)
-    (version / "model.onnx").write_bytes(b"not an ONNX model")
+    model = version / "model.onnx"
+    model.write_bytes(b"not an ONNX model")
     read_fd, write_fd = os.pipe()
     log = tmp_path / "gateway.log"
     args = [
@@ -39,22 +28,23 @@ def test_sigterm_during_a_failing_first_load_stops_the_gateway(tmp_path: Path) -
         "--load_retry_interval_micros=600000000",  # ten minutes between attempts
         f"--ready_fd={write_fd}",
     ]
-    with open(log, "wb") as out:
-        process = subprocess.Popen(
-            gateway_command(args), stdout=out, stderr=subprocess.STDOUT, pass_fds=(write_fd,)
-        )
-    os.close(write_fd)
-    try:
-        _wait_for_line(log, "retrying in 600 s", process)
-        workers = child_pids(process.pid)
-        assert workers, "a worker process is running"
-        process.send_signal(signal.SIGTERM)
-        assert process.wait(timeout=30) == 0, log.read_text()
-        assert os.read(read_fd, 4096) == b"", "no ready line: the server never became ready"
-        assert all(wait_gone(pid, 10) for pid in workers)
-        assert "stop signal before the server was ready" in log.read_text()
-    finally:
-        os.close(read_fd)
-        if process.poll() is None:
-            process.kill()
-            process.wait()
+    with PathEvents(model, IN_CLOSE_NOWRITE) as reads:
+        with open(log, "wb") as out:
+            process = subprocess.Popen(
+                gateway_command(args), stdout=out, stderr=subprocess.STDOUT, pass_fds=(write_fd,)
+            )
+        os.close(write_fd)
+        try:
+            reads.wait(1, "the first load read the model")  # and fails: next try in 600 s
+            workers = child_pids(process.pid)
+            assert workers, "a worker process is running"
+            process.send_signal(signal.SIGTERM)
+            assert process.wait(timeout=30) == 0, log.read_text()
+            assert os.read(read_fd, 4096) == b"", "no ready line: the server never became ready"
+            assert all(wait_gone(pid, 10) for pid in workers)
+            assert "stop signal before the server was ready" in log.read_text()
+        finally:
+            os.close(read_fd)
+            if process.poll() is None:
+                process.kill()
+                process.wait()

@@ -37,7 +37,7 @@ from gateway._pb.tensorflow_serving.apis import (
 from gateway.tfserving.codec.tfrecord import read_records
 from gateway.tfserving.warmup import WARMUP_FILE
 from tests.support import onnx_models
-from tests.support.gateway_proc import GatewayProcess, free_port, running_gateway
+from tests.support.gateway_proc import GatewayProcess, running_gateway
 from tests.support.grpc_calls import predict_request
 from tests.support.paths import SUPPORT
 
@@ -86,7 +86,7 @@ def _args(root: Path, config: Path, *extra: str) -> list[str]:
     return [
         f"--model_config_file={config}",
         "--workers=1",
-        f"--rest_api_port={free_port()}",
+        "--rest_api_port=-1",
         f"--monitoring_config_file={root / 'monitoring.config'}",
         "--file_system_poll_wait_seconds=0",
         *extra,
@@ -247,7 +247,7 @@ def _warmup_records_read(log_file: Path, tmp_path: Path) -> str:
         "--model_name=warm",
         f"--model_base_path={version.parent}",
         "--workers=1",
-        f"--rest_api_port={free_port()}",
+        "--rest_api_port=-1",
         f"--monitoring_config_file={tmp_path / 'monitoring.config'}",
         "--file_system_poll_wait_seconds=0",
     ]

@@ -11,7 +11,7 @@ import grpc
 import numpy as np
 
 from gateway._pb.tensorflow_serving.apis import prediction_service_pb2_grpc
-from tests.support.gateway_proc import free_port, running_gateway
+from tests.support.gateway_proc import running_gateway
 from tests.support.grpc_calls import outputs_of, predict_request
 
 
@@ -26,16 +26,15 @@ def http(method: str, url: str, body: object = None) -> tuple[int, dict[str, obj
 
 
 def test_rest_and_grpc_answer_alike_through_the_gateway(model_repo: Path, tmp_path: Path) -> None:
-    port = free_port()
     args = [
         "--model_name=mlp",
         f"--model_base_path={model_repo / 'mlp'}",
         "--workers=1",
-        f"--rest_api_port={port}",
+        "--rest_api_port=-1",
     ]
     x = np.random.default_rng(4).standard_normal((2, 64)).astype(np.float32)
     with running_gateway(args, tmp_path) as gateway:
-        base = f"http://127.0.0.1:{port}"
+        base = f"http://127.0.0.1:{gateway.rest_port}"
         status, body = http("POST", f"{base}/v1/models/mlp:predict", {"instances": x.tolist()})
         assert status == 200, body
         with grpc.insecure_channel(gateway.target) as channel:

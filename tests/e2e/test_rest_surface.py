@@ -11,7 +11,7 @@ from pathlib import Path
 
 import pytest
 
-from tests.support.gateway_proc import GatewayProcess, free_port, running_gateway
+from tests.support.gateway_proc import GatewayProcess, running_gateway
 
 JUNK = b"\x00\x01junk" + b"\xfe" * 4000
 MAX_CONNECTIONS = 6
@@ -30,18 +30,17 @@ class Rest:
 @pytest.fixture(scope="module")
 def rest(model_repo: Path, tmp_path_factory: pytest.TempPathFactory) -> Iterator[Rest]:
     logs = tmp_path_factory.mktemp("rest-surface")
-    port = free_port()
     args = [
         "--model_name=mlp",
         f"--model_base_path={model_repo / 'mlp'}",
         "--workers=1",
-        f"--rest_api_port={port}",
+        "--rest_api_port=-1",
         "--rest_api_header_timeout_seconds=0.5",
         "--rest_api_body_timeout_seconds=0.5",
         f"--rest_api_max_connections={MAX_CONNECTIONS}",
     ]
     with running_gateway(args, logs) as gateway:
-        yield Rest(gateway, port)
+        yield Rest(gateway, gateway.rest_port)
 
 
 @dataclass

@@ -18,7 +18,7 @@ import pytest
 from gateway._pb.inference import grpc_service_pb2 as v2
 from gateway._pb.inference import grpc_service_pb2_grpc as v2_grpc
 from gateway._pb.tensorflow_serving.apis import prediction_service_pb2_grpc
-from tests.support.gateway_proc import GatewayProcess, free_port, running_gateway
+from tests.support.gateway_proc import GatewayProcess, running_gateway
 from tests.support.grpc_calls import predict_request
 
 ROW = [0.5] * 64
@@ -35,7 +35,7 @@ def _gateway(model_repo: Path, logs: Path, *extra: str) -> Iterator[GatewayProce
         "--model_name=mlp",
         f"--model_base_path={model_repo / 'mlp'}",
         "--workers=1",
-        f"--rest_api_port={free_port()}",
+        "--rest_api_port=-1",
         f"--monitoring_config_file={config}",
         "--file_system_poll_wait_seconds=0",
         *extra,

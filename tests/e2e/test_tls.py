@@ -15,7 +15,7 @@ import pytest
 
 from gateway._pb.tensorflow_serving.apis import prediction_service_pb2_grpc
 from tests.support.certs import KeyPair, Pki, make_pki, ssl_config_text
-from tests.support.gateway_proc import free_port, running_gateway
+from tests.support.gateway_proc import running_gateway
 from tests.support.grpc_calls import outputs_of, predict_request
 
 X = np.ones((1, 64), np.float32)
@@ -89,10 +89,9 @@ def _https(port: int, pki: Pki, tmp_path: Path, client: KeyPair | None) -> int:
 def test_mtls_needs_a_client_certificate_from_the_ca(
     model_repo: Path, tmp_path: Path, pki: Pki
 ) -> None:
-    rest_port = free_port()
     args = [
         *_args(model_repo, tmp_path, pki, client_verify=True),
-        f"--rest_api_port={rest_port}",
+        "--rest_api_port=-1",
         "--rest_api_enable_tls",
     ]
     with running_gateway(args, tmp_path) as gateway:
@@ -100,6 +99,6 @@ def test_mtls_needs_a_client_certificate_from_the_ca(
         assert _predict(target, _credentials(pki, pki.client)) == grpc.StatusCode.OK
         assert _predict(target, _credentials(pki)) == grpc.StatusCode.UNAVAILABLE
         assert _predict(target, _credentials(pki, pki.stranger)) == grpc.StatusCode.UNAVAILABLE
-        assert _https(rest_port, pki, tmp_path, pki.client) == 200
-        assert _https(rest_port, pki, tmp_path, None) == 0
-        assert _https(rest_port, pki, tmp_path, pki.stranger) == 0
+        assert _https(gateway.rest_port, pki, tmp_path, pki.client) == 200
+        assert _https(gateway.rest_port, pki, tmp_path, None) == 0
+        assert _https(gateway.rest_port, pki, tmp_path, pki.stranger) == 0

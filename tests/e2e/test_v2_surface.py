@@ -21,7 +21,7 @@ from grpc_health.v1 import health_pb2, health_pb2_grpc
 from gateway._pb.inference import grpc_service_pb2 as pb
 from gateway._pb.inference import grpc_service_pb2_grpc as pb_grpc
 from tests.support.certs import make_pki, ssl_config_text
-from tests.support.gateway_proc import free_port, running_gateway, start_gateway
+from tests.support.gateway_proc import running_gateway, start_gateway
 from tests.support.otlp_receiver import Received, running_receiver
 from tests.support.rest import http
 from tests.support.triton_gateway import (
@@ -58,7 +58,7 @@ def secured(
         f"--model_base_path={model_repo / 'mlp'}",
         "--workers=1",
         f"--ssl_config_file={tmp / 'ssl.config'}",
-        f"--rest_api_port={free_port()}",
+        "--rest_api_port=-1",
         "--rest_api_enable_tls",
         f"--auth_token_file={tmp / 'tokens'}",
     ]
@@ -238,7 +238,6 @@ def test_sigterm_finishes_v2_calls_in_flight_and_refuses_new_ones(
 ) -> None:
     params = tmp_path / "batching.config"
     params.write_text("max_batch_size { value: 64 }\nbatch_timeout_micros { value: 600000000 }\n")
-    rest_port = free_port()
     args = [
         "--model_name=mlp",
         f"--model_base_path={model_repo / 'mlp'}",
@@ -247,7 +246,7 @@ def test_sigterm_finishes_v2_calls_in_flight_and_refuses_new_ones(
         f"--batching_parameters_file={params}",
         f"--max_concurrent_requests={HELD}",
         "--shutdown_grace_seconds=60",
-        f"--rest_api_port={rest_port}",
+        "--rest_api_port=-1",
     ]
     gateway = start_gateway(args, tmp_path)
     try:
@@ -265,7 +264,7 @@ def test_sigterm_finishes_v2_calls_in_flight_and_refuses_new_ones(
                 stub.ServerLive(pb.ServerLiveRequest(), timeout=30)
             assert info.value.code() == grpc.StatusCode.UNAVAILABLE
             assert "shutting down" in (info.value.details() or "")
-            ready = http("GET", f"http://127.0.0.1:{rest_port}/v2/health/ready")
+            ready = http("GET", f"http://127.0.0.1:{gateway.rest_port}/v2/health/ready")
             assert ready.status == 503 and "shutting down" in ready.error()
             for call in held:  # the open batch left at once: each held call gets its rows
                 response = call.result(timeout=60)

@@ -21,7 +21,8 @@ from gateway.models.jobs import ModelState, VersionJobs
 from gateway.models.loader import LoadOptions, VersionLoader
 from gateway.serving.registry import Servable, State
 from tests.models.harness import manager, versions
-from tests.support.fakes import FakePool, settle
+from tests.support.fakes import FakePool
+from tests.support.idle_loop import settle
 
 T = TypeVar("T")
 WAIT_S = 30.0

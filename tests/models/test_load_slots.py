@@ -7,7 +7,7 @@ from __future__ import annotations
 import asyncio
 
 from gateway.models.load_slots import LoadSlots
-from tests.support.fakes import settle
+from tests.support.idle_loop import settle
 
 
 def test_a_limit_below_one_is_one_and_free_slots_are_taken_at_once() -> None:

@@ -18,6 +18,7 @@ from gateway.models.loader import LoadOptions, VersionLoader
 from gateway.parallel.warmup import WarmupRun
 from gateway.serving.registry import Servable
 from tests.support.fakes import FakePool
+from tests.support.idle_loop import settle
 
 WAIT_S = 30.0
 
@@ -114,8 +115,7 @@ def test_a_superseded_model_stops_waiting_to_retry(tmp_path: Path) -> None:
         superseded = asyncio.Event()
         spec = ModelSpecConfig("m", str(tmp_path))
         loading = asyncio.create_task(loader.load(spec, 3, directory, superseded))
-        for _ in range(5):
-            await asyncio.sleep(0)
+        await settle()
         assert pool.calls == [("load", "m:3")] and not loading.done()  # waits an hour to retry
         superseded.set()
         with pytest.raises(NotFound, match="corrupt"):

@@ -16,7 +16,8 @@ from gateway.models.loader import LoadOptions
 from gateway.parallel.warmup import WarmupRun
 from gateway.serving.registry import Servable, State
 from tests.models.harness import manager, versions
-from tests.support.fakes import FakePool, settle
+from tests.support.fakes import FakePool
+from tests.support.idle_loop import settle
 
 T = TypeVar("T")
 WAIT_S = 30.0

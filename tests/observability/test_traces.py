@@ -25,12 +25,12 @@ from channel.logs import JsonFormatter
 from gateway._pb.tensorflow_serving.apis import prediction_service_pb2_grpc
 from gateway.config.model_config import model_server_config_from_flags, model_specs
 from gateway.config.settings import Settings
+from gateway.config.settings_field import OS_CHOSEN_PORT
 from gateway.observability.hooks import Observability
 from gateway.observability.span_export import RecordExporter
 from gateway.observability.tracing import Sampling, Tracing, default_resource
 from gateway.one_process import Gateway
 from tests.support import onnx_models
-from tests.support.gateway_proc import free_port
 from tests.support.grpc_calls import predict_request
 
 TRACE_ID = 0x4BF92F3577B34DA6A3CE929D0E0E4736
@@ -251,7 +251,7 @@ def test_rest_calls_get_http_server_spans_and_json_logs_carry_their_ids(
     rest_log.setLevel(logging.DEBUG)
 
     async def scenario() -> None:
-        traced = await start(model, tmp_path, rest_api_port=free_port())
+        traced = await start(model, tmp_path, rest_api_port=OS_CHOSEN_PORT)
         port = traced.gateway.rest_port
         try:
             for path, body in (

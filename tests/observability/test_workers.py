@@ -12,6 +12,7 @@ from prometheus_client.core import Metric
 
 from gateway.observability.workers import WorkerFigures
 from gateway.parallel.pool import PoolOptions, WorkerPool
+from tests.support.waits import until_notified
 
 WAIT_S = 60.0
 ARENA = 1 << 16
@@ -33,14 +34,6 @@ def _with_pool(scenario: Callable[[WorkerPool, asyncio.Event], Awaitable[None]])
             await pool.close()
 
     asyncio.run(main())
-
-
-async def _until(changed: asyncio.Event, condition: Callable[[], bool]) -> None:
-    """Wait for the pool's notifications until ``condition()`` holds."""
-    async with asyncio.timeout(WAIT_S):
-        while not condition():
-            changed.clear()
-            await changed.wait()
 
 
 def _samples(families: list[Metric]) -> dict[tuple[str, tuple[tuple[str, str], ...]], float]:
@@ -81,7 +74,9 @@ def test_a_busy_worker_shows_its_previous_answer_and_a_replaced_one_its_own() ->
             assert figures.latest[0]["pid"] == old_pid
         finally:
             os.kill(old_pid, signal.SIGKILL)
-        await _until(changed, lambda: pool.restarts == 1 and pool.all_alive())
+        await until_notified(
+            changed, lambda: pool.restarts == 1 and pool.all_alive(), "the worker restarted"
+        )
         (new_pid,) = pool.pids()
         assert new_pid != old_pid
         await figures.refresh()

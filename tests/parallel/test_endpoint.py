@@ -16,6 +16,7 @@ from channel.messages import Reply
 from channel.shm.channel import Channel
 from gateway.errors import ResourceExhausted, ServingError, Unavailable
 from gateway.parallel.endpoint import Endpoint
+from tests.support.waits import until_notified
 from tests.support.worker_end import WAIT_S, WorkerEnd
 
 
@@ -57,13 +58,6 @@ def _run(scenario: Callable[[Endpoint, WorkerEnd], Awaitable[None]], channel: Ch
     asyncio.run(main())
 
 
-async def _until(recorder: Recorder, replies: int) -> None:
-    async with asyncio.timeout(WAIT_S):
-        while len(recorder.replies) < replies:
-            recorder.got.clear()
-            await recorder.got.wait()
-
-
 def test_each_reply_goes_to_the_link_that_posted_its_request(channel: Channel) -> None:
     async def scenario(endpoint: Endpoint, worker: WorkerEnd) -> None:
         a, b = Recorder(), Recorder()
@@ -75,8 +69,8 @@ def test_each_reply_goes_to_the_link_that_posted_its_request(channel: Channel) -
         assert [r["id"] for r in worker.requests()] == [first, second]
         worker.post(messages.ok_reply(second))  # answered out of order
         worker.post(messages.ping_reply(first, 99))
-        await _until(a, 1)
-        await _until(b, 1)
+        await until_notified(a.got, lambda: a.replies, "a reply to the first link")
+        await until_notified(b.got, lambda: b.replies, "a reply to the second link")
         assert a.replies == [messages.ping_reply(first, 99)]
         assert b.replies == [messages.ok_reply(second)]
         assert a.drains >= 1 and b.drains >= 1  # told once the replies of a doorbell are taken
@@ -90,7 +84,7 @@ def test_the_ready_message_goes_to_the_link_that_expects_it(channel: Channel) ->
         endpoint.attach(link)
         endpoint.expect(messages.READY_ID, link)
         worker.post(messages.ready(1234))
-        await _until(link, 1)
+        await until_notified(link.got, lambda: link.replies, "a reply")
         assert link.replies == [messages.ready(1234)]
         assert endpoint.next_id() > messages.READY_ID  # requests never reuse the ready id
 
@@ -108,7 +102,7 @@ def test_replies_nobody_awaits_and_garbage_are_logged_and_dropped(
         channel.post_completion(b"not a reply")
         worker.post(messages.ok_reply(777))
         worker.post(messages.ping_reply(request_id, 1))
-        await _until(link, 1)
+        await until_notified(link.got, lambda: link.replies, "a reply")
         assert [r["id"] for r in link.replies] == [request_id]
 
     with caplog.at_level(logging.WARNING, logger="gateway.parallel.endpoint"):

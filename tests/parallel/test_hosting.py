@@ -26,9 +26,9 @@ from tests.support.pool_runs import (
     outputs,
     run,
     spec,
-    until,
     with_pool,
 )
+from tests.support.waits import until_notified
 
 
 def test_a_load_that_fails_is_forgotten(model: str, tmp_path: Path) -> None:
@@ -76,7 +76,9 @@ def test_a_servable_placed_on_one_worker_is_warmed_there_and_comes_back_there(
             await outputs(run(link(pool), np.ones((1, 2), np.float32)))
         pid = pool.pids()[slot]
         os.kill(pid, signal.SIGKILL)
-        await until(changed, lambda: pool.restarts == 1 and pool.all_alive())
+        await until_notified(
+            changed, lambda: pool.restarts == 1 and pool.all_alive(), "the worker restarted"
+        )
         assert link(pool).index == slot
         control = pool.links[slot]
         assert control.pid != pid

@@ -25,7 +25,8 @@ from gateway.parallel.lease import (
     release_result,
     take,
 )
-from tests.support.fakes import FakeClock, FakeLink, fake_dispatcher, settle
+from tests.support.fakes import FakeClock, FakeLink, fake_dispatcher
+from tests.support.idle_loop import settle
 
 OUT_END = 4096
 """The output range a fake run's reply closes, ``[0, OUT_END)``."""

@@ -15,6 +15,7 @@ from gateway.errors import ServingError, Unavailable
 from gateway.parallel.liveness import Liveness
 from gateway.parallel.watchdog import HangPolicy
 from tests.support.fakes import fake_dispatcher
+from tests.support.idle_loop import settle
 
 WAIT_S = 30.0
 
@@ -123,8 +124,7 @@ def test_nothing_happens_between_checks(stuck: bool) -> None:
         liveness, _, pings = _liveness([worker])
         loop = asyncio.get_running_loop()
         tasks = [loop.create_task(c) for c in (liveness.pings(), liveness.watch())]
-        for _ in range(10):
-            await asyncio.sleep(0)
+        await settle()
         await _stop(*tasks, *pings)
         assert worker.control.pings == 0 and worker.ends == []
 

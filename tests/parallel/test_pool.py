@@ -23,9 +23,9 @@ from tests.support.pool_runs import (
     outputs,
     run,
     spec,
-    until,
     with_pool,
 )
+from tests.support.waits import until_notified
 
 
 def test_killed_worker_fails_its_runs_and_comes_back_with_its_models(model: str) -> None:
@@ -56,7 +56,9 @@ def test_hung_worker_is_killed_after_an_unanswered_ping_and_replaced(model: str)
         in_flight = run(link(pool), np.ones((1, 2), np.float32))
         with pytest.raises(Unavailable, match="exited"):
             await asyncio.wait_for(in_flight, WAIT_S)
-        await until(changed, lambda: pool.restarts >= 1 and pool.all_alive())
+        await until_notified(
+            changed, lambda: pool.restarts >= 1 and pool.all_alive(), "the worker restarted"
+        )
         assert pool.pids() != [stuck_pid]
         with pytest.raises(ProcessLookupError):
             os.kill(stuck_pid, 0)  # killed and reaped

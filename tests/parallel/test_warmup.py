@@ -19,6 +19,7 @@ from gateway.errors import InvalidArgument, ResourceExhausted, ServingError
 from gateway.parallel.dispatcher import Dispatcher
 from gateway.parallel.lease import OutputLease, RunResult
 from gateway.parallel.warmup import WarmupReport, WarmupRun, warm_up
+from tests.support.idle_loop import settle
 
 KEY = "m:1"
 
@@ -150,8 +151,7 @@ def test_a_full_input_area_waits_for_a_run_to_finish_elsewhere() -> None:
         worker = Worker(full=1, runs_in_flight=1)  # another servable's run holds the room
         replay = asyncio.create_task(_warm_up(worker, [WarmupRun("", {"x": _x(1.0)})], dispatcher))
         await asyncio.wait_for(worker.refused.wait(), 30)
-        for _ in range(5):
-            await asyncio.sleep(0)
+        await settle()
         assert worker.sent == [] and not replay.done()  # not yet: nothing finished
         dispatcher.wake()  # that run finished: room may have freed
         report = await asyncio.wait_for(replay, 30)

@@ -28,7 +28,8 @@ from gateway.errors import Unavailable
 from gateway.parallel import process as process_module
 from gateway.parallel.pool import WorkerPool
 from tests.support import onnx_models
-from tests.support.pool_runs import KEY, WAIT_S, link, options, outputs, run, spec, until
+from tests.support.pool_runs import KEY, WAIT_S, link, options, outputs, run, spec
+from tests.support.waits import until_notified
 
 
 def _ready_then_dead(channel: Channel) -> subprocess.Popen[bytes]:
@@ -94,7 +95,11 @@ def test_a_respawned_worker_dead_as_it_reports_ready_is_replaced_again(
             faulty_spawns[0] = 1
             (first,) = pool.pids()
             os.kill(first, signal.SIGKILL)
-            await until(changed, lambda: faulty_spawns[0] == 0 and pool.hosts(KEY))
+            await until_notified(
+                changed,
+                lambda: faulty_spawns[0] == 0 and pool.hosts(KEY),
+                "the model hosted again, without the faulty spawn",
+            )
             result = await outputs(run(link(pool), np.ones((1, 2), np.float32)))
             np.testing.assert_array_equal(result["y"], np.full((1, 2), 3.0, np.float32))
             assert pool.restarts == 2  # the killed worker, then the one dead at its start
@@ -119,7 +124,9 @@ def test_a_replacement_that_cannot_load_a_servable_serves_without_it(tmp_path: P
             os.remove(path)
             (first,) = pool.pids()
             os.kill(first, signal.SIGKILL)
-            await until(changed, lambda: pool.restarts >= 1 and pool.all_alive())
+            await until_notified(
+                changed, lambda: pool.restarts >= 1 and pool.all_alive(), "the worker restarted"
+            )
             assert pool.pids() != [first] and not pool.hosts(KEY)
             assert pool.restarts == 1  # the replacement stays
         finally:

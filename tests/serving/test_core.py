@@ -21,7 +21,8 @@ from gateway.serving.core import ModelRef, PredictResult, ServingCore
 from gateway.serving.inputs import ConvertedInputs, Decoded, Header
 from gateway.serving.policy import BatchingPolicy
 from gateway.serving.signature import Signature
-from tests.support.fakes import FakeLink, FakePool, fake_dispatcher, settle
+from tests.support.fakes import FakeLink, FakePool, fake_dispatcher
+from tests.support.idle_loop import settle
 
 X = np.ones((2, 4), np.float32)
 

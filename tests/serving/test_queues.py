@@ -15,7 +15,8 @@ from gateway.errors import FailedPrecondition, Unavailable
 from gateway.serving.policy import BatchingPolicy
 from gateway.serving.queues import BatchQueues
 from gateway.serving.registry import Servable
-from tests.support.fakes import fake_dispatcher, settle
+from tests.support.fakes import fake_dispatcher
+from tests.support.idle_loop import settle
 
 X = np.ones((1, 2), np.float32)
 

@@ -18,7 +18,7 @@ from gateway.ipc import snapshot
 from gateway.ipc.link import MessageLink
 from gateway.models.manager import ModelManager
 from gateway.supervisor.registry_push import RegistryPush
-from tests.support.fakes import settle
+from tests.support.idle_loop import settle
 from tests.support.registries import served
 
 

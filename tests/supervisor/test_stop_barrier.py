@@ -7,16 +7,12 @@ import asyncio
 from dataclasses import dataclass
 
 from gateway.supervisor.stop_barrier import StopBarrier
+from tests.support.idle_loop import settle
 
 
 @dataclass(eq=False)
 class FrontEnd:
     alive: bool = True
-
-
-async def _settle() -> None:
-    for _ in range(20):
-        await asyncio.sleep(0)
 
 
 def test_each_waits_for_every_other_to_arrive_or_exit() -> None:
@@ -25,10 +21,10 @@ def test_each_waits_for_every_other_to_arrive_or_exit() -> None:
         barrier = StopBarrier()
         barrier.expect([a, b, c])  # type: ignore[list-item]
         first = asyncio.create_task(barrier.arrive(a))  # type: ignore[arg-type]
-        await _settle()
+        await settle()
         assert not first.done()  # b and c still drain
         second = asyncio.create_task(barrier.arrive(b))  # type: ignore[arg-type]
-        await _settle()
+        await settle()
         assert not first.done() and not second.done()
         c.alive = False  # c exited instead
         barrier.check()

@@ -136,12 +136,6 @@ def fake_dispatcher(links: int = 1, max_in_flight: int = 1) -> tuple[Dispatcher,
     return dispatcher, fakes
 
 
-async def settle() -> None:
-    """Let every ready callback and task run until all block (a bounded number of loop turns)."""
-    for _ in range(20):
-        await asyncio.sleep(0)
-
-
 MLP_WIRE_SIGNATURE = {
     "inputs": [{"name": "x", "dtype": "float32", "shape": [-1, 4]}],
     "outputs": [{"name": "y", "dtype": "float32", "shape": [-1, 2]}],

@@ -15,7 +15,6 @@ import dataclasses
 import os
 import select
 import signal
-import socket
 import subprocess
 import sys
 import tempfile
@@ -69,13 +68,6 @@ class GatewayProcess:
 
 def gateway_command(args: Sequence[str]) -> list[str]:
     return [sys.executable, "-m", "gateway", *args]
-
-
-def free_port() -> int:
-    """A TCP port free right now on 127.0.0.1 (for flags where 0 means "off", like REST's)."""
-    with socket.socket() as probe:
-        probe.bind(("127.0.0.1", 0))
-        return int(probe.getsockname()[1])
 
 
 def run_cli(*args: str) -> subprocess.CompletedProcess[str]:

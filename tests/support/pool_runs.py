@@ -66,11 +66,3 @@ def with_pool(
             await pool.close()
 
     asyncio.run(main())
-
-
-async def until(changed: asyncio.Event, condition: Callable[[], bool]) -> None:
-    """Wait for the pool's notifications until ``condition()`` holds."""
-    async with asyncio.timeout(WAIT_S):
-        while not condition():
-            changed.clear()
-            await changed.wait()

@@ -6,7 +6,6 @@ from __future__ import annotations
 
 import contextlib
 import json
-import shutil
 import subprocess
 import time
 import urllib.error
@@ -16,21 +15,12 @@ from collections.abc import Callable, Iterator, Mapping, Sequence
 from pathlib import Path
 from typing import Any
 
-import pytest
-
-from tests.support.gateway_proc import free_port
+from tests.support import tools
+from tests.support.listening import port_of
 
 START_TIMEOUT_S = 60.0
 POLL_S = 0.2
 """Prometheus cannot notify: its HTTP API is polled (bounded) for what a test waits on."""
-
-
-def binary() -> str:
-    """The ``prometheus`` executable; the test skips, naming how to install it, when missing."""
-    path = shutil.which("prometheus")
-    if path is None:
-        pytest.skip("prometheus is not installed (`make system-deps` installs it with apt-get)")
-    return path
 
 
 class Prometheus:
@@ -80,7 +70,7 @@ def running_prometheus(
     """Prometheus scraping ``target`` (host:port) at ``metrics_path`` every ``interval`` (its
     scrape timeout too), evaluating ``rule_files`` as often, the target's series labelled with
     ``labels`` (as a Kubernetes scrape job labels a pod's: ``namespace``, ``pod``)."""
-    executable = binary()
+    executable = tools.executable("prometheus")
     config = workdir / "prometheus.yml"
     settings = {
         "global": {
@@ -98,7 +88,6 @@ def running_prometheus(
         ],
     }
     config.write_text(json.dumps(settings))  # YAML is a superset of JSON
-    port = free_port()
     log = workdir / "prometheus.log"
     with open(log, "wb") as out:
         process = subprocess.Popen(
@@ -106,15 +95,16 @@ def running_prometheus(
                 executable,
                 f"--config.file={config}",
                 f"--storage.tsdb.path={workdir / 'data'}",
-                f"--web.listen-address=127.0.0.1:{port}",
+                "--web.listen-address=127.0.0.1:0",
                 "--log.level=warn",
             ],
             stdout=out,
             stderr=subprocess.STDOUT,
             stdin=subprocess.DEVNULL,
         )
-    server = Prometheus(f"http://127.0.0.1:{port}", process, log)
+    server = Prometheus("http://127.0.0.1", process, log)
     try:
+        server.url = f"{server.url}:{port_of(process, f'prometheus (log: {log})')}"
         _wait_ready(server)
         yield server
     finally:

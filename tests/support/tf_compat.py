@@ -11,7 +11,7 @@ from pathlib import Path
 
 import pytest
 
-from tests.support.gateway_proc import GatewayProcess, free_port, running_gateway
+from tests.support.gateway_proc import GatewayProcess, running_gateway
 from tests.support.tf_compat_models_script import compat_models_root
 
 TWO_VERSIONS = "saved_model_half_plus_two_2_versions"
@@ -66,11 +66,10 @@ def serving(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Served]:
     root = compat_models_root(tmp_path_factory.getbasetemp())
     config = tmp_path_factory.mktemp("compat_config") / "good_model_config.conf"
     config.write_text(model_config(root))
-    port = free_port()
     args = [
         f"--model_config_file={config}",
         "--allow_version_labels_for_unavailable_models",
-        f"--rest_api_port={port}",
+        "--rest_api_port=-1",
         "--rest_api_timeout_in_ms=60000",
         "--grpc_channel_arguments=grpc.max_connection_age_ms=2000,grpc.lb_policy_name=grpclb",
         "--workers=1",
@@ -80,4 +79,4 @@ def serving(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Served]:
         "--max_num_load_retries=0",  # a model that fails fails the tests now, not in 5 minutes
     ]
     with running_gateway(args, tmp_path_factory.mktemp("compat_logs")) as process:
-        yield Served(process, f"http://127.0.0.1:{port}", root)
+        yield Served(process, f"http://127.0.0.1:{process.rest_port}", root)

@@ -26,7 +26,7 @@ import numpy as np
 import pytest
 
 from tests.support import onnx_models, triton_client
-from tests.support.gateway_proc import GatewayProcess, free_port, running_gateway
+from tests.support.gateway_proc import GatewayProcess, running_gateway
 from tests.support.rest import http
 
 METRICS = "/monitoring/prometheus/metrics"
@@ -87,7 +87,7 @@ def v2_gateway(tmp_path_factory: pytest.TempPathFactory) -> Iterator[V2Gateway]:
         f"--batching_parameters_file={root / 'batching.config'}",
         "--enable_per_model_batching_parameters",
         f"--monitoring_config_file={root / 'monitoring.config'}",
-        f"--rest_api_port={free_port()}",
+        "--rest_api_port=-1",
         "--enable_model_management_api",
         "--file_system_poll_wait_seconds=0",
     ]

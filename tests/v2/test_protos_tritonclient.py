@@ -8,7 +8,6 @@ bytes; ours must match field for field and parse its bytes to the same message (
 from __future__ import annotations
 
 import base64
-import importlib.util
 import json
 import subprocess
 import sys
@@ -19,6 +18,7 @@ import pytest
 from google.protobuf import descriptor_pb2, text_format
 
 from gateway._pb.inference import grpc_service_pb2 as pb
+from tests.support import tools
 
 # Runs with tritonclient; never imports gateway.
 _PEER = r"""
@@ -92,8 +92,7 @@ def _sent() -> dict[str, Any]:
 
 @pytest.fixture(scope="module")
 def peer() -> dict[str, Any]:
-    if importlib.util.find_spec("tritonclient") is None:
-        pytest.skip("tritonclient is not installed")
+    tools.package("tritonclient")
     request = {
         "messages": sorted(_our_messages()),
         "parse": {

@@ -4,7 +4,6 @@ from __future__ import annotations
 
 import os
 import signal
-import time
 from collections.abc import Iterator
 from pathlib import Path
 
@@ -14,6 +13,7 @@ import pytest
 from channel import messages
 from tests.support import onnx_models
 from tests.support.ort import run_reference
+from tests.support.waits import until
 from tests.support.worker_harness import WAIT_S, Harness
 from workers.fanin import round_robin
 
@@ -36,15 +36,6 @@ def _channel_maps(pid: int) -> int:
     """How many channel segments ``pid`` has mapped now."""
     text = Path(f"/proc/{pid}/maps").read_text()
     return sum(1 for line in text.splitlines() if "memfd:tensorgate-w0" in line)
-
-
-def _until(condition: object, what: str) -> None:
-    """Wait (bounded) for an observable state of another process."""
-    deadline = time.monotonic() + WAIT_S
-    while not condition():  # type: ignore[operator]
-        if time.monotonic() > deadline:
-            raise AssertionError(f"never saw: {what}")
-        time.sleep(0.01)
 
 
 def test_round_robin_takes_one_request_of_each_channel_in_turn() -> None:
@@ -77,7 +68,7 @@ def test_every_channel_is_served_with_one_wait(worker: Harness, mlp: Path) -> No
     runs again, each on its own channel."""
     assert worker.load("mlp:1", str(mlp))["ok"]
     fronts = [worker.attach(owner=n) for n in (1, 2)]
-    _until(lambda: _channel_maps(worker.proc.pid) == 3, "three channels mapped")
+    until(lambda: _channel_maps(worker.proc.pid) == 3, "three channels mapped")
     os.kill(worker.proc.pid, signal.SIGSTOP)
     try:
         x = np.ones((1, 64), np.float32)
@@ -94,9 +85,9 @@ def test_every_channel_is_served_with_one_wait(worker: Harness, mlp: Path) -> No
 def test_a_detached_channel_is_closed_and_the_others_serve_on(worker: Harness, mlp: Path) -> None:
     assert worker.load("mlp:1", str(mlp))["ok"]
     gone, stays = worker.attach(owner=1), worker.attach(owner=2)
-    _until(lambda: _channel_maps(worker.proc.pid) == 3, "three channels mapped")
+    until(lambda: _channel_maps(worker.proc.pid) == 3, "three channels mapped")
     worker.detach(owner=1)
-    _until(lambda: _channel_maps(worker.proc.pid) == 2, "the detached channel unmapped")
+    until(lambda: _channel_maps(worker.proc.pid) == 2, "the detached channel unmapped")
     reply, outputs = stays.run("mlp:1", {"x": np.ones((2, 64), np.float32)})
     assert reply["ok"] and outputs["probs"].shape == (2, 10)
     assert worker.ping()["ok"]
@@ -106,7 +97,7 @@ def test_a_detached_channel_is_closed_and_the_others_serve_on(worker: Harness, m
 def test_stop_answers_what_waits_on_every_channel(worker: Harness, mlp: Path) -> None:
     assert worker.load("mlp:1", str(mlp))["ok"]
     front = worker.attach(owner=3)
-    _until(lambda: _channel_maps(worker.proc.pid) == 2, "two channels mapped")
+    until(lambda: _channel_maps(worker.proc.pid) == 2, "two channels mapped")
     os.kill(worker.proc.pid, signal.SIGSTOP)
     try:
         stop = worker.send(messages.stop_request)

@@ -31,6 +31,7 @@ them. A protocol may read a large one in a thread (V2's ``/v2`` infer bodies ove
 from __future__ import annotations
 
 import asyncio
+import errno
 import logging
 import ssl
 from collections.abc import Callable
@@ -57,6 +58,9 @@ CORS_HEADERS = {
     "Access-Control-Allow-Headers": "Content-Type",
 }
 """TF Serving's ``AddCORSHeaders``."""
+
+_NO_IPV6 = (errno.EAFNOSUPPORT, errno.EADDRNOTAVAIL)
+"""Why listening on ``::`` fails on a host without IPv6 (every interface is then IPv4's)."""
 
 _CANCEL_AFTER_S = 0.001
 """After stop()'s own grace wait, how long aiohttp waits before cancelling handlers still running
@@ -102,7 +106,7 @@ class HttpServer:
         self._observe = observe
         self.front = front or Front()
         self._runner: web.ServerRunner | None = None
-        self._site: web.TCPSite | None = None
+        self._sites: list[web.TCPSite] = []
 
     # -- lifecycle ------------------------------------------------------------------------------
     async def start(
@@ -117,28 +121,35 @@ class HttpServer:
         (``port`` 0: OS-chosen). FailedPrecondition when the address cannot be bound.
         ``reuse_port``: share the port with other processes that set it (``SO_REUSEPORT``).
 
-        ``host`` "" listens on every interface, IPv4 and IPv6 (one socket each: with port 0 they
-        may get different ports, and the first is returned — give an address for port 0).
+        ``host`` "" listens on every interface, IPv4 and IPv6 (one socket each; with port 0, IPv6
+        takes the port the OS chose for IPv4, so one port serves both).
         """
         runner = web.ServerRunner(
             make_server(self._handle, self._limits), shutdown_timeout=_CANCEL_AFTER_S
         )
         await runner.setup()
-        site = web.TCPSite(
-            runner, host or None, port, ssl_context=ssl_context, reuse_port=reuse_port or None
-        )
+        sites: list[web.TCPSite] = []
+        hosts: list[str | None] = [host or None] if host or port else ["0.0.0.0", "::"]
         try:
-            await site.start()
-        except OSError as exc:
-            await runner.cleanup()
-            raise FailedPrecondition(
-                f"cannot listen for REST on {host or '*'}:{port}: {exc.strerror}"
-            ) from None
+            for address in hosts:
+                site = web.TCPSite(
+                    runner, address, port, ssl_context=ssl_context, reuse_port=reuse_port or None
+                )
+                try:
+                    await site.start()
+                except OSError as exc:
+                    if address == "::" and exc.errno in _NO_IPV6:
+                        continue
+                    raise FailedPrecondition(
+                        f"cannot listen for REST on {host or '*'}:{port}: {exc.strerror}"
+                    ) from None
+                sites.append(site)
+                port = int(runner.addresses[0][1])
         except BaseException:
             await runner.cleanup()
             raise
-        self._runner, self._site = runner, site
-        bound = int(runner.addresses[0][1])
+        self._runner, self._sites = runner, sites
+        bound = port
         where = " and ".join(_address(a) for a in runner.addresses)
         log.info("Exporting HTTP/REST API at:%s ...%s", where, " (TLS)" if ssl_context else "")
         return bound
@@ -159,12 +170,13 @@ class HttpServer:
     async def stop(self, grace_s: float) -> None:
         """Stop accepting, let in-flight calls finish for ``grace_s`` seconds, cancel the rest,
         close every connection. Safe to call twice."""
-        runner, site = self._runner, self._site
-        if runner is None or site is None:
+        runner, sites = self._runner, self._sites
+        if runner is None:
             return
-        self._runner = self._site = None
+        self._runner, self._sites = None, []
         self.front.start_draining()
-        await site.stop()
+        for site in sites:
+            await site.stop()
         if runner.server is not None:
             runner.server.pre_shutdown()  # idle keep-alive connections close now, busy ones after
         try:

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import os
 import select
+import threading
 from collections.abc import Iterator
 
 import pytest
@@ -43,6 +44,13 @@ def test_a_sleeping_consumer_is_rung_once_and_its_word_cleared(eventfd: int) -> 
     assert list(words) == [0] * 8  # no other word touched
 
 
-def test_fence_can_be_taken_again_and_again() -> None:
-    for _ in range(3):
-        fence()  # a lock taken and released: never held across calls
+def test_fence_is_released_for_the_next_caller_on_any_thread() -> None:
+    """Both sides fence on every handshake, from their own threads: a fence that stayed held
+    after returning would block the other side's next fence (here: the join times out)."""
+    fence()
+    others = [threading.Thread(target=fence, daemon=True) for _ in range(3)]
+    for other in others:
+        other.start()
+        other.join(5)
+        assert not other.is_alive(), "fence() stayed held after it returned"
+    fence()

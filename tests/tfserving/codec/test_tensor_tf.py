@@ -8,7 +8,6 @@ child answers with TensorFlow's serialized protos and decoded arrays on stdout.
 from __future__ import annotations
 
 import base64
-import importlib.util
 import json
 import os
 import struct
@@ -23,13 +22,15 @@ import pytest
 
 from gateway._pb.tensorflow.core.framework.tensor_pb2 import TensorProto
 from gateway.tfserving.codec import tensor as tensor_codec
+from tests.support import tools
 
-pytestmark = [
-    pytest.mark.tfclient,
-    pytest.mark.skipif(
-        importlib.util.find_spec("tensorflow") is None, reason="tensorflow is not installed"
-    ),
-]
+pytestmark = pytest.mark.tfclient
+
+
+@pytest.fixture(autouse=True)
+def _tensorflow() -> None:
+    tools.package("tensorflow")
+
 
 CHILD_TIMEOUT_S = 300
 

@@ -10,6 +10,7 @@ from __future__ import annotations
 import asyncio
 import contextlib
 import json
+import socket
 from collections.abc import AsyncIterator, Callable
 from dataclasses import dataclass
 from typing import Any
@@ -116,8 +117,10 @@ async def serving(
     observe: Observe | None = None,
     front: Front | None = None,
     budget: MemoryBudget | None = None,
+    host: str = "127.0.0.1",
 ) -> AsyncIterator[Served]:
-    """An HttpServer with :class:`Echo` (and ``/extra`` as an exact route when ``extra``)."""
+    """An HttpServer with :class:`Echo` (and ``/extra`` as an exact route when ``extra``) on an
+    OS-chosen port of ``host``, asked on 127.0.0.1."""
     api = Echo()
     routes = Routes()
     if extra:
@@ -133,7 +136,7 @@ async def serving(
         front=front,
         budget=budget,
     )
-    port = await server.start("127.0.0.1", 0)
+    port = await server.start(host, 0)
     try:
         async with aiohttp.ClientSession() as session:
             yield Served(f"http://127.0.0.1:{port}", server, api, session)
@@ -312,6 +315,25 @@ def test_probes_and_extra_routes() -> None:
             assert (missing.status, missing.error()) == (404, "Not found: GET /extra")
 
     asyncio.run(scenario())
+
+
+def _ipv6_loopback() -> bool:
+    try:
+        with socket.socket(socket.AF_INET6) as loopback6:
+            loopback6.bind(("::1", 0))  # is there an IPv6 loopback at all
+    except OSError:
+        return False
+    return True
+
+
+def test_port_0_on_every_interface_is_one_port_for_ipv4_and_ipv6() -> None:
+    async def scenario() -> list[int]:
+        async with serving(host="") as served:
+            port = served.url.rsplit(":", 1)[1]
+            urls = [served.url, *([f"http://[::1]:{port}"] if _ipv6_loopback() else [])]
+            return [(await request(served.session, "GET", f"{url}/healthz")).status for url in urls]
+
+    assert set(asyncio.run(scenario())) == {200}
 
 
 def test_readiness_follows_the_core_and_draining_and_probes_take_get_and_head() -> None:
