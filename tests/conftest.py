@@ -25,8 +25,9 @@ from pathlib import Path
 import pytest
 from hypothesis import HealthCheck, settings
 
+from bench.measure.usage import children
 from tests.support import onnx_models
-from tests.support.gateway_proc import GatewayProcess, child_pids, running_gateway
+from tests.support.gateway_proc import GatewayProcess, running_gateway
 from tests.support.idle_loop import SettlingPolicy
 from tests.support.leftovers import leaked, shm_entries
 
@@ -63,8 +64,8 @@ def no_leftovers() -> Iterator[None]:
     yield
     left = leaked(before, [os.getpid()])
     assert not left, f"shared memory left behind: {sorted(left)}"
-    children = child_pids(os.getpid())
-    assert not children, f"processes left behind: {children}"
+    left_children = children(os.getpid())
+    assert not left_children, f"processes left behind: {left_children}"
     assert had_hypothesis_dir or not hypothesis_dir.exists(), f"{hypothesis_dir} left behind"
 
 

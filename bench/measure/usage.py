@@ -15,17 +15,32 @@ from pathlib import Path
 CLK_TCK = os.sysconf("SC_CLK_TCK")
 
 
+def parents() -> dict[int, list[int]]:
+    """Each live process's children, from every ``/proc/<pid>/stat``'s parent field: a whole
+    snapshot (``/proc/<pid>/task/<tid>/children`` can miss a child while others start or exit)."""
+    below: dict[int, list[int]] = {}
+    for entry in os.listdir("/proc"):
+        if entry.isdigit():
+            with contextlib.suppress(FileNotFoundError, ProcessLookupError):
+                stat = Path(f"/proc/{entry}/stat").read_text()
+                ppid = int(stat.rsplit(")", 1)[1].split()[1])
+                below.setdefault(ppid, []).append(int(entry))
+    return below
+
+
+def children(pid: int) -> list[int]:
+    """The direct children of ``pid``, in pid order."""
+    return sorted(parents().get(pid, []))
+
+
 def descendants(pid: int) -> list[int]:
-    """``pid`` and every process below it (from /proc)."""
+    """``pid`` and every process below it."""
+    below = parents()
     out, todo = [], [pid]
     while todo:
         p = todo.pop()
         out.append(p)
-        with contextlib.suppress(FileNotFoundError, ProcessLookupError):
-            for task in os.listdir(f"/proc/{p}/task"):
-                with contextlib.suppress(FileNotFoundError):
-                    text = Path(f"/proc/{p}/task/{task}/children").read_text()
-                    todo.extend(int(c) for c in text.split())
+        todo.extend(below.get(p, ()))
     return out
 
 

@@ -9,7 +9,8 @@ import signal
 import subprocess
 from pathlib import Path
 
-from tests.support.gateway_proc import child_pids, gateway_command, wait_gone
+from bench.measure.usage import children
+from tests.support.gateway_proc import gateway_command, wait_gone
 from tests.support.inotify import IN_CLOSE_NOWRITE, PathEvents
 
 
@@ -36,7 +37,7 @@ def test_sigterm_during_a_failing_first_load_stops_the_gateway(tmp_path: Path) -
         os.close(write_fd)
         try:
             reads.wait(1, "the first load read the model")  # and fails: next try in 600 s
-            workers = child_pids(process.pid)
+            workers = children(process.pid)
             assert workers, "a worker process is running"
             process.send_signal(signal.SIGTERM)
             assert process.wait(timeout=30) == 0, log.read_text()

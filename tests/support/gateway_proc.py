@@ -23,6 +23,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
+from bench.measure.usage import children
 from gateway.lifecycle import wait_ready
 from tests.support.leftovers import leaked, shm_entries
 
@@ -131,15 +132,6 @@ def running_gateway(
             raise GatewayFailed(f"gateway exited with {code}:\n{gateway.log()}")
 
 
-def child_pids(pid: int) -> list[int]:
-    """Direct children of ``pid`` (from /proc)."""
-    path = Path(f"/proc/{pid}/task/{pid}/children")
-    try:
-        return [int(p) for p in path.read_text().split()]
-    except FileNotFoundError:
-        return []
-
-
 def _cmdline(pid: int) -> str:
     try:
         return Path(f"/proc/{pid}/cmdline").read_bytes().replace(b"\0", b" ").decode()
@@ -149,12 +141,12 @@ def _cmdline(pid: int) -> str:
 
 def worker_pids(pid: int) -> list[int]:
     """The gateway ``pid``'s worker processes (one process or a supervisor alike)."""
-    return [p for p in child_pids(pid) if "-m workers" in _cmdline(p)]
+    return [p for p in children(pid) if "-m workers" in _cmdline(p)]
 
 
 def front_end_pids(pid: int) -> list[int]:
     """The supervisor ``pid``'s front-end processes, by slot (none: one process)."""
-    found = [p for p in child_pids(pid) if "-m gateway.frontend" in _cmdline(p)]
+    found = [p for p in children(pid) if "-m gateway.frontend" in _cmdline(p)]
     return sorted(found, key=lambda p: int(_cmdline(p).split("--slot ")[1].split()[0]))
 
 
