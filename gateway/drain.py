@@ -11,15 +11,11 @@ The contract, in order (:func:`drain`):
    second signal); then the listeners stay open, refusing, until calls stop arriving for
    ``quiet_s`` (clients that still hold a connection learn to go elsewhere), within the grace.
 4. Only then do the servers stop (:func:`shut_down`; whatever still runs is cancelled); the
-   caller stops the workers. A gRPC call that has reached the server but not yet its handler
-   when the server shuts down is cancelled by grpc (``ZombifyPending``: CANCELLED on grpcio
-   1.78, grpc issue 41785), and clients that go on calling on their connections (each refusal
-   answered, the next call sent) keep such calls coming. So the refusals are first *held*: a
-   client waiting for its answer sends nothing more, and once no call has arrived for
-   :data:`HOLD_QUIET_S` every arrived call is in a handler; the shutdown then begins (GOAWAY:
-   a client's next call goes to a new connection, refused or elsewhere), and only then — when
-   several front ends share the ports, once all have begun theirs (``together``) — are the
-   held refusals answered, within the shutdown's grace.
+   caller stops the workers. The refusals are first *held* (grpc cancels a call that has not
+   reached its handler at shutdown, ``ZombifyPending``): once no call has arrived for
+   :data:`HOLD_QUIET_S` every arrived call is in a handler; the shutdown then begins (GOAWAY),
+   and only then — with several front ends on the ports, once all have begun theirs
+   (``together``) — are the held refusals answered, within the shutdown's grace.
 
 :class:`Signals` turns the first signal into a stop request and the second into ``hurry``.
 """

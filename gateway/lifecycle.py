@@ -32,15 +32,11 @@ YOUNG_COLLECTION_THRESHOLD = 10_000
 def settle_heap() -> None:
     """Tune the cyclic garbage collector for serving, once started.
 
-    Collect the start-up's garbage, then move what is left to the permanent generation
-    (``gc.freeze``): full collections while serving then walk only what serving made, not every
-    module, descriptor and model object of the start-up (tens of milliseconds each on a busy
-    core). What the start-up made and serving later drops is still freed by reference counting;
-    only a reference cycle among such objects would stay. And collect the young generation
-    every :data:`YOUNG_COLLECTION_THRESHOLD` allocations rather than 700: objects that live a
-    fraction of a second (calls in flight, span records queued for export) are then mostly freed
-    before a collection visits them, and a collection of up to that many objects takes a
-    millisecond or two.
+    Collect the start-up's garbage and freeze what is left (``gc.freeze``): full collections
+    while serving walk only what serving made. A start-up object serving drops is still freed by
+    reference counting; a reference cycle among such objects stays. The young generation is
+    collected every :data:`YOUNG_COLLECTION_THRESHOLD` allocations, so objects that live a
+    fraction of a second (calls in flight, span records) are mostly freed before one visits them.
     """
     gc.collect()
     gc.freeze()

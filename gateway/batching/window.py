@@ -1,13 +1,9 @@
 """How long a zero-timeout queue holds its open batch: the concurrency window.
 
-With ``batch_timeout_micros`` 0 a batch goes as soon as a worker slot is free (work-conserving).
-When the event loop, not the worker, is the bottleneck (many clients, a model that runs in
-microseconds) the worker is free whenever a request reaches its queue, so every request left alone
-and paid a whole worker round trip: a doorbell, a process switch and the per-run work on both
-sides, several times what the model itself costs.
-
-The window makes batches form by themselves under concurrency, and only then, and only while
-company can still come: it remembers how many of its queue's requests were present together lately
+With ``batch_timeout_micros`` 0 a batch goes as soon as a worker slot is free (work-conserving);
+when the event loop, not the worker, is the bottleneck, that would send every request alone. The
+window makes batches form under concurrency, and only then, and only while company can still
+come: it remembers how many of its queue's requests were present together lately
 (waiting or running, a decaying peak), and a batch that, with what runs, already holds that many
 goes at once (four closed-loop clients fill a batch of four: nobody else will join it). Each
 arriving request says whether it found company: another request of its queue waiting, or a batch of
@@ -16,8 +12,7 @@ batch is held until :data:`WINDOW_S` after it opened, until it is full, or until
 requests could no longer be served in time, whichever comes first; then it goes. A client that
 sends one request at a time never finds company, so at concurrency 1 nothing waits (its request
 leaves at the end of the loop turn it arrived in). A model whose runs take longer than
-the window is unaffected: requests queue behind the running batch, and by the time it ends the
-next batch is older than the window.
+the window is unaffected (its next batch is older than the window when the running one ends).
 
 Pure arithmetic on the scheduler's clock: no timers here (the scheduler arms them).
 """

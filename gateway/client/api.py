@@ -16,7 +16,7 @@ Contract:
   typed ``string_val``. An unsupported dtype raises :class:`gateway.errors.InvalidArgument`
   before anything is sent.
 - Outputs come back as numpy arrays; a response tensor may declare at most ``max_message_bytes``
-  elements (the bound on decoding, see :func:`gateway.tfserving.codec.tensor.to_ndarray`).
+  elements (the bound on decoding, see :func:`gateway.tfserving.codec.tensor_decode.to_ndarray`).
 - ``timeout`` is in seconds and becomes the RPC deadline; ``None`` means no deadline, and a
   per-call ``...`` (the default) means the client's own ``timeout``.
 - Server errors propagate as ``grpc.RpcError`` (sync; ``.code()``, ``.details()``) or
@@ -24,7 +24,7 @@ Contract:
   client side (both ``version`` and ``version_label``) raises ``ValueError``.
 
 Messages are built and read by :mod:`gateway.client.convert`; tensors go through
-:mod:`gateway.tfserving.codec.tensor`.
+the tensor codec (:mod:`gateway.tfserving.codec`).
 """
 
 from __future__ import annotations

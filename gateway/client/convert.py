@@ -24,7 +24,7 @@ from gateway._pb.tensorflow_serving.apis import (
     predict_pb2,
 )
 from gateway.errors import Code, InvalidArgument
-from gateway.tfserving.codec import tensor as tensor_codec
+from gateway.tfserving.codec import tensor_decode, tensor_encode, tensor_types
 
 SIGNATURE_DEF_FIELD = "signature_def"
 
@@ -65,7 +65,7 @@ def predict_request(
     )
     for name, value in inputs.items():
         # The codec always writes strings as typed string_val, whatever as_tensor_content says.
-        tensor = tensor_codec.from_ndarray(np.asarray(value), as_tensor_content=True)
+        tensor = tensor_encode.from_ndarray(np.asarray(value), as_tensor_content=True)
         request.inputs[name].CopyFrom(tensor)
     return request
 
@@ -75,7 +75,7 @@ def predict_outputs(
 ) -> dict[str, npt.NDArray[Any]]:
     """Decode every output tensor of a PredictResponse, keyed by output name."""
     return {
-        name: tensor_codec.to_ndarray(proto, max_elements=max_elements)
+        name: tensor_decode.to_ndarray(proto, max_elements=max_elements)
         for name, proto in response.outputs.items()
     }
 
@@ -119,7 +119,7 @@ def _shape_list(shape: tensor_shape_pb2.TensorShapeProto) -> list[int] | None:
 def _dtype_name(data_type: int) -> str:
     """Canonical dtype name; the DataType enum's own name (``"DT_VARIANT"``) if not a tensor's."""
     try:
-        return tensor_codec.dtype_name(data_type)
+        return tensor_types.dtype_name(data_type)
     except InvalidArgument:
         try:
             return types_pb2.DataType.Name(types_pb2.DataType.ValueType(data_type))

@@ -2,11 +2,9 @@
 never any of its content.
 
 ``--ssl_config_file`` holds a private key and ``--auth_token_file`` bearer tokens. The parsers'
-own messages quote what they stumble on — protobuf's text format quotes the line and the token,
-so a key written on one line with ``\\n`` escapes and no closing quote appeared, whole, twice on
-stderr; Python's UTF-8 decoder names the offending byte — so errors about these files are
-written here instead, from the position the parser reports, the schema's field names and a few
-content-free descriptions of what went wrong.
+own messages quote what they stumble on (protobuf's text format the line and the token, Python's
+UTF-8 decoder the offending byte), so errors about these files are written here, from the
+position the parser reports, the schema's field names and content-free descriptions.
 """
 
 from __future__ import annotations

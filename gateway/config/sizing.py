@@ -23,8 +23,7 @@ def resolve_worker_threads(settings: Settings, cpus: int | None = None) -> tuple
     Serving: ``tensorflow_intra_op_parallelism`` / ``tensorflow_inter_op_parallelism`` when either
     is set, else ``tensorflow_session_parallelism`` for both; 0 means auto. Then:
 
-    - workers auto, intra auto: one single-threaded worker per CPU (several 1-thread processes
-      beat one multi-threaded process on the same cores);
+    - workers auto, intra auto: one single-threaded worker per CPU;
     - workers auto, intra ``k``: ``max(1, cpus // k)`` workers of ``k`` threads;
     - workers ``n``, intra auto: ``max(1, cpus // n)`` threads each;
     - both set: used as given.

@@ -4,8 +4,8 @@ Each front end records its own calls and batches (:mod:`gateway.observability`);
 metrics page, whichever front end answers it, shows the whole server's figures exactly once. The
 supervisor asks every front end for :func:`dump` of its series, adds them up with :func:`merge`
 into fresh series, adds its own (warmups) and the workers' figures, and writes the page with the
-one-process writers, so TF Serving's exposition format stays byte for byte what it was. The rule,
-per identical metric name and label values:
+one-process writers (TF Serving's exposition format, byte for byte). The rule, per identical
+metric name and label values:
 
 - counters: summed; histograms: each bucket's count, the sum and the count summed (the bounds
   are the same in every process: they are constants of the code);

@@ -1,16 +1,15 @@
 """Where a version runs, by measured cost: in each front end (``frontend``) or on the workers.
 
-The worker hop — descriptor, doorbell, two context switches and the worker's Python per run —
-costs a fixed amount per run. A version whose runs cost less than that hop runs in the front end
-itself (:mod:`gateway.parallel.inline_link`), on the event loop, at the end of the loop turn its
-calls arrived in; everything else runs on the workers, which hold every version either way, so
-a move between the two never fails a call. The rule, for ``--inline_runs=auto`` (the default):
+A version whose runs cost less than the worker hop (descriptor, doorbell, two context switches,
+the worker's Python) runs in the front end itself (:mod:`gateway.parallel.inline_link`), on the
+event loop, at the end of the loop turn its calls arrived in; everything else runs on the
+workers, which hold every version either way, so a move between the two never fails a call. The
+rule, for ``--inline_runs=auto`` (the default):
 
 - candidates are ONNX versions whose model file fits what is left of the front end's budget
   (``--inline_budget_mb``); TensorFlow versions always stay on the workers;
 - at load, a front end measures its own session at 1, 8 and 64 rows (the median CPU time of
-  :data:`REPEATS` runs each; CPU time, which another process sharing the core does not
-  inflate) and fits ``fixed + per_row × rows``; a version whose one-row run
+  :data:`REPEATS` runs each) and fits ``fixed + per_row × rows``; a version whose one-row run
   costs more than the worker hop (:data:`HOP_S` until the front end has timed its own worker
   round trips) stays on the workers;
 - the loop is never held by one run for more than :data:`LOOP_BOUND_S`: a batch whose predicted

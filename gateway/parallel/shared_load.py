@@ -1,8 +1,7 @@
 """Least-loaded routing across front-end processes: every front end sees every worker's load.
 
 With several front ends each routes its own runs, over channels of its own, to workers they all
-share; a front end that counted only its own runs would pile onto a worker the others keep busy.
-The :class:`LoadTable` is one small anonymous memfd (no name in /dev/shm) that the supervisor
+share. The :class:`LoadTable` is one small anonymous memfd (no name in /dev/shm) that the supervisor
 makes and every front end maps: a uint64 per (front end, worker) holding that front end's runs in
 flight on that worker. Each slot has one writer, its front end (aligned 8-byte stores: readers see
 a whole value, never a torn one), so no cross-process atomics are needed; a reader sums a

@@ -9,8 +9,7 @@ servable has been timed there is no expectation, and only the ping timeout appli
 
 :func:`hung_run` is the pure decision; :class:`~gateway.parallel.pool.WorkerPool` checks every live
 worker each ``check_s`` and kills (then replaces) one whose oldest run is hung, failing its runs
-with UNAVAILABLE — within a few seconds, where the ping took 30 s (a SIGSTOPped worker was
-replaced after 34 s and two requests hit their deadlines).
+with UNAVAILABLE.
 """
 
 from __future__ import annotations

@@ -86,8 +86,8 @@ class ServingCore:
         check_dtypes: bool = True,
     ) -> Coroutine[Any, Any, R]:
         """Run one request: an awaitable of ``encode`` of its result; ``deadline`` is in
-        ``time.monotonic()`` seconds (None = no deadline). The lookups happen in this call (a
-        plain function: one coroutine layer less per call), the rest as it is awaited.
+        ``time.monotonic()`` seconds (None = no deadline). The lookups happen in this call,
+        the rest as it is awaited.
 
         The model and signature are looked up first, so an unknown model is NOT_FOUND however bad
         the tensors are; then ``decode`` reads the request's tensors for that signature, and what

@@ -5,8 +5,8 @@ its figures (``figures``: :func:`gateway.ipc.figures.dump`), pings the workers f
 adds everything up once (:func:`gateway.ipc.figures.merge`; the rule is there): each front end's
 calls and batches, the supervisor's own series (TF Serving's warmup metrics: warmups happen here),
 the workers' figures, restarts, shared memory and the models' states. The page is then written
-by the one-process writers (:meth:`TfServingMetrics.render`, prometheus_client), so its format is
-unchanged.
+by the one-process writers (:meth:`TfServingMetrics.render`, prometheus_client): the same format
+as one process's page.
 
 Exactly once: every joined front end counts once. One that does not answer within ``timeout_s``
 counts with its previous answer; one that died counts with its last answer for good (a counter

@@ -12,7 +12,7 @@ import numpy as np
 import numpy.typing as npt
 
 from gateway.errors import InvalidArgument
-from gateway.tfserving.codec import tensor as tensor_codec
+from gateway.tfserving.codec import tensor_types
 
 CLASSES: Final = "classes"
 SCORES: Final = "scores"
@@ -98,4 +98,4 @@ def _dtype(array: np.ndarray) -> str:
 
 def _dt(name: str) -> str:
     """TensorFlow's DataType name for a canonical dtype name (``float32`` → ``DT_FLOAT``)."""
-    return tensor_codec.data_type_name(name)
+    return tensor_types.data_type_name(name)

@@ -21,12 +21,12 @@ from gateway._pb.tensorflow_serving.apis import (
     prediction_service_pb2_grpc,
 )
 from gateway._pb.xla.tsl.protobuf import error_codes_pb2
-from gateway.tfserving.codec import tensor as tensor_codec
+from gateway.tfserving.codec import tensor_decode, tensor_encode, tensor_types
 
 
 def _tensor_info(dtype: str, shape: list[int] | None) -> meta_graph_pb2.TensorInfo:
     info = meta_graph_pb2.TensorInfo(name=f"{dtype}:0")
-    info.dtype = types_pb2.DataType.ValueType(tensor_codec.data_type(dtype))
+    info.dtype = types_pb2.DataType.ValueType(tensor_types.data_type(dtype))
     if shape is None:
         info.tensor_shape.unknown_rank = True
     for size in shape or ():
@@ -124,16 +124,16 @@ class Scripted(
         self, request: predict_pb2.PredictRequest, context: grpc.ServicerContext
     ) -> predict_pb2.PredictResponse:
         self._record(request, context)
-        images = tensor_codec.to_ndarray(request.inputs["images"], max_elements=10**6)
+        images = tensor_decode.to_ndarray(request.inputs["images"], max_elements=10**6)
         response = predict_pb2.PredictResponse()
         response.model_spec.CopyFrom(request.model_spec)
         if request.model_spec.name == "strings":
             text = np.array([STRING_OUTPUT], dtype=object)
-            response.outputs["text"].CopyFrom(tensor_codec.from_ndarray(text))
+            response.outputs["text"].CopyFrom(tensor_encode.from_ndarray(text))
             return response
         label = np.full(images.shape[0], 7, dtype=np.int64)
-        response.outputs["label"].CopyFrom(tensor_codec.from_ndarray(label))
-        response.outputs["sum"].CopyFrom(tensor_codec.from_ndarray(images.sum(axis=1)))
+        response.outputs["label"].CopyFrom(tensor_encode.from_ndarray(label))
+        response.outputs["sum"].CopyFrom(tensor_encode.from_ndarray(images.sum(axis=1)))
         return response
 
     def GetModelMetadata(

@@ -8,7 +8,7 @@ import numpy as np
 import pytest
 
 from gateway.client.cli import DIGIT_ZERO, main
-from gateway.tfserving.codec import tensor as tensor_codec
+from gateway.tfserving.codec import tensor_decode
 from tests.client.scripted import DIGITS_METADATA, STATUS, Scripted
 from tests.support.ort import run_reference
 from tests.support.paths import DEMO_MODEL
@@ -22,7 +22,7 @@ def test_cli_prints_outputs_as_json(
     target, servicer = scripted
     assert main(["--target", target, "--model", "digits", "--version", "3"]) == 0
     assert json.loads(capsys.readouterr().out) == {"label": [7], "sum": [sum(DIGIT_ZERO)]}
-    sent = tensor_codec.to_ndarray(servicer.requests[0].inputs["images"], max_elements=64)
+    sent = tensor_decode.to_ndarray(servicer.requests[0].inputs["images"], max_elements=64)
     np.testing.assert_array_equal(sent, [DIGIT_ZERO])
     assert main(["--target", target, "--model", "digits", "--call", "status"]) == 0
     assert json.loads(capsys.readouterr().out) == STATUS

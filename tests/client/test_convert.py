@@ -22,7 +22,7 @@ from gateway.client.convert import (
     status_request,
 )
 from gateway.errors import InvalidArgument
-from gateway.tfserving.codec import tensor as tensor_codec
+from gateway.tfserving.codec import tensor_decode, tensor_encode
 from tests.client.scripted import DIGITS_METADATA, STATUS, digits_metadata, status_response
 
 
@@ -77,7 +77,7 @@ def test_predict_request_sends_numbers_as_tensor_content_and_strings_typed() -> 
     assert not request.inputs["images"].float_val
     assert request.inputs["flags"].tensor_content == b"\x01\x00"
     assert list(request.inputs["names"].string_val) == [b"a", b"b"]
-    decoded = tensor_codec.to_ndarray(request.inputs["images"], max_elements=128)
+    decoded = tensor_decode.to_ndarray(request.inputs["images"], max_elements=128)
     np.testing.assert_array_equal(decoded, images)
 
 
@@ -117,7 +117,7 @@ def test_metadata_and_status_requests() -> None:
 
 def test_outputs_are_decoded_within_the_element_bound() -> None:
     response = predict_pb2.PredictResponse()
-    response.outputs["y"].CopyFrom(tensor_codec.from_ndarray(np.arange(6).reshape(2, 3)))
+    response.outputs["y"].CopyFrom(tensor_encode.from_ndarray(np.arange(6).reshape(2, 3)))
     outputs = predict_outputs(response, max_elements=6)
     assert outputs["y"].tolist() == [[0, 1, 2], [3, 4, 5]]
     with pytest.raises(InvalidArgument, match="has 6 elements, over the limit of 5"):

@@ -21,7 +21,7 @@ from gateway._pb.tensorflow_serving.apis import (
     prediction_service_pb2_grpc,
 )
 from gateway.client import AsyncClient, Client
-from gateway.tfserving.codec import tensor as tensor_codec
+from gateway.tfserving.codec import tensor_types
 from tests.support.gateway_proc import GatewayProcess, running_gateway
 from tests.support.grpc_calls import outputs_of, predict_request
 from tests.support.onnx_models import IDENTITY_DTYPES
@@ -132,7 +132,7 @@ def test_metadata_signature_def(channel: grpc.Channel) -> None:
     signature = signature_map.signature_def["serving_default"]
     assert signature.method_name == "tensorflow/serving/predict"
     x: meta_graph_pb2.TensorInfo = signature.inputs["x"]
-    assert x.dtype == tensor_codec.data_type("float32")
+    assert x.dtype == tensor_types.data_type("float32")
     assert [d.size for d in x.tensor_shape.dim] == [-1, 64]
     assert sorted(signature.outputs) == ["logits", "probs"]
     assert [d.size for d in signature.outputs["probs"].tensor_shape.dim] == [-1, 10]

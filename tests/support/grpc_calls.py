@@ -5,7 +5,7 @@ from __future__ import annotations
 import numpy as np
 
 from gateway._pb.tensorflow_serving.apis import predict_pb2
-from gateway.tfserving.codec import tensor as tensor_codec
+from gateway.tfserving.codec import tensor_decode, tensor_encode
 
 MAX = 2**31 - 1
 """Decoding bound for response tensors (tests trust the server under test to be sane)."""
@@ -24,7 +24,7 @@ def predict_request(
         request.model_spec.signature_name = str(spec["signature"])
     for name, array in inputs.items():
         request.inputs[name].CopyFrom(
-            tensor_codec.from_ndarray(array, as_tensor_content=bool(spec.get("content", True)))
+            tensor_encode.from_ndarray(array, as_tensor_content=bool(spec.get("content", True)))
         )
     for name in spec.get("output_filter", ()):  # type: ignore[attr-defined]
         request.output_filter.append(name)
@@ -32,4 +32,4 @@ def predict_request(
 
 
 def outputs_of(response: predict_pb2.PredictResponse) -> dict[str, np.ndarray]:
-    return {k: tensor_codec.to_ndarray(v, max_elements=MAX) for k, v in response.outputs.items()}
+    return {k: tensor_decode.to_ndarray(v, max_elements=MAX) for k, v in response.outputs.items()}

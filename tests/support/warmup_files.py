@@ -10,7 +10,7 @@ from pathlib import Path
 import numpy as np
 
 from gateway._pb.tensorflow_serving.apis import prediction_log_pb2
-from gateway.tfserving.codec import tensor as tensor_codec
+from gateway.tfserving.codec import tensor_encode
 from gateway.tfserving.codec.tfrecord import frame
 from gateway.tfserving.warmup import WARMUP_FILE
 
@@ -37,7 +37,7 @@ def predict_log(
     request.model_spec.name = "ignored by warmup"
     request.model_spec.signature_name = signature
     for name, array in inputs.items():
-        request.inputs[name].CopyFrom(tensor_codec.from_ndarray(array))
+        request.inputs[name].CopyFrom(tensor_encode.from_ndarray(array))
     request.output_filter.extend(outputs)
     return log
 

@@ -23,8 +23,7 @@ from gateway._pb.tensorflow_serving.apis import predict_pb2
 from gateway.errors import Code, ServingError
 from gateway.serving.inputs import ConvertedInputs, validated
 from gateway.serving.signature import Signature, TensorSpec
-from gateway.tfserving.codec import messages
-from gateway.tfserving.codec import tensor as tensor_codec
+from gateway.tfserving.codec import messages, tensor_types
 from gateway.tfserving.rest import json_request
 
 CLIENT_ERRORS = {Code.INVALID_ARGUMENT, Code.RESOURCE_EXHAUSTED, Code.UNIMPLEMENTED}
@@ -102,7 +101,7 @@ def requests_for(draw: st.DrawFn, signature: Signature) -> predict_pb2.PredictRe
     names = draw(st.one_of(st.just(["x"]), st.lists(st.sampled_from(["x", "y"]), max_size=2)))
     request = predict_pb2.PredictRequest()
     for name in names:
-        request.inputs[name].CopyFrom(draw(tensor_protos(tensor_codec.data_type(spec.dtype))))
+        request.inputs[name].CopyFrom(draw(tensor_protos(tensor_types.data_type(spec.dtype))))
     return request
 
 

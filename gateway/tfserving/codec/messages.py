@@ -1,9 +1,9 @@
 """Serving API messages ⇄ core types: ModelSpec, Predict, SignatureDef (metadata),
 ModelVersionStatus and the reload request.
 
-Tensors themselves go through :mod:`gateway.tfserving.codec.tensor`; Classification, Regression
-and MultiInference envelopes through :mod:`gateway.tfserving.codec.inference_messages`; this
-module owns the other message envelopes.
+Tensors themselves go through the tensor codec (:mod:`gateway.tfserving.codec`); Classification,
+Regression and MultiInference envelopes through :mod:`gateway.tfserving.codec.inference_messages`;
+this module owns the other message envelopes.
 """
 
 from __future__ import annotations
@@ -32,7 +32,7 @@ from gateway.serving.core import ModelRef
 from gateway.serving.inputs import Header
 from gateway.serving.registry import VersionStatus
 from gateway.serving.signature import Signature, TensorSpec
-from gateway.tfserving.codec import tensor as tensor_codec
+from gateway.tfserving.codec import tensor_decode, tensor_types
 from gateway.tfserving.codec.tensor_types import TensorType
 
 SIGNATURE_DEF_FIELD = "signature_def"
@@ -101,7 +101,7 @@ class PredictInputs:
         for name in inputs:
             proto = inputs[name]
             try:
-                header = tensor_codec.declared(proto, max_elements=self._max_elements, name=name)
+                header = tensor_decode.declared(proto, max_elements=self._max_elements, name=name)
             except InvalidArgument as exc:
                 raise InvalidArgument(f"input '{name}': {exc.message}") from None
             kept.append((proto, header))
@@ -113,7 +113,7 @@ class PredictInputs:
         inputs: dict[str, np.ndarray] = {}
         for proto, header in self._headers:
             try:
-                inputs[header.name] = tensor_codec.values(proto, header)
+                inputs[header.name] = tensor_decode.values(proto, header)
             except InvalidArgument as exc:
                 raise InvalidArgument(f"input '{header.name}': {exc.message}") from None
         return inputs
@@ -177,7 +177,7 @@ def signature_def(signature: Signature) -> meta_graph_pb2.SignatureDef:
 
 def tensor_info(spec: TensorSpec) -> meta_graph_pb2.TensorInfo:
     info = meta_graph_pb2.TensorInfo(
-        name=spec.tensor_name or spec.name, dtype=tensor_codec.data_type(spec.dtype)
+        name=spec.tensor_name or spec.name, dtype=tensor_types.data_type(spec.dtype)
     )
     info.tensor_shape.CopyFrom(tensor_shape(spec.shape))
     return info

@@ -21,7 +21,7 @@ from gateway._pb.tensorflow.core.framework import types_pb2
 from gateway.errors import InvalidArgument
 
 if sys.byteorder != "little":  # pragma: no cover - no big-endian deployment target exists
-    raise ImportError("gateway.tfserving.codec.tensor assumes a little-endian host")
+    raise ImportError("gateway.tfserving.codec assumes a little-endian host")
 
 
 class TensorType(NamedTuple):

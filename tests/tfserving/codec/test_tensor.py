@@ -1,5 +1,5 @@
-"""TensorProto ⇄ numpy through the codec's one entry point: round trips for every dtype in
-both encodings, bit for bit, and every public name importable from it."""
+"""TensorProto ⇄ numpy through the codec's parts: round trips for every dtype in both encodings,
+bit for bit, and each public name defined by one part."""
 
 from __future__ import annotations
 
@@ -14,7 +14,6 @@ from hypothesis import strategies as st
 from hypothesis.extra import numpy as hnp
 
 from gateway._pb.tensorflow.core.framework.tensor_pb2 import TensorProto
-from gateway.tfserving.codec import tensor as tensor_codec
 from gateway.tfserving.codec import tensor_decode, tensor_encode, tensor_types
 from tests.tfserving.codec.tensor_cases import NAMES, assert_identical, decode, tensor_proto
 
@@ -37,7 +36,7 @@ def _from_bits(dtype: np.dtype[Any], shape: tuple[int, ...]) -> st.SearchStrateg
 
 
 def _arrays(name: str, shape: tuple[int, ...]) -> st.SearchStrategy[npt.NDArray[Any]]:
-    dtype = tensor_codec.numpy_dtype(name)
+    dtype = tensor_types.numpy_dtype(name)
     if name == "string":
         return _strings(shape)
     if name == "bool":
@@ -66,9 +65,9 @@ def _expected(array: npt.NDArray[Any], *, as_tensor_content: bool) -> npt.NDArra
 
 
 def _round_trip(array: npt.NDArray[Any], *, as_tensor_content: bool) -> npt.NDArray[Any]:
-    proto = tensor_codec.from_ndarray(array, as_tensor_content=as_tensor_content)
+    proto = tensor_encode.from_ndarray(array, as_tensor_content=as_tensor_content)
     parsed = TensorProto.FromString(proto.SerializeToString())
-    return tensor_codec.to_ndarray(parsed, max_elements=max(array.size, *array.shape, 1))
+    return tensor_decode.to_ndarray(parsed, max_elements=max(array.size, *array.shape, 1))
 
 
 @pytest.mark.parametrize("name", NAMES)
@@ -109,7 +108,7 @@ def test_string_inputs_of_every_numpy_kind_become_bytes() -> None:
         np.array([b"abc", "é".encode(), b""], dtype="S"),
     ):
         for as_tensor_content in (False, True):
-            proto = tensor_codec.from_ndarray(array, as_tensor_content=as_tensor_content)
+            proto = tensor_encode.from_ndarray(array, as_tensor_content=as_tensor_content)
             assert list(proto.string_val) == expected.tolist()
             assert proto.tensor_content == b""
             assert_identical(decode(proto), expected)
@@ -125,25 +124,33 @@ def test_half_val_holds_float16_and_bfloat16_bit_patterns() -> None:
     assert decoded.dtype == ml_dtypes.bfloat16
     assert decoded.view(np.uint16).tolist() == bf16_bits
     assert decoded[:3].astype(np.float32).tolist() == [1.0, -2.0, np.inf]
-    encoded = tensor_codec.from_ndarray(np.array([1.0, -2.0], ml_dtypes.bfloat16))
+    encoded = tensor_encode.from_ndarray(np.array([1.0, -2.0], ml_dtypes.bfloat16))
     assert list(encoded.half_val) == [0x3F80, 0xC000]
-    assert list(tensor_codec.from_ndarray(np.array([1.0], np.float16)).half_val) == [0x3C00]
+    assert list(tensor_encode.from_ndarray(np.array([1.0], np.float16)).half_val) == [0x3C00]
 
 
-def test_every_public_name_is_the_parts_own() -> None:
-    parts = (tensor_decode, tensor_encode, tensor_types)
-    for name in tensor_codec.__all__:
-        owners = [
-            part for part in parts if getattr(part, name, None) is getattr(tensor_codec, name)
-        ]
-        assert owners, name
+CODEC_NAMES = {
+    tensor_decode: ("declared", "to_ndarray", "values"),
+    tensor_encode: ("MAX_PROTO_BYTES", "from_ndarray"),
+    tensor_types: ("data_type", "data_type_name", "dtype_name", "numpy_dtype"),
+}
+"""The codec's public names, each under the part that defines it (importers import from there)."""
+
+
+@pytest.mark.parametrize(
+    ("part", "name"), [(part, name) for part, names in CODEC_NAMES.items() for name in names]
+)
+def test_each_public_name_is_defined_by_its_part_alone(part: Any, name: str) -> None:
+    value = vars(part)[name]
+    assert getattr(value, "__module__", part.__name__) == part.__name__
+    assert all(name not in vars(other) for other in CODEC_NAMES if other is not part)
 
 
 @pytest.mark.parametrize("name", ["float32", "complex64"])
 def test_a_signalling_nan_keeps_its_bits_in_tensor_content_and_turns_quiet_in_a_typed_field(
     name: str,
 ) -> None:
-    dtype = tensor_codec.numpy_dtype(name)
+    dtype = tensor_types.numpy_dtype(name)
     words = np.array([0x7FA00000, 0x3F800000], dtype=np.uint32)  # a signalling NaN, then 1.0
     array = words.view(dtype)
     assert_identical(_round_trip(array, as_tensor_content=True), array)

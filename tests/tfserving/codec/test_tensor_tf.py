@@ -21,7 +21,7 @@ import numpy.typing as npt
 import pytest
 
 from gateway._pb.tensorflow.core.framework.tensor_pb2 import TensorProto
-from gateway.tfserving.codec import tensor as tensor_codec
+from gateway.tfserving.codec import tensor_decode, tensor_encode, tensor_types
 from tests.support import tools
 
 pytestmark = pytest.mark.tfclient
@@ -154,7 +154,7 @@ def _decode(item: dict[str, Any]) -> npt.NDArray[Any]:
         flat = np.empty(len(item["items"]), dtype=object)
         flat[:] = [base64.b64decode(text) for text in item["items"]]
         return flat.reshape(shape)
-    dtype = tensor_codec.numpy_dtype(item["dtype"])
+    dtype = tensor_types.numpy_dtype(item["dtype"])
     return np.frombuffer(base64.b64decode(item["data"]), dtype=dtype).reshape(shape)
 
 
@@ -171,7 +171,7 @@ def _assert_identical(actual: npt.NDArray[Any], expected: npt.NDArray[Any]) -> N
 
 
 def _ours(array: npt.NDArray[Any], as_tensor_content: bool) -> str:
-    proto = tensor_codec.from_ndarray(array, as_tensor_content=as_tensor_content)
+    proto = tensor_encode.from_ndarray(array, as_tensor_content=as_tensor_content)
     return base64.b64encode(proto.SerializeToString()).decode()
 
 
@@ -208,7 +208,7 @@ def test_make_tensor_proto_decodes_to_the_same_array(
     _, _, array = CASES[index]
     proto = TensorProto.FromString(base64.b64decode(tensorflow_answers["made"][index]))
     _assert_identical(
-        tensor_codec.to_ndarray(proto, max_elements=max(array.size, *array.shape, 1)), array
+        tensor_decode.to_ndarray(proto, max_elements=max(array.size, *array.shape, 1)), array
     )
 
 
@@ -218,7 +218,7 @@ def test_make_tensor_proto_broadcast_value_repeats(
 ) -> None:
     _, value = BROADCASTS[index]
     blob = tensorflow_answers["made"][len(CASES) + index]
-    decoded = tensor_codec.to_ndarray(
+    decoded = tensor_decode.to_ndarray(
         TensorProto.FromString(base64.b64decode(blob)), max_elements=4
     )
     expected = np.concatenate([value] * 4).reshape(2, 2)
