@@ -50,8 +50,8 @@ class Observability:
 
     ``thread_pool``: the batch thread pool's name with ``--enable_batching`` (TF's batching
     metrics are recorded only then), else None. ``log_limits``: each request log writer's
-    (``--request_log_max_pending``, ``--request_log_max_file_bytes``); None: no request logging (a server without a config
-    file or the management API, where no model config can ask for it).
+    (``--request_log_max_pending``, ``--request_log_max_file_bytes``); None: no request logging
+    (no config file nor management API: no model config can ask for it).
     """
 
     def __init__(
