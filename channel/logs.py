@@ -14,14 +14,11 @@ local time with milliseconds, level letter, process id, process role (``gateway`
 in the exported spans) when the record is written while a traced request or run is handled
 (:data:`TRACE_IDS`), ``exception`` (the traceback) when there is one.
 
-TensorFlow's start-up noise is kept out unless asked for (:func:`quiet_tensorflow`, called by each
-worker before anything imports TensorFlow): unless ``TF_CPP_MIN_LOG_LEVEL`` is set in the
-environment, it is set to ``2`` (TensorFlow's C++ INFO and WARNING lines, such as CPU-feature and
-oneDNN notices, are dropped), the Python loggers of ``tensorflow`` and ``absl`` keep to errors,
-and what native code writes straight to stderr while TensorFlow loads (absl's lines from before
-its log is initialised, such as ``Could not find cuda drivers``) becomes DEBUG records of the
-``tensorflow.native`` logger (its ``E`` and ``F`` lines ERROR records): :func:`native_stderr`.
-Setting ``TF_CPP_MIN_LOG_LEVEL`` yourself (``0`` shows everything) turns all of this off.
+TensorFlow's start-up noise is kept out (:func:`quiet_tensorflow`, called by each worker before
+anything imports TensorFlow) unless ``TF_CPP_MIN_LOG_LEVEL`` is set in the environment (``0``
+shows everything): it is then set to ``2`` (C++ INFO and WARNING lines dropped), the Python
+loggers of ``tensorflow`` and ``absl`` keep to errors, and what native code writes to stderr while
+TensorFlow loads becomes records of the ``tensorflow.native`` logger (:func:`native_stderr`).
 """
 
 from __future__ import annotations

@@ -88,9 +88,8 @@ class Worker:
         try:
             return error.reply(request_id, out_end=out_end)
         finally:
-            # The failed run's frames, its outputs included, hang off the error's traceback in
-            # a cycle through this frame; CPython collects cycles as allocations outnumber frees,
-            # which a steady serving loop hardly ever makes them do: break it here.
+            # The failed run's frames (its outputs included) hang off the error's traceback in a
+            # cycle through this frame, which a steady loop seldom collects: break it here.
             del error
 
     def _load(self, request: LoadRequest) -> Mapping[str, Any]:

@@ -132,18 +132,13 @@ class OutputRing:
         pos = start % self.capacity
         oldest = released % self.capacity
         empty = released == self.allocated
-        # Back to the start early only with room there for many blocks: a wrap makes the
-        # skipped tail count as used until the block before it is released, so what may follow
-        # the wrap is only what fits before the oldest byte in use (before the old position, when
-        # nothing was in use). Wrapping with room for a block or two left the next allocations
-        # waiting on the gateway (a doorbell and a process switch each) while the area was free.
+        # Back to the start early only with room there for many blocks: after a wrap, only what
+        # fits before the oldest byte in use may follow, and the skipped tail counts as used.
         room = min(EARLY_WRAP_ROOM, self.capacity // 4)
         fits_at_start = oldest >= room and size <= oldest and (empty or oldest < pos)
         if pos + size > self.capacity or (pos and fits_at_start):
             # Wrap now: past the end, or back to the start of the area when the block fits
-            # there. Keeping blocks low keeps the pages in use (resident in both processes)
-            # the same few; walking the whole area touched every page of it, RSS growing
-            # with every request until the area was resident.
+            # there, so that the pages in use (resident in both processes) stay the same few.
             start += self.capacity - pos
         # Free when nothing is in use, or when the block ends before the oldest byte in use comes
         # round again.

@@ -7,13 +7,11 @@ last process that maps it) holds the header, two rings and two data areas
 - Rings (:class:`channel.shm.ring.Ring`) are single-producer/single-consumer arrays of fixed
   slots holding encoded messages (:mod:`channel.messages`). The submit ring carries gateway →
   worker requests, the complete ring the replies; the channel moves their bytes only.
-- ``submit_fd`` and ``complete_fd`` are need-wakeup doorbells (:mod:`channel.shm.doorbell`): a
-  consumer that finds its ring empty sets its "sleeping" word (``W_SUBMIT_SLEEPING``,
-  ``W_COMPLETE_SLEEPING``), fences, re-checks the ring, and only then sleeps on the eventfd; a
-  producer pushes, fences, and rings only when that word is set. A wake-up drains every message
-  the ring holds. Slot bytes are ordered before ``head`` by x86-64's total store order, as is the
-  reuse of a slot once the consumer's tail has moved on (elsewhere keep fewer requests in flight
-  than slots, as the gateway does).
+- ``submit_fd`` and ``complete_fd`` are need-wakeup doorbells (:mod:`channel.shm.doorbell`; words
+  ``W_SUBMIT_SLEEPING``, ``W_COMPLETE_SLEEPING``). A wake-up drains every message the ring holds.
+  Slot bytes are ordered before ``head`` by x86-64's total store order, as is the reuse of a slot
+  once the consumer's tail has moved on (elsewhere keep fewer requests in flight than slots, as
+  the gateway does).
 - The input area is allocated only by the gateway (:class:`channel.shm.arena.Allocator`); the
   output area only by the worker, and handed back by the gateway in any order, with
   ``release_fd`` as its doorbell (:class:`channel.shm.output_area.OutputArea`). Output views are

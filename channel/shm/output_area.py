@@ -7,9 +7,8 @@ out_end)``. The gateway may :meth:`OutputArea.hold` a range (while responses are
 and release held ranges in any order (:meth:`OutputArea.release`): the header's released position
 (``W_OUT_RELEASED``) advances over the contiguous prefix of released ranges only, so a held range
 is never handed back to the worker early. A range never held is released by naming its end (or a
-later one). A worker that finds no room sets ``W_OUT_WAITING``, re-checks, then sleeps on the
-release doorbell (:mod:`channel.shm.doorbell`); the gateway rings it only while that word is set,
-so releasing costs no system call while the worker has room.
+later one). A worker that finds no room waits on the release doorbell (:mod:`channel.shm.doorbell`;
+word ``W_OUT_WAITING``).
 """
 
 from __future__ import annotations

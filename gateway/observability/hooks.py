@@ -51,8 +51,7 @@ class Observability:
     ``thread_pool``: the batch thread pool's name with ``--enable_batching`` (TF's batching
     metrics are recorded only then), else None. ``log_limits``: each request log writer's
     (``--request_log_max_pending``, ``--request_log_max_file_bytes``); None: no request logging
-    (tests of the other outputs, and a server without a config file or the management API: only
-    a model config can ask for logging, so nothing of it is then on the request path).
+    (no config file nor management API: no model config can ask for it).
     """
 
     def __init__(

@@ -75,8 +75,8 @@ class HttpSpanExporter(SdkHttpExporter):
         credentials = any(os.environ.get(name) for name in _CREDENTIAL_PROVIDERS)
         custom = kwargs.get("session") is not None or "_transport" in kwargs or credentials
         if isinstance(transport, RequestsHTTPTransport) and not custom:
-            # The SDK's requests transport costs about 1.5 ms of CPU per post here; urllib3,
-            # which requests itself sends through, a third of that. The TLS settings carry over.
+            # Post through urllib3 (what requests itself sends through) for less CPU per post;
+            # the TLS settings carry over.
             session = transport._session
             self._client._transport = Urllib3HTTPTransport(verify=session.verify, cert=session.cert)
 
@@ -201,11 +201,10 @@ os.register_at_fork(after_in_child=lambda: _PID.__setitem__(0, os.getpid()))
 
 class RecordSpanProcessor(BatchSpanProcessor):
     """The SDK's batch span processor (its ``OTEL_BSP_*`` settings, queue, export thread and
-    metrics) for the request path's records. Every record is of a sampled request, and while
-    the queue holds fewer than an export batch, :meth:`on_end` only queues it: the SDK's
-    ``emit`` would also check the sampled flag and call ``os.getpid()`` (a system call) for
-    every record. Any other case (shut down, forked, a batch's worth queued: the export thread
-    is woken) goes through ``emit``."""
+    metrics) for the request path's records, all of sampled requests. While the queue holds fewer
+    than an export batch, :meth:`on_end` only queues a record (no sampled check, no
+    ``os.getpid()``); any other case (shut down, forked, a batch's worth queued: the export
+    thread is woken) goes through the SDK's ``emit``."""
 
     def on_end(self, span: ReadableSpan) -> None:
         batch = self._batch_processor

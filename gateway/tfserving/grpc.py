@@ -172,9 +172,8 @@ class PredictionService:
 
 class ModelService:
     """tensorflow.serving.ModelService. ``management``: answer HandleReloadConfigRequest
-    (``--enable_model_management_api``); off, it is UNIMPLEMENTED, the gRPC code for a method
-    "not supported/enabled in this service" (PERMISSION_DENIED would suggest that some other
-    credentials could do it)."""
+    (``--enable_model_management_api``); off, it is UNIMPLEMENTED (gRPC's code for a method "not
+    supported/enabled in this service")."""
 
     def __init__(self, core: ServingCore, *, management: bool = False) -> None:
         self._core = core

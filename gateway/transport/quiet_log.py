@@ -1,9 +1,9 @@
 """Log lines that hostile input cannot multiply: one line per interval with a count, no payload.
 
-A client that sends garbage in a loop must not fill the disk (40 MB of tracebacks in two minutes
-of fuzzing were written before). Each kind of event gets a :class:`Throttled` logger: the first
-event is logged at once, later ones at most once every ``interval_s`` seconds, each line saying
-how many events it stands for. Callers pass short descriptions only, never request bytes.
+A client that sends garbage in a loop must not fill the disk. Each kind of event gets a
+:class:`Throttled` logger: the first event is logged at once, later ones at most once every
+``interval_s`` seconds, each line saying how many events it stands for. Callers pass short
+descriptions only, never request bytes.
 """
 
 from __future__ import annotations

@@ -14,8 +14,8 @@ HandleReloadConfigRequest or a re-read config file. The extension maps onto that
   if a V2 unload took ``m`` out, its config entry comes back as it was.
   Either way the answer comes once ``m``'s versions are available or failed: a failure is
   INVALID_ARGUMENT "load failed for model 'm': ..." (Triton's). Any other name is NOT_FOUND
-  "failed to load 'm', failed to poll from model repository" (Triton's text; Triton answers
-  INTERNAL, but a name the server does not know is the caller's error).
+  "failed to load 'm', failed to poll from model repository" (Triton's text; Triton's code is
+  INTERNAL).
 - **unload** ``m``: the config in force without ``m`` is applied; the answer comes once ``m``'s
   versions are unloaded (its queued and running requests done). Unloading a model that is not
   served succeeds, as in Triton.

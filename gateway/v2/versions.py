@@ -15,11 +15,10 @@ string        resolves to                 when it names nothing
               points at (TF's labels)     label: stable" (TF Serving's text)
 ============  ==========================  =============================================
 
-Digits past int64 are INVALID_ARGUMENT, however many (the length is checked before ``int()``,
-which refuses more than 4,300 digits with a ValueError). Responses name the version that served
-as its decimal string (``model_version: "3"``); metadata lists the available versions
-likewise, ascending. NOT_FOUND messages are Triton's, which V2 clients and their users know; the
-code is the same.
+Digits past int64 are INVALID_ARGUMENT, however many (the length is checked before ``int()``).
+Responses name the version that served as its decimal string (``model_version: "3"``); metadata
+lists the available versions likewise, ascending. NOT_FOUND messages are Triton's (the code is
+the same).
 """
 
 from __future__ import annotations

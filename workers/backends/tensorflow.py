@@ -1,7 +1,6 @@
 """TensorFlow SavedModels for the worker: load one the way TF Serving does, run it by signature.
 
-TensorFlow is imported by the first :func:`load` only, so a worker that hosts no TensorFlow model
-never pays for it (about 2 s and 600 MB). Each SavedModel gets its own graph and
+TensorFlow is imported by the first :func:`load` only. Each SavedModel gets its own graph and
 ``tf.compat.v1.Session``, loaded with ``tf.compat.v1.saved_model.loader.load`` and the
 MetaGraphDef's tags — the path TF Serving takes, which also serves TF1-style models with
 ParseExample signatures (``tf.saved_model.load``'s v1→v2 pruning fails on those). The session runs
@@ -15,10 +14,8 @@ dtype cannot be fed or fetched: it is reported for the metadata only
 
 A run feeds each input alias to its graph tensor and fetches the requested output aliases through
 the C++ ``Session::MakeCallable`` path, as TF Serving's ``Session::Run`` does: fed shapes are not
-checked against the graph's static shapes (a SignatureDef shape documents, the ops decide — TF
-Serving's own tests feed ``x`` of shape [1] to half_plus_two's [-1, 1] input); dtypes are. String
-tensors are numpy object arrays of ``bytes`` both ways (never decoded: serialized Examples are
-binary).
+checked against the graph's static shapes (the ops decide); dtypes are. String tensors are numpy
+object arrays of ``bytes`` both ways (never decoded: serialized Examples are binary).
 
 The ``load`` reply's ``signature`` is ``{"signatures": {name: {"inputs": [...], "outputs":
 [...], "method_name": ...}}}``; every WireTensorSpec there also carries its graph ``tensor_name``. A

@@ -1,7 +1,7 @@
-"""A PredictResponse's wire bytes, written straight from the outputs (the hot path's encoder:
-a few µs where building the message costs about 20 µs for two small tensors). Predict's handler
-has no response serializer (:func:`gateway.transport.grpc_services.unary` with ``bytes``): the
-servicer returns these bytes as they are.
+"""A PredictResponse's wire bytes, written straight from the outputs (the hot path's encoder: no
+message is built). Predict's handler has no response serializer
+(:func:`gateway.transport.grpc_services.unary` with ``bytes``): the servicer returns these bytes
+as they are.
 
 The bytes are those protobuf writes for the same ``PredictResponse`` message, byte for byte:
 ``outputs`` (field 1, one map entry per output, in the outputs' order), then ``model_spec``

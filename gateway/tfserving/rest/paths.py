@@ -7,9 +7,8 @@ The API lives under ``/v1/`` (case-insensitive, as TF Serving's ``(?i)/v1/.*``):
     GET  /v1/models/{model}[/versions/{version}|/labels/{label}]/metadata    model metadata
 
 ``{model}`` and ``{label}`` are percent-decoded (``%20`` is a space; ``+`` stays ``+``);
-``{version}`` is a decimal int64. The whole pattern is case-insensitive, as upstream's regexes;
-unlike upstream (which compares the verb and ``metadata`` case-sensitively after a case-insensitive
-match, so ``:PREDICT`` is "Malformed"), the verb and ``metadata`` are matched case-insensitively.
+``{version}`` is a decimal int64. The whole pattern is case-insensitive, as upstream's regexes,
+the verb and ``metadata`` included (upstream answers ``:PREDICT`` "Malformed").
 A path the grammar does not match is INVALID_ARGUMENT ``Malformed request: <METHOD> <path>``
 (version and label together never match); a status or metadata call without a model name is
 ``Missing model name in request.`` — TF Serving's texts.

@@ -7,8 +7,8 @@
   chunked body included), else 408. ``Expect: 100-continue`` is answered before reading.
 - **JSON**: at most ``max_json_bytes`` (``--rest_api_max_json_bytes``) of a body are JSON
   (:meth:`CallBounds.check_json`, which each protocol calls before it parses): parsing holds the
-  event loop, about 20 ms per MiB here, so the default 16 MiB bounds one body's stall of every
-  other call and probe on its front end to about a third of a second.
+  event loop, so this bounds how long one body stalls every other call and probe on its front
+  end.
 - **Memory**: with a ``budget`` (the front end's ``--max_inflight_bytes``,
   :class:`~gateway.serving.budget.MemoryBudget`), a body counts against it from the moment it
   starts to arrive until its call ends (:meth:`CallBounds.release`): a declared

@@ -1,9 +1,8 @@
 """REST connections: how many, how long each may take, and the errors of the HTTP layer itself.
 
-aiohttp's own defaults suit a trusted network: connections without limit, an hour of keep-alive, no
-bound on the time a client takes to send its headers, errors answered in plain text that echoes
-the client's bytes (and logged with them). :func:`make_server` builds the ``web.Server`` with
-:class:`ConnectionLimits` instead:
+:func:`make_server` builds the ``web.Server`` with :class:`ConnectionLimits` in place of
+aiohttp's defaults (no connection limit, an hour of keep-alive, no header deadline, plain-text
+errors that echo the client's bytes):
 
 - at most ``max_connections`` open at once: the next one gets ``503 {"error": ...}`` with
   ``Retry-After`` and is closed;

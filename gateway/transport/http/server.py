@@ -22,10 +22,9 @@ An ``observe`` hook (observability) wraps each API call with the call's parse. F
 carries ``Access-Control-Allow-Origin: *`` and TF Serving's other CORS headers, and an
 ``OPTIONS`` preflight on any path is answered 200.
 
-Small JSON bodies are read on the loop (orjson and numpy are C-speed); the body size limit bounds
-them. A protocol may read a large one in a thread (V2's ``/v2`` infer bodies over 1 MiB:
-:mod:`gateway.v2.rest.request_body`), where only orjson's parse itself still holds the GIL (about
-20 ms per MiB of JSON measured here; the per-value Python work between lets the loop run).
+Small JSON bodies are read on the loop; the body size limit bounds them. A protocol may read a
+large one in a thread (V2's ``/v2`` infer bodies over 1 MiB: :mod:`gateway.v2.rest.request_body`),
+where only orjson's parse itself still holds the GIL.
 """
 
 from __future__ import annotations

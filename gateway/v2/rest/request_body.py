@@ -28,8 +28,7 @@ A body larger than :data:`OFF_LOOP_BYTES` (not a raw binary request) is read by
 :func:`parse_converted` in a thread: the parse, then each JSON input's values converted for its
 own header (an error is kept for the core to raise in its turn, after the model's lookup), so the
 front end's loop answers other connections meanwhile; what still holds it is orjson's parse of
-the JSON, which takes the GIL throughout (about 20 ms per MiB of JSON on 2 vCPUs). The binary
-data extension holds it for neither.
+the JSON, which takes the GIL throughout. The binary data extension holds it for neither.
 
 The JSON parser is orjson; a body it refuses is re-read by the standard library, which takes the
 ``NaN`` / ``Infinity`` literals (``tritonclient`` may send them) and integers past 64 bits, and
