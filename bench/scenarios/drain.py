@@ -25,13 +25,13 @@ import signal
 import threading
 import time
 from collections import Counter
-from pathlib import Path
 from typing import Any
 
 import grpc
 
 from bench.measure.usage import by_role
 from bench.scenarios.runner import Bench
+from bench.systems.listening import listening_ports
 from bench.systems.targets import Running
 
 log = logging.getLogger(__name__)
@@ -118,29 +118,6 @@ class Clients:
             channel.close()
 
 
-def _listening(pid: int) -> bool:
-    """Whether ``pid`` holds a listening TCP socket."""
-    inodes = set()
-    for table in ("/proc/net/tcp", "/proc/net/tcp6"):
-        try:
-            lines = Path(table).read_text().splitlines()[1:]
-        except OSError:
-            continue
-        inodes |= {f.split()[9] for f in lines if f.split()[3] == "0A"}
-    try:
-        fds = os.listdir(f"/proc/{pid}/fd")
-    except OSError:
-        return False
-    for fd in fds:
-        try:
-            link = os.readlink(f"/proc/{pid}/fd/{fd}")
-        except OSError:
-            continue
-        if link.startswith("socket:[") and link[8:-1] in inodes:
-            return True
-    return False
-
-
 def _replace_a_front_end(running: Running) -> bool:
     """SIGKILL one front end and wait (bounded) until a new one listens."""
     before = by_role(running.server.pid)["front end"]
@@ -150,7 +127,7 @@ def _replace_a_front_end(running: Running) -> bool:
     deadline = time.monotonic() + WAIT_S
     while time.monotonic() < deadline:
         new = [p for p in by_role(running.server.pid)["front end"] if p not in before]
-        if new and _listening(new[0]):
+        if new and listening_ports(new[0]):
             return True
         time.sleep(0.05)
     return False

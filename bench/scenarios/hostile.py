@@ -27,7 +27,7 @@ import grpc
 import onnx
 from onnx import TensorProto, helper
 
-from bench.systems.procs import Server, free_port, start_with_ready_fd
+from bench.systems.procs import Server, start_with_ready_fd
 from gateway._pb.inference import grpc_service_pb2 as v2_pb
 from gateway._pb.tensorflow.core.framework import types_pb2
 from gateway._pb.tensorflow_serving.apis import predict_pb2
@@ -48,7 +48,7 @@ def _gateway(root: Path, name: str, model: Path, flags: list[str]) -> tuple[Serv
     """A one-process gateway serving ``model``; with its REST port."""
     argv = [sys.executable, "-m", "gateway", f"--model_name={name}",
             f"--model_base_path={model}", "--port=0", "--workers=1", "--frontends=1",
-            f"--rest_api_port={free_port()}", *flags]  # fmt: skip
+            "--rest_api_port=-1", *flags]  # fmt: skip
     server, info = start_with_ready_fd(name, argv, root / f"{name}.log")
     return server, int(str(info["rest_port"]))
 

@@ -2,28 +2,26 @@
 
 Readiness: a server that speaks the ``--ready_fd`` handshake (tensorgate, the bench echo server)
 writes one JSON line to an inherited pipe when it serves; the harness blocks on that pipe with a
-bounded wait. Peers without such a hook (uvicorn, MLServer) are polled on their readiness URL,
-bounded in time. Every process is started in its own session and stopped by process group, so
-workers and pool children go with it. What they use (CPU, memory) is :mod:`bench.measure.usage`.
+bounded wait. Peers without such a hook (uvicorn, MLServer, KServe) listen on port 0 and are
+polled, bounded in time, until one of their ports answers their readiness URL. Every process is
+started in its own session and stopped by process group, so workers and pool children go with it.
+What they use (CPU, memory) is :mod:`bench.measure.usage`.
 """
 
 from __future__ import annotations
 
 import contextlib
-import http.client
 import os
 import shutil
 import signal
-import socket
 import subprocess
 import time
-import urllib.error
-import urllib.request
 from collections.abc import Sequence
-from dataclasses import dataclass, field
+from dataclasses import dataclass
 from pathlib import Path
 
 from bench.cpus import pinned
+from bench.systems.listening import http_status, listening_ports
 from gateway.lifecycle import wait_ready
 
 START_TIMEOUT_S = 120.0
@@ -48,7 +46,6 @@ class Server:
     process: subprocess.Popen[bytes]
     log_path: Path
     port: int
-    extra_ports: dict[str, int] = field(default_factory=dict)
     remove_after: tuple[Path, ...] = ()
     """Directories the server works in, removed once it has stopped."""
 
@@ -96,14 +93,6 @@ def _wait_group_gone(pgid: int, timeout_s: float) -> None:
         time.sleep(0.05)
 
 
-def free_port() -> int:
-    """An unused local TCP port (for peers that cannot report the port they bound)."""
-    with socket.socket() as s:
-        s.bind(("127.0.0.1", 0))
-        port: int = s.getsockname()[1]
-        return port
-
-
 def start_with_ready_fd(
     name: str,
     argv: Sequence[str],
@@ -146,15 +135,19 @@ def start_polled(
     name: str,
     argv: Sequence[str],
     log_path: Path,
-    ready_url: str,
-    port: int,
+    ready_path: str,
     *,
+    listens: int = 1,
     cpus: Sequence[int] = (),
     env: dict[str, str] | None = None,
     cwd: Path | None = None,
     timeout_s: float = START_TIMEOUT_S,
-) -> Server:
-    """Start ``argv`` and poll ``ready_url`` (HTTP 200) every 0.1 s for at most ``timeout_s``."""
+) -> tuple[Server, set[int]]:
+    """Start ``argv`` (its servers on port 0) and poll every 0.1 s, for at most ``timeout_s``,
+    until it listens on ``listens`` ports and one of them answers ``GET ready_path`` with 200.
+
+    Returns the server (its ``port``: the one that answered) and the ports it listens on.
+    """
     log_path.parent.mkdir(parents=True, exist_ok=True)
     with open(log_path, "wb") as log:
         process = subprocess.Popen(
@@ -165,17 +158,15 @@ def start_polled(
             cwd=cwd,
             start_new_session=True,
         )
-    server = Server(name, process, log_path, port)
+    server = Server(name, process, log_path, 0)
     deadline = time.monotonic() + timeout_s
-    while time.monotonic() < deadline:
-        if process.poll() is not None:
-            break
-        try:
-            with urllib.request.urlopen(ready_url, timeout=1.0) as resp:
-                if resp.status == 200:
-                    return server
-        except (OSError, http.client.HTTPException):
-            pass  # not listening yet, or something else answers on the port: not ready
+    while time.monotonic() < deadline and process.poll() is None:
+        ports = listening_ports(process.pid)
+        if len(ports) >= listens:
+            for port in sorted(ports):
+                if http_status(port, ready_path) == 200:
+                    server.port = port
+                    return server, ports
         time.sleep(0.1)  # polling a peer that has no readiness hook; bounded by the deadline
     server.stop()
     raise StartFailed(f"{name} did not become ready", server.log_tail(), process.returncode)

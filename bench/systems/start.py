@@ -27,7 +27,7 @@ import sys
 from bench.load.calls import PREDICT_METHOD, predict_payload, v2_infer_payload
 from bench.systems import v2_peers, venvs
 from bench.systems.models import INPUT_NAMES, input_shape, sample_input
-from bench.systems.procs import StartFailed, free_port, start_polled, start_with_ready_fd
+from bench.systems.procs import StartFailed, start_polled, start_with_ready_fd
 from bench.systems.targets import Context, Running, SystemSpec, Target
 
 PEERS = v2_peers.PEERS
@@ -77,7 +77,7 @@ def _tensorgate(ctx: Context, spec: SystemSpec, model: str, cpus: tuple[int, ...
         path.write_text(p["batching"])
         argv += ["--enable_batching", f"--batching_parameters_file={path}"]
     if p.get("rest") or p.get("metrics"):
-        argv.append(f"--rest_api_port={free_port()}")
+        argv.append("--rest_api_port=-1")  # the OS chooses; reported as rest_port
     if p.get("metrics"):
         path = ctx.logs / f"{spec.name}-monitoring.pbtxt"
         path.parent.mkdir(parents=True, exist_ok=True)
@@ -145,12 +145,11 @@ def _fastapi(ctx: Context, spec: SystemSpec, model: str, cpus: tuple[int, ...]) 
     if python is None:
         raise StartFailed(reason)
     p = spec.params
-    port = free_port()
     argv = [
         str(python), "-m", "uvicorn", "fastapi_app:app",
         "--app-dir", str(PEERS),
         "--host", "127.0.0.1",
-        "--port", str(port),
+        "--port", "0",
         "--workers", str(p.get("workers", 1)),
         "--loop", "uvloop",
         "--http", "httptools",
@@ -162,9 +161,9 @@ def _fastapi(ctx: Context, spec: SystemSpec, model: str, cpus: tuple[int, ...]) 
         "BENCH_MODEL": str(ctx.model_file(model)),
         "BENCH_INTRA_OP": str(p.get("intra_op", 1)),
     }
-    url = f"http://127.0.0.1:{port}"
-    server = start_polled(
-        spec.name, argv, ctx.log_path(spec, model), f"{url}/health", port, cpus=cpus, env=env
+    server, _ = start_polled(
+        spec.name, argv, ctx.log_path(spec, model), "/health", cpus=cpus, env=env
     )
+    url = f"http://127.0.0.1:{server.port}"
     target = Target("http", url, f"/{p['pattern']}", ctx.raw_input(model))
     return Running(spec, server, target)

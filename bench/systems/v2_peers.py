@@ -20,14 +20,16 @@ from __future__ import annotations
 import json
 import os
 import shutil
+import socket
 import subprocess
 import tempfile
 from pathlib import Path
 from typing import Any
 
 from bench.systems import venvs
+from bench.systems.listening import http_status
 from bench.systems.models import INPUT_NAMES, input_shape, sample_input
-from bench.systems.procs import StartFailed, free_port, start_polled, start_with_ready_fd
+from bench.systems.procs import StartFailed, start_polled, start_with_ready_fd
 from bench.systems.targets import Context, Running, SystemSpec, Target
 
 PEERS = Path(__file__).resolve().parent / "peers"
@@ -70,13 +72,12 @@ def mlserver(ctx: Context, spec: SystemSpec, model: str, cpus: tuple[int, ...]) 
     p = spec.params
     root = ctx.logs / f"{spec.name}-{model}-repo"
     (root / model).mkdir(parents=True, exist_ok=True)
-    http_port, grpc_port, metrics_port = free_port(), free_port(), free_port()
     settings = {
         "debug": False,
         "host": "127.0.0.1",
-        "http_port": http_port,
-        "grpc_port": grpc_port,
-        "metrics_port": metrics_port,
+        "http_port": 0,
+        "grpc_port": 0,
+        "metrics_port": 0,
         "parallel_workers": p.get("parallel_workers", 0),
     }
     model_settings: dict[str, Any] = {
@@ -94,17 +95,28 @@ def mlserver(ctx: Context, spec: SystemSpec, model: str, cpus: tuple[int, ...]) 
     (root / model / "model-settings.json").write_text(json.dumps(model_settings))
     env = {**os.environ, "PYTHONPATH": str(PEERS)}
     argv = [str(python.parent / "mlserver"), "start", str(root)]
-    server = start_polled(
+    server, ports = start_polled(
         spec.name,
         argv,
         ctx.log_path(spec, model),
-        f"http://127.0.0.1:{http_port}/v2/models/{model}/ready",
-        grpc_port,
+        f"/v2/models/{model}/ready",
+        listens=3,
         cpus=cpus,
         env=env,
         cwd=root,
     )
+    # The metrics server answers HTTP/1.1 as the REST one does; the gRPC server does not.
+    (grpc_port,) = (port for port in ports if http_status(port, "/") is None)
     return Running(spec, server, Target("grpc", f"127.0.0.1:{grpc_port}", V2_METHOD, payload))
+
+
+def _free_port() -> int:
+    """An unused local TCP port, for Triton only: PyTriton waits for the server through its own
+    client on the configured ports, so port 0 would leave it waiting on port 0."""
+    with socket.socket() as s:
+        s.bind(("127.0.0.1", 0))
+        port: int = s.getsockname()[1]
+        return port
 
 
 def triton(ctx: Context, spec: SystemSpec, model: str, cpus: tuple[int, ...]) -> Running:
@@ -119,9 +131,9 @@ def triton(ctx: Context, spec: SystemSpec, model: str, cpus: tuple[int, ...]) ->
         "--name", model,
         "--instances", str(p.get("instances", 1)),
         "--max-batch-size", str(TRITON_MAX_BATCH_SIZE),
-        "--grpc-port", str(free_port()),
-        "--http-port", str(free_port()),
-        "--metrics-port", str(free_port()),
+        "--grpc-port", str(_free_port()),
+        "--http-port", str(_free_port()),
+        "--metrics-port", str(_free_port()),
         "--workspace", str(scratch / "workspace"),
     ]  # fmt: skip
     try:
@@ -152,25 +164,20 @@ def kserve(ctx: Context, spec: SystemSpec, model: str, cpus: tuple[int, ...]) ->
         payload = json.dumps({"instances": sample_input(model, ctx.batch).tolist()}).encode()
     else:
         payload = v2_request(ctx, "kserve", model)  # before the server starts: it may fail
-    http_port, grpc_port = free_port(), free_port()
     argv = [
         str(python), str(PEERS / "kserve_server.py"),
         "--onnx_path", str(ctx.model_file(model)),
         "--model_name", model,
-        "--http_port", str(http_port),
-        "--grpc_port", str(grpc_port),
+        "--http_port", "0",
+        "--grpc_port", "0",
     ]  # fmt: skip
-    url = f"http://127.0.0.1:{http_port}"
-    server = start_polled(
-        spec.name,
-        argv,
-        ctx.log_path(spec, model),
-        f"{url}/v1/models/{model}",
-        http_port if rest else grpc_port,
-        cpus=cpus,
+    server, ports = start_polled(
+        spec.name, argv, ctx.log_path(spec, model), f"/v1/models/{model}", listens=2, cpus=cpus
     )
     if rest:
+        url = f"http://127.0.0.1:{server.port}"
         target = Target("http", url, f"/v1/models/{model}:predict", payload, "application/json")
     else:
-        target = Target("grpc", f"127.0.0.1:{grpc_port}", V2_METHOD, payload)
+        (server.port,) = ports - {server.port}  # the gRPC server's
+        target = Target("grpc", f"127.0.0.1:{server.port}", V2_METHOD, payload)
     return Running(spec, server, target)

@@ -7,7 +7,6 @@ arrives" is a fact of the test, not a race; the drain sends open batches at once
 from __future__ import annotations
 
 import os
-import queue
 import signal
 import socket
 import threading
@@ -22,7 +21,7 @@ from grpc_health.v1 import health_pb2, health_pb2_grpc
 
 from gateway._pb.tensorflow_serving.apis import prediction_service_pb2_grpc
 from tests.support.gateway_proc import running_gateway, start_gateway, worker_pids
-from tests.support.grpc_calls import outputs_of, predict_request
+from tests.support.grpc_calls import in_flight_but_the_busy_one, outputs_of, predict_request
 
 X = np.ones((1, 64), np.float32)
 NOT_SERVING = health_pb2.HealthCheckResponse.NOT_SERVING
@@ -61,14 +60,8 @@ def _wait_not_serving(channel: grpc.Channel) -> None:
 
 def _hold(stub: prediction_service_pb2_grpc.PredictionServiceStub) -> list[grpc.Future]:
     """``HELD`` requests in flight (in the open batch): a call past the limit proves it."""
-    done: queue.Queue[grpc.Future] = queue.Queue()
     calls = [stub.Predict.future(predict_request("mlp", {"x": X}), timeout=120) for _ in range(4)]
-    for call in calls:
-        call.add_done_callback(done.put)
-    busy = done.get(timeout=60)
-    assert busy.code() == grpc.StatusCode.UNAVAILABLE, busy.details()
-    assert "busy" in busy.details()
-    return [c for c in calls if c is not busy]
+    return in_flight_but_the_busy_one(calls)
 
 
 def test_sigterm_finishes_accepted_calls_and_refuses_new_ones(

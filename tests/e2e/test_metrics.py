@@ -23,6 +23,7 @@ from gateway.observability.tfs_metrics import LATENCY_BUCKETS, g6
 from tests.support.gateway_proc import GatewayProcess, running_gateway, worker_pids
 from tests.support.grpc_calls import predict_request
 from tests.support.prometheus import running_prometheus
+from tests.support.rest import urlopen_answer
 
 PATH = "/monitoring/prometheus/metrics"
 SERVING = health_pb2.HealthCheckResponse.SERVING
@@ -52,14 +53,7 @@ def gateway(model_repo: Path, tmp_path_factory: pytest.TempPathFactory) -> Itera
 def http(gateway: GatewayProcess, method: str, path: str, body: object = None) -> int:
     data = None if body is None else json.dumps(body).encode()
     url = f"http://127.0.0.1:{gateway.rest_port}{path}"
-    request = urllib.request.Request(url, data=data, method=method)
-    try:
-        with urllib.request.urlopen(request, timeout=30) as response:
-            response.read()
-            return int(response.status)
-    except urllib.error.HTTPError as error:
-        error.read()
-        return int(error.code)
+    return urlopen_answer(urllib.request.Request(url, data=data, method=method))[0]
 
 
 def scrape(gateway: GatewayProcess) -> str:

@@ -7,7 +7,6 @@ calls in flight, the project's generated V2 stub does, in the test's process."""
 from __future__ import annotations
 
 import os
-import queue
 import signal
 from collections.abc import Iterator
 from pathlib import Path
@@ -22,6 +21,7 @@ from gateway._pb.inference import grpc_service_pb2 as pb
 from gateway._pb.inference import grpc_service_pb2_grpc as pb_grpc
 from tests.support.certs import make_pki, ssl_config_text
 from tests.support.gateway_proc import running_gateway, start_gateway
+from tests.support.grpc_calls import in_flight_but_the_busy_one
 from tests.support.otlp_receiver import Received, running_receiver
 from tests.support.rest import http
 from tests.support.triton_gateway import (
@@ -223,14 +223,8 @@ def _hold(stub: pb_grpc.GRPCInferenceServiceStub) -> list[grpc.Future]:
     request = pb.ModelInferRequest(model_name="mlp")
     request.inputs.add(name="x", datatype="FP32", shape=[1, 64])
     request.raw_input_contents.append(X.tobytes())
-    done: queue.Queue[grpc.Future] = queue.Queue()
     calls = [stub.ModelInfer.future(request, timeout=120) for _ in range(HELD + 1)]
-    for call in calls:
-        call.add_done_callback(done.put)
-    busy = done.get(timeout=60)
-    assert busy.code() == grpc.StatusCode.UNAVAILABLE, busy.details()
-    assert "busy" in busy.details()
-    return [c for c in calls if c is not busy]
+    return in_flight_but_the_busy_one(calls)
 
 
 def test_sigterm_finishes_v2_calls_in_flight_and_refuses_new_ones(

@@ -32,6 +32,7 @@ from gateway.observability.tracing import Sampling, Tracing, default_resource
 from gateway.one_process import Gateway
 from tests.support import onnx_models
 from tests.support.grpc_calls import predict_request
+from tests.support.rest import urlopen_answer
 
 TRACE_ID = 0x4BF92F3577B34DA6A3CE929D0E0E4736
 CALLER_SPAN = 0x00F067AA0BA902B7
@@ -297,10 +298,4 @@ def test_rest_calls_get_http_server_spans_and_json_logs_carry_their_ids(
 
 
 def _status(request: urllib.request.Request) -> int:
-    try:
-        with urllib.request.urlopen(request, timeout=30) as response:
-            response.read()
-            return int(response.status)
-    except urllib.error.HTTPError as error:
-        error.read()
-        return int(error.code)
+    return urlopen_answer(request)[0]

@@ -12,28 +12,16 @@ from prometheus_client.core import Metric
 
 from gateway.observability.workers import WorkerFigures
 from gateway.parallel.pool import PoolOptions, WorkerPool
+from tests.support.pool_runs import with_pool
 from tests.support.waits import until_notified
 
-WAIT_S = 60.0
 ARENA = 1 << 16
 
 
 def _with_pool(scenario: Callable[[WorkerPool, asyncio.Event], Awaitable[None]]) -> None:
-    """Run ``scenario`` with a started pool; the event is set on each of its notifications."""
-
-    async def main() -> None:
-        changed = asyncio.Event()
-        options = PoolOptions(
-            workers=1, input_bytes=ARENA, output_bytes=ARENA, ping_interval_s=3600
-        )
-        pool = WorkerPool(options, on_change=changed.set)
-        try:
-            await asyncio.wait_for(pool.start(), WAIT_S)
-            await scenario(pool, changed)
-        finally:
-            await pool.close()
-
-    asyncio.run(main())
+    """Run ``scenario`` with a started one-worker pool (pings far apart)."""
+    options = PoolOptions(workers=1, input_bytes=ARENA, output_bytes=ARENA, ping_interval_s=3600)
+    with_pool(options, scenario)
 
 
 def _samples(families: list[Metric]) -> dict[tuple[str, tuple[tuple[str, str], ...]], float]:

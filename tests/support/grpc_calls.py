@@ -2,6 +2,9 @@
 
 from __future__ import annotations
 
+import queue
+
+import grpc
 import numpy as np
 
 from gateway._pb.tensorflow_serving.apis import predict_pb2
@@ -33,3 +36,15 @@ def predict_request(
 
 def outputs_of(response: predict_pb2.PredictResponse) -> dict[str, np.ndarray]:
     return {k: tensor_decode.to_ndarray(v, max_elements=MAX) for k, v in response.outputs.items()}
+
+
+def in_flight_but_the_busy_one(calls: list[grpc.Future]) -> list[grpc.Future]:
+    """``calls`` minus the first to end, which must be refused busy (UNAVAILABLE, "busy"): it
+    proves the others were in flight past ``--max_concurrent_requests``."""
+    done: queue.Queue[grpc.Future] = queue.Queue()
+    for call in calls:
+        call.add_done_callback(done.put)
+    busy = done.get(timeout=60)
+    assert busy.code() == grpc.StatusCode.UNAVAILABLE, busy.details()
+    assert "busy" in busy.details()
+    return [c for c in calls if c is not busy]

@@ -23,6 +23,7 @@ from pathlib import Path
 from typing import Any
 
 from tests.support.paths import REPO_ROOT
+from tests.support.rest import urlopen_answer
 
 SCRIPT = REPO_ROOT / "scripts" / "image.py"
 CONTAINERS_CONF = REPO_ROOT / "deploy" / "podman" / "containers.conf"
@@ -181,11 +182,7 @@ def http(
     """(status, body, headers) of a GET (or a POST of ``body`` as JSON)."""
     data = None if body is None else json.dumps(body).encode()
     request = urllib.request.Request(url, data=data, method="GET" if data is None else "POST")
-    try:
-        with urllib.request.urlopen(request, timeout=timeout) as response:
-            return response.status, response.read(), dict(response.headers)
-    except urllib.error.HTTPError as error:
-        return error.code, error.read(), dict(error.headers)
+    return urlopen_answer(request, timeout)
 
 
 def wait_ready(container: Container, timeout: float = READY_TIMEOUT_S) -> None:

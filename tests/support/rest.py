@@ -5,6 +5,9 @@ from __future__ import annotations
 
 import asyncio
 import json
+import urllib.error
+import urllib.request
+from collections.abc import Mapping
 from dataclasses import dataclass
 from typing import Any
 
@@ -38,6 +41,17 @@ def tf_rest_server(
         max_body_bytes=max_body_bytes,
         enable_cors=enable_cors,
     )
+
+
+def urlopen_answer(
+    request: urllib.request.Request, timeout: float = 30.0
+) -> tuple[int, bytes, Mapping[str, str]]:
+    """(status, body, headers) of ``request`` over urllib, an HTTP error status included."""
+    try:
+        with urllib.request.urlopen(request, timeout=timeout) as response:
+            return response.status, response.read(), dict(response.headers)
+    except urllib.error.HTTPError as error:
+        return error.code, error.read(), dict(error.headers)
 
 
 @dataclass
