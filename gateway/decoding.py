@@ -129,3 +129,13 @@ def narrowed(
             f"[{info.min}, {info.max}]"
         )
     return wide.astype(target)
+
+
+def encodable_utf8(text: str) -> bool:
+    """Whether ``text`` encodes as UTF-8 (JSON's ``\\ud800`` escapes decode to lone surrogates,
+    which do not)."""
+    try:
+        text.encode()
+    except UnicodeEncodeError:
+        return False
+    return True

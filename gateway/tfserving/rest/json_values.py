@@ -35,6 +35,7 @@ import numpy.typing as npt
 import orjson
 
 from channel.dtypes import numpy_dtype
+from gateway.decoding import encodable_utf8
 from gateway.errors import InvalidArgument, Unimplemented
 from gateway.serving.signature import TensorSpec
 
@@ -190,7 +191,7 @@ def _to_string(leaves: list[Any], spec: TensorSpec, at: LeafWhere) -> npt.NDArra
         else:
             items = list(map(str.encode, leaves))
     except UnicodeEncodeError:
-        index, value = _first(leaves, lambda v: type(v) is str and not _encodable(v))
+        index, value = _first(leaves, lambda v: type(v) is str and not encodable_utf8(v))
         raise InvalidArgument(
             f"{at(index)}: string {show(value)} is not valid Unicode (it holds a lone surrogate "
             'escape); send binary data as {"b64": ...}'
@@ -198,14 +199,6 @@ def _to_string(leaves: list[Any], spec: TensorSpec, at: LeafWhere) -> npt.NDArra
     array = np.empty(len(items), dtype=object)
     array[:] = items
     return array
-
-
-def _encodable(text: str) -> bool:
-    try:
-        text.encode()
-    except UnicodeEncodeError:
-        return False
-    return True
 
 
 def _string_item(value: str | dict[str, Any], at: LeafWhere, index: int) -> bytes:

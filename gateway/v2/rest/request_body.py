@@ -50,7 +50,7 @@ import numpy as np
 import numpy.typing as npt
 import orjson
 
-from gateway.decoding import Declared, check_total
+from gateway.decoding import Declared, check_total, encodable_utf8
 from gateway.errors import InvalidArgument, ServingError
 from gateway.serving.signature import Signature
 from gateway.v2 import parameters, raw
@@ -107,7 +107,7 @@ def parse(body: bytes, header_length: str | None, model: str, version: str) -> R
     request_id = document.get("id", "")
     if not isinstance(request_id, str):
         raise InvalidArgument("'id' must be a string")
-    if not _unicode(request_id):
+    if not encodable_utf8(request_id):
         raise InvalidArgument("'id' must be valid Unicode (it holds a lone surrogate)")
     options = parameters.request_options(
         parameters.from_json(document.get("parameters"), "request")
@@ -182,14 +182,6 @@ def _json(text: bytes) -> Any:
         raise InvalidArgument("the inference request is nested too deeply to be read") from None
     except (UnicodeDecodeError, ValueError) as exc:
         raise InvalidArgument(f"the inference request is not valid JSON: {exc}") from None
-
-
-def _unicode(text: str) -> bool:
-    try:
-        text.encode()
-    except UnicodeEncodeError:
-        return False
-    return True
 
 
 def _list(document: dict[str, Any], key: str) -> list[Any]:
