@@ -44,9 +44,6 @@ from workers.backends.tf_signatures import (
 
 log = logging.getLogger(__name__)
 
-DEFAULT_TAGS: Final = ("serve",)
-"""``--saved_model_tags`` default: the MetaGraphDef tagged for serving."""
-
 INIT_OP_SIGNATURE: Final = "__saved_model_init_op"
 """TF2's initialisation pseudo-signature (a NoOp output): never served, not worth a warning."""
 
