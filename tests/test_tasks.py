@@ -10,6 +10,7 @@ import logging
 import pytest
 
 from gateway.tasks import Tasks, every, gather_all
+from tests.support.idle_loop import settle
 
 log = logging.getLogger("tests.tasks")
 
@@ -61,8 +62,7 @@ def test_a_failed_task_is_logged_at_once_and_close_ends_the_others(
 
         waiting = tasks.spawn(asyncio.Event().wait(), "idle")
         tasks.spawn(fail(), "restart of worker 1")
-        await asyncio.sleep(0)
-        await asyncio.sleep(0)
+        await settle()
         assert len(tasks) == 1
         await tasks.close()
         return [waiting.cancelled(), len(tasks) == 0]

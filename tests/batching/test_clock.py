@@ -7,6 +7,7 @@ import asyncio
 import time
 
 from gateway.batching.clock import LoopClock
+from tests.support.idle_loop import settle
 
 
 def test_now_is_monotonic_seconds() -> None:
@@ -25,8 +26,7 @@ def test_a_past_due_timer_fires_on_the_next_turn_and_a_cancelled_one_never() -> 
         clock.call_at(clock.now() + 3600.0, lambda: fired.append("later"))
         cancelled.cancel()
         assert fired == []  # never synchronously
-        await asyncio.sleep(0)
-        await asyncio.sleep(0)
+        await settle()
         assert fired == ["past"]
 
     asyncio.run(scenario())

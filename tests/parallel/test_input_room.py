@@ -7,6 +7,7 @@ import asyncio
 from collections.abc import Callable
 
 from gateway.parallel.input_room import InputRoom
+from tests.support.idle_loop import settle
 
 
 def test_senders_are_kept_in_arrival_order_and_woken_once_one_finds_room() -> None:
@@ -23,7 +24,7 @@ def test_senders_are_kept_in_arrival_order_and_woken_once_one_finds_room() -> No
         assert room.kept_before(second) == {"big:1"}
         assert room.kept_before(stranger) == {"big:1", "small:1"}
         room.found(stranger)  # not waiting: nothing to free
-        await asyncio.sleep(0)
+        await settle()
         assert woken == []
         room.found(first)
         assert woken == []  # at the end of this loop turn

@@ -89,7 +89,7 @@ def test_a_cancelled_awaiter_returns_the_reference_of_what_resolved(channel: Cha
     async def scenario() -> None:
         future: asyncio.Future[Outputs] = asyncio.get_running_loop().create_future()
         waiter = asyncio.create_task(take(future))
-        await asyncio.sleep(0)
+        await settle()
         lease = OutputLease(channel, OUT_END)
         future.set_result(Outputs({"y": np.zeros(1)}, lease))
         waiter.cancel()  # cancelled after its future resolved, before it ran

@@ -8,6 +8,7 @@ from gateway.errors import Code
 from gateway.transport.admission import DRAINING, CallAdmission
 from gateway.transport.gate import Gate
 from gateway.transport.http.front import Front
+from tests.support.idle_loop import settle
 
 
 def test_the_bound_refuses_only_bounded_calls_past_the_limit() -> None:
@@ -32,7 +33,7 @@ def test_draining_refuses_everything_and_waits_for_the_calls_in_flight() -> None
         assert refusal is not None and refusal.message == DRAINING
         seen: list[str] = []
         waiter = asyncio.create_task(admission.wait_idle())
-        await asyncio.sleep(0)
+        await settle()
         seen.append(f"waiting={not waiter.done()}")
         admission.leave()
         await waiter
