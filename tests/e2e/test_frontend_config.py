@@ -22,7 +22,7 @@ import numpy as np
 import pytest
 
 from gateway._pb.tensorflow_serving.apis import prediction_service_pb2_grpc
-from tests.support.frontends import front_end_pids, grpc_channels, rest_connections
+from tests.support.frontends import reach_each
 from tests.support.gateway_proc import GatewayProcess, running_gateway
 from tests.support.grpc_calls import predict_request
 from tests.support.waits import until
@@ -61,15 +61,8 @@ def _fleet(tmp_path: Path, config: Path, *extra: str) -> Iterator[Fleet]:
         "--rest_api_port=-1",
         *extra,
     ]
-    with running_gateway(args, tmp_path) as gateway:
-        fronts = front_end_pids(gateway.pid)
-        channels = grpc_channels(gateway.target, fronts)
-        rests = rest_connections(gateway.rest_port, fronts)
-        try:
-            yield gateway, channels, rests
-        finally:
-            for connection in [*channels.values(), *rests.values()]:
-                connection.close()
+    with running_gateway(args, tmp_path) as gateway, reach_each(gateway) as (_, channels, rests):
+        yield gateway, channels, rests
 
 
 def _version_of(channel: grpc.Channel, **spec: object) -> int:

@@ -21,8 +21,8 @@ from gateway._pb.tensorflow_serving.apis import (
     model_service_pb2_grpc,
     prediction_service_pb2_grpc,
 )
-from tests.support.frontends import front_end_pids, grpc_channels, rest_connections
-from tests.support.gateway_proc import running_gateway, wait_gone
+from tests.support.frontends import reach_each
+from tests.support.gateway_proc import front_end_pids, running_gateway, wait_gone
 from tests.support.grpc_calls import outputs_of, predict_request
 from tests.support.lifecycle import config_text, reload_request
 from tests.support.waits import until
@@ -52,11 +52,9 @@ def test_a_stopped_front_end_is_replaced_and_reload_and_unload_answer_meanwhile(
         "--tensorflow_intra_op_parallelism=1",
         *LIVENESS,
     ]
-    with running_gateway(args, tmp_path) as gateway:
-        fronts = front_end_pids(gateway.pid)
+    with running_gateway(args, tmp_path) as gateway, reach_each(gateway) as reached:
+        fronts, channels, rests = reached
         victim, survivor = fronts
-        channels = grpc_channels(gateway.target, fronts)
-        rests = rest_connections(gateway.rest_port, fronts)
         channel, rest = channels[survivor], rests[survivor]
         os.kill(victim, signal.SIGSTOP)
         try:
@@ -75,5 +73,3 @@ def test_a_stopped_front_end_is_replaced_and_reload_and_unload_answer_meanwhile(
         finally:
             with contextlib.suppress(ProcessLookupError):
                 os.kill(victim, signal.SIGCONT)
-            for connection in [*channels.values(), *rests.values()]:
-                connection.close()

@@ -28,20 +28,15 @@ from gateway._pb.tensorflow_serving.apis import (
     model_service_pb2_grpc,
     prediction_service_pb2_grpc,
 )
-from tests.support.frontends import (
-    cpu_seconds,
-    front_end_pids,
-    get,
-    grpc_channels,
-    rest_connections,
-    worker_pids,
-)
+from tests.support.frontends import cpu_seconds, get, grpc_channels, rest_connections
 from tests.support.gateway_proc import (
     GatewayProcess,
     assert_sigkill_leaves_nothing,
+    front_end_pids,
     running_gateway,
     start_gateway,
     wait_gone,
+    worker_pids,
 )
 from tests.support.grpc_calls import outputs_of, predict_request
 from tests.support.lifecycle import config_text, reload

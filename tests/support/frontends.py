@@ -12,16 +12,15 @@ from __future__ import annotations
 import contextlib
 import http.client
 import os
-from collections.abc import Callable
+from collections.abc import Callable, Iterator
+from contextlib import contextmanager
 from pathlib import Path
 from typing import TypeVar
 
 import grpc
 from grpc_health.v1 import health_pb2, health_pb2_grpc
 
-from tests.support.gateway_proc import front_end_pids, worker_pids
-
-__all__ = ["front_end_pids", "worker_pids"]
+from tests.support.gateway_proc import GatewayProcess, front_end_pids
 
 ATTEMPTS = 64
 C = TypeVar("C", grpc.Channel, http.client.HTTPConnection)
@@ -99,3 +98,20 @@ def cpu_seconds(pid: int) -> float:
     """User + system CPU seconds ``pid`` used so far."""
     fields = Path(f"/proc/{pid}/stat").read_text().rsplit(")", 1)[1].split()
     return (int(fields[11]) + int(fields[12])) / CLK_TCK
+
+
+Reached = tuple[list[int], dict[int, grpc.Channel], dict[int, http.client.HTTPConnection]]
+"""The front ends' pids, a gRPC channel to each and a REST connection to each, by pid."""
+
+
+@contextmanager
+def reach_each(gateway: GatewayProcess) -> Iterator[Reached]:
+    """A gRPC channel and a REST connection to each front end of ``gateway``, closed on exit."""
+    fronts = front_end_pids(gateway.pid)
+    channels = grpc_channels(gateway.target, fronts)
+    rests = rest_connections(gateway.rest_port, fronts)
+    try:
+        yield fronts, channels, rests
+    finally:
+        for connection in [*channels.values(), *rests.values()]:
+            connection.close()
