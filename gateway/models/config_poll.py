@@ -8,16 +8,15 @@ reload RPC) stays until the file itself changes. A file that cannot be read or p
 config the rules refuse, is logged and ignored: the running config stays, and the next period
 tries again. An empty file ("Taking no action for empty config") changes nothing.
 
-A config counts as applied once ``applied`` (when given) has returned: the supervisor of several
-front ends pushes the registry to every front end there, so a label move or a model added with a
-missing base path reaches them all even though no version changed state.
+Applying a config calls the manager's ``on_change`` (:meth:`ModelManager.apply`), which is how a
+label move or a model added with a missing base path reaches every front end of a supervisor.
 """
 
 from __future__ import annotations
 
 import asyncio
 import logging
-from collections.abc import Awaitable, Callable, Sequence
+from collections.abc import Sequence
 
 from gateway.config.model_config import (
     ConfigError,
@@ -32,13 +31,8 @@ from gateway.tasks import Sleep, Tasks, every
 
 log = logging.getLogger(__name__)
 
-Applied = Callable[[], Awaitable[None]]
-"""Awaited after each config the poll applies, before the poll counts it as applied."""
 
-
-def start_polls(
-    settings: Settings, models: ModelManager, tasks: Tasks, applied: Applied | None = None
-) -> None:
+def start_polls(settings: Settings, models: ModelManager, tasks: Tasks) -> None:
     """The polls the flags ask for, as supervised ``tasks``: the model base paths every
     ``--file_system_poll_wait_seconds`` and the config file every
     ``--model_config_file_poll_wait_seconds`` (0: none), from the config in force now (the
@@ -49,7 +43,7 @@ def start_polls(
         tasks.spawn(poll, "file system poll")
     if settings.model_config_file and settings.model_config_file_poll_wait_seconds > 0:
         every_s = settings.model_config_file_poll_wait_seconds
-        reader = ConfigFilePoll(settings.model_config_file, models, applied)
+        reader = ConfigFilePoll(settings.model_config_file, models)
         tasks.spawn(reader.run(every_s), "config file poll")
 
 
@@ -57,10 +51,9 @@ class ConfigFilePoll:
     """Re-reads ``path`` and applies it to ``models`` when it changed since the last read
     (at first: the config ``models`` serves now, read from that file at start)."""
 
-    def __init__(self, path: str, models: ModelManager, applied: Applied | None = None) -> None:
+    def __init__(self, path: str, models: ModelManager) -> None:
         self.path = path
         self._models = models
-        self._applied = applied
         self._last: Sequence[ModelSpecConfig] = models.specs()
 
     async def run(self, every_s: float, sleep: Sleep = asyncio.sleep) -> None:
@@ -97,6 +90,4 @@ class ConfigFilePoll:
         finally:  # a refused file is read again next time; one in force (its new models may
             if self._models.specs() == specs:  # have failed to load) is the file last read
                 self._last = specs
-            if self._applied is not None:
-                await self._applied()
         return True

@@ -64,7 +64,8 @@ class ModelManager:
     ) -> None:
         """``workers``: where versions load (a :class:`~gateway.parallel.pool.WorkerPool`).
         ``specs``: the models to serve from the first :meth:`reconcile` (no config checks:
-        :meth:`apply` them to check). ``on_change``: called whenever a version's state changes.
+        :meth:`apply` them to check). ``on_change``: called whenever a version's state or the
+        config in force changes.
         ``before_load``: called with (model, version, version directory) before a load; a
         ServingError it raises fails that attempt (e.g. a bad per-model batching_params.pbtxt).
         ``before_unload``: awaited after a servable stops taking new requests and before it is
@@ -194,9 +195,7 @@ class ModelManager:
             model = self._models.get(name)
             if model is None or not model.active:
                 raise NotFound(f"Could not find any versions of model {name}")
-            for version, status in list(model.versions.items()):
-                if status.state == State.END and status.error is not None:
-                    del model.versions[version]  # failed for good: a fresh try
+            _forget_failed(model)  # failed for good: a fresh try
             started = await self._scan_model(model)
             tried = [v for v, job in model.jobs.items() if job in started]
         await self._loaded(started)
@@ -223,19 +222,21 @@ class ModelManager:
 
     def _configure(self, spec: ModelSpecConfig) -> ModelState | None:
         """Take ``spec`` into the config: the model when it is new or changed (a changed model
-        gets a fresh try at versions that failed before), None when it is as it was."""
+        gets a fresh try at versions that failed before; ``on_change`` is called, as a label
+        move or a new model changes what the registry answers though no version changed state),
+        None when it is as it was."""
         model = self._models.get(spec.name)
         if model is None:
             model = self._models[spec.name] = self._new_model(spec)
+            self._changed()
             return model
         if model.active and model.spec == spec:
             return None
         if model.spec.base_path != spec.base_path:
             model.watch = BasePathWatch(spec.name, self._clock)
         model.spec, model.active, model.superseded = spec, True, asyncio.Event()
-        for version, status in list(model.versions.items()):
-            if status.state == State.END and status.error is not None:
-                del model.versions[version]
+        _forget_failed(model)
+        self._changed()
         return model
 
     async def _retire(self, model: ModelState) -> None:
@@ -303,3 +304,10 @@ class ModelManager:
     def _changed(self) -> None:
         if self._on_change is not None:
             self._on_change()
+
+
+def _forget_failed(model: ModelState) -> None:
+    """Drop the versions of ``model`` whose load failed for good, so a scan tries them again."""
+    for version, status in list(model.versions.items()):
+        if status.state == State.END and status.error is not None:
+            del model.versions[version]

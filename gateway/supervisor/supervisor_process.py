@@ -171,7 +171,7 @@ class Supervisor:
             f" and REST on port {self.rest_port}" if self.rest_port else "",
         )  # fmt: skip
         self._tasks.spawn(self.pings.run(), "front-end pings")
-        start_polls(settings, self.models, self._tasks, applied=self.push.sync)
+        start_polls(settings, self.models, self._tasks)
         self._report_ready()
 
     async def stop(self) -> None:
@@ -307,14 +307,23 @@ class Supervisor:
             front.kill()
 
     async def _apply(self, specs: list[ModelSpecConfig]) -> Mapping[str, Any]:
-        await self.models.apply(specs)
-        await self.push.sync()
+        """A front end's reload, answered once every front end has the registry it left (also
+        when it failed: a config taken before a load failed is in force)."""
+        try:
+            await self.models.apply(specs)
+        finally:
+            await self.push.sync()
         return {}
 
     async def _repository_call(self, action: str, call: RepositoryCall) -> Mapping[str, Any]:
-        """V2's repository load or unload, carried out here (one memory of what V2 unloaded)."""
-        await (self.repository.unload(call) if action == "unload" else self.repository.load(call))
-        await self.push.sync()
+        """V2's repository load or unload, carried out here (one memory of what V2 unloaded),
+        answered as :meth:`_apply`."""
+        try:
+            await (
+                self.repository.unload(call) if action == "unload" else self.repository.load(call)
+            )
+        finally:
+            await self.push.sync()
         return {}
 
     async def _shutting_down(self, front: FrontEndProcess) -> Mapping[str, Any]:

@@ -56,7 +56,7 @@ def test_the_file_is_compared_with_the_file_last_read_not_the_config_in_force(
     tmp_path: Path,
 ) -> None:
     """An unload made another way (V2's repository) is not undone while the file is unchanged;
-    a rewritten file is applied, and every applied config is followed by ``applied``."""
+    a rewritten file is applied, and applying it tells ``on_change``."""
     versions(tmp_path / "a", 1)
     versions(tmp_path / "b", 1)
     a = ModelSpecConfig("a", str(tmp_path / "a"))
@@ -67,20 +67,24 @@ def test_the_file_is_compared_with_the_file_last_read_not_the_config_in_force(
         + "".join(f'config {{ name: "{s.name}" base_path: "{s.base_path}" }} ' for s in (a, b))
         + "}"
     )
-    models = ModelManager(FakePool(), [a, b], intra_op=1, inter_op=1)
     pushed: list[list[str]] = []
-
-    async def applied() -> None:
-        pushed.append(sorted(s.name for s in models.specs()))
+    models = ModelManager(
+        FakePool(),
+        [a, b],
+        intra_op=1,
+        inter_op=1,
+        on_change=lambda: pushed.append(sorted(s.name for s in models.specs())),
+    )
 
     async def scenario() -> None:
         await models.reconcile()
-        poll = ConfigFilePoll(str(path), models, applied)
+        poll = ConfigFilePoll(str(path), models)
         await models.apply([a])  # V2: unload b
+        pushed.clear()
         assert not await poll.reload()  # the file did not change: b stays unloaded
         assert [s.name for s in models.specs()] == ["a"] and pushed == []
         path.write_text(path.read_text().replace('name: "a"', 'name: "c"').replace("/a", "/b"))
         assert await poll.reload()
-        assert sorted(s.name for s in models.specs()) == ["b", "c"] and pushed == [["b", "c"]]
+        assert sorted(s.name for s in models.specs()) == ["b", "c"] and ["b", "c"] in pushed
 
     asyncio.run(scenario())

@@ -231,6 +231,36 @@ def test_labels_must_name_available_versions(tmp_path: Path) -> None:
     run(scenario())
 
 
+def test_a_label_move_and_a_model_added_without_its_base_path_tell_on_change(
+    tmp_path: Path,
+) -> None:
+    """What the registry answers changes though no version changes state: ``on_change`` hears
+    it (a supervisor pushes the registry to its front ends from there); an unchanged config
+    tells nothing."""
+    versions(tmp_path / "m", 1, 2)
+    stable_on = {
+        v: ModelSpecConfig("m", str(tmp_path / "m"), policy="all", labels={"stable": v})
+        for v in (1, 2)
+    }
+    ghost = ModelSpecConfig("ghost", str(tmp_path / "not-yet"))
+    changes: list[str] = []
+
+    async def scenario() -> None:
+        models = manager(FakePool(), on_change=lambda: changes.append("changed"))
+        await models.apply([ModelSpecConfig("m", str(tmp_path / "m"), policy="all")])
+        await models.apply([stable_on[1]])
+        changes.clear()
+        await models.apply([stable_on[1]])
+        assert changes == []
+        await models.apply([stable_on[2]])  # both versions serve already: only the label moves
+        assert changes and models.resolve("m", label="stable").version == 2
+        changes.clear()
+        await models.apply([stable_on[2], ghost])
+        assert changes and [s.name for s in models.specs()] == ["m", "ghost"]
+
+    run(scenario())
+
+
 def test_allow_unavailable_labels_lets_only_new_labels_wait_for_their_version(
     tmp_path: Path,
 ) -> None:
