@@ -83,7 +83,7 @@ k8s-overlays:
 # build/tensorgate.pb and build/tensorgate-http.pb: descriptor sets of the gRPC services (TF
 # Serving's, V2's, health; imports included), the second with deploy/transcoding/http_rules.yaml
 # applied, for Envoy's gRPC-JSON transcoder (deploy/transcoding/README.md).
-descriptor-set: $(BASE_STAMP)
+descriptor-set: $(FULL_STAMP)
 	$(BIN)/python scripts/descriptor_set.py --out build
 
 # build/grpc-gateway/tensorgate-grpc-gateway: grpc-gateway with those rules, built offline from

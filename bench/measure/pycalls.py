@@ -21,6 +21,7 @@ from pathlib import Path
 from typing import Any
 
 from bench.load import h2load
+from bench.measure.points import grpc_layout
 from bench.measure.usage import descendants, role_of
 from bench.systems import start
 from bench.systems.targets import Context, SystemSpec
@@ -86,9 +87,7 @@ def _short(path: str) -> str:
 
 def _send(target: Any, total: int, concurrency: int) -> None:
     http = target.transport == "http"
-    connections, streams = (
-        (concurrency, 1) if http else (min(concurrency, 4), max(1, concurrency // 4))
-    )
+    connections, streams = (concurrency, 1) if http else grpc_layout(concurrency)
     run = h2load.H2loadRun(
         url=target.url,
         body=target.h2_body,

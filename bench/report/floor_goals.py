@@ -5,8 +5,8 @@
   echo's server CPU per call, ≥ 1.3× Triton, ≥ 1.8× MLServer's best and KServe gRPC; V2
   ModelInfer (``tensorgate-v2``, ``-v2-batch``) ≥ 1.2× Triton;
 - tiny REST: ≥ 0.8× FastAPI inline, ≥ 1.5× FastAPI + ProcessPool and KServe REST;
-- c=1: p50 ≤ echo's p50 + 0.10 ms (:func:`bench.report.tiny_rows.light_row`, which also takes
-  off the model's own time);
+- c=1: p50 ≤ echo's p50 + 0.10 ms (:func:`bench.report.tiny_rows.light_row` with the model's
+  own time left in, as the issue states the bar);
 - the sweep: batching on (timeout 0) ≥ batching off at every concurrency, within the rounds'
   range;
 - 2 cores, c=64 over 8 connections: default front ends ≥ 1.5× FastAPI + ProcessPool and Triton
@@ -26,7 +26,6 @@ from bench.systems.catalog import GRPC_TENSORGATE, REST_TENSORGATE
 
 WORKER_PATH = ("tensorgate-workers", "tensorgate-workers-batch")
 V2_TENSORGATE = ("tensorgate-v2", "tensorgate-v2-batch")
-REST_ALL = (*REST_TENSORGATE,)
 
 
 def floor_rows(sc: dict[str, Any]) -> list[dict[str, Any]]:
@@ -54,9 +53,9 @@ def floor_rows(sc: dict[str, Any]) -> list[dict[str, Any]]:
             where,
             group=FLOOR,
         ),
-        versus(g_rest, sat1, REST_ALL, ("fastapi-inline",), 0.8, where, group=FLOOR),
-        versus(g_rest, sat1, REST_ALL, ("fastapi-process",), 1.5, where, group=FLOOR),
-        versus(g_rest, sat1, REST_ALL, ("kserve-rest",), 1.5, where, group=FLOOR),
+        versus(g_rest, sat1, REST_TENSORGATE, ("fastapi-inline",), 0.8, where, group=FLOOR),
+        versus(g_rest, sat1, REST_TENSORGATE, ("fastapi-process",), 1.5, where, group=FLOOR),
+        versus(g_rest, sat1, REST_TENSORGATE, ("kserve-rest",), 1.5, where, group=FLOOR),
         light_row("tiny, c=1: p50 ≤ echo p50 + 0.10 ms", sc, 0.10, FLOOR, less_model=False),
         _sweep_row(sc.get("tiny", {}).get("sweep", {})),
         versus(g_two, sat2, two, ("fastapi-process-2w",), 1.5, "2 cores", group=FLOOR),

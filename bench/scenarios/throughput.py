@@ -10,6 +10,7 @@ from typing import Any
 from bench.cpus import layouts
 from bench.measure import accuracy, counters
 from bench.measure.points import Load, interleaved, run_point, summarize
+from bench.report.tiny_rows import ONE_CORE
 from bench.scenarios.common import best_of, check_h2load, closed_loop_driver, verify_status
 from bench.scenarios.runner import Bench
 from bench.systems import raw_ort
@@ -146,10 +147,6 @@ ONE_CONNECTION_KEY = "1 connection: "
 """Prefix of the run keys of the two-core one-connection point."""
 
 
-ONE_CORE = "1-core: "
-"""Prefix of the ``resnet50`` run keys measured on one pinned server core."""
-
-
 def resnet50(bench: Bench) -> None:
     """tensorgate vs raw ONNX Runtime on ResNet50, all in the same rounds.
 
@@ -191,7 +188,9 @@ def resnet50(bench: Bench) -> None:
 
 def openvino_accuracy(bench: Bench) -> None:
     """OpenVINO fp32 and bf16 against ONNX Runtime on ResNet50 (untimed; ``resnet50`` runs it
-    too, so its rows come with their accuracy)."""
+    too, so its rows come with their accuracy), once per run."""
+    if "openvino-accuracy" in bench.results["scenarios"]:
+        return
     path = model_path(bench.ctx.models_root, "resnet50")
     bench.results["scenarios"]["openvino-accuracy"] = accuracy.compare(path, "resnet50")
 

@@ -125,8 +125,6 @@ def _build() -> dict[str, SystemSpec]:
 
 
 CATALOG = _build()
-OPENVINO_SYSTEMS = tuple(spec.name for spec in _openvino())
-"""tensorgate's configurations on OpenVINO (plotted in a colour family of their own)."""
 """Every configuration by name. ``-2w``: two server workers (uvicorn workers / MLServer parallel
 workers / tensorgate workers / Triton model instances); ``-batch``: batching on (tensorgate:
 :data:`BATCHING_TIMEOUT_0`; MLServer: adaptive batching, 32 rows, 1 ms); ``-ov`` / ``-ov-bf16``:
@@ -140,6 +138,8 @@ the same server driven over its REST API (tensorgate: TF Serving's JSON ``instan
 front ends (``--frontends=0``: one per CPU it may use, so one on one pinned core and two on the
 two-core layout) except ``-1f``: one front end (``--frontends=1``, one process, as before
 issue 27)."""
+OPENVINO_SYSTEMS = tuple(spec.name for spec in _openvino())
+"""tensorgate's configurations on OpenVINO (plotted in a colour family of their own)."""
 
 TINY = (
     "echo",

@@ -56,8 +56,10 @@ class PathEvents:
                 offset += _EVENT.size + name_len
 
     def wait(self, more: int, what: str, timeout_s: float = WAIT_S) -> None:
-        """Wait (bounded) until ``more`` events arrive past those already read."""
-        wanted = self.read() + more
+        """Wait (bounded) until ``more`` events arrive past those counted by the last
+        :meth:`read` (none yet: past the start of the watch). Events that came since, unread,
+        count: call :meth:`read` first to count from now."""
+        wanted = self.seen + more
         deadline = time.monotonic() + timeout_s
         while self.read() < wanted:
             left = deadline - time.monotonic()

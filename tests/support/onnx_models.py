@@ -149,9 +149,4 @@ def onnx_examples(path: Path) -> Path:
             numpy_helper.from_array(np.array(2.0, np.float32), "two"),
         ],
     )
-    model = helper.make_model(graph, opset_imports=[helper.make_opsetid("", 17)])
-    model.ir_version = 8
-    onnx.checker.check_model(model)
-    path.parent.mkdir(parents=True, exist_ok=True)
-    onnx.save(model, str(path))
-    return path
+    return save(graph, path)
