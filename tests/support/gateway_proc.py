@@ -25,7 +25,7 @@ from typing import Any
 
 from bench.measure.usage import children
 from gateway.lifecycle import wait_ready
-from tests.support.leftovers import leaked, shm_entries
+from tests.support.leftovers import held_files, leaked, shm_entries
 
 START_TIMEOUT_S = 120.0
 STOP_TIMEOUT_S = 60.0
@@ -201,18 +201,7 @@ def memfds_still_held(inodes: set[int]) -> set[int]:
 
 
 def _memfds_of(pid: int) -> set[int]:
-    found = set()
-    with contextlib.suppress(OSError):
-        for fd in os.listdir(f"/proc/{pid}/fd"):
-            with contextlib.suppress(OSError):
-                if os.readlink(f"/proc/{pid}/fd/{fd}").startswith("/memfd:"):
-                    found.add(os.stat(f"/proc/{pid}/fd/{fd}").st_ino)
-    with contextlib.suppress(OSError), open(f"/proc/{pid}/maps") as maps:
-        for line in maps:
-            fields = line.split(maxsplit=5)
-            if len(fields) == 6 and fields[5].startswith("/memfd:"):
-                found.add(int(fields[4]))
-    return found
+    return {inode for path, inode in held_files(pid) if path.startswith("/memfd:")}
 
 
 def kill_quietly(pid: int) -> None:

@@ -18,7 +18,7 @@ from __future__ import annotations
 
 import contextlib
 import os
-from collections.abc import Iterable
+from collections.abc import Iterable, Iterator
 
 SHM = "/dev/shm"
 OUR_PREFIXES = ("tensorgate", "psm_", "sem.mp-", "mp-")
@@ -35,23 +35,31 @@ def ours(names: Iterable[str]) -> set[str]:
     return {n for n in names if n.startswith(OUR_PREFIXES)}
 
 
+def held_files(pid: int) -> Iterator[tuple[str, int]]:
+    """(path, inode) of each file ``pid`` holds open or maps, ``" (deleted)"`` cut off the path
+    (nothing for a process that is gone)."""
+    with contextlib.suppress(OSError):
+        for fd in os.listdir(f"/proc/{pid}/fd"):
+            link = f"/proc/{pid}/fd/{fd}"
+            with contextlib.suppress(OSError):
+                target, inode = os.readlink(link), os.stat(link).st_ino
+                yield target.removesuffix(" (deleted)"), inode
+    with contextlib.suppress(OSError), open(f"/proc/{pid}/maps") as maps:
+        for line in maps:
+            fields = line.split(maxsplit=5)
+            if len(fields) == 6:
+                yield fields[5].rstrip("\n").removesuffix(" (deleted)"), int(fields[4])
+
+
 def held_by(pids: Iterable[int], root: str = SHM) -> set[str]:
     """The entries of ``root`` that any of ``pids`` holds open or maps."""
     prefix = root.rstrip("/") + "/"
-    found: set[str] = set()
-    for pid in pids:
-        with contextlib.suppress(OSError):
-            for fd in os.listdir(f"/proc/{pid}/fd"):
-                with contextlib.suppress(OSError):
-                    target = os.readlink(f"/proc/{pid}/fd/{fd}")
-                    if target.startswith(prefix):
-                        found.add(target[len(prefix) :].removesuffix(" (deleted)"))
-        with contextlib.suppress(OSError), open(f"/proc/{pid}/maps") as maps:
-            for line in maps:
-                fields = line.split(maxsplit=5)
-                if len(fields) == 6 and fields[5].startswith(prefix):
-                    found.add(fields[5][len(prefix) :].rstrip("\n").removesuffix(" (deleted)"))
-    return found
+    return {
+        path[len(prefix) :]
+        for pid in pids
+        for path, _ in held_files(pid)
+        if path.startswith(prefix)
+    }
 
 
 def leaked(before: set[str], pids: Iterable[int], root: str = SHM) -> set[str]:
