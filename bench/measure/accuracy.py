@@ -16,8 +16,8 @@ from pathlib import Path
 from typing import Any
 
 import numpy as np
-import onnxruntime as ort
 
+from bench.systems import raw_ort
 from bench.systems.models import INPUT_NAMES, sample_input
 
 INPUTS = 32
@@ -27,11 +27,8 @@ CONFIGS = (("OpenVINO fp32", "fp32"), ("OpenVINO bf16", "bf16"))
 
 
 def _reference(path: Path, inputs: list[np.ndarray[Any, Any]], name: str) -> list[Any]:
-    options = ort.SessionOptions()
-    options.intra_op_num_threads = 1
-    options.inter_op_num_threads = 1
-    session = ort.InferenceSession(str(path), options, providers=["CPUExecutionProvider"])
-    return [session.run(None, {name: x})[0] for x in inputs]
+    reference = raw_ort.ort_session(path, 1)
+    return [reference.run(None, {name: x})[0] for x in inputs]
 
 
 def compare(path: Path, model: str, inputs: int = INPUTS) -> dict[str, Any]:

@@ -35,7 +35,8 @@ class OrtConfig:
         return f"{self.processes}p×{self.threads}t b{self.batch}"
 
 
-def _session(path: Path, threads: int) -> Any:
+def ort_session(path: Path, threads: int) -> Any:
+    """An ONNX Runtime CPU session of ``path``: ``threads`` intra-op threads, one inter-op."""
     import onnxruntime as ort
 
     options = ort.SessionOptions()
@@ -54,7 +55,7 @@ def _loop(
 ) -> None:
     if cpus:
         os.sched_setaffinity(0, cpus)
-    session = _session(path, config.threads)
+    session = ort_session(path, config.threads)
     feed = {INPUT_NAMES[model]: sample_input(model, config.batch)}
     session.run(None, feed)  # warm up
     conn.send("ready")
@@ -104,7 +105,7 @@ def latency_us(
 
     Runs at most ``runs`` times or for ``max_s`` seconds, whichever ends first.
     """
-    session = _session(path, 1)
+    session = ort_session(path, 1)
     feed = {INPUT_NAMES[model]: sample_input(model, batch)}
     session.run(None, feed)
     times: list[float] = []
