@@ -65,9 +65,15 @@ def cpu_seconds(pids: Sequence[int]) -> float:
 
 def rss_bytes(pid: int) -> int:
     """Resident set size of one process in bytes (0 if it is gone)."""
+    return status_bytes(pid, "VmRSS")
+
+
+def status_bytes(pid: int, field: str) -> int:
+    """A memory ``field`` of ``/proc/<pid>/status`` (``VmRSS``, ``VmHWM``, ...) in bytes (0 if
+    the process is gone)."""
     with contextlib.suppress(FileNotFoundError, ProcessLookupError):
         for line in Path(f"/proc/{pid}/status").read_text().splitlines():
-            if line.startswith("VmRSS:"):
+            if line.startswith(field + ":"):
                 return int(line.split()[1]) * 1024
     return 0
 

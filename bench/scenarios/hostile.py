@@ -27,7 +27,10 @@ import grpc
 import onnx
 from onnx import TensorProto, helper
 
+from bench.load.calls import PREDICT_METHOD
+from bench.measure.usage import status_bytes
 from bench.systems.procs import Server, start_with_ready_fd
+from bench.systems.v2_peers import V2_METHOD
 from gateway._pb.inference import grpc_service_pb2 as v2_pb
 from gateway._pb.tensorflow.core.framework import types_pb2
 from gateway._pb.tensorflow_serving.apis import predict_pb2
@@ -39,8 +42,6 @@ INFLIGHT_BYTES = 256 * MIB
 VALID_CALLS = 600
 """Calls per valid caller in the neighbours scenario."""
 HOSTILE_EVERY_S = 0.05
-V2_INFER = "/inference.GRPCInferenceService/ModelInfer"
-TF_PREDICT = "/tensorflow.serving.PredictionService/Predict"
 BATCHING = "max_batch_size { value: 64 }\nbatch_timeout_micros { value: 5000 }\n"
 
 
@@ -53,20 +54,13 @@ def _gateway(root: Path, name: str, model: Path, flags: list[str]) -> tuple[Serv
     return server, int(str(info["rest_port"]))
 
 
-def _status_kb(pid: int, field: str) -> int:
-    for line in Path(f"/proc/{pid}/status").read_text().splitlines():
-        if line.startswith(field + ":"):
-            return int(line.split()[1])
-    return 0
-
-
 def slow_bodies(root: Path, mlp: Path) -> dict[str, Any]:
     """The slow-bodies scenario (module docstring) against the bench MLP at ``mlp``."""
     server, rest_port = _gateway(root, "mlp", mlp, [f"--max_inflight_bytes={INFLIGHT_BYTES}"])
     outcomes: Counter[str] = Counter()
     sockets: list[socket.socket] = []
     try:
-        idle_mb = _status_kb(server.pid, "VmRSS") / 1024
+        idle_mb = status_bytes(server.pid, "VmRSS") / MIB
         header = (
             b'{"inputs":[{"name":"x","datatype":"FP32","shape":[%d,64],' % (SLOW_BODY_BYTES // 256)
             + b'"parameters":{"binary_data_size":%d}}]}' % SLOW_BODY_BYTES
@@ -88,8 +82,8 @@ def slow_bodies(root: Path, mlp: Path) -> dict[str, Any]:
                 outcomes["held (all but its last byte sent)"] += 1
             except OSError:
                 outcomes[f"refused: {_answer(sock)}"] += 1
-        peak_mb = _status_kb(server.pid, "VmHWM") / 1024
-        held_mb = _status_kb(server.pid, "VmRSS") / 1024
+        peak_mb = status_bytes(server.pid, "VmHWM") / MIB
+        held_mb = status_bytes(server.pid, "VmRSS") / MIB
     finally:
         for sock in sockets:
             sock.close()
@@ -165,7 +159,7 @@ def neighbours(root: Path, valid_callers: int = 6) -> dict[str, Any]:
     target = f"127.0.0.1:{server.port}"
 
     def valid(index: int) -> None:
-        method, encode = (V2_INFER, _v2) if index % 2 == 0 else (TF_PREDICT, _tf)
+        method, encode = (V2_METHOD, _v2) if index % 2 == 0 else (PREDICT_METHOD, _tf)
         with grpc.insecure_channel(target) as channel:
             call = channel.unary_unary(method)
             for n in range(VALID_CALLS):
@@ -179,7 +173,10 @@ def neighbours(root: Path, valid_callers: int = 6) -> dict[str, Any]:
 
     def hostile() -> None:
         with grpc.insecure_channel(target) as channel:
-            calls = [(channel.unary_unary(V2_INFER), _v2), (channel.unary_unary(TF_PREDICT), _tf)]
+            calls = [
+                (channel.unary_unary(V2_METHOD), _v2),
+                (channel.unary_unary(PREDICT_METHOD), _tf),
+            ]
             turn = 0
             while not done.wait(HOSTILE_EVERY_S):
                 call, encode = calls[turn % 2]
