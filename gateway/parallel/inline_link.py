@@ -22,11 +22,11 @@ from typing import Any, Protocol
 
 import numpy as np
 
-from channel.dtypes import DTYPE_NAMES, STRING, dtype_name, numpy_dtype
+from channel.dtypes import DTYPE_NAMES, STRING, dtype_name, numpy_dtype, string_items
 from channel.replies import WorkerError
 from channel.span_wire import SpanForm
 from channel.telemetry import new_span_id
-from gateway.errors import InvalidArgument, from_wire
+from gateway.errors import from_wire
 from gateway.parallel.inline_cost import RunCost
 from gateway.parallel.lease import RunResult
 
@@ -110,13 +110,7 @@ class InlineLink:
             array = np.empty(shape, dtype=dtype)
             fill(name, array)
             if dtype.kind == "O":
-                try:
-                    array = _text(array)
-                except UnicodeDecodeError:
-                    future.set_exception(
-                        InvalidArgument(f"string input {name!r} is not valid UTF-8")
-                    )
-                    return future
+                array = _text(array)
             inputs[name] = array
             if shape:
                 rows = shape[0]
@@ -160,7 +154,8 @@ _CANONICAL = frozenset(numpy_dtype(name).type for name in DTYPE_NAMES if name !=
 
 def _text(array: np.ndarray[Any, Any]) -> np.ndarray[Any, Any]:
     """A string input as ONNX Runtime takes it: ``str`` elements (UTF-8 decoded, as a worker
-    decodes them). UnicodeDecodeError for bytes that are not UTF-8."""
+    decodes them; the core let only UTF-8 reach an ONNX model's queue,
+    :func:`~gateway.serving.inputs.check_text`)."""
     items = [x.decode("utf-8") if isinstance(x, bytes) else x for x in array.flat]
     out = np.empty(array.shape, dtype=object)
     out.flat[:] = items
@@ -172,7 +167,7 @@ def _canonical(array: np.ndarray[Any, Any]) -> np.ndarray[Any, Any]:
     as UTF-8), platform aliases (``longlong``) as their canonical type, without a copy."""
     name = dtype_name(array.dtype)
     if name == STRING:
-        items = [x.encode("utf-8") if isinstance(x, str) else bytes(x) for x in array.flat]
+        items = string_items(array)
         out = np.empty(array.shape, dtype=object)
         out.flat[:] = items
         return out
