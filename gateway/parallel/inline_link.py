@@ -48,7 +48,6 @@ class InlineVersion:
 
     session: Session
     cost: RunCost
-    nbytes: int
     compute_span: SpanForm
 
 

@@ -104,12 +104,12 @@ class InlineRuns:
             if nbytes > self.budget_bytes - sum(self._nbytes.values()):
                 continue
             self._nbytes[key] = nbytes
-            task = asyncio.get_running_loop().create_task(self._load(key, path, nbytes))
+            task = asyncio.get_running_loop().create_task(self._load(key, path))
             self._loading[key] = task
         if self.placed != before:
             self._placed_changed()
 
-    async def _load(self, key: str, path: str, nbytes: int) -> None:
+    async def _load(self, key: str, path: str) -> None:
         try:
             session, cost = await asyncio.to_thread(self._loader, path)
         except Exception as exc:  # the workers serve it: nothing is lost
@@ -122,7 +122,7 @@ class InlineRuns:
             return  # dropped while loading
         here = decide(self.mode, cost, self._hop_s())
         form = SpanForm.of("compute", {"tensorgate.model": key})
-        self.link.add(key, InlineVersion(session, cost, nbytes, form), route=here)
+        self.link.add(key, InlineVersion(session, cost, form), route=here)
         self.placed[key] = FRONTEND if here else WORKERS
         self._placed_changed()
         log.info(

@@ -79,7 +79,7 @@ def _version(path: Path) -> InlineVersion:
     """A real session of ``path``; its cost as given here (10 µs + 1 µs per row)."""
     session, _ = measured_session(str(path))
     cost = RunCost(10e-6, 1e-6)
-    return InlineVersion(session, cost, path.stat().st_size, SpanForm.of("compute", {}))
+    return InlineVersion(session, cost, SpanForm.of("compute", {}))
 
 
 def _submit(link: InlineLink, rows: np.ndarray, outputs: list[str] | None = None) -> object:
