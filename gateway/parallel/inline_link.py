@@ -51,8 +51,8 @@ class InlineVersion:
     compute_span: SpanForm
 
 
-Moved = Callable[[str, str], None]
-"""Called with (servable key, reason) when a version leaves for the workers."""
+Moved = Callable[[str], None]
+"""Called with the servable key when a version leaves for the workers (it turned slow)."""
 
 
 class InlineLink:
@@ -139,7 +139,7 @@ class InlineLink:
                 version.cost.predict(rows) * 1e6,
             )
             if self.on_move is not None:
-                self.on_move(key, "slow")
+                self.on_move(key)
         return future
 
     def oldest_run(self) -> None:
