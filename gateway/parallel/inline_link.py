@@ -84,8 +84,9 @@ class InlineLink:
         self.versions.pop(key, None)
 
     def fits(self, key: str, rows: int) -> bool:
-        """Whether a batch of ``rows`` of ``key`` runs here (routed, and within the loop bound)."""
-        return key in self.routed and self.versions[key].cost.fits_loop(rows)
+        """Whether a batch of ``rows`` of ``key``, a key in :attr:`routed` (the caller's check),
+        runs here: within the loop bound."""
+        return self.versions[key].cost.fits_loop(rows)
 
     def check_room(self, layout: Mapping[str, tuple[np.dtype[Any], tuple[int, ...]]]) -> None:
         """Nothing to check: the batch's arrays are this process's (bounded per request)."""
