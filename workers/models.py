@@ -1,9 +1,10 @@
 """A loaded model as the worker's loop sees it (:class:`Model`), and the loaders by platform.
 
-One backend per platform (:mod:`workers.backends.onnx`, :mod:`workers.backends.tensorflow`);
-:data:`LOADERS` picks the one a ``load`` request's ``"platform"`` names, unless its ``"runtime"``
-is ``openvino`` (:mod:`workers.backends.openvino`, for either platform). TensorFlow and OpenVINO
-are imported only by their first load.
+One backend per platform (:mod:`workers.backends.onnx`, :mod:`workers.backends.tensorflow`):
+:func:`loader_for` picks the one a ``load`` request's ``"platform"`` names (:data:`LOADERS`), or
+the one its ``"runtime"`` names (:data:`RUNTIME_LOADERS`: ``openvino``,
+:mod:`workers.backends.openvino`, for either platform). TensorFlow and OpenVINO are imported only
+by their first load.
 """
 
 from __future__ import annotations
@@ -14,7 +15,7 @@ from typing import Any, Protocol
 import numpy as np
 
 from channel import logs
-from channel.messages import LoadRequest
+from channel.messages import LoadRequest, WorkerError
 from workers.backends import onnx as onnx_backend
 from workers.backends import openvino as openvino_backend
 from workers.backends import tensorflow as tf_backend
@@ -71,8 +72,6 @@ class _OnnxModel:
 
 
 def _load_onnx(request: LoadRequest, max_output_bytes: int) -> Model:
-    if request.get("runtime") == "openvino":
-        return _load_openvino(request, max_output_bytes)
     model = onnx_backend.load(
         request["path"],
         intra_op=request["intra_op"],
@@ -86,8 +85,6 @@ def _load_tensorflow(request: LoadRequest, max_output_bytes: int) -> Model:
     """``path`` is the SavedModel directory; ``tags`` the MetaGraphDef's tags. TensorFlow's
     native start-up lines are kept out of the log (:func:`channel.logs.native_stderr`); its
     outputs are bounded only when written (``max_output_bytes`` is not used)."""
-    if request.get("runtime") == "openvino":
-        return _load_openvino(request, max_output_bytes)
     with logs.native_stderr():
         return tf_backend.load(
             request["path"],
@@ -108,9 +105,39 @@ def _load_openvino(request: LoadRequest, max_output_bytes: int) -> Model:
     )
 
 
-LOADERS: dict[str, Callable[[LoadRequest, int], Model]] = {
+Loader = Callable[[LoadRequest, int], Model]
+"""Loads a model, given the load request and the bytes one run's outputs may take (the output
+area's capacity)."""
+
+LOADERS: dict[str, Loader] = {
     "onnx": _load_onnx,
     "tensorflow": _load_tensorflow,
 }
-"""Model loaders by ``platform``, given the load request and the bytes one run's outputs may
-take (the output area's capacity)."""
+"""Model loaders by ``platform`` (its own runtime)."""
+
+RUNTIME_LOADERS: dict[str, Loader] = {"openvino": _load_openvino}
+"""Model loaders by the ``runtime`` a load request chooses instead (any platform)."""
+
+
+def loader_for(request: LoadRequest) -> Loader:
+    """The loader of ``request``: its ``runtime``'s when it names one, else its ``platform``'s.
+    WorkerError UNIMPLEMENTED for a platform or runtime the workers do not have."""
+    platform = request["platform"]
+    loader = LOADERS.get(platform)
+    if loader is None:
+        raise WorkerError(
+            "UNIMPLEMENTED",
+            f"platform {platform!r} is not served by tensorgate workers "
+            f"(supported: {', '.join(sorted(LOADERS))})",
+        )
+    runtime = request.get("runtime")
+    if not runtime:
+        return loader
+    chosen = RUNTIME_LOADERS.get(runtime)
+    if chosen is None:
+        raise WorkerError(
+            "UNIMPLEMENTED",
+            f"runtime {runtime!r} is not one tensorgate workers have "
+            f"(supported: {', '.join(sorted(RUNTIME_LOADERS))})",
+        )
+    return chosen

@@ -31,7 +31,7 @@ from channel.shm.channel import Channel
 from channel.shm.ring import ChannelFull
 from channel.span_wire import SpanForm
 from channel.telemetry import Telemetry
-from workers.models import LOADERS, Model
+from workers.models import Model, loader_for
 from workers.tensors import read_input, write_outputs
 
 log = logging.getLogger(__name__)
@@ -93,17 +93,11 @@ class Worker:
             del error
 
     def _load(self, request: LoadRequest) -> Mapping[str, Any]:
-        key, path, platform = request["key"], request["path"], request["platform"]
+        key, path = request["key"], request["path"]
         loaded = self.models.get(key)
         if loaded is not None and loaded.path == path:
             return loaded.signature
-        loader = LOADERS.get(platform)
-        if loader is None:
-            raise WorkerError(
-                "UNIMPLEMENTED",
-                f"platform {platform!r} is not served by tensorgate workers "
-                f"(supported: {', '.join(sorted(LOADERS))})",
-            )
+        loader = loader_for(request)
         started = time.perf_counter()
         model = loader(request, self.channel.output_capacity)
         seconds = time.perf_counter() - started

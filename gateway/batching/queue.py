@@ -126,8 +126,9 @@ class BatchQueue:
         if batch is None:
             return
         task.batch = None
-        _cancel(task.timer)
-        task.timer = None
+        if task.timer is not None:
+            task.timer.cancel()
+            task.timer = None
         batch.tasks.remove(task)
         batch.size -= task.size
         self.task_count -= 1
@@ -185,8 +186,3 @@ class BatchQueue:
         if batch.timer is not None:
             batch.timer.cancel()
             batch.timer = None
-
-
-def _cancel(timer: Timer | None) -> None:
-    if timer is not None:
-        timer.cancel()

@@ -160,11 +160,8 @@ class BatchScheduler:
             self.stats.rejected_late += 1
             self._refused("deadline")
             raise late
-        if self._end_of_turn:
-            waiting = self._queue.task_count
-            self._window.arrival(
-                self.in_flight > 0 or waiting > 0, waiting + self._running_tasks + 1
-            )
+        if self._end_of_turn:  # in flight iff running tasks: present > 1 iff it found company
+            self._window.arrival(self._queue.task_count + self._running_tasks + 1)
         tasks = self._enqueue(dict(inputs), tuple(outputs), deadline, key, chunks, into_open, now)
         if self._end_of_turn:
             self._pump_at_end_of_turn()

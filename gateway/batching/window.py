@@ -2,17 +2,17 @@
 
 With ``batch_timeout_micros`` 0 a batch goes as soon as a worker slot is free (work-conserving);
 when the event loop, not the worker, is the bottleneck, that would send every request alone. The
-window makes batches form under concurrency, and only then, and only while company can still
-come: it remembers how many of its queue's requests were present together lately
-(waiting or running, a decaying peak), and a batch that, with what runs, already holds that many
-goes at once (four closed-loop clients fill a batch of four: nobody else will join it). Each
-arriving request says whether it found company: another request of its queue waiting, or a batch of
-its queue running. While most arrivals do (:data:`OVERLAP_THRESHOLD` of a moving average), an open
-batch is held until :data:`WINDOW_S` after it opened, until it is full, or until one of its
-requests could no longer be served in time, whichever comes first; then it goes. A client that
-sends one request at a time never finds company, so at concurrency 1 nothing waits (its request
-leaves at the end of the loop turn it arrived in). A model whose runs take longer than
-the window is unaffected (its next batch is older than the window when the running one ends).
+window makes batches form under concurrency, and only then, and only while company can still come:
+it remembers how many of its queue's requests were present together lately (waiting or running, a
+decaying peak), and a batch that, with what runs, already holds that many goes at once (four
+closed-loop clients fill a batch of four: nobody else will join it). Each arriving request says how
+many of its queue's requests are present with it (waiting or running, itself included); it found
+company when that is more than one. While most arrivals do (:data:`OVERLAP_THRESHOLD` of a moving
+average), an open batch is held until :data:`WINDOW_S` after it opened, until it is full, or until
+one of its requests could no longer be served in time, whichever comes first; then it goes. A client
+that sends one request at a time never finds company, so at concurrency 1 nothing waits (its request
+leaves at the end of the loop turn it arrived in). A model whose runs take longer than the window is
+unaffected (its next batch is older than the window when the running one ends).
 
 Pure arithmetic on the scheduler's clock: no timers here (the scheduler arms them).
 """
@@ -51,11 +51,10 @@ class ConcurrencyWindow:
         """Whether open batches are held now (the moving average is over
         :data:`OVERLAP_THRESHOLD`)."""
 
-    def arrival(self, company: bool, present: int = 1) -> None:
-        """Note one arriving request; ``company``: another request of the queue was waiting or
-        running as it arrived; ``present``: the queue's requests waiting or running with it
-        (itself included)."""
-        self.overlap += OVERLAP_WEIGHT * (float(company) - self.overlap)
+    def arrival(self, present: int) -> None:
+        """Note one arriving request; ``present``: the queue's requests waiting or running with
+        it (itself included; more than 1: it found company)."""
+        self.overlap += OVERLAP_WEIGHT * ((1.0 if present > 1 else 0.0) - self.overlap)
         self.concurrent = self.overlap > OVERLAP_THRESHOLD
         peak = self.peak * PEAK_DECAY
         self.peak = present if present > peak else peak

@@ -22,11 +22,11 @@ from typing import Any, Protocol
 
 import numpy as np
 
-from channel.dtypes import DTYPE_NAMES, STRING, dtype_name, numpy_dtype
+from channel.dtypes import DTYPE_NAMES, STRING, dtype_name, numpy_dtype, string_items
 from channel.replies import WorkerError
 from channel.span_wire import SpanForm
 from channel.telemetry import new_span_id
-from gateway.errors import InvalidArgument, from_wire
+from gateway.errors import from_wire
 from gateway.parallel.inline_cost import RunCost
 from gateway.parallel.lease import RunResult
 
@@ -48,12 +48,11 @@ class InlineVersion:
 
     session: Session
     cost: RunCost
-    nbytes: int
     compute_span: SpanForm
 
 
-Moved = Callable[[str, str], None]
-"""Called with (servable key, reason) when a version leaves for the workers."""
+Moved = Callable[[str], None]
+"""Called with the servable key when a version leaves for the workers (it turned slow)."""
 
 
 class InlineLink:
@@ -85,8 +84,9 @@ class InlineLink:
         self.versions.pop(key, None)
 
     def fits(self, key: str, rows: int) -> bool:
-        """Whether a batch of ``rows`` of ``key`` runs here (routed, and within the loop bound)."""
-        return key in self.routed and self.versions[key].cost.fits_loop(rows)
+        """Whether a batch of ``rows`` of ``key``, a key in :attr:`routed` (the caller's check),
+        runs here: within the loop bound."""
+        return self.versions[key].cost.fits_loop(rows)
 
     def check_room(self, layout: Mapping[str, tuple[np.dtype[Any], tuple[int, ...]]]) -> None:
         """Nothing to check: the batch's arrays are this process's (bounded per request)."""
@@ -110,13 +110,7 @@ class InlineLink:
             array = np.empty(shape, dtype=dtype)
             fill(name, array)
             if dtype.kind == "O":
-                try:
-                    array = _text(array)
-                except UnicodeDecodeError:
-                    future.set_exception(
-                        InvalidArgument(f"string input {name!r} is not valid UTF-8")
-                    )
-                    return future
+                array = _text(array)
             inputs[name] = array
             if shape:
                 rows = shape[0]
@@ -146,7 +140,7 @@ class InlineLink:
                 version.cost.predict(rows) * 1e6,
             )
             if self.on_move is not None:
-                self.on_move(key, "slow")
+                self.on_move(key)
         return future
 
     def oldest_run(self) -> None:
@@ -160,7 +154,8 @@ _CANONICAL = frozenset(numpy_dtype(name).type for name in DTYPE_NAMES if name !=
 
 def _text(array: np.ndarray[Any, Any]) -> np.ndarray[Any, Any]:
     """A string input as ONNX Runtime takes it: ``str`` elements (UTF-8 decoded, as a worker
-    decodes them). UnicodeDecodeError for bytes that are not UTF-8."""
+    decodes them; the core let only UTF-8 reach an ONNX model's queue,
+    :func:`~gateway.serving.inputs.check_text`)."""
     items = [x.decode("utf-8") if isinstance(x, bytes) else x for x in array.flat]
     out = np.empty(array.shape, dtype=object)
     out.flat[:] = items
@@ -172,7 +167,7 @@ def _canonical(array: np.ndarray[Any, Any]) -> np.ndarray[Any, Any]:
     as UTF-8), platform aliases (``longlong``) as their canonical type, without a copy."""
     name = dtype_name(array.dtype)
     if name == STRING:
-        items = [x.encode("utf-8") if isinstance(x, str) else bytes(x) for x in array.flat]
+        items = string_items(array)
         out = np.empty(array.shape, dtype=object)
         out.flat[:] = items
         return out

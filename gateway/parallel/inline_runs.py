@@ -72,8 +72,8 @@ class InlineRuns:
         self.link = link
         self.mode = mode
         self.budget_bytes = budget_bytes
-        self.placed: dict[str, str] = {}
-        """Servable key → where its runs go from this front end (``frontend`` / ``workers``)."""
+        self._keys: set[str] = set()
+        """The versions available now (:meth:`sync`'s last), wherever they run."""
         self._hop_s = hop_s
         self._loader = loader or measured_session
         self._loading: dict[str, asyncio.Task[None]] = {}
@@ -83,17 +83,25 @@ class InlineRuns:
         """Called with :attr:`placed` whenever it changes (metrics)."""
         link.on_move = self.moved
 
+    @property
+    def placed(self) -> dict[str, str]:
+        """Servable key → where its runs go from this front end (``frontend`` while the link
+        routes it, else ``workers``)."""
+        routed = self.link.routed
+        return {key: FRONTEND if key in routed else WORKERS for key in self._keys}
+
     def sync(self, available: Iterable[Candidate]) -> None:
         """Load what is new, drop what is gone (see the module doc)."""
         wanted = {c.key: c for c in available}
-        before = dict(self.placed)
-        for key in list(self.placed):
-            if key not in wanted:
-                self._drop(key)
+        gone = self._keys - wanted.keys()
+        for key in gone:
+            self._drop(key)
+        changed = bool(gone)
         for key, candidate in wanted.items():
-            if key in self.placed:
+            if key in self._keys:
                 continue
-            self.placed[key] = WORKERS
+            self._keys.add(key)
+            changed = True
             if self.mode == "never" or candidate.platform != "onnx" or candidate.runtime:
                 continue
             path = os.path.join(candidate.directory, "model.onnx")
@@ -104,12 +112,12 @@ class InlineRuns:
             if nbytes > self.budget_bytes - sum(self._nbytes.values()):
                 continue
             self._nbytes[key] = nbytes
-            task = asyncio.get_running_loop().create_task(self._load(key, path, nbytes))
+            task = asyncio.get_running_loop().create_task(self._load(key, path))
             self._loading[key] = task
-        if self.placed != before:
+        if changed:
             self._placed_changed()
 
-    async def _load(self, key: str, path: str, nbytes: int) -> None:
+    async def _load(self, key: str, path: str) -> None:
         try:
             session, cost = await asyncio.to_thread(self._loader, path)
         except Exception as exc:  # the workers serve it: nothing is lost
@@ -118,12 +126,11 @@ class InlineRuns:
             return
         finally:
             self._loading.pop(key, None)
-        if key not in self.placed:
+        if key not in self._keys:
             return  # dropped while loading
         here = decide(self.mode, cost, self._hop_s())
         form = SpanForm.of("compute", {"tensorgate.model": key})
-        self.link.add(key, InlineVersion(session, cost, nbytes, form), route=here)
-        self.placed[key] = FRONTEND if here else WORKERS
+        self.link.add(key, InlineVersion(session, cost, form), route=here)
         self._placed_changed()
         log.info(
             "%s runs %s: %.1f µs + %.2f µs/row here, worker hop %.0f µs",
@@ -134,10 +141,9 @@ class InlineRuns:
             self._hop_s() * 1e6,
         )
 
-    def moved(self, key: str, reason: str) -> None:
-        """``key`` left for the workers (``reason``: it turned slow)."""
-        if key in self.placed:
-            self.placed[key] = WORKERS
+    def moved(self, key: str) -> None:
+        """``key`` left for the workers (it turned slow; the link no longer routes it)."""
+        if key in self._keys:
             self._placed_changed()
 
     def _placed_changed(self) -> None:
@@ -145,7 +151,7 @@ class InlineRuns:
             self.on_placed(self.placed)
 
     def _drop(self, key: str) -> None:
-        del self.placed[key]
+        self._keys.discard(key)
         self._nbytes.pop(key, None)
         task = self._loading.pop(key, None)
         if task is not None:

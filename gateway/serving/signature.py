@@ -84,7 +84,8 @@ class Signature:
         )
 
     def output_names(self) -> list[str]:
-        return [t.name for t in self.outputs]
+        """The outputs' aliases, in order (the caller's own list)."""
+        return list(self._output_names)
 
     def check_input_names(self, names: Collection[str]) -> None:
         """InvalidArgument (TF Serving's text) unless ``names`` are exactly the inputs'."""

@@ -10,14 +10,14 @@ from gateway.batching.window import OVERLAP_THRESHOLD, WINDOW_S, ConcurrencyWind
 def concurrent_window() -> ConcurrencyWindow:
     window = ConcurrencyWindow()
     while not window.concurrent:
-        window.arrival(True)
+        window.arrival(2)
     return window
 
 
 def test_a_client_at_a_time_never_opens_the_window() -> None:
     window = ConcurrencyWindow()
     for _ in range(1000):
-        window.arrival(False)
+        window.arrival(1)
     assert not window.concurrent
     assert window.hold_until(opened_at=10.0, send_by=None, now=10.0) is None
 
@@ -25,11 +25,11 @@ def test_a_client_at_a_time_never_opens_the_window() -> None:
 def test_a_short_burst_does_not_open_it_a_sustained_overlap_does() -> None:
     window = ConcurrencyWindow()
     for _ in range(5):
-        window.arrival(True)
+        window.arrival(2)
     assert not window.concurrent  # a burst of a few simultaneous requests goes at once
     arrivals = 5
     while not window.concurrent:
-        window.arrival(True)
+        window.arrival(2)
         arrivals += 1
     assert arrivals <= 8
     assert window.overlap > OVERLAP_THRESHOLD
@@ -38,10 +38,10 @@ def test_a_short_burst_does_not_open_it_a_sustained_overlap_does() -> None:
 def test_it_closes_again_once_arrivals_stop_finding_company() -> None:
     window = concurrent_window()
     for _ in range(100):
-        window.arrival(True)
+        window.arrival(2)
     closed_after = 0
     while window.concurrent:
-        window.arrival(False)
+        window.arrival(1)
         closed_after += 1
     assert 10 <= closed_after <= 40
 
@@ -66,7 +66,7 @@ def test_a_batch_holding_every_caller_seen_lately_goes_at_once() -> None:
     join it, so it is not held for company."""
     window = concurrent_window()
     for present in (1, 2, 3, 4) * 10:
-        window.arrival(True, present)
+        window.arrival(present)
     assert window.hold_until(opened_at=10.0, send_by=None, now=10.0, present=3) == pytest.approx(
         10.0 + WINDOW_S
     )
@@ -75,10 +75,10 @@ def test_a_batch_holding_every_caller_seen_lately_goes_at_once() -> None:
 
 def test_the_peak_follows_the_callers_down() -> None:
     window = concurrent_window()
-    window.arrival(True, 64)
+    window.arrival(64)
     arrivals = 0
     while window.peak > 4:
-        window.arrival(True, 4)
+        window.arrival(4)
         arrivals += 1
     assert arrivals <= 150
     assert window.hold_until(opened_at=10.0, send_by=None, now=10.0, present=4) is None

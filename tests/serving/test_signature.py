@@ -46,6 +46,10 @@ def test_from_wire_reads_shapes_names_and_unservable_definitions() -> None:
 
 def test_output_filter() -> None:
     assert SIG.select_outputs([]) == ["y", "z"]
+    names = SIG.output_names()
+    assert names == ["y", "z"]
+    names.append("w")  # the caller's own list: the signature's stays as it was
+    assert SIG.output_names() == ["y", "z"] and SIG.select_outputs([]) == ["y", "z"]
     assert SIG.select_outputs(["z"]) == ["z"]
     with pytest.raises(InvalidArgument, match="alias not found in signature: w"):
         SIG.select_outputs(["w"])

@@ -8,14 +8,36 @@ from pathlib import Path
 import numpy as np
 import pytest
 
-from channel.messages import WorkerError, load_request
+from channel.messages import LoadRequest, WorkerError, load_request
 from tests.support.ort import run_reference
 from tests.support.paths import DEMO_MODEL
-from workers.models import LOADERS
+from workers.models import LOADERS, RUNTIME_LOADERS, loader_for
 
 
 def test_every_served_platform_has_a_loader() -> None:
     assert set(LOADERS) == {"onnx", "tensorflow"}
+
+
+@pytest.mark.parametrize("platform", ["onnx", "tensorflow"])
+def test_the_loader_is_the_chosen_runtimes_else_the_platforms(platform: str) -> None:
+    def request(**chosen: str) -> LoadRequest:
+        return load_request(
+            3, key="m:1", path="/m", platform=platform, intra_op=1, inter_op=1, **chosen
+        )
+
+    assert loader_for(request()) is LOADERS[platform]
+    assert loader_for(request(runtime="openvino")) is RUNTIME_LOADERS["openvino"]
+    with pytest.raises(WorkerError) as raised:
+        loader_for(request(runtime="tensorrt"))
+    assert raised.value.code == "UNIMPLEMENTED"
+    assert "runtime 'tensorrt'" in raised.value.message and "openvino" in raised.value.message
+
+
+def test_an_unknown_platform_has_no_loader() -> None:
+    request = load_request(4, key="m:1", path="/m", platform="pytorch", intra_op=1, inter_op=1)
+    with pytest.raises(WorkerError) as raised:
+        loader_for(request)
+    assert raised.value.code == "UNIMPLEMENTED" and "platform 'pytorch'" in raised.value.message
 
 
 def test_an_onnx_model_serves_text_strings_under_any_signature_name() -> None:
