@@ -78,10 +78,13 @@ class FrontEnd:
         self.link = MessageLink(control, self._handle, name="supervisor", on_close=self._orphaned)
         self.models = SnapshotModels(self.dispatcher, self.link)
         parts = build_front_end(
-            options, self.models, self.dispatcher, observer=self.observability.queue_observer
+            options,
+            self.models,
+            self.dispatcher,
+            observer=self.observability.queue_observer,
+            on_placed=self.observability.placement_reporter(),
         )
         self.queues, self.core, self.inline = parts.queues, parts.core, parts.inline
-        self.inline.on_placed = self.observability.placement_reporter()
         self.servers = Servers(
             settings,
             self.core,
