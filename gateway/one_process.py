@@ -53,6 +53,7 @@ class Gateway:
             self.specs,
             on_change=self._models_changed,
             observer=self.observability.queue_observer,
+            on_placed=self.observability.placement_reporter(),
             warmup=WarmupPlanner.from_settings(settings, options.batching),
         )
         self.pool = stack.pool
@@ -60,7 +61,6 @@ class Gateway:
         self.queues = stack.queues
         self.core = stack.core
         self.inline = stack.inline
-        self.inline.on_placed = self.observability.placement_reporter()
         self.servers = Servers(
             settings,
             self.core,

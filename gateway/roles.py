@@ -35,7 +35,7 @@ from gateway.models.loader import LoadOptions, Warmup, Workers
 from gateway.models.manager import ModelManager
 from gateway.parallel.dispatcher import Dispatcher
 from gateway.parallel.inline_link import InlineLink
-from gateway.parallel.inline_runs import InlineRuns
+from gateway.parallel.inline_runs import InlineRuns, OnPlaced
 from gateway.parallel.pool import PoolOptions, WorkerEvents, WorkerPool
 from gateway.serving.core import ServingCore
 from gateway.serving.policy import BatchingPolicy
@@ -117,6 +117,7 @@ def build(
     *,
     on_change: Callable[[], None] | None = ...,
     observer: ObserverFactory | None = ...,
+    on_placed: OnPlaced | None = ...,
     warmup: Warmup | None = ...,
     clock: Clock | None = ...,
 ) -> Stack[WorkerPool]: ...
@@ -131,6 +132,7 @@ def build(
     dispatcher: Dispatcher,
     on_change: Callable[[], None] | None = ...,
     observer: ObserverFactory | None = ...,
+    on_placed: OnPlaced | None = ...,
     warmup: Warmup | None = ...,
     clock: Clock | None = ...,
 ) -> Stack[W]: ...
@@ -144,13 +146,15 @@ def build(
     dispatcher: Dispatcher | None = None,
     on_change: Callable[[], None] | None = None,
     observer: ObserverFactory | None = None,
+    on_placed: OnPlaced | None = None,
     warmup: Warmup | None = None,
     clock: Clock | None = None,
 ) -> Stack[Any]:
     """Build both roles' parts for ``specs`` in one process, wired together.
 
     ``on_change``: called when a worker comes up or dies and when a version's state changes.
-    ``observer``: each batch queue's observer. ``warmup``: the runs a version replays before it
+    ``observer``: each batch queue's observer. ``on_placed``: hears where the front end's
+    versions run (metrics). ``warmup``: the runs a version replays before it
     serves. ``clock``: the batch schedulers' clock (tests). ``workers`` and ``dispatcher``: the
     unit tests' seams, given together (a fake pool; a dispatcher over fake links); by default a
     :class:`WorkerPool` attached to a new dispatcher.
@@ -164,7 +168,8 @@ def build(
     models = _manager(options, specs, workers, on_change, queues.drain, warmup)
     # The front end's core reads the models through the registry.
     core = ServingCore(models, queues, inflight_bytes=options.inflight_bytes)
-    return Stack(workers, models, dispatcher, queues, core, inline_runs(options, dispatcher))
+    inline = inline_runs(options, dispatcher, on_placed)
+    return Stack(workers, models, dispatcher, queues, core, inline)
 
 
 @dataclass(frozen=True)
@@ -238,21 +243,26 @@ def build_front_end(
     dispatcher: Dispatcher,
     *,
     observer: ObserverFactory | None = None,
+    on_placed: OnPlaced | None = None,
 ) -> FrontEndParts:
     """Queues over ``dispatcher`` (the front end's run links) and a core reading ``models``
-    (the registry the supervisor pushes)."""
+    (the registry the supervisor pushes); ``observer`` and ``on_placed`` as for :func:`build`."""
     queues = BatchQueues(options.batching, dispatcher, observer=observer)
     core = ServingCore(models, queues, inflight_bytes=options.inflight_bytes)
-    return FrontEndParts(queues, core, inline_runs(options, dispatcher))
+    return FrontEndParts(queues, core, inline_runs(options, dispatcher, on_placed))
 
 
-def inline_runs(options: Options, dispatcher: Dispatcher) -> InlineRuns:
-    """The versions a front end runs itself, over ``dispatcher`` (which picks its link first)."""
+def inline_runs(
+    options: Options, dispatcher: Dispatcher, on_placed: OnPlaced | None = None
+) -> InlineRuns:
+    """The versions a front end runs itself, over ``dispatcher`` (which picks its link first);
+    ``on_placed`` hears where they run."""
     runs = InlineRuns(
         InlineLink(),
         mode=options.inline_runs,
         budget_bytes=options.inline_budget_bytes,
         hop_s=dispatcher.hop_s,
+        on_placed=on_placed,
     )
     if options.inline_runs != "never":
         dispatcher.inline = runs.link

@@ -51,6 +51,7 @@ from gateway.parallel.shared_load import LoadTable, SharedLoadDispatcher
 from gateway.protocol_servers import Servers
 from gateway.roles import Options, build_front_end
 from gateway.serving.registry import available_servables
+from gateway.tasks import Tasks
 from gateway.transport.http.routes import ExtraRoute
 
 log = logging.getLogger(__name__)
@@ -78,10 +79,13 @@ class FrontEnd:
         self.link = MessageLink(control, self._handle, name="supervisor", on_close=self._orphaned)
         self.models = SnapshotModels(self.dispatcher, self.link)
         parts = build_front_end(
-            options, self.models, self.dispatcher, observer=self.observability.queue_observer
+            options,
+            self.models,
+            self.dispatcher,
+            observer=self.observability.queue_observer,
+            on_placed=self.observability.placement_reporter(),
         )
         self.queues, self.core, self.inline = parts.queues, parts.core, parts.inline
-        self.inline.on_placed = self.observability.placement_reporter()
         self.servers = Servers(
             settings,
             self.core,
@@ -97,7 +101,7 @@ class FrontEnd:
         self._hang = options.pool.hang
         self._health_due = False
         self._closing = False
-        self._tasks: set[asyncio.Task[None]] = set()
+        self._tasks = Tasks(log)
 
     async def serve(self) -> None:
         """Say hello, serve when told, drain and stop on ``stop`` or SIGTERM."""
@@ -115,11 +119,7 @@ class FrontEnd:
     async def stop(self) -> None:
         """Drain, stop the servers, release the channels and the link. Safe to call twice."""
         await self.servers.stop(self.signals, together=self._others_shutting_down)
-        for task in list(self._tasks):
-            task.cancel()
-        for task in list(self._tasks):
-            with contextlib.suppress(asyncio.CancelledError):
-                await task
+        await self._tasks.close()
         self.inline.close()
         self.run_side.close()
         self._closing = True
@@ -172,7 +172,7 @@ class FrontEnd:
         await self.inline.loaded()  # light versions measured: the first calls go where they stay
         await self.servers.update_health(self.models)
         await self.servers.start(grpc_port, rest_port)
-        self._spawn(self.run_side.watch_hangs(self._hang, self._retire))
+        self._tasks.spawn(self.run_side.watch_hangs(self._hang, self._retire), "hung-run check")
         settle_heap()
         return {"grpc_port": self.servers.grpc_port, "rest_port": self.servers.rest_port}
 
@@ -207,7 +207,7 @@ class FrontEnd:
         self.inline.sync(available_servables(self.models))
         if not self._health_due:
             self._health_due = True
-            self._spawn(self._update_health())
+            self._tasks.spawn(self._update_health(), "health update")
 
     async def _update_health(self) -> None:
         self._health_due = False
@@ -222,11 +222,6 @@ class FrontEnd:
         answer = await self.link.call("scrape")
         body = str(answer["page"]).encode()
         return web.Response(body=body, headers={"Content-Type": CONTENT_TYPE})
-
-    def _spawn(self, coro: Any) -> None:
-        task = asyncio.get_running_loop().create_task(coro)
-        self._tasks.add(task)
-        task.add_done_callback(self._tasks.discard)
 
 
 async def _answer(fields: Mapping[str, Any]) -> Mapping[str, Any]:

@@ -10,13 +10,15 @@ metric name and label values:
 - counters: summed; histograms: each bucket's count, the sum and the count summed (the bounds
   are the same in every process: they are constants of the code);
 - gauges: summed too — ``tensorgate_requests_in_flight`` (calls being handled now, over every
-  front end) and ``tensorgate_shm_bytes_in_use`` / ``tensorgate_shm_capacity_bytes`` (over the
-  worker's channels: the supervisor's and one per front end); the workers' own gauges come from
-  the workers, once.
+  front end), ``tensorgate_model_runs_in`` (front ends placing a version's runs there) and
+  ``tensorgate_shm_bytes_in_use`` / ``tensorgate_shm_capacity_bytes`` (over the worker's
+  channels: the supervisor's and one per front end); the workers' own gauges come from the
+  workers, once.
 
 A dump is ``{"tfs": {series: ...}, "gateway": {series: ...}, "in_flight": [[entrypoint,
-protocol, calls], ...], "shm": [[worker, area, bytes in use, capacity], ...]}``, each counter as
-``[[labels, value], ...]`` and each histogram as ``[[labels, counts per bucket, total], ...]``.
+protocol, calls], ...], "runs_in": [[model, version, runs_in, front ends], ...], "shm":
+[[worker, area, bytes in use, capacity], ...]}``, each counter as ``[[labels, value], ...]`` and
+each histogram as ``[[labels, counts per bucket, total], ...]``.
 """
 
 from __future__ import annotations
@@ -40,6 +42,9 @@ def dump(
         "in_flight": []
         if metrics is None
         else [[e, p, n] for (e, p), n in sorted(metrics.in_flight.items())],
+        "runs_in": []
+        if metrics is None
+        else [[m, v, w, n] for (m, v, w), n in sorted(metrics.runs_in.items())],
         "shm": [[w, a, used, cap] for (w, a), (used, cap) in sorted(shm.items())],
     }
 
@@ -53,6 +58,9 @@ def merge(
     for entrypoint, protocol, calls in figures["in_flight"]:
         key = (str(entrypoint), str(protocol))
         metrics.in_flight[key] = metrics.in_flight.get(key, 0) + int(calls)
+    for model, version, where, fronts in figures["runs_in"]:
+        placed = (str(model), str(version), str(where))
+        metrics.runs_in[placed] = metrics.runs_in.get(placed, 0) + int(fronts)
     for worker, area, used, capacity in figures["shm"]:
         was_used, was_capacity = shm.get((str(worker), str(area)), (0, 0))
         shm[(str(worker), str(area))] = (was_used + int(used), was_capacity + int(capacity))

@@ -70,9 +70,10 @@ class GatewayMetrics:
         self.compute = Histogram(MODEL, SECONDS_BUCKETS)
         self.batch_size = Histogram(MODEL, ROWS_BUCKETS)
         self.refused = Counter(("model_name", "reason"))
-        self.runs_in = Counter(("model_name", "version", "runs_in"))
-        """Front ends that send a version's batches to ``frontend`` (their own session) or to
-        the ``workers`` (a count per front end: summed over front ends like a counter)."""
+        self.runs_in: dict[tuple[str, str, str], int] = {}
+        """(model_name, version, runs_in) → front ends that send the version's batches to
+        ``frontend`` (their own session) or to the ``workers``: 1 in a front end's own figures,
+        summed over front ends like ``in_flight``."""
         self.log_dropped = Counter(("model_name",))
         self.model_stats = ModelStats()
 
@@ -129,10 +130,10 @@ class GatewayCollector(Collector):
             "tensorgate_model_runs_in",
             "Front ends that run a model version's batches in the front-end process itself "
             "(runs_in=frontend) or on the worker processes (runs_in=workers).",
-            labels=list(m.runs_in.label_names),
+            labels=["model_name", "version", "runs_in"],
         )
-        for labels, value in m.runs_in.items():
-            runs_in.add_metric(list(labels), value)
+        for labels, fronts in sorted(m.runs_in.items()):
+            runs_in.add_metric(list(labels), fronts)
         yield runs_in
         yield _counter(
             "tensorgate_request_log_dropped",
@@ -145,7 +146,12 @@ class GatewayCollector(Collector):
 def set_runs_in(metrics: GatewayMetrics, placed: Mapping[str, str]) -> None:
     """This process's ``tensorgate_model_runs_in``: each servable key (``<model>:<version>``)
     with where its batches run."""
-    metrics.runs_in.values = {(*key.rsplit(":", 1), where): 1 for key, where in placed.items()}
+    metrics.runs_in = {_runs_in_key(key, where): 1 for key, where in placed.items()}
+
+
+def _runs_in_key(key: str, where: str) -> tuple[str, str, str]:
+    model, version = key.rsplit(":", 1)
+    return model, version, where
 
 
 def _counter(name: str, documentation: str, counter: Counter) -> CounterMetricFamily:

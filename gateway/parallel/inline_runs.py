@@ -55,10 +55,14 @@ class Candidate(Protocol):
 Loader = Callable[[str], tuple[Any, RunCost]]
 """Loads the ONNX model at a path and measures it: (session, cost). Raises when it cannot."""
 
+OnPlaced = Callable[[dict[str, str]], None]
+"""Called with :attr:`InlineRuns.placed` whenever it changes (metrics)."""
+
 
 class InlineRuns:
     """Keeps ``link``'s versions in step with what is served, under ``mode`` and
-    ``budget_bytes`` of model files; ``hop_s()``: the worker hop's cost per run now."""
+    ``budget_bytes`` of model files; ``hop_s()``: the worker hop's cost per run now;
+    ``on_placed``: hears of each change of :attr:`placed` (metrics)."""
 
     def __init__(
         self,
@@ -68,6 +72,7 @@ class InlineRuns:
         budget_bytes: int,
         hop_s: Callable[[], float],
         loader: Loader | None = None,
+        on_placed: OnPlaced | None = None,
     ) -> None:
         self.link = link
         self.mode = mode
@@ -79,8 +84,7 @@ class InlineRuns:
         self._loading: dict[str, asyncio.Task[None]] = {}
         self._nbytes: dict[str, int] = {}
         """Model file bytes of the versions loaded or loading here (the budget's use)."""
-        self.on_placed: Callable[[dict[str, str]], None] | None = None
-        """Called with :attr:`placed` whenever it changes (metrics)."""
+        self.on_placed = on_placed
         link.on_move = self.moved
 
     @property

@@ -120,7 +120,7 @@ class WorkerPool:
             ping_interval_s=options.ping_interval_s,
             ping_timeout_s=options.ping_timeout_s,
             hang=options.hang,
-            spawn=lambda ping: self._tasks.spawn(ping, "worker ping"),
+            tasks=self._tasks,
         )
         self._tasks.spawn(liveness.pings(), "worker pings")
         self._tasks.spawn(liveness.watch(), "hung-run check")

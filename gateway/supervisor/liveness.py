@@ -16,59 +16,29 @@ and a reload or unload through another front end waits on it no longer than that
 
 from __future__ import annotations
 
-import asyncio
-import logging
 from collections.abc import Callable, Iterable
 
-from gateway.errors import ServingError
+from gateway.pings import Pinger
 from gateway.supervisor.frontends import FrontEndProcess
-from gateway.tasks import Tasks, every
-
-log = logging.getLogger(__name__)
+from gateway.tasks import Tasks
 
 
-class FrontEndPings:
-    """Pings the front ends ``live()`` returns and kills those that do not answer in time."""
-
-    def __init__(
-        self,
-        live: Callable[[], Iterable[FrontEndProcess]],
-        *,
-        interval_s: float,
-        timeout_s: float,
-        tasks: Tasks,
-    ) -> None:
-        self._live = live
-        self._interval_s = interval_s
-        self._timeout_s = timeout_s
-        self._tasks = tasks
-        self._pinging: set[FrontEndProcess] = set()
-        """Front ends with a ping outstanding (one at a time each)."""
-
-    async def run(self) -> None:
-        """Ping every ``interval_s``; runs until cancelled."""
-        await every(self._interval_s, self.ping_all, what="front-end pings", logger=log)
-
-    async def ping_all(self) -> None:
-        """Start a ping of each live front end that has none outstanding (each in its own task,
-        so a silent one delays no other's)."""
-        for front in list(self._live()):
-            if front.alive and front not in self._pinging:
-                self._pinging.add(front)
-                self._tasks.spawn(self._ping(front), f"ping of front end {front.slot}")
-
-    async def _ping(self, front: FrontEndProcess) -> None:
-        try:
-            await asyncio.wait_for(front.link.call("ping"), self._timeout_s)
-        except TimeoutError:
-            log.error(
-                "front end %d (pid %d) did not answer a ping in %.1f s; killing it",
-                front.slot,
-                front.pid,
-                self._timeout_s,
-            )
-            front.kill()
-        except ServingError:
-            pass  # it is gone; its exit is handled as any other
-        finally:
-            self._pinging.discard(front)
+def front_end_pings(
+    live: Callable[[], Iterable[FrontEndProcess]],
+    *,
+    interval_s: float,
+    timeout_s: float,
+    tasks: Tasks,
+) -> Pinger[FrontEndProcess]:
+    """Pings the front ends ``live()`` returns (those still alive) and kills those that do not
+    answer in time (:class:`~gateway.pings.Pinger`: one ping outstanding each, in ``tasks``)."""
+    return Pinger(
+        lambda: [front for front in live() if front.alive],
+        ping=lambda front: front.link.call("ping"),
+        kill=lambda front: front.kill(),
+        name=lambda front: f"front end {front.slot} (pid {front.pid})",
+        interval_s=interval_s,
+        timeout_s=timeout_s,
+        tasks=tasks,
+        what="front-end pings",
+    )

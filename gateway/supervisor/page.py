@@ -67,8 +67,7 @@ class FleetPage:
         last = self._latest.pop(front.serial, None)
         if last is not None:
             # Gauges of a process that is gone: in flight, shared memory, where it ran versions.
-            gateway = {k: v for k, v in last.get("gateway", {}).items() if k != "runs_in"}
-            last = {**last, "in_flight": [], "shm": [], "gateway": gateway}
+            last = {**last, "in_flight": [], "runs_in": [], "shm": []}
             self._departed.append(last)
 
     async def render(self) -> bytes:

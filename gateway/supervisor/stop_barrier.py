@@ -21,7 +21,8 @@ class StopBarrier:
     arrived or exited (at once when the supervisor is not stopping them)."""
 
     def __init__(self) -> None:
-        self._expected: list[FrontEndProcess] | None = None
+        self._expected: list[FrontEndProcess] = []
+        """Set with :attr:`_open` (None: the supervisor is not stopping front ends)."""
         self._arrived: set[FrontEndProcess] = set()
         self._open: asyncio.Future[None] | None = None
 
@@ -41,7 +42,7 @@ class StopBarrier:
 
     def check(self) -> None:
         """Open once every expected front end arrived or exited (call on each exit too)."""
-        if self._open is None or self._open.done() or self._expected is None:
+        if self._open is None or self._open.done():
             return
         if all(f in self._arrived or not f.alive for f in self._expected):
             self._open.set_result(None)

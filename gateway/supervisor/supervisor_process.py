@@ -50,7 +50,7 @@ from gateway.roles import Options, build_supervisor
 from gateway.serving.registry import Servable
 from gateway.supervisor.fanout import Fanout
 from gateway.supervisor.frontends import FrontEndProcess
-from gateway.supervisor.liveness import FrontEndPings
+from gateway.supervisor.liveness import front_end_pings
 from gateway.supervisor.page import FleetPage
 from gateway.supervisor.ports import Reservation, reserve
 from gateway.supervisor.registry_push import RegistryPush
@@ -133,7 +133,7 @@ class Supervisor:
         self._ready_fd = settings.ready_fd
         self._tasks = Tasks(log)
         self.barrier = StopBarrier()
-        self.pings = FrontEndPings(
+        self.pings = front_end_pings(
             lambda: [] if self._stopping else self.fanout.front_ends.values(),
             interval_s=settings.frontend_ping_interval_seconds,
             timeout_s=settings.frontend_ping_timeout_seconds,

@@ -45,6 +45,8 @@ def _record(tfs: TfServingMetrics, metrics: GatewayMetrics, obs: Observation) ->
         metrics.batch_size.observe((model, "1"), int(value) % 64 + 1)
     elif series == "refused":
         metrics.refused.inc((model, "queue_full"))
+        placed = (model, "1", "workers")
+        metrics.runs_in[placed] = metrics.runs_in.get(placed, 0) + 1
     else:
         tfs.queuing_latency.observe(("pool",), value)
         key = ("GRPC", "tfserving")

@@ -139,8 +139,13 @@ class Version:
 def test_sync_loads_light_onnx_versions_here_and_drops_what_is_gone(scaled: Path) -> None:
     async def go() -> None:
         placed: list[dict[str, str]] = []
-        runs = InlineRuns(InlineLink(), mode="auto", budget_bytes=2**20, hop_s=lambda: 1.0)
-        runs.on_placed = lambda p: placed.append(dict(p))
+        runs = InlineRuns(
+            InlineLink(),
+            mode="auto",
+            budget_bytes=2**20,
+            hop_s=lambda: 1.0,
+            on_placed=lambda p: placed.append(dict(p)),
+        )
         onnx = Version("m:1", "onnx", str(scaled.parent))
         tf = Version("t:1", "tensorflow", str(scaled.parent))
         chosen = Version("o:1", "onnx", str(scaled.parent), runtime="openvino_fp32")

@@ -4,7 +4,7 @@ Fake workers at the one seam (no processes); each wait is on what the fake recor
 from __future__ import annotations
 
 import asyncio
-from collections.abc import Coroutine
+import logging
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -14,6 +14,7 @@ import pytest
 from gateway.errors import ServingError, Unavailable
 from gateway.parallel.liveness import Liveness
 from gateway.parallel.watchdog import HangPolicy
+from gateway.tasks import Tasks
 from tests.support.fakes import fake_dispatcher
 from tests.support.idle_loop import settle
 
@@ -35,7 +36,7 @@ class FakeControl:
         return future
 
 
-@dataclass
+@dataclass(eq=False)
 class FakeWorker:
     """A worker process that dies when killed: it is live no more, nor is its run link."""
 
@@ -60,12 +61,9 @@ class FakeWorker:
         self.kill()
 
 
-def _liveness(workers: list[FakeWorker], **timing: Any) -> tuple[Liveness, Any, set[Any]]:
+def _liveness(workers: list[FakeWorker], **timing: Any) -> tuple[Liveness, Any, Tasks]:
     dispatcher, links = fake_dispatcher(len(workers), max_in_flight=4)
-    tasks: set[asyncio.Task[None]] = set()
-
-    def spawn(coro: Coroutine[Any, Any, None]) -> None:
-        tasks.add(asyncio.get_running_loop().create_task(coro))
+    tasks = Tasks(logging.getLogger(__name__))
 
     options: dict[str, Any] = {"ping_interval_s": 3600.0, "ping_timeout_s": 3600.0}
     options["hang"] = HangPolicy(check_s=3600.0)
@@ -76,7 +74,7 @@ def _liveness(workers: list[FakeWorker], **timing: Any) -> tuple[Liveness, Any, 
     def live() -> list[Any]:
         return [w for w in workers if w.alive]
 
-    liveness = Liveness(live, dispatcher, spawn=spawn, **options)
+    liveness = Liveness(live, dispatcher, tasks=tasks, **options)
     return liveness, (dispatcher, links), tasks
 
 
@@ -92,8 +90,9 @@ def test_a_worker_that_does_not_answer_its_ping_in_time_is_killed() -> None:
         liveness, _, pings = _liveness([fine, stuck], ping_interval_s=0.0, ping_timeout_s=0.001)
         loop = asyncio.get_running_loop().create_task(liveness.pings())
         await asyncio.wait_for(stuck.gone.wait(), WAIT_S)
-        await _stop(loop, *pings)
-        assert set(stuck.ends) == {"killed"} and stuck.retired == []  # pings overlap: kill again
+        await _stop(loop)
+        await pings.close()
+        assert set(stuck.ends) == {"killed"} and stuck.retired == []
         assert fine.ends == [] and fine.control.pings >= 1
 
     asyncio.run(scenario())
@@ -125,7 +124,8 @@ def test_nothing_happens_between_checks(stuck: bool) -> None:
         loop = asyncio.get_running_loop()
         tasks = [loop.create_task(c) for c in (liveness.pings(), liveness.watch())]
         await settle()
-        await _stop(*tasks, *pings)
+        await _stop(*tasks)
+        await pings.close()
         assert worker.control.pings == 0 and worker.ends == []
 
     asyncio.run(scenario())

@@ -1,4 +1,4 @@
-"""FrontEndPings over real message links to stand-in front ends (the one fake: a front end is
+"""Front-end pings over real message links to stand-in front ends (the one fake: a front end is
 its link, slot and kill switch, not a process): one that answers is left alone, one that does
 not answer within the bound is killed, one whose link closed is left to its exit handling."""
 
@@ -13,7 +13,7 @@ from typing import Any
 
 from channel.handover import Message
 from gateway.ipc.link import MessageLink
-from gateway.supervisor.liveness import FrontEndPings
+from gateway.supervisor.liveness import front_end_pings
 from gateway.tasks import Tasks
 
 
@@ -52,7 +52,7 @@ def test_a_front_end_that_does_not_answer_in_time_is_killed_and_no_other() -> No
     async def scenario() -> None:
         live, stopped = FrontEnd(0, answers=True), FrontEnd(1, answers=False)
         tasks = Tasks(logging.getLogger(__name__))
-        pings = FrontEndPings(lambda: [live, stopped], interval_s=1, timeout_s=0.2, tasks=tasks)
+        pings = front_end_pings(lambda: [live, stopped], interval_s=1, timeout_s=0.2, tasks=tasks)
         await pings.ping_all()
         await pings.ping_all()  # one ping at a time each: the stopped one's is outstanding
         await asyncio.wait_for(stopped.killed.wait(), 30)

@@ -16,30 +16,35 @@ from channel.handover import Message
 from gateway.errors import Unavailable
 from gateway.ipc import figures
 from gateway.ipc.link import MessageLink
+from gateway.observability.metrics import GatewayMetrics, set_runs_in
 from gateway.observability.tfs_metrics import TfServingMetrics
 from gateway.parallel.pool import PoolOptions, WorkerPool
 from gateway.supervisor.page import FleetPage
 
 COUNT = re.compile(rb':tensorflow:serving:request_count\{model_name="m",status="OK"\} (\S+)')
+RUNS_IN = re.compile(
+    rb'tensorgate_model_runs_in\{model_name="m",runs_in="workers",version="1"\} (\S+)'
+)
 
 
 @dataclass
 class FrontEnd:
     """A joined front end (``fronts``: the supervisor's dict of them): ``link`` is the
     supervisor's end; its own answers ``figures`` with what ``tfs`` recorded, or fails while
-    ``down``."""
+    ``down``; ``metrics``: its gateway series (where it runs versions)."""
 
     slot: int
     serial: int
     link: MessageLink
     tfs: TfServingMetrics = field(default_factory=TfServingMetrics)
+    metrics: GatewayMetrics = field(default_factory=GatewayMetrics)
     down: bool = False
     peer: MessageLink | None = None
 
     async def _figures(self) -> dict[str, Any]:
         if self.down:
             raise Unavailable("busy")
-        return {"figures": figures.dump(self.tfs, None, {})}
+        return {"figures": figures.dump(self.tfs, self.metrics, {})}
 
     def handle(self, message: Message, fds: list[int]) -> Any:
         assert message["op"] == "figures"
@@ -70,8 +75,8 @@ def run(scenario: Any) -> None:
     asyncio.run(go())
 
 
-def _count(page: bytes) -> float:
-    found = COUNT.search(page)
+def _count(page: bytes, series: re.Pattern[bytes] = COUNT) -> float:
+    found = series.search(page)
     assert found is not None, page.decode()
     return float(found.group(1))
 
@@ -110,10 +115,14 @@ def test_a_departed_front_end_counts_with_its_last_answer_for_good() -> None:
     async def scenario(page: FleetPage, fronts: dict[int, FrontEnd], own: Any) -> None:
         _calls(fronts[0].tfs, 2)
         _calls(fronts[1].tfs, 3)
+        for front in fronts.values():
+            set_runs_in(front.metrics, {"m:1": "workers"})
         assert _count(await page.render()) == 5
+        assert _count(await page.render(), RUNS_IN) == 2
         page.departed(fronts.pop(1))  # type: ignore[arg-type]
         _calls(fronts[0].tfs, 1)
         assert _count(await page.render()) == 6
         assert _count(await page.render()) == 6
+        assert _count(await page.render(), RUNS_IN) == 1  # a gauge: gone with its front end
 
     run(scenario)
