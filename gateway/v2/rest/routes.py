@@ -177,8 +177,10 @@ def _json(document: Any, status: int = 200) -> web.Response:
 
 
 async def _body_json(request: web.BaseRequest, bounds: CallBounds) -> Any:
-    """The body's JSON, None when it is empty; INVALID_ARGUMENT when it is not JSON."""
+    """The body's JSON, None when it is empty; INVALID_ARGUMENT when it is not JSON or is over
+    ``--rest_api_max_json_bytes`` (:meth:`CallBounds.check_json`, as infer's)."""
     body = await bounds.read_body(request)
+    bounds.check_json(len(body))
     if not body.strip():
         return None
     try:
