@@ -16,7 +16,7 @@ from typing import Any
 
 import numpy.typing as npt
 
-from gateway.proto_wire import field, varint
+from gateway.proto_wire import field, field_head, varint
 from gateway.v2 import datatypes, raw, versions
 
 _heads: dict[tuple[str, str, tuple[int, ...]], bytes] = {}
@@ -33,11 +33,12 @@ def infer_response(
     parts.append(field(2, versions.version_string(version).encode()))
     if request_id:
         parts.append(field(3, request_id.encode("utf-8", "surrogatepass")))
-    contents = []
+    contents: list[bytes] = []
     for name, array in outputs.items():
         row = datatypes.for_numpy(array.dtype)
         parts.append(_output(name, row.name, array.shape))
-        contents.append(field(6, raw.to_raw(array, row)))
+        payload = raw.to_raw(array, row)
+        contents += (field_head(6, len(payload)), payload)
     parts += contents
     return b"".join(parts)
 
