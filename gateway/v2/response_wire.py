@@ -4,8 +4,8 @@ ModelInfer's hot path answers bytes its handler sends as they are (as TF Serving
 does): no response message is built and serialized per call. The fields, in number order:
 ``model_name`` (1), ``model_version`` (2), ``id`` (3) when not empty, one ``outputs`` entry (5:
 ``name``, ``datatype``, packed ``shape``) per output, then one ``raw_output_contents`` entry (6)
-per output in the same order (:func:`gateway.v2.grpc_infer.infer_response`'s rule: every output's
-values raw, as Triton answers). Empty strings and empty shapes are left out, as proto3 leaves
+per output in the same order (every output's values raw, as Triton answers: see
+:mod:`gateway.v2.grpc_infer`). Empty strings and empty shapes are left out, as proto3 leaves
 them.
 """
 
