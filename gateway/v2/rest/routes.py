@@ -111,8 +111,10 @@ class V2Rest:
     async def _infer(self, request: web.BaseRequest, call: V2Call, bounds: CallBounds) -> Any:
         body = await bounds.read_body(request)
         transport_deadline = bounds.deadline()
-        header = request.headers.get(request_body.INFER_HEADER)
-        bounds.check_json(request_body.json_length(body, header))
+        header = request_body.header_length(
+            request.headers.get(request_body.INFER_HEADER), len(body)
+        )
+        bounds.check_json(len(body) if header is None else header)  # the JSON's bytes
         limits = self._plane.limits
         if request_body.off_loop(body, header):  # a large JSON body: the loop serves meanwhile
             parsed = await asyncio.to_thread(
