@@ -10,7 +10,8 @@ import numpy as np
 import orjson
 import pytest
 
-from gateway.errors import InvalidArgument
+from gateway import decoding
+from gateway.errors import InvalidArgument, ResourceExhausted
 from gateway.v2.call import InferCall, RequestedOutput
 from gateway.v2.declared import Limits
 from gateway.v2.parameters import RequestOptions
@@ -245,3 +246,23 @@ def test_a_large_body_converts_ahead_and_keeps_errors_for_the_core() -> None:
     assert request_body.off_loop(bytes(request_body.OFF_LOOP_BYTES + 1), None)
     assert not request_body.off_loop(bytes(request_body.OFF_LOOP_BYTES + 1), 0)
     assert not request_body.off_loop(b"{}", None)
+
+
+def test_a_large_body_counts_its_strings_bytes_with_the_conversion() -> None:
+    """A converted BYTES input carries its elements' byte count (counted in the thread); the
+    core's byte bound then reads the same total as for a body parsed on the loop (ASCII here: on
+    the loop a string counts its characters, at least its bytes)."""
+    strings = signature({"s": ("string", (-1,))})
+    body = orjson.dumps(
+        {"inputs": [{"name": "s", "datatype": "BYTES", "shape": [3], "data": ["ab", "c", ""]}]}
+    )
+    converted = request_body.parse_converted(body, None, "m", "", Limits(100))
+    assert converted.inputs[0].data is None and converted.inputs[0].converted_bytes == 3
+    exact = Limits(100, 3 * decoding.STRING_ELEMENT_BYTES + 3)
+    under = Limits(100, 3 * decoding.STRING_ELEMENT_BYTES + 2)
+    for parsed in (converted, request_body.parse(body, None, "m", "")):
+        assert validate(strings, request_body.rest_inputs(parsed, strings, exact))[
+            "s"
+        ].tolist() == [b"ab", b"c", b""]
+        with pytest.raises(ResourceExhausted):
+            validate(strings, request_body.rest_inputs(parsed, strings, under))
