@@ -18,8 +18,11 @@ from collections.abc import Callable, Mapping
 from importlib import resources
 from typing import Any
 
+import ml_dtypes
+import numpy as np
 from aiohttp import web
 
+from channel.dtypes import DTYPE_NAMES, numpy_dtype
 from gateway.transport.http.front import check_probe_method
 from gateway.transport.http.routes import ExtraRoute, Routes
 
@@ -97,20 +100,15 @@ def skeleton(title: str, description: str, paths: Mapping[str, Any]) -> dict[str
 
 
 _INTEGERS = {
-    "int8": (-(2**7), 2**7 - 1),
-    "int16": (-(2**15), 2**15 - 1),
-    "int32": (-(2**31), 2**31 - 1),
-    "int64": (-(2**63), 2**63 - 1),
-    "uint8": (0, 2**8 - 1),
-    "uint16": (0, 2**16 - 1),
-    "uint32": (0, 2**32 - 1),
-    "uint64": (0, 2**64 - 1),
+    name: (int(np.iinfo(dtype).min), int(np.iinfo(dtype).max))
+    for name in sorted(DTYPE_NAMES)
+    if (dtype := numpy_dtype(name)).kind in "iu"
 }
 _FLOAT_MAX = {
-    "float16": 65504.0,
-    "bfloat16": 3.3895313892515355e38,
-    "float32": 3.4028234663852886e38,
+    name: float(ml_dtypes.finfo(numpy_dtype(name)).max)  # type: ignore[no-untyped-call]
+    for name in ("float16", "bfloat16", "float32")
 }
+"""The floats narrower than JSON's numbers (a float64 reads any finite one: no bound)."""
 NON_FINITE = {
     "description": "A number; NaN, Infinity and -Infinity are written as those literals, which "
     "are not JSON numbers (JSON Schema has no type for them, so none is given here).",
