@@ -39,6 +39,13 @@ def read_varint(data: bytes, pos: int) -> tuple[int, int]:
     raise ValueError("truncated or over-long varint")
 
 
+def field_head(number: int, length: int) -> bytes:
+    """A length-delimited field's bytes before its payload: its tag and the payload's length
+    (a large payload can then be joined after it without a copy into the field)."""
+    return varint(number << 3 | LEN) + varint(length)
+
+
 def field(number: int, payload: bytes) -> bytes:
-    """A length-delimited field: its tag, the payload's length, the payload."""
+    """A length-delimited field: its tag, the payload's length, the payload (:func:`field_head`'s
+    bytes then the payload, written inline: no further call per field on the hot paths)."""
     return varint(number << 3 | LEN) + varint(len(payload)) + payload

@@ -1,5 +1,5 @@
-"""``inference.ModelInferRequest`` → an :class:`~gateway.v2.call.InferCall` and numpy inputs;
-numpy outputs → ``inference.ModelInferResponse``.
+"""``inference.ModelInferRequest`` → an :class:`~gateway.v2.call.InferCall` and numpy inputs
+(numpy outputs → ``inference.ModelInferResponse`` bytes: :mod:`gateway.v2.response_wire`).
 
 **Request.**
 An input's values come either from its typed ``contents`` (the field of its datatype, see
@@ -18,16 +18,16 @@ before any value is decoded (Triton's texts where it has them):
    in ``uint_contents``); no data at all for a non-empty tensor is "unable to find data for input
    tensor 'x' for model 'm' in request."
 
-**Response.** As Triton answers (and as ``tritonclient``'s ``InferResult.as_numpy`` requires: it
-reads numeric outputs only from raw bytes), every output's values go in ``raw_output_contents``,
-one entry per output in the order of ``outputs``, never in typed ``contents``, whatever form the
-request used. The response carries the model name, the version that served as a decimal string,
-and the request's ``id``; it has no parameters.
+**Response** (written by :mod:`gateway.v2.response_wire`). As Triton answers (and as
+``tritonclient``'s ``InferResult.as_numpy`` requires: it reads numeric outputs only from raw
+bytes), every output's values go in ``raw_output_contents``, one entry per output in the order of
+``outputs``, never in typed ``contents``, whatever form the request used. The response carries
+the model name, the version that served as a decimal string, and the request's ``id``; it has no
+parameters.
 """
 
 from __future__ import annotations
 
-from collections.abc import Mapping
 from typing import Any
 
 import numpy as np
@@ -36,11 +36,10 @@ import numpy.typing as npt
 from gateway._pb.inference.grpc_service_pb2 import (
     InferTensorContents,
     ModelInferRequest,
-    ModelInferResponse,
 )
 from gateway.decoding import Declared, narrowed
 from gateway.errors import InvalidArgument
-from gateway.v2 import datatypes, parameters, raw, versions
+from gateway.v2 import parameters, raw
 from gateway.v2.call import InferCall, RequestedOutput
 from gateway.v2.datatypes import BYTES, Datatype
 from gateway.v2.declared import DeclaredInputs, Limits, Wire
@@ -135,18 +134,3 @@ def _from_typed(
     else:
         flat = np.array(values, dtype=row.numpy)
     return flat.reshape(header.shape)
-
-
-def infer_response(
-    model: str, version: int, request_id: str, outputs: Mapping[str, npt.NDArray[Any]]
-) -> ModelInferResponse:
-    """The response for ``outputs`` (in the order given). UNIMPLEMENTED for an output whose
-    dtype has no V2 datatype."""
-    response = ModelInferResponse(
-        model_name=model, model_version=versions.version_string(version), id=request_id
-    )
-    for name, array in outputs.items():
-        row = datatypes.for_numpy(array.dtype)
-        response.outputs.add(name=name, datatype=row.name, shape=array.shape)
-        response.raw_output_contents.append(raw.to_raw(array, row))
-    return response

@@ -29,9 +29,9 @@ from typing import Any, Final, TypeVar
 
 from gateway._pb.inference.grpc_service_pb2 import InferParameter
 from gateway.errors import InvalidArgument, Unimplemented
+from gateway.v2.versions import INT64_MAX
 
 Value = bool | int | str | float
-INT64_MAX: Final = 2**63 - 1
 _T = TypeVar("_T")
 
 SIGNATURE: Final = "signature_name"

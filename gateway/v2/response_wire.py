@@ -4,8 +4,8 @@ ModelInfer's hot path answers bytes its handler sends as they are (as TF Serving
 does): no response message is built and serialized per call. The fields, in number order:
 ``model_name`` (1), ``model_version`` (2), ``id`` (3) when not empty, one ``outputs`` entry (5:
 ``name``, ``datatype``, packed ``shape``) per output, then one ``raw_output_contents`` entry (6)
-per output in the same order (:func:`gateway.v2.grpc_infer.infer_response`'s rule: every output's
-values raw, as Triton answers). Empty strings and empty shapes are left out, as proto3 leaves
+per output in the same order (every output's values raw, as Triton answers: see
+:mod:`gateway.v2.grpc_infer`). Empty strings and empty shapes are left out, as proto3 leaves
 them.
 """
 
@@ -16,7 +16,7 @@ from typing import Any
 
 import numpy.typing as npt
 
-from gateway.proto_wire import field, varint
+from gateway.proto_wire import field, field_head, varint
 from gateway.v2 import datatypes, raw, versions
 
 _heads: dict[tuple[str, str, tuple[int, ...]], bytes] = {}
@@ -33,11 +33,12 @@ def infer_response(
     parts.append(field(2, versions.version_string(version).encode()))
     if request_id:
         parts.append(field(3, request_id.encode("utf-8", "surrogatepass")))
-    contents = []
+    contents: list[bytes] = []
     for name, array in outputs.items():
         row = datatypes.for_numpy(array.dtype)
         parts.append(_output(name, row.name, array.shape))
-        contents.append(field(6, raw.to_raw(array, row)))
+        payload = raw.to_raw(array, row)
+        contents += (field_head(6, len(payload)), payload)
     parts += contents
     return b"".join(parts)
 

@@ -1,6 +1,7 @@
 """The REST JSON bound through a real gateway: a body whose JSON is over
 ``--rest_api_max_json_bytes`` is refused before it is parsed (parsing holds the front end's loop),
-on both REST APIs; a V2 binary request whose JSON header is small serves whatever its raw size."""
+on both REST APIs (V2's repository routes too); a V2 binary request whose JSON header is small
+serves whatever its raw size."""
 
 from __future__ import annotations
 
@@ -77,3 +78,18 @@ def test_v2_json_over_the_bound_is_400_and_binary_tensors_are_not_json(
         },
     )
     assert binary.status == 200, binary.body
+
+
+def test_v2_repository_json_over_the_bound_is_refused_as_infer_is(gateway: GatewayProcess) -> None:
+    base = f"http://127.0.0.1:{gateway.rest_port}/v2"
+    data = [v for row in rows(ROWS) for v in row]
+    document = {"inputs": [{"name": "x", "datatype": "FP32", "shape": [ROWS, 64], "data": data}]}
+    infer = post(f"{base}/models/mlp/infer", document)
+    assert infer.status == 400
+    refusal = json.loads(infer.body)["error"]
+    assert "--rest_api_max_json_bytes" in refusal
+    for path in ("repository/index", "repository/models/mlp/load", "repository/models/mlp/unload"):
+        big = post(f"{base}/{path}", document)
+        assert (big.status, json.loads(big.body)["error"]) == (400, refusal), path
+    small = post(f"{base}/repository/index", {})
+    assert small.status == 200, small.body

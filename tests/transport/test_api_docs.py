@@ -1,19 +1,26 @@
 """The REST APIs' OpenAPI documents from signatures (the e2e tests run them against a live
 server): value ranges per dtype, one array level per dimension, answers that allow what requests
-may not, a model with no version available left out, and both documents valid OpenAPI 3.1."""
+may not, a model with no version available left out, and both documents valid OpenAPI 3.1; the
+docs routes answer GET and HEAD, and any other method the probes' 405."""
 
 from __future__ import annotations
 
+import asyncio
+import json
 from typing import Any
 
 import numpy as np
+import pytest
+from aiohttp.test_utils import make_mocked_request
 from openapi_spec_validator import validate
 
 from gateway.errors import NotFound
 from gateway.serving.registry import Servable
 from gateway.serving.signature import Signature, TensorSpec
 from gateway.tfserving.rest import openapi as v1
-from gateway.transport.http.docs import NON_FINITE, number_schema
+from gateway.transport.http.docs import ASSETS, NON_FINITE, add_docs, number_schema
+from gateway.transport.http.front import HttpError
+from gateway.transport.http.routes import Routes
 from gateway.v2.rest import openapi as v2
 
 PAIR = Signature(
@@ -78,3 +85,20 @@ def test_the_v2_document_has_each_serving_model_and_is_valid() -> None:
     assert (inputs["minItems"], inputs["maxItems"]) == (2, 2)
     names = [item["properties"]["name"] for item in inputs["items"]["anyOf"]]
     assert names == [{"const": "a"}, {"const": "b"}]
+
+
+@pytest.mark.parametrize("path", ["/v2/docs", "/v2/docs/openapi.json", f"{ASSETS}swagger-ui.css"])
+def test_the_docs_routes_answer_get_and_head_and_refuse_other_methods(path: str) -> None:
+    routes = Routes()
+    add_docs(routes, {"/v2": ("V2", lambda: {"openapi": "3.1.0"})})
+    route = routes.exact(path)
+    assert route is not None
+    for method in ("GET", "HEAD"):
+        assert asyncio.run(route(make_mocked_request(method, path))).status == 200
+    with pytest.raises(HttpError) as refused:
+        asyncio.run(route(make_mocked_request("POST", path)))
+    response = refused.value.response()
+    assert (response.status, response.headers["Allow"]) == (405, "GET, HEAD")
+    assert response.body is not None and json.loads(bytes(response.body)) == {
+        "error": f"{path} answers GET and HEAD, not POST"
+    }

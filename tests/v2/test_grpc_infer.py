@@ -1,4 +1,4 @@
-"""ModelInferRequest → call and inputs; outputs → ModelInferResponse."""
+"""ModelInferRequest → call and inputs; outputs → ModelInferResponse (response_wire's bytes)."""
 
 from __future__ import annotations
 
@@ -16,7 +16,7 @@ from gateway.errors import (
     ResourceExhausted,
     ServingError,
 )
-from gateway.v2 import grpc_infer
+from gateway.v2 import grpc_infer, response_wire
 from gateway.v2.declared import Limits
 from gateway.v2.versions import Target
 from tests.v2.conftest import signature, validate
@@ -244,8 +244,7 @@ def test_response_carries_raw_outputs_id_and_version() -> None:
         "h": np.array([1.5], dtype=np.float16),
         "bf": np.array([2.0], dtype=ml_dtypes.bfloat16),
     }
-    response = grpc_infer.infer_response("m", 7, "r1", outputs)
-    assert isinstance(response, ModelInferResponse)
+    response = ModelInferResponse.FromString(response_wire.infer_response("m", 7, "r1", outputs))
     assert (response.model_name, response.model_version, response.id) == ("m", "7", "r1")
     assert [(o.name, o.datatype, list(o.shape)) for o in response.outputs] == [
         ("y", "FP32", [2, 3]),
@@ -266,5 +265,5 @@ def test_response_carries_raw_outputs_id_and_version() -> None:
 
 def test_response_refuses_complex_outputs() -> None:
     with pytest.raises(ServingError) as info:
-        grpc_infer.infer_response("m", 1, "", {"c": np.zeros(1, np.complex64)})
+        response_wire.infer_response("m", 1, "", {"c": np.zeros(1, np.complex64)})
     assert info.value.code == Code.UNIMPLEMENTED

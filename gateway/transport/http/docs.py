@@ -7,7 +7,8 @@ A document is built at each request from the models served then (its protocol's 
 is in the next one. The page is Swagger UI 5 (``swagger-ui-dist`` from npm, vendored in
 ``swagger_ui/`` with its licence: no CDN, nothing fetched at run time) pointed at the document;
 its two assets are served at :data:`ASSETS`. The routes are exact routes of the HTTP server
-(answered before any API, GET and HEAD only: 405 otherwise).
+(answered before any API, GET and HEAD only: otherwise the probes' 405,
+:func:`~gateway.transport.http.front.check_probe_method`).
 """
 
 from __future__ import annotations
@@ -17,9 +18,12 @@ from collections.abc import Callable, Mapping
 from importlib import resources
 from typing import Any
 
+import ml_dtypes
+import numpy as np
 from aiohttp import web
 
-from gateway.transport.http.json_error import error_body
+from channel.dtypes import DTYPE_NAMES, numpy_dtype
+from gateway.transport.http.front import check_probe_method
 from gateway.transport.http.routes import ExtraRoute, Routes
 
 Document = Callable[[], Mapping[str, Any]]
@@ -96,20 +100,15 @@ def skeleton(title: str, description: str, paths: Mapping[str, Any]) -> dict[str
 
 
 _INTEGERS = {
-    "int8": (-(2**7), 2**7 - 1),
-    "int16": (-(2**15), 2**15 - 1),
-    "int32": (-(2**31), 2**31 - 1),
-    "int64": (-(2**63), 2**63 - 1),
-    "uint8": (0, 2**8 - 1),
-    "uint16": (0, 2**16 - 1),
-    "uint32": (0, 2**32 - 1),
-    "uint64": (0, 2**64 - 1),
+    name: (int(np.iinfo(dtype).min), int(np.iinfo(dtype).max))
+    for name in sorted(DTYPE_NAMES)
+    if (dtype := numpy_dtype(name)).kind in "iu"
 }
 _FLOAT_MAX = {
-    "float16": 65504.0,
-    "bfloat16": 3.3895313892515355e38,
-    "float32": 3.4028234663852886e38,
+    name: float(ml_dtypes.finfo(numpy_dtype(name)).max)  # type: ignore[no-untyped-call]
+    for name in ("float16", "bfloat16", "float32")
 }
+"""The floats narrower than JSON's numbers (a float64 reads any finite one: no bound)."""
 NON_FINITE = {
     "description": "A number; NaN, Infinity and -Infinity are written as those literals, which "
     "are not JSON numbers (JSON Schema has no type for them, so none is given here).",
@@ -139,37 +138,25 @@ def add_docs(routes: Routes, documents: Mapping[str, tuple[str, Document]]) -> N
     for prefix, (title, document) in documents.items():
         url = f"{prefix}/docs/openapi.json"
         page = PAGE.format(title=title, assets=ASSETS, url=url).encode()
-        routes.add_exact(f"{prefix}/docs", _static(page, "text/html"))
-        routes.add_exact(url, _document(document))
+        routes.add_exact(f"{prefix}/docs", _static(f"{prefix}/docs", page, "text/html"))
+        routes.add_exact(url, _document(url, document))
     folder = resources.files(__package__) / "swagger_ui"
     for name, content_type in _FILES.items():
-        routes.add_exact(ASSETS + name, _static((folder / name).read_bytes(), content_type))
+        path = ASSETS + name
+        routes.add_exact(path, _static(path, (folder / name).read_bytes(), content_type))
 
 
-def _refused(request: web.BaseRequest) -> web.Response | None:
-    if request.method in ("GET", "HEAD"):
-        return None
-    body = error_body(f"Method {request.method} is not allowed here: use GET")
-    return web.Response(
-        status=405, body=body, content_type="application/json", headers={"Allow": "GET, HEAD"}
-    )
-
-
-def _static(body: bytes, content_type: str) -> ExtraRoute:
+def _static(path: str, body: bytes, content_type: str) -> ExtraRoute:
     async def serve(request: web.BaseRequest) -> web.StreamResponse:
-        refused = _refused(request)
-        if refused is not None:
-            return refused
+        check_probe_method(request.method, path)
         return web.Response(body=body, content_type=content_type)
 
     return serve
 
 
-def _document(document: Document) -> ExtraRoute:
+def _document(path: str, document: Document) -> ExtraRoute:
     async def serve(request: web.BaseRequest) -> web.StreamResponse:
-        refused = _refused(request)
-        if refused is not None:
-            return refused
+        check_probe_method(request.method, path)
         body = json.dumps(document(), separators=(",", ":")).encode()
         return web.Response(body=body, content_type="application/json")
 

@@ -36,7 +36,8 @@ class HttpError(Exception):
 
 
 def check_probe_method(method: str, path: str) -> None:
-    """HttpError 405 (with ``Allow``) for a probe asked with a method other than GET or HEAD."""
+    """HttpError 405 (with ``Allow``) for a probe (or another GET-only route: the API docs) asked
+    with a method other than GET or HEAD."""
     if method not in PROBE_METHODS:
         raise HttpError(405, f"{path} answers GET and HEAD, not {method}", Allow="GET, HEAD")
 

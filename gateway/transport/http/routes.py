@@ -33,7 +33,8 @@ UNKNOWN_API = "unknown"
 D = TypeVar("D")
 
 ExtraRoute = Callable[[web.BaseRequest], Awaitable[web.StreamResponse]]
-"""Handles one exact raw path (any method); its errors become 500 ``{"error": ...}``."""
+"""Handles one exact raw path (any method); an :class:`~gateway.transport.http.front.HttpError` it
+raises is its answer, any other error becomes 500 ``{"error": ...}``."""
 
 
 @dataclass(frozen=True, slots=True)

@@ -14,8 +14,8 @@ The body is the protocol's JSON inference request, optionally followed by binary
   ``binary_data_size`` parameter (its raw bytes follow the JSON, inputs in order, layout of
   :mod:`gateway.v2.raw`); the binary sizes must add up to the bytes after the JSON exactly.
 - Without the header the whole body is JSON (an empty body is INVALID_ARGUMENT, whatever its
-  ``Content-Type``). A header that is not an integer in [0, body length] is INVALID_ARGUMENT
-  (Triton's texts).
+  ``Content-Type``). The header is read once per request (:func:`header_length`); one that is not
+  an integer in [0, body length] is INVALID_ARGUMENT (Triton's texts).
 - Header ``0`` is Triton's raw binary request (an empty body: INVALID_ARGUMENT "input byte size
   mismatch", Triton's): the body is the raw bytes of a one-input model's
   only input, its shape the signature's with a leading ``-1`` taken as 1 (batch of one) unless it
@@ -43,10 +43,10 @@ from __future__ import annotations
 
 import json
 import math
+import re
 from dataclasses import dataclass, replace
 from typing import Any, Final
 
-import numpy as np
 import numpy.typing as npt
 import orjson
 
@@ -64,6 +64,7 @@ from gateway.v2.versions import target
 INFER_HEADER: Final = "Inference-Header-Content-Length"
 OFF_LOOP_BYTES: Final = 1 << 20
 """Bodies larger than this (1 MiB) are parsed and converted off the loop (:func:`off_loop`)."""
+_INTEGER = re.compile(r"[+-]?[0-9]+")
 
 
 @dataclass(frozen=True)
@@ -78,6 +79,9 @@ class RestInput:
     converted: npt.NDArray[Any] | ServingError | None = None
     """``data`` already converted for this input's own header, or why it could not be
     (:func:`parse_converted`); ``data`` is then None."""
+    converted_bytes: int = 0
+    """The bytes of a converted BYTES input's elements, counted with the conversion (off the
+    loop) for the core's byte bound."""
 
 
 @dataclass(frozen=True)
@@ -90,14 +94,35 @@ class RestInfer:
     """The whole body of a raw binary request (``Inference-Header-Content-Length: 0``)."""
 
 
-def parse(body: bytes, header_length: str | None, model: str, version: str) -> RestInfer:
-    """Parse an infer body (``header_length``: the header's value, None when absent)."""
+def header_length(value: str | None, body_length: int) -> int | None:
+    """The ``Inference-Header-Content-Length`` header's value, None when it is absent;
+    INVALID_ARGUMENT when it is not an integer (ASCII digits, a sign, spaces around) in
+    [0, ``body_length``]. Read once per request: the JSON bound, :func:`off_loop` and
+    :func:`parse` take its answer."""
+    if value is None:
+        return None
+    text = value.strip()
+    try:
+        length = int(text) if _INTEGER.fullmatch(text) else None
+    except ValueError:  # past int()'s digit limit
+        length = None
+    if length is None:
+        raise InvalidArgument(f"Unable to parse {INFER_HEADER}, got: {value}")
+    if not 0 <= length <= body_length:
+        raise InvalidArgument(
+            f"inference header size should be in range (0, {body_length}), got: {value}"
+        )
+    return length
+
+
+def parse(body: bytes, header_length: int | None, model: str, version: str) -> RestInfer:
+    """Parse an infer body (``header_length``: :func:`header_length`'s answer for it)."""
     view = memoryview(body)
     if not body and header_length is None:
         raise InvalidArgument(
             f"the inference request is empty (a JSON body, or {INFER_HEADER} and binary data)"
         )
-    length = _header_length(header_length, len(body))
+    length = len(body) if header_length is None else header_length
     if length == 0:
         options = RequestOptions(binary_data_output=True)
         return RestInfer(InferCall(target(model, version), "", options), (), view)
@@ -117,24 +142,14 @@ def parse(body: bytes, header_length: str | None, model: str, version: str) -> R
     return RestInfer(InferCall(target(model, version), request_id, options, outputs), inputs)
 
 
-def json_length(body: bytes, header_length: str | None) -> int:
-    """Bytes of a request's JSON: the inference header's when it names a length in the body,
-    else the whole body's (a bad header is :func:`parse`'s to refuse)."""
-    if header_length is not None:
-        text = header_length.strip()
-        if text.isdigit() and len(text) <= 18:
-            return min(int(text), len(body))
-    return len(body)
-
-
-def off_loop(body: bytes, header_length: str | None) -> bool:
+def off_loop(body: bytes, header_length: int | None) -> bool:
     """Whether a body is read with :func:`parse_converted` in a thread: over
     :data:`OFF_LOOP_BYTES`, and not a raw binary request (whose bytes are a view)."""
-    return len(body) > OFF_LOOP_BYTES and (header_length is None or header_length.strip() != "0")
+    return len(body) > OFF_LOOP_BYTES and header_length != 0
 
 
 def parse_converted(
-    body: bytes, header_length: str | None, model: str, version: str, limits: Limits
+    body: bytes, header_length: int | None, model: str, version: str, limits: Limits
 ) -> RestInfer:
     """:func:`parse`, then each JSON input's values converted (:mod:`gateway.v2.rest.json_values`)
     for the header it declares; a header or value the core would refuse is left for it."""
@@ -151,24 +166,14 @@ def _converted(item: RestInput, limits: Limits) -> RestInput:
     except ServingError:
         return item  # the core says it, in its turn
     try:
-        converted: npt.NDArray[Any] | ServingError = json_values.to_array(item.data, header)
+        converted = json_values.to_array(item.data, header)
     except ServingError as exc:
-        converted = exc
-    return replace(item, data=None, converted=converted)
-
-
-def _header_length(value: str | None, body_length: int) -> int:
-    if value is None:
-        return body_length
-    try:
-        length = int(value.strip())
-    except ValueError:
-        raise InvalidArgument(f"Unable to parse {INFER_HEADER}, got: {value}") from None
-    if not 0 <= length <= body_length:
-        raise InvalidArgument(
-            f"inference header size should be in range (0, {body_length}), got: {value}"
-        )
-    return length
+        return replace(item, data=None, converted=exc)
+    nbytes = 0
+    if item.datatype == BYTES:
+        elements: list[bytes] = converted.ravel().tolist()
+        nbytes = sum(len(v) for v in elements)
+    return replace(item, data=None, converted=converted, converted_bytes=nbytes)
 
 
 def _json(text: bytes) -> Any:
@@ -270,9 +275,9 @@ def _wire_bytes(wire: Wire[RestInput]) -> int:
     item = wire.payload
     if item.binary is not None:
         return len(item.binary)
-    if isinstance(item.converted, np.ndarray) and item.datatype == BYTES:
-        return sum(len(v) for v in item.converted.ravel().tolist())
-    if item.datatype == BYTES and item.converted is None:
+    if item.converted is not None:
+        return item.converted_bytes  # counted off the loop (0 for a kept error)
+    if item.datatype == BYTES:
         return sum(len(v) for v in json_values.flatten(item.data) if isinstance(v, str))
     return 0
 

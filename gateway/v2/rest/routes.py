@@ -111,8 +111,10 @@ class V2Rest:
     async def _infer(self, request: web.BaseRequest, call: V2Call, bounds: CallBounds) -> Any:
         body = await bounds.read_body(request)
         transport_deadline = bounds.deadline()
-        header = request.headers.get(request_body.INFER_HEADER)
-        bounds.check_json(request_body.json_length(body, header))
+        header = request_body.header_length(
+            request.headers.get(request_body.INFER_HEADER), len(body)
+        )
+        bounds.check_json(len(body) if header is None else header)  # the JSON's bytes
         limits = self._plane.limits
         if request_body.off_loop(body, header):  # a large JSON body: the loop serves meanwhile
             parsed = await asyncio.to_thread(
@@ -177,8 +179,10 @@ def _json(document: Any, status: int = 200) -> web.Response:
 
 
 async def _body_json(request: web.BaseRequest, bounds: CallBounds) -> Any:
-    """The body's JSON, None when it is empty; INVALID_ARGUMENT when it is not JSON."""
+    """The body's JSON, None when it is empty; INVALID_ARGUMENT when it is not JSON or is over
+    ``--rest_api_max_json_bytes`` (:meth:`CallBounds.check_json`, as infer's)."""
     body = await bounds.read_body(request)
+    bounds.check_json(len(body))
     if not body.strip():
         return None
     try:

@@ -10,7 +10,8 @@ import numpy as np
 import orjson
 import pytest
 
-from gateway.errors import InvalidArgument
+from gateway import decoding
+from gateway.errors import InvalidArgument, ResourceExhausted
 from gateway.v2.call import InferCall, RequestedOutput
 from gateway.v2.declared import Limits
 from gateway.v2.parameters import RequestOptions
@@ -26,8 +27,9 @@ def _binary_body(header: dict[str, Any], *payloads: bytes) -> tuple[bytes, str]:
     return text + b"".join(payloads), str(len(text))
 
 
-def _decode(body: bytes, length: str | None, sig: Any = SIG) -> dict[str, Any]:
-    parsed = request_body.parse(body, length, "m", "")
+def _decode(body: bytes, header: str | None, sig: Any = SIG) -> dict[str, Any]:
+    """``body`` read as the route reads it, ``header`` the inference header's value."""
+    parsed = request_body.parse(body, request_body.header_length(header, len(body)), "m", "")
     return validate(sig, request_body.rest_inputs(parsed, sig, Limits(1000, 100_000)))
 
 
@@ -102,9 +104,27 @@ def test_binary_size_errors(inputs: list[Any], payload: bytes, message: str) -> 
 )
 def test_bad_header_length(value: str, message: str) -> None:
     with pytest.raises(InvalidArgument, match=message):
-        request_body.parse(b"{}", value, "m", "")
+        request_body.header_length(value, 2)
     with pytest.raises(InvalidArgument, match="in range \\(0, 2\\)"):
-        request_body.parse(b"{}", "3", "m", "")
+        request_body.header_length("3", 2)
+
+
+@pytest.mark.parametrize(
+    ("value", "length"),
+    [(None, None), ("0", 0), ("00", 0), ("+0", 0), ("-0", 0), (" 2 ", 2), ("+2", 2), ("02", 2)],
+)
+def test_header_length_is_read_once_for_every_use(value: str | None, length: int | None) -> None:
+    """One reading of the header: what parse, the JSON bound and the off-loop test all take
+    (header 0 in any spelling is a raw binary request, served on the loop)."""
+    assert request_body.header_length(value, 2) == length
+    big = bytes(request_body.OFF_LOOP_BYTES + 1)
+    assert request_body.off_loop(big, request_body.header_length(value, len(big))) == (length != 0)
+
+
+@pytest.mark.parametrize("value", ["", "1_0", "\u0663", "0x1", "1.0", "1" * 5000])
+def test_a_header_that_is_no_decimal_integer_is_refused(value: str) -> None:
+    with pytest.raises(InvalidArgument, match="Unable to parse Inference-Header-Content-Length"):
+        request_body.header_length(value, 100)
 
 
 @pytest.mark.parametrize(
@@ -141,7 +161,7 @@ def test_nan_and_infinity_literals_are_read() -> None:
 def test_raw_binary_request_deduces_the_shape() -> None:
     one = signature({"x": ("float32", (-1, 2))})
     body = struct.pack("<4f", 1, 2, 3, 4)
-    parsed = request_body.parse(body, "0", "m", "")
+    parsed = request_body.parse(body, 0, "m", "")
     assert parsed.call.options.binary_data_output
     assert validate(one, request_body.rest_inputs(parsed, one, Limits(100)))["x"].tolist() == [
         [1, 2],
@@ -153,7 +173,7 @@ def test_raw_binary_request_deduces_the_shape() -> None:
         4,
     )
     strings = signature({"s": ("string", (-1,))})
-    parsed = request_body.parse(struct.pack("<I", 2) + b"ok", "0", "m", "")
+    parsed = request_body.parse(struct.pack("<I", 2) + b"ok", 0, "m", "")
     assert validate(strings, request_body.rest_inputs(parsed, strings, Limits(100)))[
         "s"
     ].tolist() == [b"ok"]
@@ -224,5 +244,25 @@ def test_a_large_body_converts_ahead_and_keeps_errors_for_the_core() -> None:
     with pytest.raises(InvalidArgument, match="is not a number"):
         validate(X_ONLY, request_body.rest_inputs(parsed, X_ONLY, Limits(100)))
     assert request_body.off_loop(bytes(request_body.OFF_LOOP_BYTES + 1), None)
-    assert not request_body.off_loop(bytes(request_body.OFF_LOOP_BYTES + 1), "0")
+    assert not request_body.off_loop(bytes(request_body.OFF_LOOP_BYTES + 1), 0)
     assert not request_body.off_loop(b"{}", None)
+
+
+def test_a_large_body_counts_its_strings_bytes_with_the_conversion() -> None:
+    """A converted BYTES input carries its elements' byte count (counted in the thread); the
+    core's byte bound then reads the same total as for a body parsed on the loop (ASCII here: on
+    the loop a string counts its characters, at least its bytes)."""
+    strings = signature({"s": ("string", (-1,))})
+    body = orjson.dumps(
+        {"inputs": [{"name": "s", "datatype": "BYTES", "shape": [3], "data": ["ab", "c", ""]}]}
+    )
+    converted = request_body.parse_converted(body, None, "m", "", Limits(100))
+    assert converted.inputs[0].data is None and converted.inputs[0].converted_bytes == 3
+    exact = Limits(100, 3 * decoding.STRING_ELEMENT_BYTES + 3)
+    under = Limits(100, 3 * decoding.STRING_ELEMENT_BYTES + 2)
+    for parsed in (converted, request_body.parse(body, None, "m", "")):
+        assert validate(strings, request_body.rest_inputs(parsed, strings, exact))[
+            "s"
+        ].tolist() == [b"ab", b"c", b""]
+        with pytest.raises(ResourceExhausted):
+            validate(strings, request_body.rest_inputs(parsed, strings, under))
