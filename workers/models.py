@@ -105,21 +105,21 @@ def _load_openvino(request: LoadRequest, max_output_bytes: int) -> Model:
     )
 
 
-Loader = Callable[[LoadRequest, int], Model]
+ModelLoader = Callable[[LoadRequest, int], Model]
 """Loads a model, given the load request and the bytes one run's outputs may take (the output
 area's capacity)."""
 
-LOADERS: dict[str, Loader] = {
+LOADERS: dict[str, ModelLoader] = {
     "onnx": _load_onnx,
     "tensorflow": _load_tensorflow,
 }
 """Model loaders by ``platform`` (its own runtime)."""
 
-RUNTIME_LOADERS: dict[str, Loader] = {"openvino": _load_openvino}
+RUNTIME_LOADERS: dict[str, ModelLoader] = {"openvino": _load_openvino}
 """Model loaders by the ``runtime`` a load request chooses instead (any platform)."""
 
 
-def loader_for(request: LoadRequest) -> Loader:
+def loader_for(request: LoadRequest) -> ModelLoader:
     """The loader of ``request``: its ``runtime``'s when it names one, else its ``platform``'s.
     WorkerError UNIMPLEMENTED for a platform or runtime the workers do not have."""
     platform = request["platform"]
