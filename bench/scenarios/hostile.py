@@ -24,11 +24,11 @@ from pathlib import Path
 from typing import Any
 
 import grpc
-import onnx
 from onnx import TensorProto, helper
 
 from bench.load.calls import PREDICT_METHOD
 from bench.measure.usage import status_bytes
+from bench.systems.models import save_graph
 from bench.systems.procs import Server, start_with_ready_fd
 from bench.systems.v2_peers import V2_METHOD
 from gateway._pb.inference import grpc_service_pb2 as v2_pb
@@ -118,11 +118,7 @@ def string_model(path: Path) -> Path:
         [helper.make_tensor_value_info("x", TensorProto.STRING, ["n", 1])],
         [helper.make_tensor_value_info("y", TensorProto.STRING, ["n", 1])],
     )
-    model = helper.make_model(graph, opset_imports=[helper.make_opsetid("", 17)])
-    model.ir_version = 8
-    path.parent.mkdir(parents=True, exist_ok=True)
-    onnx.save(model, str(path))
-    return path
+    return save_graph(graph, path)
 
 
 def _v2(value: bytes) -> bytes:

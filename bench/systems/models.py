@@ -64,7 +64,9 @@ def ensure_models(root: Path, names: tuple[str, ...] = MODELS) -> dict[str, Path
     return out
 
 
-def _save(graph: onnx.GraphProto, path: Path) -> Path:
+def save_graph(graph: onnx.GraphProto, path: Path) -> Path:
+    """``graph`` as a checked opset-17, IR 8 model at ``path`` (its folder made; written to a
+    temporary name, then renamed)."""
     model = helper.make_model(graph, opset_imports=[helper.make_opsetid("", OPSET)])
     model.ir_version = 8
     onnx.checker.check_model(model)
@@ -106,7 +108,7 @@ def build_mlp(path: Path, seed: int = 0) -> Path:
         [helper.make_tensor_value_info(OUTPUT_NAME, TensorProto.FLOAT, ["batch", 10])],
         initializer=inits,
     )
-    return _save(graph, path)
+    return save_graph(graph, path)
 
 
 class _ResNetBuilder:
@@ -188,4 +190,4 @@ def build_resnet50(path: Path, seed: int = 0) -> Path:
         [helper.make_tensor_value_info(OUTPUT_NAME, TensorProto.FLOAT, ["batch", 1000])],
         initializer=b.inits,
     )
-    return _save(graph, path)
+    return save_graph(graph, path)

@@ -27,11 +27,11 @@ from typing import Any
 
 import grpc
 import numpy as np
-import onnx
 import pytest
 from google.protobuf import text_format
 from onnx import TensorProto, helper
 
+from bench.systems.models import save_graph
 from gateway.config.batching_options import load_options
 from gateway.config.flags import parse_flags
 from gateway.config.model_config import load_model_server_config, model_specs
@@ -145,11 +145,7 @@ def named_inputs(path: Path) -> Path:
         [helper.make_tensor_value_info(n, t, s) for n, (t, s) in shapes.items()],
         [helper.make_tensor_value_info(f"{n}_out", t, s) for n, (t, s) in shapes.items()],
     )
-    model = helper.make_model(graph, opset_imports=[helper.make_opsetid("", 17)])
-    model.ir_version = 8
-    path.parent.mkdir(parents=True, exist_ok=True)
-    onnx.save(model, str(path))
-    return path
+    return save_graph(graph, path)
 
 
 def pairs(path: Path) -> Path:
@@ -160,11 +156,7 @@ def pairs(path: Path) -> Path:
         [helper.make_tensor_value_info("x", TensorProto.FLOAT, ["n", 1, 2])],
         [helper.make_tensor_value_info("y", TensorProto.FLOAT, ["n", 1, 2])],
     )
-    model = helper.make_model(graph, opset_imports=[helper.make_opsetid("", 17)])
-    model.ir_version = 8
-    path.parent.mkdir(parents=True, exist_ok=True)
-    onnx.save(model, str(path))
-    return path
+    return save_graph(graph, path)
 
 
 BATCHING_FILE = """

@@ -8,7 +8,7 @@ from pathlib import Path
 import numpy as np
 from onnx import TensorProto, helper, numpy_helper
 
-from tests.support.onnx_models import save
+from bench.systems.models import save_graph
 
 
 def expand(path: Path, *, to: tuple[int, int] | None, elem: int = TensorProto.FLOAT) -> Path:
@@ -23,4 +23,4 @@ def expand(path: Path, *, to: tuple[int, int] | None, elem: int = TensorProto.FL
     else:
         constant = numpy_helper.from_array(np.array(to, dtype=np.int64), "shape")
         graph = helper.make_graph([node], path.stem, [x], [y], initializer=[constant])
-    return save(graph, path)
+    return save_graph(graph, path)

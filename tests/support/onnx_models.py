@@ -5,20 +5,9 @@ from __future__ import annotations
 from pathlib import Path
 
 import numpy as np
-import onnx
 from onnx import TensorProto, helper, numpy_helper
 
-OPSET = 17
-
-
-def save(graph: onnx.GraphProto, path: Path) -> Path:
-    """``graph`` as a checked opset-17, IR 8 model at ``path`` (its folder made)."""
-    model = helper.make_model(graph, opset_imports=[helper.make_opsetid("", OPSET)])
-    model.ir_version = 8
-    onnx.checker.check_model(model)
-    path.parent.mkdir(parents=True, exist_ok=True)
-    onnx.save(model, str(path))
-    return path
+from bench.systems.models import save_graph
 
 
 def mlp(
@@ -46,7 +35,7 @@ def mlp(
         ],
         initializer=[w1, b1, w2],
     )
-    return save(graph, path)
+    return save_graph(graph, path)
 
 
 IDENTITY_DTYPES = {
@@ -73,7 +62,7 @@ def identities(path: Path) -> Path:
         inputs.append(helper.make_tensor_value_info(f"in_{name}", elem, ["n", "m"]))
         outputs.append(helper.make_tensor_value_info(f"out_{name}", elem, ["n", "m"]))
         nodes.append(helper.make_node("Identity", [f"in_{name}"], [f"out_{name}"]))
-    return save(helper.make_graph(nodes, "identities", inputs, outputs), path)
+    return save_graph(helper.make_graph(nodes, "identities", inputs, outputs), path)
 
 
 def identity(path: Path, dtype: str) -> Path:
@@ -85,7 +74,7 @@ def identity(path: Path, dtype: str) -> Path:
         [helper.make_tensor_value_info("x", elem, ["n", "m"])],
         [helper.make_tensor_value_info("y", elem, ["n", "m"])],
     )
-    return save(graph, path)
+    return save_graph(graph, path)
 
 
 def add_two(path: Path) -> Path:
@@ -107,7 +96,7 @@ def add_two(path: Path) -> Path:
             helper.make_tensor_value_info("diff", TensorProto.FLOAT, spec),
         ],
     )
-    return save(graph, path)
+    return save_graph(graph, path)
 
 
 def scaled(path: Path, factor: float) -> Path:
@@ -120,7 +109,7 @@ def scaled(path: Path, factor: float) -> Path:
         [helper.make_tensor_value_info("y", TensorProto.FLOAT, ["batch", 2])],
         initializer=[k],
     )
-    return save(graph, path)
+    return save_graph(graph, path)
 
 
 def onnx_examples(path: Path) -> Path:
@@ -149,4 +138,4 @@ def onnx_examples(path: Path) -> Path:
             numpy_helper.from_array(np.array(2.0, np.float32), "two"),
         ],
     )
-    return save(graph, path)
+    return save_graph(graph, path)

@@ -6,7 +6,7 @@ from pathlib import Path
 
 from onnx import TensorProto, helper
 
-from tests.support.onnx_models import save
+from bench.systems.models import save_graph
 
 
 def strings(path: Path) -> Path:
@@ -24,7 +24,7 @@ def strings(path: Path) -> Path:
             helper.make_tensor_value_info("text_bytes", TensorProto.STRING, ["batch"]),
         ],
     )
-    return save(graph, path)
+    return save_graph(graph, path)
 
 
 def scalar_sum(path: Path) -> Path:
@@ -35,4 +35,4 @@ def scalar_sum(path: Path) -> Path:
         [helper.make_tensor_value_info("x", TensorProto.FLOAT, ["n"])],
         [helper.make_tensor_value_info("total", TensorProto.FLOAT, [])],
     )
-    return save(graph, path)
+    return save_graph(graph, path)
