@@ -24,26 +24,20 @@ from channel import messages
 from channel.dtypes import dtype_name
 from channel.messages import Reply, RunReply, TensorDesc
 from channel.shm.payload import read_tensor, tensor_nbytes, write_tensor
-from gateway.errors import Internal, ResourceExhausted, ServingError, Unavailable, from_wire
+from gateway.errors import (
+    InputAreaFull,
+    InputTooLarge,
+    Internal,
+    ServingError,
+    Unavailable,
+    from_wire,
+)
 from gateway.parallel.endpoint import Endpoint
 from gateway.parallel.lease import OutputLease, RunResult
 from gateway.parallel.watchdog import RunTimes
 
 ALIGN = 64
 """Byte alignment of each tensor inside a batch's input block."""
-
-
-class InputAreaFull(ResourceExhausted):
-    """The batch does not fit the worker's input area now, but would once runs in flight there
-    are done (``needed`` bytes, no more than the whole area): the sender may wait for room."""
-
-    def __init__(self, message: str, needed: int) -> None:
-        super().__init__(message)
-        self.needed = needed
-
-
-class InputTooLarge(ResourceExhausted):
-    """The batch needs more bytes than the worker's whole input area: it can never be placed."""
 
 
 Fill = Callable[[str, np.ndarray], None]

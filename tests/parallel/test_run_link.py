@@ -14,10 +14,10 @@ import pytest
 from channel import messages
 from channel.messages import RunRequest
 from channel.shm.channel import Channel
-from gateway.errors import Internal, InvalidArgument, Unavailable
+from gateway.errors import InputAreaFull, InputTooLarge, Internal, InvalidArgument, Unavailable
 from gateway.parallel.endpoint import Endpoint
 from gateway.parallel.lease import RunResult
-from gateway.parallel.run_link import InputAreaFull, InputTooLarge, RunLink
+from gateway.parallel.run_link import RunLink
 from gateway.parallel.watchdog import RunTimes
 from tests.support.worker_end import WorkerEnd, resolved
 
