@@ -20,6 +20,7 @@ from __future__ import annotations
 import ctypes
 import logging
 import os
+from collections.abc import Sequence
 from typing import Any, Final
 
 import ml_dtypes
@@ -63,9 +64,13 @@ def _bfloat16_array(value: Any) -> np.ndarray[Any, Any]:
 
 
 class OnnxModel:
-    """One ONNX Runtime session and its signature; :meth:`run` is called from one thread.
+    """One ONNX Runtime session and its signature, a :class:`workers.models.Model`: one
+    signature (a run's signature name is not consulted), string inputs as ``str``
+    (``text_strings``). :meth:`run` is called from one thread.
 
     ``max_output_bytes`` bounds one run's outputs (None: unbounded)."""
+
+    text_strings = True
 
     def __init__(
         self, path: str, session: ort.InferenceSession, max_output_bytes: int | None = None
@@ -105,9 +110,13 @@ class OnnxModel:
         """The next run's options: the arena shrink after a refusal, else none."""
 
     def run(
-        self, inputs: dict[str, np.ndarray[Any, Any]], output_names: list[str] | None
+        self,
+        inputs: dict[str, np.ndarray[Any, Any]],
+        output_names: Sequence[str] | None,
+        signature_name: str = "",
     ) -> dict[str, np.ndarray[Any, Any]]:
-        """Outputs by name, in ``output_names`` order (None: every signature output).
+        """Outputs by name, in ``output_names`` order (None: every signature output); the model
+        has one signature, whatever ``signature_name`` says.
         WorkerError INVALID_ARGUMENT for an unknown output name or anything ONNX Runtime
         rejects (shapes, dtypes, missing inputs); RESOURCE_EXHAUSTED for outputs over
         ``max_output_bytes`` (before the run when the shapes tell)."""
@@ -140,8 +149,11 @@ class OnnxModel:
                 raise onnx_outputs.refusal(nbytes, limit, exact=exact)
         return dict(zip(names, results, strict=True))
 
+    def close(self) -> None:
+        """Nothing to release early: the session goes with the object."""
+
     def _refuse_before(
-        self, inputs: dict[str, np.ndarray[Any, Any]], names: list[str], limit: int
+        self, inputs: dict[str, np.ndarray[Any, Any]], names: Sequence[str], limit: int
     ) -> bool:
         """Refuse outputs ``names`` that the declared shapes size past ``limit`` on ``inputs``;
         True when they size them all, exactly (nothing is left to check after the run)."""
@@ -162,7 +174,7 @@ class OnnxModel:
     def _run_ort_values(
         self,
         inputs: dict[str, np.ndarray[Any, Any]],
-        names: list[str],
+        names: Sequence[str],
         options: ort.RunOptions | None,
     ) -> list[np.ndarray[Any, Any]]:
         feeds = {}
