@@ -86,14 +86,6 @@ def _str(text: str) -> bytes:
     return b"".join(out)
 
 
-def _tensors(out: list[bytes], tensors: tuple[TensorDesc, ...]) -> None:
-    for name, dtype, shape, offset, nbytes in tensors:
-        rank = len(shape)
-        out.append(_TENSOR.pack(_DTYPE_INDEX[dtype], rank, offset, nbytes))
-        out.append(_dims(rank).pack(*shape))
-        out.append(_str(name))
-
-
 def encode_run(run: RunRequest) -> bytes:
     """``run`` in the binary layout. ValueError for a non-finite deadline; struct.error /
     KeyError for fields out of range (a negative dimension, an unknown dtype)."""
@@ -122,7 +114,10 @@ def encode_run(run: RunRequest) -> bytes:
     if trace is not None:
         trace_id, span_id = trace
         out.append(_TRACE.pack(trace_id >> 64, trace_id & _LOW64, span_id))
-    _tensors(out, inputs)
+    for name, dtype, shape, offset, nbytes in inputs:
+        out.append(_TENSOR.pack(_DTYPE_INDEX[dtype], len(shape), offset, nbytes))
+        out.append(_dims(len(shape)).pack(*shape))
+        out.append(_str(name))
     if outputs is not None:
         out.extend(map(_str, outputs))
     return b"".join(out)
@@ -133,7 +128,10 @@ def encode_run_reply(reply: RunReply) -> bytes:
     request_id, outputs, out_end, compute_us, spans = reply
     flags = 0 if spans is None else _HAS_SPANS
     out = [_REPLY.pack(RUN_REPLY_TAG, request_id, flags, out_end, compute_us, len(outputs))]
-    _tensors(out, outputs)
+    for name, dtype, shape, offset, nbytes in outputs:
+        out.append(_TENSOR.pack(_DTYPE_INDEX[dtype], len(shape), offset, nbytes))
+        out.append(_dims(len(shape)).pack(*shape))
+        out.append(_str(name))
     if spans is not None:
         out.append(_SPANS.pack(spans.count, len(spans.data)))
         out.append(spans.data)
@@ -141,7 +139,8 @@ def encode_run_reply(reply: RunReply) -> bytes:
 
 
 # -- decoding ---------------------------------------------------------------------------------
-# Each string is read inline (length, bounds, UTF-8): a helper would be a call per string.
+# Each string is read inline (length, bounds, UTF-8), and each encoder writes its tensors itself:
+# a helper would be a Python call per string or per message.
 
 
 def _read_tensors(
