@@ -120,10 +120,12 @@ class ChannelSet:
             fence()
             found = self.pending()  # pushed before a gateway could see its word
             if found:
-                self._awake(channels)
+                for channel in channels:
+                    channel.announce_sleep(False)
                 return tuple.__new__(Arrivals, (found, False, False, True))
             events = self._poll.poll()
-            self._awake(channels)
+            for channel in channels:
+                channel.announce_sleep(False)
             woken = handed_over = False
             for fd, _ in events:
                 if fd == self._wake_fd:
@@ -141,11 +143,6 @@ class ChannelSet:
             found = self.pending()
             if found or woken or handed_over:
                 return tuple.__new__(Arrivals, (found, woken, handed_over, True))
-
-    @staticmethod
-    def _awake(channels: list[Channel]) -> None:
-        for channel in channels:
-            channel.announce_sleep(False)
 
     def _take_handover(self) -> None:
         sock = self._sock

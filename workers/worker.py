@@ -255,7 +255,7 @@ def serve(channels: ChannelSet, stopping: Callable[[], bool]) -> int:
             arrivals = channels.wait()
             if arrivals.slept and arrivals.requests:
                 worker.telemetry.count_wakeup()
-            taken = round_robin(arrivals.requests) if arrivals.requests else []
+            taken = round_robin(arrivals.requests)
             for i, (channel, data) in enumerate(taken):
                 if worker.answer(channel, data) or stopping():
                     _refuse(taken[i + 1 :], channels)
