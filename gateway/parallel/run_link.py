@@ -131,7 +131,7 @@ class RunLink:
         for name, (dtype, shape) in layout.items():
             if rows < 0 and shape:
                 rows = shape[0]
-            if dtype.kind == "O":
+            if dtype.kind in "OSU":  # strings travel as UTF-8 (numpy's fixed-width ones too)
                 strings = np.empty(shape, dtype=object)
                 fill(name, strings)
                 nbytes = tensor_nbytes(strings)
@@ -181,7 +181,7 @@ class RunLink:
         as empty here (their size is known once they are encoded)."""
         total = 0
         for dtype, shape in layout.values():
-            if dtype.kind != "O":
+            if dtype.kind not in "OSU":
                 total += -(-math.prod(shape) * dtype.itemsize // ALIGN) * ALIGN
         if total > self.channel.input_capacity:
             raise self._too_large(total)

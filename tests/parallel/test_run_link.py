@@ -140,6 +140,20 @@ def test_byte_swapped_inputs_reach_the_worker_as_their_values() -> None:
     _run(scenario)
 
 
+def test_fixed_width_numpy_strings_travel_as_utf8_strings() -> None:
+    words = np.array([["é", "bc"], ["", "d"]])  # numpy's <U2, not an object array
+
+    async def scenario(link: RunLink, worker: WorkerEnd, done: Done) -> None:
+        run = _submit(link, words=words)
+        (request,) = worker.requests()
+        assert isinstance(request, RunRequest) and request.inputs[0].dtype == "string"
+        got = worker.inputs(request)["words"]
+        assert got.tolist() == [["é".encode(), b"bc"], [b"", b"d"]]
+        run.cancel()
+
+    _run(scenario)
+
+
 def test_outputs_of_a_run_nobody_awaits_go_back_at_once() -> None:
     async def scenario(link: RunLink, worker: WorkerEnd, done: Done) -> None:
         run = _submit(link, x=np.ones((1, 2), np.float32))
