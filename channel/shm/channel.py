@@ -43,7 +43,9 @@ class Channel:
 
     Gateway side: :meth:`create`, :meth:`submit`, :meth:`completions`, the input allocator,
     :meth:`release_outputs`. Worker side: the constructor (on inherited descriptors),
-    :meth:`wait_submissions`, :meth:`post_completion`, :meth:`alloc_output`. Both: the views and
+    :meth:`wait_submissions` (or :attr:`take_submissions` and :meth:`announce_sleep` for one wait
+    over several channels), :meth:`post_completion`, :meth:`alloc_output`. Both: the views, the
+    whole areas (:attr:`input_area`, :attr:`output_area`, :attr:`output_readonly`) and
     :meth:`close`. A channel is used by one thread per process.
     """
 
