@@ -1,0 +1,111 @@
+"""Google Cloud Storage through google-cloud-storage, configured only by Google's standard
+environment: ``GOOGLE_APPLICATION_CREDENTIALS`` (a service account or workload identity
+federation file), else the metadata server (GKE workload identity, Compute Engine); and
+``STORAGE_EMULATOR_HOST`` (a local emulator, without credentials), all read by the library
+itself. A version is taken at the generation the listing showed.
+"""
+
+from __future__ import annotations
+
+import threading
+from collections.abc import Mapping
+from typing import Any
+
+from gateway.storage.failures import ExtraMissing, Kind, StoreError
+from gateway.storage.objects import ObjectInfo, write_stream
+from gateway.storage.urls import ObjectUrl
+
+TIMEOUT_S = (5.0, 30.0)
+"""Connect and read timeouts of one request."""
+LIST_DEADLINE_S = 10.0
+"""How long a listing retries (back-off with jitter) before it fails: a poll, not a load."""
+GET_DEADLINE_S = 60.0
+
+
+class GcsStore:
+    """One GCS bucket."""
+
+    def __init__(self, url: ObjectUrl, env: Mapping[str, str]) -> None:
+        try:
+            from google.cloud import storage
+            from google.cloud.storage.retry import DEFAULT_RETRY
+        except ImportError:
+            raise ExtraMissing("gs", "google-cloud-storage") from None
+        self.where = url.store
+        self._bucket_name = url.bucket
+        self._list_retry = DEFAULT_RETRY.with_timeout(LIST_DEADLINE_S)
+        self._get_retry = DEFAULT_RETRY.with_timeout(GET_DEADLINE_S)
+        self._storage: Any = storage
+        self._client: Any = None
+        self._client_lock = threading.Lock()
+
+    def _bucket(self) -> Any:
+        """The bucket handle; the client is made on first use, so that credentials that were
+        not there yet (the metadata server starting) are looked for again."""
+        with self._client_lock:
+            if self._client is None:
+                try:
+                    self._client = self._storage.Client()
+                except Exception as exc:
+                    raise self._failure("authenticate", exc) from None
+            return self._client.bucket(self._bucket_name)
+
+    def list(self, prefix: str) -> list[ObjectInfo]:
+        bucket = self._bucket()
+        try:
+            blobs = bucket.list_blobs(prefix=prefix, retry=self._list_retry, timeout=TIMEOUT_S)
+            return [ObjectInfo(b.name, int(b.size or 0), str(b.generation)) for b in blobs]
+        except Exception as exc:
+            raise self._failure("list", exc) from None
+
+    def download(self, obj: ObjectInfo, path: str, stop: threading.Event) -> int:
+        bucket = self._bucket()
+        blob = bucket.blob(obj.key, generation=int(obj.tag))
+        try:
+            with blob.open("rb", retry=self._get_retry, timeout=TIMEOUT_S) as stream:
+                return write_stream(stream.read, path, stop, self.where)
+        except StoreError:
+            raise
+        except Exception as exc:
+            kind, reason = classify(exc)
+            if kind == "not_found":  # that generation is gone: replaced since the listing
+                kind = "changed"
+            raise StoreError(kind, self.where, "get", reason) from None
+
+    def read(self, key: str) -> bytes:
+        bucket = self._bucket()
+        try:
+            data: bytes = bucket.blob(key).download_as_bytes(
+                retry=self._get_retry, timeout=TIMEOUT_S
+            )
+            return data
+        except Exception as exc:
+            raise self._failure("get", exc) from None
+
+    def _failure(self, operation: str, exc: Exception) -> StoreError:
+        kind, reason = classify(exc)
+        if operation == "list" and kind == "not_found":
+            kind = "no_bucket"
+        return StoreError(kind, self.where, operation, reason)
+
+
+def classify(exc: Exception) -> tuple[Kind, str]:
+    """A google-cloud exception's kind and a reason that quotes no request."""
+    from google.api_core import exceptions as api
+    from google.auth import exceptions as auth
+
+    if isinstance(exc, auth.DefaultCredentialsError):
+        return "denied", "no Google credentials found (GOOGLE_APPLICATION_CREDENTIALS, metadata)"
+    if isinstance(exc, auth.RefreshError | auth.GoogleAuthError):
+        return "denied", "the Google credentials were refused or could not be refreshed"
+    if isinstance(exc, api.GoogleAPICallError):
+        status = int(exc.code or 0)
+        reason = f"{type(exc).__name__} (HTTP {status})"
+        if isinstance(exc, api.NotFound):
+            return "not_found", reason
+        if status in (401, 403):
+            return "denied", reason
+        if status == 412:
+            return "changed", reason
+        return "unreachable", reason
+    return "unreachable", f"{type(exc).__name__} (the store could not be reached)"
