@@ -27,8 +27,10 @@ from gateway.storage.urls import ObjectUrl, azure_account
 
 CONNECT_TIMEOUT_S = 5
 READ_TIMEOUT_S = 30
-ATTEMPTS = 3
-"""Retries of one request (the SDK's exponential back-off with jitter)."""
+RETRIES = 2
+BACKOFF_S = 1
+"""Retries of one request and the first wait (the SDK's exponential back-off with jitter; its
+defaults wait 15 s and more, too long for a poll)."""
 
 
 class AzureStore:
@@ -36,12 +38,15 @@ class AzureStore:
 
     def __init__(self, url: ObjectUrl, env: Mapping[str, str]) -> None:
         try:
-            from azure.storage.blob import BlobServiceClient
+            from azure.storage.blob import BlobServiceClient, ExponentialRetry
         except ImportError:
             raise ExtraMissing("az", "azure-storage-blob") from None
         self.where = url.store
+        retry = ExponentialRetry(
+            initial_backoff=BACKOFF_S, increment_base=2, retry_total=RETRIES, random_jitter_range=1
+        )
         options: dict[str, Any] = {
-            "retry_total": ATTEMPTS,
+            "retry_policy": retry,
             "connection_timeout": CONNECT_TIMEOUT_S,
             "read_timeout": READ_TIMEOUT_S,
         }

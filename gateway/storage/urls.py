@@ -58,7 +58,7 @@ def parse(url: str, env: Mapping[str, str] | None = None) -> ObjectUrl:
     if not sep or scheme not in SCHEMES:
         schemes = ", ".join(f"{s}://" for s in SCHEMES)
         raise UrlError(f"{url} is not an object URL tensorgate reads ({schemes})")
-    parts = rest.strip("/").split("/") if rest.strip("/") else []
+    parts = rest.rstrip("/").split("/") if rest.rstrip("/") else []
     if not parts or not parts[0]:
         raise UrlError(f"{url} names no bucket")
     if any(p in ("", ".", "..") for p in parts):
