@@ -157,4 +157,6 @@ def classify(exc: Exception) -> tuple[Kind, str]:
 
 
 def _code(exc: Any) -> str:
-    return str(getattr(exc, "error_code", "") or type(exc).__name__)
+    """The service's error code (``AuthorizationFailure``), else the exception's class."""
+    code = getattr(exc, "error_code", None)
+    return str(getattr(code, "value", code) or type(exc).__name__)

@@ -177,7 +177,7 @@ class VersionCache:
             "downloaded %s (%d files, %.1f MB) in %.1f s into %s",
             where, len(files), total / 1e6, seconds, folder,
         )  # fmt: skip
-        self.trim(keep)
+        self.trim([*keep, folder])  # the version fetched is about to load
         return folder
 
     def _download(

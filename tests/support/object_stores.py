@@ -44,6 +44,8 @@ class CutProxy:
         self._listener = socket.create_server(("127.0.0.1", 0))
         self.port: int = self._listener.getsockname()[1]
         self._cut = threading.Event()
+        self.refused = 0
+        """Connections reset on arrival because the link was cut (the client tried)."""
         self._closed = False
         self._lock = threading.Lock()
         self._sockets: set[socket.socket] = set()
@@ -76,6 +78,7 @@ class CutProxy:
             except OSError:
                 return
             if self._cut.is_set() or self._closed:
+                self.refused += 1
                 _reset(client)
                 continue
             try:
