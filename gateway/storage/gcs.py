@@ -85,13 +85,13 @@ class GcsStore:
         bucket = self._bucket()
         generation, _, crc32c = obj.tag.partition("#")
         blob = bucket.blob(obj.key, generation=int(generation))
-        checksum = google_crc32c.Checksum()
+        crc = [0]
         try:
             with blob.open("rb", retry=self._get_retry, timeout=TIMEOUT_S) as stream:
 
                 def read(size: int) -> bytes:
                     data: bytes = stream.read(size)
-                    checksum.update(data)
+                    crc[0] = google_crc32c.extend(crc[0], data)
                     return data
 
                 written = write_stream(read, path, stop, self.where)
@@ -102,7 +102,7 @@ class GcsStore:
             if kind == "not_found":  # that generation is gone: replaced since the listing
                 kind = "changed"
             raise StoreError(kind, self.where, "get", reason) from None
-        if crc32c and base64.b64encode(checksum.digest()).decode() != crc32c:
+        if crc32c and base64.b64encode(crc[0].to_bytes(4, "big")).decode() != crc32c:
             reason = f"{obj.key} does not match the CRC32C the listing showed (replaced since?)"
             raise StoreError("changed", self.where, "get", reason)
         return written
