@@ -46,8 +46,6 @@ REPEAT_S = 60.0
 """Seconds between two lines about the same outage."""
 VARIABLES = "variables/"
 
-Clock = Callable[[], float]
-
 
 class ModelStorage:
     """The object stores of every model of one manager, and the cache of their versions under
@@ -59,7 +57,7 @@ class ModelStorage:
         cache_dir: str,
         max_bytes: int,
         in_use: Callable[[], Collection[str]],
-        clock: Clock = time.monotonic,
+        clock: Callable[[], float] = time.monotonic,
     ) -> None:
         self.cache = VersionCache(cache_dir, max_bytes)
         self._in_use = in_use
@@ -127,7 +125,7 @@ class RemoteBasePath:
     """Lists one model's base path in a store; remembers an outage to log it sparingly and to
     wait longer between listings."""
 
-    def __init__(self, model: str, storage: ModelStorage, clock: Clock) -> None:
+    def __init__(self, model: str, storage: ModelStorage, clock: Callable[[], float]) -> None:
         self.model = model
         self._storage = storage
         self._clock = clock

@@ -21,7 +21,7 @@ import threading
 from collections.abc import Mapping
 from typing import Any
 
-from gateway.storage.failures import ExtraMissing, Kind, StoreError
+from gateway.storage.failures import ExtraMissing, FailureKind, StoreError
 from gateway.storage.objects import ObjectInfo, write_stream
 from gateway.storage.urls import ObjectUrl, azure_account
 
@@ -131,7 +131,7 @@ def _credential(env: Mapping[str, str], account: str) -> Any:
     return DefaultAzureCredential()
 
 
-def classify(exc: Exception) -> tuple[Kind, str]:
+def classify(exc: Exception) -> tuple[FailureKind, str]:
     """An azure-core exception's kind and a reason that quotes no request (the service's error
     code)."""
     from azure.core import exceptions as az

@@ -49,8 +49,6 @@ PARALLEL = 8
 PROGRESS_EVERY_S = 10.0
 """Seconds between two progress lines of a download that is still running."""
 
-Clock = Callable[[], float]
-
 
 @dataclass
 class CacheFigures:
@@ -75,7 +73,9 @@ class VersionCache:
     """The cache under ``root`` (created on first use), bounded by ``max_bytes`` (0: none).
     ``clock``: seconds, for the download times (``time.monotonic``)."""
 
-    def __init__(self, root: str, max_bytes: int = 0, clock: Clock = time.monotonic) -> None:
+    def __init__(
+        self, root: str, max_bytes: int = 0, clock: Callable[[], float] = time.monotonic
+    ) -> None:
         self.root = root
         self.max_bytes = max_bytes
         self.figures = CacheFigures()

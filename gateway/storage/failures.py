@@ -13,13 +13,13 @@ from typing import Literal
 
 from gateway.errors import Code, ServingError
 
-Kind = Literal["unreachable", "denied", "no_bucket", "not_found", "changed"]
+FailureKind = Literal["unreachable", "denied", "no_bucket", "not_found", "changed"]
 """``unreachable``: network, timeouts, 5xx, throttling — worth retrying as it is;
 ``denied``: credentials missing, refused or expired; ``no_bucket``: the bucket (container)
 does not exist; ``not_found``: the object does not; ``changed``: the object is not the one the
 listing showed (size or tag), it was replaced meanwhile."""
 
-_CODES: dict[Kind, Code] = {
+_CODES: dict[FailureKind, Code] = {
     "unreachable": Code.UNAVAILABLE,
     "denied": Code.PERMISSION_DENIED,
     "no_bucket": Code.NOT_FOUND,
@@ -31,8 +31,8 @@ _CODES: dict[Kind, Code] = {
 class StoreError(Exception):
     """An operation on ``store`` (a bucket as a URL) failed for ``reason``."""
 
-    def __init__(self, kind: Kind, store: str, operation: str, reason: str) -> None:
-        self.kind: Kind = kind
+    def __init__(self, kind: FailureKind, store: str, operation: str, reason: str) -> None:
+        self.kind: FailureKind = kind
         self.store = store
         self.operation = operation
         self.reason = reason

@@ -17,7 +17,7 @@ from typing import Any
 
 import google_crc32c
 
-from gateway.storage.failures import ExtraMissing, Kind, StoreError
+from gateway.storage.failures import ExtraMissing, FailureKind, StoreError
 from gateway.storage.objects import ObjectInfo, write_stream
 from gateway.storage.urls import ObjectUrl
 
@@ -124,7 +124,7 @@ class GcsStore:
         return StoreError(kind, self.where, operation, reason)
 
 
-def classify(exc: Exception) -> tuple[Kind, str]:
+def classify(exc: Exception) -> tuple[FailureKind, str]:
     """A google-cloud exception's kind and a reason that quotes no request."""
     from google.api_core import exceptions as api
     from google.auth import exceptions as auth

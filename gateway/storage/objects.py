@@ -51,7 +51,7 @@ class ObjectStore(Protocol):
         ...
 
 
-Opener = Callable[[ObjectUrl, Mapping[str, str]], ObjectStore]
+StoreOpener = Callable[[ObjectUrl, Mapping[str, str]], ObjectStore]
 
 _stores: dict[tuple[str, str, str], ObjectStore] = {}
 _lock = threading.Lock()
@@ -96,7 +96,7 @@ def _azure(url: ObjectUrl, env: Mapping[str, str]) -> ObjectStore:
     return AzureStore(url, env)
 
 
-_OPENERS: dict[str, Opener] = {"s3": _s3, "gs": _gcs, "az": _azure}
+_OPENERS: dict[str, StoreOpener] = {"s3": _s3, "gs": _gcs, "az": _azure}
 
 
 def write_stream(read: Callable[[int], bytes], path: str, stop: threading.Event, what: str) -> int:

@@ -17,7 +17,7 @@ import threading
 from collections.abc import Mapping
 from typing import Any
 
-from gateway.storage.failures import ExtraMissing, Kind, StoreError
+from gateway.storage.failures import ExtraMissing, FailureKind, StoreError
 from gateway.storage.objects import ObjectInfo, write_stream
 from gateway.storage.urls import ObjectUrl
 
@@ -111,7 +111,7 @@ class S3Store:
         return StoreError(kind, self.where, operation, reason)
 
 
-def classify(exc: Exception) -> tuple[Kind, str]:
+def classify(exc: Exception) -> tuple[FailureKind, str]:
     """A botocore exception's kind and a reason that quotes no request (the error code, or the
     exception's class for the network's failures)."""
     from botocore.exceptions import (
