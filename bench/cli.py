@@ -13,6 +13,7 @@
     python -m bench fuzz --minutes 10    # hostile input against a real gateway, by status
     python -m bench grpcio --versions 1.75.1,1.78.2,1.83.2,1.85.1 --rounds 6 --seconds 8
     python -m bench otlp                 # tensorgate's OTLP encoder against OpenTelemetry's
+    python -m bench model-download       # ResNet50 from a local S3 server: boto3, obstore, restart
 
 Results go to ``bench/results/<date>-<plan>/`` (results.json, README.md, PNGs); logs and models
 to ``bench/.cache/``; the peers' virtualenvs to ``bench/.venvs/``.
@@ -138,6 +139,16 @@ def _parser() -> argparse.ArgumentParser:
     ot.add_argument("--point-cpu", type=float, default=0.3, help="CPU seconds per point, at least")
     ot.add_argument("--no-export", action="store_true", help="encode only, no sink")
     ot.add_argument("--out", type=Path, help="result directory (default bench/results/<date>-otlp)")
+    md = sub.add_parser(
+        "model-download",
+        help="the ResNet50 download from a local S3 server (boto3 against obstore) and a "
+        "gateway's start with a cold and a warm model cache; report in "
+        "bench/results/<date>-model-download/.",
+    )
+    md.add_argument("--rounds", type=_positive, default=5, help="rounds (default 5)")
+    md.add_argument(
+        "--out", type=Path, help="result directory (default bench/results/<date>-model-download)"
+    )
     ca = sub.add_parser("calls", help="Python calls per request of each system (exact counts)")
     ca.add_argument("--systems", default=",".join(CALL_SYSTEMS), help="default %(default)s")
     ca.add_argument("--requests", type=_positive, default=2000, help="counted calls per system")
@@ -276,6 +287,17 @@ def otlp_plan(args: argparse.Namespace) -> OtlpPlan:
     )
 
 
+def model_download_command(args: argparse.Namespace, console: Console) -> int:
+    """``python -m bench model-download``: measure, write the report, print its table."""
+    from bench.scenarios.model_download import DownloadPlan, report, run
+
+    out = args.out or RESULTS / f"{datetime.date.today().isoformat()}-model-download"
+    results = run(DownloadPlan(rounds=args.rounds), out)
+    console.print(report(results))
+    console.print(f"written to {out}")
+    return 0
+
+
 def otlp_command(args: argparse.Namespace, console: Console) -> int:
     from bench.measure.progress import RunProgress
     from bench.scenarios.otlp import run
@@ -367,6 +389,8 @@ def main(argv: Sequence[str] | None = None) -> int:
             return grpcio_command(args, console)
         if args.command == "otlp":
             return otlp_command(args, console)
+        if args.command == "model-download":
+            return model_download_command(args, console)
         if args.command == "models":
             from bench.scenarios.runner import CACHE
             from bench.systems.models import ensure_models

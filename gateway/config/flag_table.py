@@ -196,5 +196,7 @@ FLAGS: dict[str, FlagSpec] = {
         _impl("request_log_max_pending", "int32"),
         _impl("request_log_max_file_bytes", "int64"),
         _impl("enable_api_docs", "bool"),
+        _impl("model_cache_dir", "string"),
+        _impl("model_cache_max_bytes", "int64"),
     )
 }

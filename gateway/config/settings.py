@@ -84,6 +84,7 @@ def _validate(s: Settings) -> None:
     check_range("model_config_file_poll_wait_seconds", s.model_config_file_poll_wait_seconds, 0)
     check_range("file_system_poll_wait_seconds", s.file_system_poll_wait_seconds, 0)
     check_range("max_num_load_retries", s.max_num_load_retries, 0)
+    check_range("model_cache_max_bytes", s.model_cache_max_bytes, 0)
     check_range("num_load_threads", s.num_load_threads, 0)
     check_range("num_request_iterations_for_warmup", s.num_request_iterations_for_warmup, 0)
     try:

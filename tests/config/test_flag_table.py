@@ -103,6 +103,8 @@ TENSORGATE_FLAGS = {
     "request_log_max_pending",
     "request_log_max_file_bytes",
     "enable_api_docs",
+    "model_cache_dir",
+    "model_cache_max_bytes",
 }
 
 
