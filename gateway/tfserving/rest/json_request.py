@@ -21,6 +21,13 @@ object with one key per signature input (extra keys ignored). No shared batch di
     {"inputs": [[1.0, 2.0], [3.0, 4.0]]}
     {"inputs": {"a": [[1, 2, 3]], "b": ["x", "y"]}}
 
+Encoded images: an image input of the signature (:attr:`~gateway.serving.signature.Signature.
+image_inputs`) given a list of ``{"b64": ...}`` objects, one per batch row, gets them as a
+string tensor ``[rows]`` (each a JPEG or PNG), which the core decodes into the input's tensor::
+
+    {"instances": [{"b64": "/9j/4AAQ..."}, {"b64": "iVBORw0K..."}]}    → images: string[2]
+    {"inputs": {"images": [{"b64": "/9j/4AAQ..."}]}}                   → images: string[1]
+
 Nesting must be dense: every list at one depth has the length of the first one there, and values sit
 at the depth of the first element's innermost value. Violations are INVALID_ARGUMENT naming the
 place, e.g. ``instances[1]: list of 1 values where 2 were expected ...``. Each tensor's shape, and
@@ -39,6 +46,7 @@ import json
 import math
 import sys
 from collections.abc import Callable, Mapping, Sequence
+from dataclasses import replace
 from typing import Any
 
 import numpy as np
@@ -47,7 +55,7 @@ import orjson
 from channel.dtypes import DTYPE_NAMES, numpy_dtype
 from gateway.decoding import MAX_RANK, check_total, declare
 from gateway.errors import InvalidArgument
-from gateway.serving.signature import Signature, TensorSpec
+from gateway.serving.signature import STRING, Signature, TensorSpec
 from gateway.tfserving.rest.json_values import LeafWhere, is_b64, kind, show, to_array
 
 Where = Callable[[tuple[int, ...]], str]
@@ -137,7 +145,7 @@ def predict_inputs(
         raise InvalidArgument(
             "Not formatted correctly: expecting only one of 'inputs' or 'instances' keys to exist"
         )
-    limits = _Limits(max_elements, max_bytes)
+    limits = _Limits(max_elements, max_bytes, signature.image_inputs)
     if Format.ROW.value in request:
         return _from_instances(request[Format.ROW.value], specs, limits), Format.ROW
     if Format.COLUMNAR.value in request:
@@ -146,11 +154,15 @@ def predict_inputs(
 
 
 class _Limits:
-    """The bounds of one request, and the decoded bytes its tensors so far take."""
+    """The bounds of one request, the decoded bytes its tensors so far take, and the inputs
+    that take encoded images."""
 
-    def __init__(self, max_elements: int, max_bytes: int | None) -> None:
+    def __init__(
+        self, max_elements: int, max_bytes: int | None, images: frozenset[str] = frozenset()
+    ) -> None:
         self.max_elements = max_elements
         self.max_bytes = max_bytes
+        self.images = images
         self.used_bytes = 0
 
 
@@ -247,6 +259,8 @@ def to_tensor(value: Any, spec: TensorSpec, where: Where, limits: _Limits) -> np
     is converted.
     """
     shape = _dense_shape(value)
+    if spec.name in limits.images and len(shape) == 1 and all(map(is_b64, value)):
+        spec = replace(spec, dtype=STRING)  # encoded images, one a row (decoded by the core)
     dtype = numpy_dtype(spec.dtype) if spec.dtype in DTYPE_NAMES else _UNKNOWN
     try:
         header = declare(spec.name, spec.dtype, dtype, shape, 0, limits.max_elements)
