@@ -1,5 +1,6 @@
-"""Encoded images made by the tests with Pillow (nothing is downloaded): photo-like pixels, JPEG
-and PNG encodings, the reference decode (Pillow's own), and hostile files."""
+"""Encoded images made by the tests with Pillow (nothing is downloaded): photo-like pixels (the
+bench's, :func:`bench.load.seed_images.photo`), JPEG and PNG encodings, the reference decode
+(Pillow's own), and hostile files."""
 
 from __future__ import annotations
 
@@ -10,22 +11,11 @@ import zlib
 import numpy as np
 from PIL import Image
 
+from bench.load.seed_images import photo
+
 RESIZE_TOLERANCE = 0
 """Most a resized value may differ from Pillow's own decode + resize: none, the gateway resizes
 with Pillow's bilinear filter from the same pixels."""
-
-
-def photo(width: int, height: int, seed: int = 0, channels: int = 3) -> np.ndarray:
-    """Smooth colour gradients with noise: compresses like a photograph (uint8 HWC)."""
-    rng = np.random.default_rng(seed)
-    y, x = np.mgrid[0:height, 0:width].astype(np.float32)
-    planes = [
-        128 + 100 * np.sin(x / 37 + seed),
-        128 + 100 * np.cos(y / 23 - seed),
-        128 + 80 * np.sin((x + y) / 51),
-    ]
-    pixels = np.stack(planes[:channels], -1) + rng.normal(0, 12, (height, width, channels))
-    return np.clip(pixels, 0, 255).astype(np.uint8)
 
 
 def encode(pixels: np.ndarray, fmt: str = "JPEG", **params: object) -> bytes:

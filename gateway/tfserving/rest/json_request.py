@@ -36,6 +36,11 @@ values are converted (a string's own bytes are not known until then: they count 
 
 Parsing uses orjson; a body orjson rejects (``NaN``/``Infinity``, or a syntax error) is re-parsed by
 the standard library, which accepts those literals and reports syntax errors with their offset.
+A predict body of :data:`NUMBERS_BYTES` or more is first read by :mod:`gateway.json_numbers`
+(``loads(..., tensors=True)``): a dense array of numbers at a tensor's place (``instances``,
+``inputs``, ``inputs.<name>``) goes straight into one buffer and becomes the tensor with numpy,
+by the same rules; whatever that reader cannot vouch for takes the path above, with its
+messages. A body over :data:`OFF_LOOP_BYTES` is read in a thread (:func:`off_loop`).
 """
 
 from __future__ import annotations
@@ -53,10 +58,19 @@ import numpy as np
 import orjson
 
 from channel.dtypes import DTYPE_NAMES, numpy_dtype
+from gateway import json_numbers
 from gateway.decoding import MAX_RANK, check_total, declare
 from gateway.errors import InvalidArgument
+from gateway.json_numbers import Numbers
 from gateway.serving.signature import STRING, Signature, TensorSpec
-from gateway.tfserving.rest.json_values import LeafWhere, is_b64, kind, show, to_array
+from gateway.tfserving.rest.json_values import (
+    LeafWhere,
+    is_b64,
+    kind,
+    numbers_array,
+    show,
+    to_array,
+)
 
 Where = Callable[[tuple[int, ...]], str]
 """Names a place in the request for error messages, given its index path inside one tensor."""
@@ -69,14 +83,34 @@ class Format(enum.Enum):
     COLUMNAR = "inputs"
 
 
+NUMBERS_BYTES = 1 << 15
+"""Predict bodies of this size (32 KiB) or more are read by :mod:`gateway.json_numbers`."""
+OFF_LOOP_BYTES = 1 << 20
+"""Predict bodies larger than this (1 MiB) are read off the loop (:func:`off_loop`)."""
+TENSOR_PLACES: tuple[json_numbers.Pattern, ...] = (("instances",), ("inputs",), ("inputs", str))
+"""Where a predict body keeps its tensors' values."""
+
+
 class _NumberTooBig(Exception):
     pass
 
 
-def loads(body: bytes) -> dict[str, Any]:
-    """Parse a request body that must be a JSON object; INVALID_ARGUMENT saying what is wrong."""
+def off_loop(body: bytes) -> bool:
+    """Whether a predict body is read (:func:`loads` with ``tensors``) in a thread: over
+    :data:`OFF_LOOP_BYTES`, so the front end's loop serves other calls meanwhile."""
+    return len(body) > OFF_LOOP_BYTES
+
+
+def loads(body: bytes, *, tensors: bool = False) -> dict[str, Any]:
+    """Parse a request body that must be a JSON object; INVALID_ARGUMENT saying what is wrong.
+    ``tensors`` (a predict body): its dense arrays of numbers may come as
+    :class:`~gateway.json_numbers.Numbers`, which :func:`predict_inputs` takes."""
     if not body:
         raise InvalidArgument("JSON Parse error: The document is empty")
+    if tensors and len(body) >= NUMBERS_BYTES:
+        document = json_numbers.read(body, TENSOR_PLACES, dense=True)
+        if document is not None:
+            return document  # type: ignore[no-any-return]
     try:
         document = orjson.loads(body)
     except orjson.JSONDecodeError:
@@ -190,6 +224,10 @@ def _row_path(name: str) -> Where:
 def _from_instances(
     instances: Any, specs: Sequence[TensorSpec], limits: _Limits
 ) -> dict[str, np.ndarray]:
+    if type(instances) is Numbers:
+        if instances.shape[0] and len(specs) == 1:
+            return {specs[0].name: to_tensor(instances, specs[0], _path("instances"), limits)}
+        instances = instances.python()  # the messages of the rules below
     if type(instances) is not list:
         raise InvalidArgument(f"Expecting 'instances' to be a list/array, got {kind(instances)}")
     if not instances:
@@ -258,8 +296,10 @@ def to_tensor(value: Any, spec: TensorSpec, where: Where, limits: _Limits) -> np
     element limit and the bytes against what is left of the request's byte limit before anything
     is converted.
     """
-    shape = _dense_shape(value)
-    if spec.name in limits.images and len(shape) == 1 and all(map(is_b64, value)):
+    numbers = value if type(value) is Numbers else None
+    shape = _dense_shape(value) if numbers is None else numbers.shape
+    images = numbers is None and spec.name in limits.images and len(shape) == 1
+    if images and all(map(is_b64, value)):
         spec = replace(spec, dtype=STRING)  # encoded images, one a row (decoded by the core)
     dtype = numpy_dtype(spec.dtype) if spec.dtype in DTYPE_NAMES else _UNKNOWN
     try:
@@ -268,6 +308,11 @@ def to_tensor(value: Any, spec: TensorSpec, where: Where, limits: _Limits) -> np
         raise InvalidArgument(f"{where(())}: {exc.message}") from None
     limits.used_bytes += header.nbytes
     check_total(limits.used_bytes, limits.max_bytes)
+    if numbers is not None:
+        array = numbers_array(numbers.values, spec)
+        if array is not None:
+            return array.reshape(shape)
+        value = numbers.python()  # the rules below say what is wrong
     leaves = _flatten(value, shape, where)
     return to_array(leaves, spec, _leaf_where(where, shape)).reshape(shape)
 

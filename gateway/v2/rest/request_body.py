@@ -36,10 +36,13 @@ the JSON, which takes the GIL throughout. The binary data extension holds it for
 
 The JSON parser is orjson; a body it refuses is re-read by the standard library, which takes the
 ``NaN`` / ``Infinity`` literals (``tritonclient`` may send them) and integers past 64 bits, and
-reports syntax errors. Hostile documents are INVALID_ARGUMENT before anything runs: nesting past
-the parser's depth (orjson's 1,024 levels, the standard library's recursion limit), an ``id``
-that is not valid Unicode (a lone ``\\ud800`` escape: it could not be echoed), numbers out of
-their datatype's range (:mod:`gateway.v2.rest.json_values`) or of a parameter's
+reports syntax errors. JSON of :data:`NUMBERS_BYTES` or more is first read by
+:mod:`gateway.json_numbers`: an input's ``data`` of numbers only goes straight into one buffer
+(no Python object per number), converted with numpy by the same rules; what that reader cannot
+vouch for takes the path above. Hostile documents are INVALID_ARGUMENT before anything runs:
+nesting past the parser's depth (orjson's 1,024 levels, the standard library's recursion
+limit), an ``id`` that is not valid Unicode (a lone ``\\ud800`` escape: it could not be echoed),
+numbers out of their datatype's range (:mod:`gateway.v2.rest.json_values`) or of a parameter's
 (:mod:`gateway.v2.parameters`).
 """
 
@@ -58,6 +61,7 @@ import numpy as np
 import numpy.typing as npt
 import orjson
 
+from gateway import json_numbers
 from gateway.decoding import Declared, check_total, encodable_utf8
 from gateway.errors import InvalidArgument, ServingError
 from gateway.serving.signature import Signature
@@ -72,6 +76,10 @@ from gateway.v2.versions import target
 INFER_HEADER: Final = "Inference-Header-Content-Length"
 OFF_LOOP_BYTES: Final = 1 << 20
 """Bodies larger than this (1 MiB) are parsed and converted off the loop (:func:`off_loop`)."""
+NUMBERS_BYTES: Final = 1 << 15
+"""JSON of this size (32 KiB) or more is read by :mod:`gateway.json_numbers` first."""
+TENSOR_PLACES: Final[tuple[json_numbers.Pattern, ...]] = (("inputs", int, "data"),)
+"""Where an infer request keeps its tensors' values."""
 _INTEGER = re.compile(r"[+-]?[0-9]+")
 
 
@@ -185,6 +193,10 @@ def _converted(item: RestInput, limits: Limits) -> RestInput:
 
 
 def _json(text: bytes) -> Any:
+    if len(text) >= NUMBERS_BYTES:
+        document = json_numbers.read(text, TENSOR_PLACES)
+        if document is not None:
+            return document
     try:
         return orjson.loads(text)
     except orjson.JSONDecodeError:
