@@ -53,9 +53,12 @@ def markdown(results: dict[str, Any]) -> str:
     lines = [
         f"# Request codecs: CPU per call — {run['id']}",
         "",
-        f"`python -m bench codecs` on {run['machine'].get('cpu', 'this machine')}: "
-        f"{plan['rounds']} rounds, each at least {plan['round_cpu_s']} s of CPU per figure; "
-        "milliseconds of CPU per call, median (min–max).",
+        f"`python -m bench codecs` on {run['machine'].get('cpu_model') or 'this machine'} "
+        f"({run['machine'].get('cpus', '?')} CPUs): {plan['rounds']} rounds, each at least "
+        f"{plan['round_cpu_s']} s of CPU per figure; milliseconds of CPU per call, median "
+        "(min–max). Libraries: "
+        + ", ".join(f"{k} {v}" for k, v in run.get("libraries", {}).items())
+        + ".",
         "",
         "## JPEG decoders (the seeds' images, RGB)",
         "",
