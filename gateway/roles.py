@@ -30,7 +30,10 @@ from gateway.batching.observer import BatchObserver
 from gateway.config.model_config import ModelSpecConfig
 from gateway.config.settings import Settings
 from gateway.config.settings_field import MIB
-from gateway.config.sizing import resolve_worker_threads
+from gateway.config.sizing import resolve_image_threads, resolve_worker_threads
+from gateway.images import options as image_options
+from gateway.images.options import ImageLimits
+from gateway.images.pool import ImageDecoder
 from gateway.models.loader import LoadOptions, Warmup, Workers
 from gateway.models.manager import ModelManager
 from gateway.parallel.dispatcher import Dispatcher
@@ -58,7 +61,8 @@ class Options:
     ``inflight_bytes``: the bound on decoded inputs held by in-flight requests (None: unbounded).
     ``inline_runs`` / ``inline_budget_bytes``: where light versions run
     (:mod:`gateway.parallel.inline_cost`; ``never``, the default here, sends every run to the
-    workers; the flag's default is ``auto``).
+    workers; the flag's default is ``auto``). ``images`` / ``image_threads``: the bounds on a
+    request's encoded images and the front end's threads decoding them.
     """
 
     pool: PoolOptions
@@ -70,6 +74,8 @@ class Options:
     inflight_bytes: int | None = None
     inline_runs: str = "never"
     inline_budget_bytes: int = 0
+    images: ImageLimits = field(default_factory=ImageLimits)
+    image_threads: int = 1
 
     @classmethod
     def from_settings(cls, settings: Settings, specs: Sequence[ModelSpecConfig]) -> Options:
@@ -93,6 +99,12 @@ class Options:
             inflight_bytes=settings.max_inflight_bytes,
             inline_runs=settings.inline_runs,
             inline_budget_bytes=settings.inline_budget_mb * MIB,
+            images=ImageLimits(
+                settings.max_image_pixels,
+                settings.max_images_per_request,
+                settings.max_request_bytes,
+            ),
+            image_threads=resolve_image_threads(settings),
         )
 
 
@@ -167,7 +179,7 @@ def build(
         workers = WorkerPool(options.pool, dispatcher=dispatcher, on_change=on_change)
     models = _manager(options, specs, workers, on_change, queues.drain, warmup)
     # The front end's core reads the models through the registry.
-    core = ServingCore(models, queues, inflight_bytes=options.inflight_bytes)
+    core = _core(options, models, queues)
     inline = inline_runs(options, dispatcher, on_placed)
     return Stack(workers, models, dispatcher, queues, core, inline)
 
@@ -221,10 +233,27 @@ def _manager(
         saved_model_tags=options.saved_model_tags,
         options=options.load,
         on_change=on_change,
-        before_load=options.batching.check_version,
+        before_load=_before_load(options),
         before_unload=before_unload,
         warmup=warmup,
     )
+
+
+def _before_load(options: Options) -> Callable[[str, int, str], None]:
+    """The checks of a version's own files before it loads: its batching parameters and its
+    image options (FailedPrecondition for a bad one)."""
+
+    def check(model: str, version: int, directory: str) -> None:
+        options.batching.check_version(model, version, directory)
+        image_options.check_version(model, version, directory)
+
+    return check
+
+
+def _core(options: Options, models: Models, queues: BatchQueues) -> ServingCore:
+    """The request core over ``models`` and ``queues`` (both roles' compositions)."""
+    images = ImageDecoder(options.images, options.image_threads)
+    return ServingCore(models, queues, inflight_bytes=options.inflight_bytes, images=images)
 
 
 @dataclass(frozen=True)
@@ -248,7 +277,7 @@ def build_front_end(
     """Queues over ``dispatcher`` (the front end's run links) and a core reading ``models``
     (the registry the supervisor pushes); ``observer`` and ``on_placed`` as for :func:`build`."""
     queues = BatchQueues(options.batching, dispatcher, observer=observer)
-    core = ServingCore(models, queues, inflight_bytes=options.inflight_bytes)
+    core = _core(options, models, queues)
     return FrontEndParts(queues, core, inline_runs(options, dispatcher, on_placed))
 
 

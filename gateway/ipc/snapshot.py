@@ -14,7 +14,8 @@ version states, servables) and :func:`decode` gives back the same values. A snap
                  "servables": [{"version": 1, "key": "mlp:1", "platform": "onnx",
                                 "directory": "/m/mlp/1", "signatures": {"serving_default":
                                  {"inputs": [...], "outputs": [...], "method_name": "...",
-                                  "check_shapes": true, "unservable": "", "definition": ""}}}],
+                                  "check_shapes": true, "encoded_images": true,
+                                  "unservable": "", "definition": ""}}}],
                  "missing": ""},
                 ...]}
 
@@ -183,6 +184,7 @@ def _signature_wire(signature: Signature) -> dict[str, Any]:
         "outputs": [_tensor(t) for t in signature.outputs],
         "method_name": signature.method_name,
         "check_shapes": signature.check_shapes,
+        "encoded_images": signature.encoded_images,
         "unservable": signature.unservable,
         "definition": base64.b64encode(signature.definition).decode(),
     }
@@ -194,4 +196,9 @@ def _tensor(spec: TensorSpec) -> dict[str, Any]:
 
 
 def _signature(name: str, data: Mapping[str, Any]) -> Signature:
-    return Signature.from_wire(name, data, check_shapes=bool(data["check_shapes"]))
+    return Signature.from_wire(
+        name,
+        data,
+        check_shapes=bool(data["check_shapes"]),
+        encoded_images=bool(data["encoded_images"]),
+    )

@@ -33,6 +33,7 @@ from gateway.models.load_slots import LoadSlots
 from gateway.parallel.hosting import Loaded, LoadSpec
 from gateway.parallel.warmup import Planner, WarmupReport, WarmupRun
 from gateway.serving.registry import Servable
+from gateway.serving.signature import IMAGE_PLATFORMS
 from gateway.storage.urls import is_url
 
 log = logging.getLogger(__name__)
@@ -219,7 +220,11 @@ class VersionLoader:
         built: list[Servable] = []
 
         async def plan(wire: Mapping[str, Any]) -> Sequence[WarmupRun]:
-            signatures = versions.signatures_of(wire, check_shapes=platform != "tensorflow")
+            signatures = versions.signatures_of(
+                wire,
+                check_shapes=platform != "tensorflow",
+                encoded_images=platform in IMAGE_PLATFORMS,
+            )
             runtime = str(wire.get("runtime", ""))
             servable = Servable(spec.name, version, key, platform, signatures, directory, runtime)
             built.append(servable)

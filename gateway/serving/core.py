@@ -14,8 +14,15 @@ from typing import Any, TypeVar
 import numpy as np
 
 from gateway.config.model_config import ModelSpecConfig
+from gateway.images.pool import ImageDecoder
 from gateway.serving.budget import MemoryBudget, inputs_nbytes
-from gateway.serving.inputs import TEXT_PLATFORMS, Decoded, check_text, validated
+from gateway.serving.inputs import (
+    TEXT_PLATFORMS,
+    Decoded,
+    carries_images,
+    check_text,
+    validated,
+)
 from gateway.serving.queues import BatchQueues
 from gateway.serving.registry import Models, Servable, VersionStatus
 from gateway.serving.signature import Signature, find_signature
@@ -60,12 +67,19 @@ class ServingCore:
     """Validates requests against signatures and runs them through per-queue batch schedulers."""
 
     def __init__(
-        self, models: Models, queues: BatchQueues, *, inflight_bytes: int | None = None
+        self,
+        models: Models,
+        queues: BatchQueues,
+        *,
+        inflight_bytes: int | None = None,
+        images: ImageDecoder | None = None,
     ) -> None:
         self.models = models
         self.queues = queues
         self.budget = MemoryBudget(inflight_bytes) if inflight_bytes is not None else None
         """Bounds the decoded inputs held by in-flight requests (None: unbounded)."""
+        self.images = images or ImageDecoder()
+        """Decodes encoded images off the loop (default: one thread, the default bounds)."""
 
     def servable(self, ref: ModelRef) -> Servable:
         return self.models.resolve(ref.name, ref.version, ref.label)
@@ -95,7 +109,9 @@ class ServingCore:
         only with ``check_dtypes``: serialized Examples feed a TensorFlow signature's Examples
         input whatever dtype it declares, as in TF Serving); a runtime that takes strings as text
         gets only UTF-8 (:func:`~gateway.serving.inputs.check_text`), so one caller's bad value
-        never fails a batch.
+        never fails a batch. Encoded images given to an image input
+        (:attr:`~gateway.serving.signature.Signature.image_inputs`) are decoded into its tensor
+        off the loop, before the request is queued.
 
         The decoded inputs count against the in-flight budget until the run is done. The outputs
         are views on the worker's output space: ``encode`` reads them, and the space goes back
@@ -125,6 +141,11 @@ class ServingCore:
         """:meth:`predict` on a servable and signature already looked up (a protocol that reads
         the model's signature to name it, as V2 does, looks it up once)."""
         inputs = validated(signature, decode(signature), check_dtypes=check_dtypes)
+        # -- encoded images: JPEG/PNG strings an image input was given become its tensor, decoded
+        # off the loop (gateway.images) before the request is queued; only this caller fails.
+        if signature.image_inputs and carries_images(signature, inputs):
+            inputs = await self.images.decode(servable.directory, signature.image_specs(), inputs)
+        # --
         if servable.platform in TEXT_PLATFORMS:
             check_text(inputs)
         outputs = signature.select_outputs(output_filter)
