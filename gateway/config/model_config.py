@@ -48,7 +48,7 @@ from gateway.config.settings import Settings
 from gateway.errors import ServingError
 from gateway.storage import urls
 from gateway.storage.failures import StoreError
-from gateway.storage.objects import read_object
+from gateway.storage.stores import read_object
 
 ModelServerConfig = model_server_config_pb2.ModelServerConfig
 BatchingParameters = session_bundle_config_pb2.BatchingParameters

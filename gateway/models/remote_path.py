@@ -34,7 +34,8 @@ from gateway.models.versions import SAVED_MODEL_FILES
 from gateway.storage.blocking import off_loop
 from gateway.storage.cache import CacheFigures, VersionCache, VersionFile
 from gateway.storage.failures import StoreError
-from gateway.storage.objects import ObjectInfo, store_for
+from gateway.storage.objects import ObjectInfo
+from gateway.storage.stores import store_for
 from gateway.storage.urls import ObjectUrl, parse
 
 log = logging.getLogger(__name__)

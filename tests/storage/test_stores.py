@@ -10,7 +10,7 @@ from pathlib import Path
 
 import pytest
 
-from gateway.storage import objects
+from gateway.storage import stores
 from gateway.storage.failures import StoreError
 from gateway.storage.objects import ObjectStore
 from gateway.storage.urls import ObjectUrl
@@ -36,9 +36,9 @@ def open_store(server: StoreServer, monkeypatch: pytest.MonkeyPatch) -> Iterator
     per test."""
     for name, value in server.env.items():
         monkeypatch.setenv(name, value)
-    objects.forget_stores()
+    stores.forget_stores()
     yield
-    objects.forget_stores()
+    stores.forget_stores()
 
 
 def test_lists_a_prefix_and_downloads_what_it_listed(
@@ -47,7 +47,7 @@ def test_lists_a_prefix_and_downloads_what_it_listed(
     server.put("listing/m/1/model.onnx", b"x" * 3000)
     server.put("listing/m/1/assets.extra/warmup", b"w")
     server.put("listing/other/1/model.onnx", b"o")
-    store = objects.store_for(ObjectUrl(server.scheme, server.bucket))
+    store = stores.store_for(ObjectUrl(server.scheme, server.bucket))
     found = {o.key: o for o in store.list("listing/m/")}
     assert sorted(found) == ["listing/m/1/assets.extra/warmup", "listing/m/1/model.onnx"]
     obj = found["listing/m/1/model.onnx"]
@@ -62,7 +62,7 @@ def test_an_object_replaced_since_the_listing_is_not_downloaded(
     server: StoreServer, open_store: None, tmp_path: Path
 ) -> None:
     server.put("replaced/1/model.onnx", b"old")
-    store = objects.store_for(ObjectUrl(server.scheme, server.bucket))
+    store = stores.store_for(ObjectUrl(server.scheme, server.bucket))
     (listed,) = store.list("replaced/")
     server.put("replaced/1/model.onnx", b"newer")
     with pytest.raises(StoreError) as info:
@@ -71,7 +71,7 @@ def test_an_object_replaced_since_the_listing_is_not_downloaded(
 
 
 def test_a_missing_bucket_is_said_so(server: StoreServer, open_store: None) -> None:
-    store = objects.store_for(ObjectUrl(server.scheme, "no-such-bucket"))
+    store = stores.store_for(ObjectUrl(server.scheme, "no-such-bucket"))
     with pytest.raises(StoreError) as info:
         store.list("m/")
     assert info.value.kind == "no_bucket", info.value
@@ -80,7 +80,7 @@ def test_a_missing_bucket_is_said_so(server: StoreServer, open_store: None) -> N
 
 def test_a_cut_link_is_unreachable_and_comes_back(server: StoreServer, open_store: None) -> None:
     server.put("cut/1/model.onnx", b"m")
-    store = objects.store_for(ObjectUrl(server.scheme, server.bucket))
+    store = stores.store_for(ObjectUrl(server.scheme, server.bucket))
     server.proxy.cut()
     try:
         with pytest.raises(StoreError) as info:
@@ -101,8 +101,8 @@ def test_refused_credentials_are_denied_and_never_quoted(
         "AZURE_STORAGE_CONNECTION_STRING",
         server.env["AZURE_STORAGE_CONNECTION_STRING"].replace(AZURITE_KEY, wrong),
     )
-    objects.forget_stores()
-    store = objects.store_for(ObjectUrl(server.scheme, server.bucket))
+    stores.forget_stores()
+    store = stores.store_for(ObjectUrl(server.scheme, server.bucket))
     with pytest.raises(StoreError) as info:
         store.list("m/")
     assert info.value.kind == "denied", info.value
