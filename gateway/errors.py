@@ -126,6 +126,12 @@ class Unauthenticated(ServingError):
     code = Code.UNAUTHENTICATED
 
 
+class PermissionDenied(ServingError):
+    """The caller is known but may not do this (a serving token asking to change the models)."""
+
+    code = Code.PERMISSION_DENIED
+
+
 _BY_CODE: dict[Code, type[ServingError]] = {
     cls.code: cls
     for cls in (
@@ -139,6 +145,7 @@ _BY_CODE: dict[Code, type[ServingError]] = {
         Unimplemented,
         Internal,
         Unauthenticated,
+        PermissionDenied,
     )
 }
 

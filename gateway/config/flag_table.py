@@ -195,6 +195,11 @@ FLAGS: dict[str, FlagSpec] = {
         _impl("enable_server_timing", "bool"),
         _impl("request_log_max_pending", "int32"),
         _impl("request_log_max_file_bytes", "int64"),
+        _impl("request_log_max_pending_bytes", "int64"),
+        _impl("request_log_max_total_bytes", "int64"),
+        _impl("auth_admin_token_file", "string"),
+        _impl("management_base_path_dirs", "string"),
+        _impl("management_log_dirs", "string"),
         _impl("enable_api_docs", "bool"),
     )
 }

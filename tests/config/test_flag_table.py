@@ -102,6 +102,11 @@ TENSORGATE_FLAGS = {
     "enable_server_timing",
     "request_log_max_pending",
     "request_log_max_file_bytes",
+    "request_log_max_pending_bytes",
+    "request_log_max_total_bytes",
+    "auth_admin_token_file",
+    "management_base_path_dirs",
+    "management_log_dirs",
     "enable_api_docs",
 }
 
