@@ -28,15 +28,27 @@ from __future__ import annotations
 import os
 from collections.abc import Iterable
 from dataclasses import dataclass, field, replace
-from typing import TYPE_CHECKING
+from typing import Protocol
 
 from gateway.config.validation import split_dirs
 
-if TYPE_CHECKING:
-    from gateway.config.model_config import ModelSpecConfig
-
 URL_MARK = "://"
 """What makes a base path an object-store URL rather than a local path."""
+
+
+class _Logging(Protocol):
+    @property
+    def filename_prefix(self) -> str: ...
+
+
+class _Spec(Protocol):
+    """What of a :class:`~gateway.config.model_config.ModelSpecConfig` a kept path is."""
+
+    @property
+    def base_path(self) -> str: ...
+
+    @property
+    def logging(self) -> _Logging | None: ...
 
 
 def _inside(path: str, directories: Iterable[str]) -> bool:
@@ -63,7 +75,7 @@ class ManagementPaths:
             tuple(os.path.realpath(d) for d in split_dirs(log_dirs)),
         )
 
-    def keeping(self, specs: Iterable[ModelSpecConfig]) -> ManagementPaths:
+    def keeping(self, specs: Iterable[_Spec]) -> ManagementPaths:
         """These rules, also letting a call keep the base paths and prefixes of ``specs`` (the
         config in force)."""
         specs = list(specs)

@@ -42,10 +42,14 @@ def test_names_carry_pid_and_a_random_token_and_files_rotate_whole(tmp_path: Pat
         files.write(frame(bytes([i]) * 100))
     files.release()
     names = [p.name for p in _ours(tmp_path)]
-    (token,) = {re.fullmatch(rf"log-{os.getpid()}-([0-9a-f]{{8}})-0000[0-2]\.tfrecord", n)[1] for n in names}  # type: ignore[index]
+    (token,) = {
+        re.fullmatch(rf"log-{os.getpid()}-([0-9a-f]{{8}})-0000[0-2]\.tfrecord", n)[1] for n in names
+    }  # type: ignore[index]
     assert names == [f"log-{os.getpid()}-{token}-{i:05d}.tfrecord" for i in range(3)]
     assert [len(_records(tmp_path / n)) for n in names] == [2, 2, 1]
-    assert [r for n in names for r in _records(tmp_path / n)] == [bytes([i]) * 100 for i in range(5)]
+    assert [r for n in names for r in _records(tmp_path / n)] == [
+        bytes([i]) * 100 for i in range(5)
+    ]
 
 
 def test_a_leftover_file_or_symlink_at_an_earlier_process_name_is_left_alone(

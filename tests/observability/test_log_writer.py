@@ -70,7 +70,9 @@ def test_the_bytes_queued_by_every_writer_of_a_process_are_bounded(tmp_path: Pat
     """Two prefixes share one byte budget; a job holds its bytes until its record is written."""
     budget = PendingBytes(1000)
     writers = [
-        LogWriter(LogFiles(str(tmp_path / n), max_file_bytes=1 << 20), max_pending=100, budget=budget)
+        LogWriter(
+            LogFiles(str(tmp_path / n), max_file_bytes=1 << 20), max_pending=100, budget=budget
+        )
         for n in ("a", "b")
     ]
     held = [_Held(b"a"), _Held(b"b")]
