@@ -1,7 +1,8 @@
-"""What the gateway wires in: metrics and tracing built from the settings and ``OTEL_*``, and the
-hooks that carry them — observed gRPC method handlers, an observer of REST API calls, the metrics
-page route and an observer per batch queue. With neither metrics nor tracing on, every hook is
-absent and nothing is recorded. The hooks are written against the front door's extension points
+"""What the gateway wires in: metrics, tracing and the request log built from the settings and
+``OTEL_*``, and the hooks that carry them — observed gRPC method handlers, an observer of REST API
+calls, the metrics page route and an observer per batch queue. With neither metrics, tracing nor
+a request log (which needs a config file or the management API) on, every hook is absent and
+nothing is recorded. The hooks are written against the front door's extension points
 (:mod:`gateway.transport`) and import no protocol package: what they learn of a call, its protocol
 tells them (:class:`~gateway.transport.surface.GrpcService`,
 :class:`~gateway.transport.http.routes.ApiCall`).

@@ -59,7 +59,6 @@ from gateway.transport.surface import LogAs, LogRecord, Sampled
 log = logging.getLogger(__name__)
 
 T = TypeVar("T")
-D = TypeVar("D", bound=Decoded)
 
 
 @dataclass(frozen=True)
@@ -115,10 +114,10 @@ class LogSlot:
         memory given back), and they hold about ``nbytes`` meanwhile."""
         self.record, self.request, self.response, self.nbytes = record, request, response, nbytes
 
-    def capture(self, decoded: D) -> D:
+    def capture(self, decoded: Decoded) -> Decoded:
         """``decoded`` (what a codec hands the core), with the arrays it gives kept for
         :meth:`tensors`."""
-        return _Captured(decoded, self)  # type: ignore[return-value]
+        return _Captured(decoded, self)
 
     def tensors(
         self,

@@ -22,7 +22,7 @@ from aiohttp import web
 from gateway.errors import ServingError, Unimplemented
 from gateway.observability.request_log import REST_LOG
 from gateway.serving.core import ModelRef, PredictResult, ServingCore
-from gateway.serving.inputs import ConvertedInputs
+from gateway.serving.inputs import ConvertedInputs, Decoded
 from gateway.serving.signature import Signature
 from gateway.tfserving import PROTOCOL, request_log
 from gateway.tfserving.codec import messages
@@ -118,8 +118,9 @@ class TfServingRest:
         name = json_request.signature_name(request)
         formats: list[json_request.Format] = []
         logged = REST_LOG.get()  # this call's record to be, when the request log sampled it
+        request_bytes = len(body)
 
-        def decode(signature: Signature) -> ConvertedInputs:
+        def decode(signature: Signature) -> Decoded:
             inputs, fmt = json_request.predict_inputs(
                 request,
                 signature,
@@ -132,7 +133,7 @@ class TfServingRest:
 
         def encode(result: PredictResult) -> bytes:
             if logged is not None:
-                logged.tensors(request_log.tensors, ref, name, (), result, len(body))
+                logged.tensors(request_log.tensors, ref, name, (), result, request_bytes)
             return json_response.predict_response(result.outputs, formats[0])
 
         body = await bounds.until(

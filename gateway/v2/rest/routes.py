@@ -24,6 +24,7 @@ from aiohttp import web
 from gateway.errors import InvalidArgument, ServingError
 from gateway.observability.request_log import REST_LOG
 from gateway.serving.core import ModelRef, PredictResult
+from gateway.serving.inputs import Decoded
 from gateway.serving.signature import Signature
 from gateway.transport.auth import AUTHORIZATION
 from gateway.transport.http.bounds import CallBounds
@@ -34,7 +35,6 @@ from gateway.transport.surface import LogRecord
 from gateway.v2 import PROTOCOL, errors, metadata, repository_codec, versions
 from gateway.v2 import statistics as stats
 from gateway.v2.dataplane import DataPlane
-from gateway.v2.declared import DeclaredInputs
 from gateway.v2.rest import paths, request_body, response_body
 from gateway.v2.rest.paths import V2Call
 from gateway.v2.rest.response_body import RestResponse
@@ -131,7 +131,7 @@ class V2Rest:
         record = self._log_record
         logged = None if record is None else REST_LOG.get()  # sampled by the request log
 
-        def decode(signature: Signature) -> DeclaredInputs[Any]:
+        def decode(signature: Signature) -> Decoded:
             inputs = request_body.rest_inputs(parsed, signature, limits)
             return inputs if logged is None else logged.capture(inputs)
 
