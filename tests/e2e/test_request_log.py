@@ -551,3 +551,23 @@ def test_a_directory_that_disappears_is_one_error_line_not_one_per_call(tmp_path
     errors = re.findall(rf"^\S+ \S+ E .*{prefix}.*$", gateway.log(), re.M)
     assert len(errors) == 1, errors
     assert "records are dropped until writing works again" in errors[0]
+
+
+def test_files_planted_at_predictable_names_are_never_written(tmp_path: Path) -> None:
+    """A symlink at ``<prefix>-<pid>-00000.tfrecord`` (the name a writer used to open for
+    appending) and an earlier process's leftover file are left as they are: every record goes
+    to files this process created."""
+    logs = tmp_path / "logs"
+    logs.mkdir()
+    target = tmp_path / "target"
+    target.write_bytes(b"")
+    config = _repo(tmp_path, logs, {"every": 1.0})
+    with running_gateway(_args(tmp_path, config), tmp_path) as gateway:
+        (logs / f"every-{gateway.pid}-00000.tfrecord").symlink_to(target)
+        leftover = logs / f"every-{gateway.pid}-00001.tfrecord"
+        leftover.write_bytes(b"an earlier process's partial record")
+        _predicts(gateway, "every", range(5))
+    assert target.read_bytes() == b""
+    assert leftover.read_bytes() == b"an earlier process's partial record"
+    created = [p for p in _files(logs, "every") if not p.is_symlink() and p != leftover]
+    assert sorted(_index(r) for r in _ours(created)) == list(range(5))
