@@ -331,11 +331,11 @@ async def _finished(
     try:
         await asyncio.wait(waits, timeout=timeout_s, return_when=asyncio.FIRST_COMPLETED)
     finally:
-        if hurried is not None:
-            hurried.cancel()
-        everything.cancel()
-        with contextlib.suppress(asyncio.CancelledError):
-            await everything
+        for waited in (everything, hurried):
+            if waited is not None:
+                waited.cancel()
+                with contextlib.suppress(asyncio.CancelledError):
+                    await waited
     return all(end.done() and not end.cancelled() for end in ends)
 
 

@@ -200,6 +200,10 @@ def test_a_sampled_rest_call_is_logged_from_what_its_handler_left(tmp_path: Path
     assert _read(tmp_path / "m") == [b"first:answer:1.0:0"]
 
 
+def _lines(caplog: pytest.LogCaptureFixture) -> list[str]:
+    return [r.getMessage() for r in caplog.records if r.name == "gateway.observability.request_log"]
+
+
 def _stuck_log(tmp_path: Path) -> tuple[RequestLog, threading.Event]:
     """A log whose writer is stuck in its first record, with three more queued."""
     taken, release = threading.Event(), threading.Event()
@@ -224,7 +228,7 @@ def test_closing_a_stuck_writer_ends_at_the_bound_and_says_what_was_dropped(
     caplog.set_level(logging.INFO, logger="gateway.observability.request_log")
     asyncio.run(log.close(0.05))
     release.set()
-    (line,) = [r.getMessage() for r in caplog.records]
+    (line,) = _lines(caplog)
     assert line == (
         "request log closed: 0 record(s) written, 4 dropped (0 with the queue full, 0 that "
         "could not be written, 0 that failed to build, 4 still queued at exit: the writers did "
@@ -243,7 +247,7 @@ def test_a_second_signal_skips_the_flush(tmp_path: Path, caplog: pytest.LogCaptu
 
     asyncio.run(close())
     release.set()
-    (line,) = [r.getMessage() for r in caplog.records]
+    (line,) = _lines(caplog)
     assert line.endswith("4 still queued at exit: the flush was skipped (second signal))")
 
 
@@ -256,5 +260,5 @@ def test_a_healthy_close_writes_everything_and_says_so(
     caplog.set_level(logging.INFO, logger="gateway.observability.request_log")
     asyncio.run(log.close(60))
     assert len(_read(tmp_path / "m")) == 5
-    (line,) = [r.getMessage() for r in caplog.records]
+    (line,) = _lines(caplog)
     assert line.startswith("request log closed: 5 record(s) written, 0 dropped")
