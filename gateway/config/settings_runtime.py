@@ -160,10 +160,10 @@ class RuntimeSettings:
         64 * MIB,
         "tensorgate: request logging: bytes the records waiting for their writers may hold, all "
         "prefixes of one process together (>= 1; a record holds about its request's and its "
-        "response's tensors); past it a sampled call is not logged, as past "
-        "--request_log_max_pending. A writer that cannot write (a hung mount) thus never holds "
-        "more; the process may hold this beside --max_inflight_bytes. Default 64 MiB "
-        "(67108864).",
+        "response's tensors; a record alone may pass it); past it a sampled call is not logged, "
+        "as past --request_log_max_pending. A writer that cannot write (a hung mount) thus "
+        "never holds more; the process may hold this beside --max_inflight_bytes. Default 64 "
+        "MiB (67108864).",
     )
     request_log_max_file_bytes: int = setting(
         256 * MIB,

@@ -10,9 +10,10 @@ copies and serialization stay off the loop) and writes the record.
 **Bounds.** A writer's queue holds at most ``max_pending`` jobs, and all the writers of a process
 together at most :class:`PendingBytes`' ``limit_bytes`` of jobs
 (``--request_log_max_pending_bytes``: what the queued calls' requests and responses hold, as
-their protocol estimates it), each counted from its put until its record is written or dropped.
-A writer that cannot write (a hung mount, a stalled disk) therefore holds at most that much
-memory; later records are dropped and counted.
+their protocol estimates it; one job alone may pass it), each counted from its put until its
+record is written or dropped. A writer that cannot write (a hung mount, a stalled disk)
+therefore holds at most that much memory (or one call's); later records are dropped and
+counted.
 
 **Failures.** A record that cannot be written is dropped. The first failure of an outage is
 logged with its cause; the writer then pauses (:data:`FIRST_PAUSE_S`, doubling to
@@ -48,8 +49,9 @@ Job = Callable[[], bytes]
 
 
 class PendingBytes:
-    """The bytes of queued jobs of every writer of a process: at most ``limit_bytes`` (>= 1).
-    Thread-safe: the loop takes, the writers' threads give back."""
+    """The bytes of queued jobs of every writer of a process: at most ``limit_bytes`` (>= 1), or
+    one job alone however large (so a call bigger than the budget can still be logged when
+    nothing else waits). Thread-safe: the loop takes, the writers' threads give back."""
 
     def __init__(self, limit_bytes: int) -> None:
         if limit_bytes < 1:
@@ -59,9 +61,10 @@ class PendingBytes:
         self._lock = threading.Lock()
 
     def take(self, nbytes: int) -> bool:
-        """Hold ``nbytes`` more; False (nothing held) when that would pass the limit."""
+        """Hold ``nbytes`` more; False (nothing held) when that would pass the limit and
+        something is held already."""
         with self._lock:
-            if self.held_bytes + nbytes > self.limit_bytes:
+            if self.held_bytes and self.held_bytes + nbytes > self.limit_bytes:
                 return False
             self.held_bytes += nbytes
             return True

@@ -175,3 +175,11 @@ def test_a_stuck_writer_holds_its_bytes_only_and_is_abandoned_at_shutdown(tmp_pa
     held.release.set()
     assert writer.close(60)  # once unstuck, it writes what it held and ends
     assert writer.ended and _records(tmp_path) == [b"held"]
+
+
+def test_a_job_larger_than_the_budget_is_taken_alone() -> None:
+    budget = PendingBytes(100)
+    assert budget.take(500)  # nothing else held: a call bigger than the budget is still logged
+    assert not budget.take(1)
+    budget.give(500)
+    assert budget.take(60) and not budget.take(500) and budget.take(40)
