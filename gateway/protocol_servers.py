@@ -31,7 +31,7 @@ from gateway.serving.queues import BatchQueues
 from gateway.serving.registry import Registry
 from gateway.tfserving.rest import openapi as tfserving_openapi
 from gateway.tfserving.surface import TfServingOptions, TfServingSurface
-from gateway.transport.auth import load_tokens
+from gateway.transport.auth import load_roles
 from gateway.transport.gate import Gate
 from gateway.transport.grpc_services import generated, register
 from gateway.transport.http import docs
@@ -45,6 +45,7 @@ from gateway.v2.rest import openapi as v2_openapi
 from gateway.v2.surface import V2Surface
 from gateway.v2.surface import options_from as v2_options
 from gateway.v2_log import LOG_AS as V2_LOG_AS
+from gateway.v2_log import REST_INFER as V2_REST_LOG
 
 log = logging.getLogger(__name__)
 
@@ -112,7 +113,8 @@ class Servers:
         self.grpc_port = 0
         self.rest_port = 0
         self.tls = TlsMaterial.load(settings.ssl_config_file) if settings.ssl_config_file else None
-        self.auth = load_tokens(settings)
+        roles = load_roles(settings)
+        self.auth, self.admin = roles.serving, roles.admin
         self.gate = Gate(auth=self.auth, max_concurrent=settings.max_concurrent_requests)
         self._pages = pages
         self._reuse_port = reuse_port
@@ -151,13 +153,14 @@ class Servers:
         the Open Inference Protocol (KServe V2), whose ModelInfer calls are request-logged as
         TF Serving's Predict calls (:mod:`gateway.v2_log`)."""
         return [
-            TfServingSurface(self.core, TfServingOptions.from_settings(self.settings)),
+            TfServingSurface(self.core, TfServingOptions.from_settings(self.settings, self.admin)),
             V2Surface(
                 self.core,
-                v2_options(self.settings),
+                v2_options(self.settings, self.admin),
                 self.observability.model_stats,
                 self._repository,
                 log_as=V2_LOG_AS,
+                rest_log=V2_REST_LOG,
             ),
         ]
 
@@ -205,7 +208,7 @@ class Servers:
             max_body_bytes=settings.rest_api_max_body_bytes,
             max_json_bytes=settings.rest_api_max_json_bytes,
             enable_cors=settings.rest_api_enable_cors_support,
-            observe=self.observability.rest_observer(),
+            observe=self.observability.rest_observer(self.core.models),
             front=Front(auth=self.auth, max_concurrent=settings.max_concurrent_requests),
             limits=rest_limits(settings),
             budget=self.core.budget,

@@ -162,6 +162,16 @@ class ListenSettings:
         "--auth_open_paths, else UNAUTHENTICATED / 401. Tokens are compared in constant time. "
         'Default "" (no authentication), as TF Serving.',
     )
+    auth_admin_token_file: str = setting(
+        "",
+        "tensorgate: file of admin bearer tokens, one per line (# comments allowed), none of "
+        "them in --auth_token_file. Only an admin token may change what is served "
+        "(HandleReloadConfigRequest, V2 repository load and unload, with "
+        "--enable_model_management_api): a serving token gets PERMISSION_DENIED / 403. Without "
+        "it, those calls are refused whenever --auth_token_file is set, and open to every "
+        "client when neither file is. An admin token is also accepted wherever a serving token "
+        'is. Default "" (no admin token).',
+    )
     auth_open_paths: str = setting(
         "/healthz,/readyz,/monitoring/prometheus/metrics,/grpc.health.v1.Health/",
         "tensorgate: comma-separated REST paths and gRPC method paths that need no token with "

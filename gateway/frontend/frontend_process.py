@@ -124,7 +124,7 @@ class FrontEnd:
         self.run_side.close()
         self._closing = True
         self.link.close()
-        await self.observability.close()
+        await self.observability.close(self.settings.shutdown_grace_seconds, self.signals.hurry)
         log.info("front end %d stopped", self.slot)
 
     async def _others_shutting_down(self) -> None:
@@ -148,6 +148,7 @@ class FrontEnd:
             self.run_side.gone(message["index"], message["pid"], message["message"])
         elif op == "snapshot":
             self.models.replace(snapshot.decode(message["snapshot"]))
+            self.observability.models_changed(self.models)
             self._changed()
             return _answer({})
         elif op == "drain":

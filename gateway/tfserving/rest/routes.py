@@ -21,10 +21,11 @@ from typing import Any
 from aiohttp import web
 
 from gateway.errors import ServingError, Unimplemented
+from gateway.observability.request_log import REST_LOG
 from gateway.serving.core import ModelRef, PredictResult, ServingCore
-from gateway.serving.inputs import ConvertedInputs
+from gateway.serving.inputs import ConvertedInputs, Decoded
 from gateway.serving.signature import Signature
-from gateway.tfserving import PROTOCOL
+from gateway.tfserving import PROTOCOL, request_log
 from gateway.tfserving.codec import messages
 from gateway.tfserving.rest import json_request, json_response, paths
 from gateway.transport.http.bounds import CallBounds
@@ -120,8 +121,10 @@ class TfServingRest:
             request = json_request.loads(body, tensors=True)
         name = json_request.signature_name(request)
         formats: list[json_request.Format] = []
+        logged = REST_LOG.get()  # this call's record to be, when the request log sampled it
+        request_bytes = len(body)
 
-        def decode(signature: Signature) -> ConvertedInputs:
+        def decode(signature: Signature) -> Decoded:
             inputs, fmt = json_request.predict_inputs(
                 request,
                 signature,
@@ -129,9 +132,12 @@ class TfServingRest:
                 max_bytes=self._max_request_bytes,
             )
             formats.append(fmt)
-            return ConvertedInputs(inputs)
+            converted = ConvertedInputs(inputs)
+            return converted if logged is None else logged.capture(converted)
 
         def encode(result: PredictResult) -> bytes:
+            if logged is not None:
+                logged.tensors(request_log.tensors, ref, name, (), result, request_bytes)
             return json_response.predict_response(result.outputs, formats[0])
 
         body = await bounds.until(

@@ -22,16 +22,19 @@ import orjson
 from aiohttp import web
 
 from gateway.errors import InvalidArgument, ServingError
-from gateway.serving.core import PredictResult
+from gateway.observability.request_log import REST_LOG
+from gateway.serving.core import ModelRef, PredictResult
+from gateway.serving.inputs import Decoded
 from gateway.serving.signature import Signature
+from gateway.transport.auth import AUTHORIZATION
 from gateway.transport.http.bounds import CallBounds
 from gateway.transport.http.front import HttpError
 from gateway.transport.http.json_error import failure_response
 from gateway.transport.http.routes import UNKNOWN_API, ApiCall
+from gateway.transport.surface import LogRecord
 from gateway.v2 import PROTOCOL, errors, metadata, repository_codec, versions
 from gateway.v2 import statistics as stats
 from gateway.v2.dataplane import DataPlane
-from gateway.v2.declared import DeclaredInputs
 from gateway.v2.rest import paths, request_body, response_body
 from gateway.v2.rest.paths import V2Call
 from gateway.v2.rest.response_body import RestResponse
@@ -41,10 +44,12 @@ RouteHandler = Callable[[web.BaseRequest, V2Call, CallBounds], Awaitable[web.Str
 
 class V2Rest:
     """The ``/v2`` API over one :class:`DataPlane` (an
-    :class:`~gateway.transport.http.routes.HttpApi`)."""
+    :class:`~gateway.transport.http.routes.HttpApi`); ``log_record``: how a sampled infer is
+    request-logged (None: it is not)."""
 
-    def __init__(self, plane: DataPlane) -> None:
+    def __init__(self, plane: DataPlane, *, log_record: LogRecord | None = None) -> None:
         self._plane = plane
+        self._log_record = log_record
         self._routes: dict[str, RouteHandler] = {
             "ServerLive": self._live,
             "ServerReady": self._ready,
@@ -123,10 +128,19 @@ class V2Rest:
         else:
             parsed = request_body.parse(body, header, call.model, call.version)
 
-        def decode(signature: Signature) -> DeclaredInputs[Any]:
-            return request_body.rest_inputs(parsed, signature, limits)
+        record = self._log_record
+        logged = None if record is None else REST_LOG.get()  # sampled by the request log
+
+        def decode(signature: Signature) -> Decoded:
+            inputs = request_body.rest_inputs(parsed, signature, limits)
+            return inputs if logged is None else logged.capture(inputs)
 
         def encode(result: PredictResult) -> RestResponse:
+            if logged is not None and record is not None:
+                target, options = parsed.call.target, parsed.call.options
+                ref = ModelRef(target.name, target.version, target.label)
+                filtered = parsed.call.output_filter()
+                logged.tensors(record, ref, options.signature_name, filtered, result, len(body))
             return response_body.infer_response(
                 parsed.call, result.model, result.version, result.outputs
             )
@@ -151,16 +165,14 @@ class V2Rest:
 
     async def _load(self, request: web.BaseRequest, call: V2Call, bounds: CallBounds) -> Any:
         document = await _body_json(request, bounds)
-        await self._plane.repository.load(
-            repository_codec.from_json(call.model, document, unload=False)
-        )
+        asked = repository_codec.from_json(call.model, document, unload=False)
+        await self._plane.load(asked, request.headers.get(AUTHORIZATION))
         return web.Response(status=200)
 
     async def _unload(self, request: web.BaseRequest, call: V2Call, bounds: CallBounds) -> Any:
         document = await _body_json(request, bounds)
-        await self._plane.repository.unload(
-            repository_codec.from_json(call.model, document, unload=True)
-        )
+        asked = repository_codec.from_json(call.model, document, unload=True)
+        await self._plane.unload(asked, request.headers.get(AUTHORIZATION))
         return web.Response(status=200)
 
 
