@@ -11,6 +11,7 @@ port in use is an error, never silently shared.
 
 from __future__ import annotations
 
+import asyncio
 import functools
 import logging
 from collections.abc import Awaitable, Callable
@@ -28,7 +29,7 @@ from gateway.listen import TlsMaterial, UnixSocket, bind_grpc
 from gateway.observability.hooks import Observability
 from gateway.serving.core import ServingCore
 from gateway.serving.queues import BatchQueues
-from gateway.serving.registry import Registry
+from gateway.serving.registry import Registry, available_servables
 from gateway.tfserving.rest import openapi as tfserving_openapi
 from gateway.tfserving.surface import TfServingOptions, TfServingSurface
 from gateway.transport.auth import load_tokens
@@ -54,10 +55,23 @@ FINAL_GRACE_S = 0.5
 """After the drain, how long calls that are just being refused may take to get their answer."""
 
 
+KEEPALIVE_TIME_MS = 60_000
+"""How long a gRPC connection may be silent before the server pings it (grpc's default is two
+hours): a peer that vanished without closing is found and its connection slot freed."""
+KEEPALIVE_TIMEOUT_MS = 20_000
+"""How long the server waits for that ping's answer before closing the connection."""
+
+
 def grpc_options(settings: Settings, *, reuse_port: bool = False) -> list[tuple[str, Any]]:
     """Server channel options: message and connection limits, no silent port sharing (unless
-    ``reuse_port``: several front ends on one port), user overrides (--grpc_channel_arguments)
-    last."""
+    ``reuse_port``: several front ends on one port), keepalive pings that find dead peers, user
+    overrides (--grpc_channel_arguments) last.
+
+    grpc core closes a connection idle for ``--grpc_idle_timeout_seconds`` (no call open: the
+    health ``Watch`` streams end after as long, :class:`BoundedHealth`) and refuses new ones past
+    ``--grpc_max_connections``; it has no way to close the oldest idle connection for a new one
+    instead, nor a bound per peer address (grpcio hands the application neither the accepted
+    sockets nor the connections)."""
     return [
         ("grpc.so_reuseport", int(reuse_port)),
         ("grpc.max_receive_message_length", settings.max_message_bytes),
@@ -65,6 +79,8 @@ def grpc_options(settings: Settings, *, reuse_port: bool = False) -> list[tuple[
         ("grpc.max_allowed_incoming_connections", settings.grpc_max_connections),
         ("grpc.max_connection_idle_ms", int(settings.grpc_idle_timeout_seconds * 1000)),
         ("grpc.server_handshake_timeout_ms", int(settings.rest_api_header_timeout_seconds * 1000)),
+        ("grpc.keepalive_time_ms", KEEPALIVE_TIME_MS),
+        ("grpc.keepalive_timeout_ms", KEEPALIVE_TIMEOUT_MS),
         *_pending_limits(settings.grpc_max_pending_requests),
         *settings.grpc_channel_options,
     ]
@@ -79,6 +95,23 @@ def _pending_limits(soft: int) -> list[tuple[str, int]]:
         ("grpc.server.max_pending_requests", soft),
         ("grpc.server.max_pending_requests_hard_limit", 2 * soft),
     ]
+
+
+class BoundedHealth(health.aio.HealthServicer):  # type: ignore[misc]
+    """grpc.health.v1 whose ``Watch`` streams end (OK) after ``stream_s`` seconds: an open
+    stream keeps its connection from ever being idle, so without an end a client holding only a
+    watch would hold its connection slot for good. Watching clients call again."""
+
+    def __init__(self, stream_s: float) -> None:
+        super().__init__()
+        self._stream_s = stream_s
+
+    async def Watch(self, request: health_pb2.HealthCheckRequest, context: Any) -> None:
+        try:
+            async with asyncio.timeout(self._stream_s):
+                await super().Watch(request, context)
+        except TimeoutError:
+            return
 
 
 class Servers:
@@ -106,7 +139,7 @@ class Servers:
         self.core = core
         self.queues = queues
         self.observability = observability
-        self.health = health.aio.HealthServicer()
+        self.health = BoundedHealth(settings.grpc_idle_timeout_seconds)
         self.server: grpc.aio.Server | None = None
         self.rest: HttpServer | None = None
         self.grpc_port = 0
@@ -197,6 +230,8 @@ class Servers:
                         lambda: v2_openapi.document(models),
                     ),
                 },
+                served=lambda: available_servables(models),
+                bearer=self.auth is not None,
             )
         return HttpServer(
             routes,

@@ -17,11 +17,9 @@ from __future__ import annotations
 import asyncio
 from typing import Any
 
-from aiohttp import web
-
 from gateway.observability import server_timing
 from gateway.observability.calls import Recorder
-from gateway.transport.http.json_error import STATUS_KEY
+from gateway.transport.http.messages import HttpRequest, HttpResponse
 from gateway.transport.http.routes import Answer, ApiCall, Observe
 
 
@@ -30,18 +28,16 @@ def observer(recorder: Recorder) -> Observe:
     ``Server-Timing`` header on every answer not yet sent)."""
     timed = recorder.timing
 
-    async def observe(
-        request: web.BaseRequest, api: ApiCall[Any], answer: Answer
-    ) -> web.StreamResponse:
+    async def observe(request: HttpRequest, api: ApiCall[Any], answer: Answer) -> HttpResponse:
         traceparent = request.headers.get("traceparent")
         if traceparent is None and recorder.needs_parent:
             return await answer()
         route = api.route
         attributes = {
             "http.request.method": request.method,
-            "url.path": request.raw_path.partition("?")[0],
+            "url.path": request.path,
             "url.scheme": request.scheme,
-            "network.protocol.version": f"{request.version.major}.{request.version.minor}",
+            "network.protocol.version": request.version,
         }
         if route:
             attributes["http.route"] = route
@@ -59,10 +55,10 @@ def observer(recorder: Recorder) -> Observe:
         call.status = "INTERNAL"
         try:
             response = await answer()
-            if timed and not response.prepared:
-                response.headers[server_timing.HEADER] = server_timing.value(call)
+            if timed:
+                response.set_header(server_timing.HEADER, server_timing.value(call))
             http = response.status
-            call.status = response.get(STATUS_KEY, "OK" if http < 400 else "UNKNOWN")
+            call.status = response.code or ("OK" if http < 400 else "UNKNOWN")
             return response
         except asyncio.CancelledError:
             call.status, http = "CANCELLED", 499
