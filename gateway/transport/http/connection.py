@@ -1,112 +1,45 @@
-"""One REST connection: HTTP/1.1 parsed by llhttp (``httptools``), requests served in order.
+"""One REST connection: requests read (:class:`~.reading.RequestReader`) and served in order.
 
-The per-request path is short on purpose (every step is a Python call per request): the parser
-calls :meth:`HttpConnection.on_url`, :meth:`~HttpConnection.on_header` per header,
-:meth:`~HttpConnection.on_headers_complete` (the :class:`~.messages.HttpRequest` is made and
-its task started), :meth:`~HttpConnection.on_body` and
-:meth:`~HttpConnection.on_message_complete`; the task awaits the server's handler and writes the
-answer with one ``transport.write``. A request whose bytes all came in one read finds its body
-complete when its handler runs.
+Each request's task awaits the server's handler and writes the answer with one
+``transport.write`` of the head (:func:`~.messages.head`) and the body.
 
-What a connection may do (the numbers are :class:`~.connections.ConnectionLimits`):
-
-- **Heads**: a request line of at most :data:`MAX_FIELD_BYTES`, each header line too, at most
-  :data:`MAX_HEADERS` headers, and at most ``max_header_bytes`` of line and headers together
-  (``--rest_api_max_header_bytes``), counted as they arrive, a partial line included: past
-  either the answer is 414 or 431 ``{"error": ...}`` and the connection closes. A head must be
-  whole within ``header_timeout_s`` of its first byte (of the connection's opening for the
-  first); between requests a connection may stay ``idle_timeout_s`` (the sweep of
-  :mod:`~.connections` closes it).
-- **Framing**: llhttp's strict mode refuses every smuggling shape (``Content-Length`` with
-  ``Transfer-Encoding``, two ``Content-Length``, obsolete line folding, a bare LF, NUL and other
-  control bytes, a ``Transfer-Encoding`` that does not end with ``chunked``): 400, closed. An
-  unknown method is 501; TLS bytes on a plain port 400.
-- **Bodies**: past ``max_body_bytes`` (declared, or as a chunked body grows, or as soon as a
-  chunk-size line declares more: :func:`~.chunks.declared_chunk_size`) the body's bytes are
-  dropped and its handler's read is 400; a body nobody reads yet stops the reading past
-  :data:`UNREAD_BODY_BYTES`. An answer sent before its body ended closes the connection.
 - **Order**: pipelined requests are answered in order, one at a time; while one is served, the
   next heads wait and reading pauses. A connection whose client does not take the answer
-  (writing paused) serves nothing more, and is aborted after ``write_timeout_s``.
+  (writing paused) serves nothing more, and is aborted after ``write_timeout_s`` without a
+  byte taken (the sweep of :mod:`~.connections`, as for the header and idle timeouts).
+- **Closing**: an answer sent before its body ended, a refusal, ``Connection: close``, a
+  ``CONNECT`` or ``Upgrade`` close the connection after the answer: a FIN first, what the client
+  still sends is dropped until it closes (a lingering close, so that its unread bytes do not
+  reset the connection before it reads the answer).
 - **Lifetime**: a handler is cancelled when its connection is lost (its in-flight work freed).
 """
 
 from __future__ import annotations
 
 import asyncio
-import enum
 from collections import deque
-from typing import TYPE_CHECKING
 
-import httptools
-
-from gateway.transport.http import chunks
+from gateway.transport.http.connections import Connections
 from gateway.transport.http.json_error import error_body
 from gateway.transport.http.messages import HttpRequest, HttpResponse, head
-
-if TYPE_CHECKING:
-    from gateway.transport.http.connections import Connections
-
-MAX_FIELD_BYTES = 8190
-"""Longest request line or header line (aiohttp's and nginx's 8 KiB buffers less CRLF)."""
-MAX_HEADERS = 128
-"""Most header lines in one request."""
-UNREAD_BODY_BYTES = 256 * 1024
-"""Body bytes kept for a handler that has not started reading before the connection pauses."""
+from gateway.transport.http.reading import Phase, RequestReader
 
 
-class Phase(enum.Enum):
-    """What a connection is waiting for (the sweep's timeouts apply to HEAD and IDLE)."""
-
-    HEAD = enum.auto()  # the rest of a request head (or its first byte, on a new connection)
-    BUSY = enum.auto()  # its handler
-    IDLE = enum.auto()  # the next request of a kept connection
-
-
-class HeadTooLarge(Exception):
-    """A head past one of the bounds above (answered 414 or 431)."""
-
-    def __init__(self, status: int, message: str) -> None:
-        super().__init__(message)
-        self.status = status
-        self.message = message
-
-
-class HttpConnection(asyncio.Protocol):
+class HttpConnection(RequestReader):
     """One client connection of an :class:`~.server.HttpServer` (see the module doc)."""
 
     def __init__(self, connections: Connections) -> None:
-        self._connections = connections
         limits = connections.limits
-        self._max_body = limits.max_body_bytes
-        self._max_head = limits.max_header_bytes
-        self._loop = asyncio.get_running_loop()
-        self._parser = httptools.HttpRequestParser(self)
-        # Answer the request that says "Connection: close", then close; bytes after it are
-        # ignored rather than refused.
-        self._parser.set_dangerous_leniencies(lenient_data_after_close=True)
+        super().__init__(
+            max_body_bytes=limits.max_body_bytes, max_header_bytes=limits.max_header_bytes
+        )
+        self._connections = connections
         self.transport: asyncio.Transport | None = None
         self.peer = ""
-        self.scheme = "http"
-        self.phase = Phase.HEAD
-        self.since = self._loop.time()
-        """``loop.time()`` when the current phase began."""
         self.write_blocked_since: float | None = None
         """``loop.time()`` since when the client has taken none of the bytes waiting to be sent
         (None: the transport takes writes)."""
         self._unsent = 0
-        # The head being parsed.
-        self._url = b""
-        self._headers: dict[str, str] = {}
-        self._head_bytes = 0
-        self._header_count = 0
-        self._heading = False
-        self._partial = 0
-        # The request whose body is arriving, and chunked framing.
-        self._parsing: HttpRequest | None = None
-        self._chunk_start = -1
-        self._chunk_here = False
-        # Requests served.
         self._current: HttpRequest | None = None
         self._queue: deque[HttpRequest] = deque()
         self._task: asyncio.Task[None] | None = None
@@ -114,8 +47,6 @@ class HttpConnection(asyncio.Protocol):
         self._writable: asyncio.Future[None] | None = None
         self._closing = False
         """Serve nothing after what is in hand."""
-        self._done = False
-        """Read nothing more."""
         self._pending_error: HttpResponse | None = None
 
     # -- asyncio.Protocol ---------------------------------------------------------------------
@@ -127,7 +58,7 @@ class HttpConnection(asyncio.Protocol):
             self.scheme = "https"
         refusal = self._connections.admit(self)
         if refusal is not None:
-            self.answer_and_close(503, refusal, {"Retry-After": "1"})
+            self.answer_and_close(503, refusal, {"Retry-After": "1"}, linger=False)
 
     def connection_lost(self, exc: BaseException | None) -> None:
         self._connections.forget(self)
@@ -144,9 +75,12 @@ class HttpConnection(asyncio.Protocol):
             writable.set_result(None)
 
     def eof_received(self) -> bool:
-        """The client will send nothing more: answer what it asked, then close."""
+        """The client will send nothing more: answer what it asked whole, then close (at once
+        when nothing is asked, or a body can no longer end)."""
         self._closing = True
-        return self._current is not None
+        return (
+            self._current is not None and self._parsing is None and self.phase is not Phase.LINGER
+        )
 
     def pause_writing(self) -> None:
         self.write_blocked_since = self._loop.time()
@@ -176,64 +110,8 @@ class HttpConnection(asyncio.Protocol):
         transport = self.transport
         return 0 if transport is None else transport.get_write_buffer_size()
 
-    def data_received(self, data: bytes) -> None:
-        if self._done:
-            return
-        if self.phase is Phase.IDLE:
-            self.phase, self.since = Phase.HEAD, self._loop.time()
-        try:
-            self._parser.feed_data(data)
-        except httptools.HttpParserUpgrade:
-            self._upgrade()
-        except httptools.HttpParserError as exc:
-            self._malformed(exc, data)
-            return
-        if self._heading:
-            self._bound_partial_head(data)
-        elif self._chunk_here:
-            self._check_chunk(data)
-
-    # -- parser callbacks -----------------------------------------------------------------------
-    def on_url(self, url: bytes) -> None:
-        self._heading = True
-        self._url += url
-        if len(self._url) > MAX_FIELD_BYTES:
-            raise HeadTooLarge(414, f"the request target is longer than {MAX_FIELD_BYTES} bytes")
-
-    def on_header(self, name: bytes, value: bytes) -> None:
-        size = len(name) + len(value)
-        self._head_bytes += size + 4
-        self._header_count += 1
-        if (
-            size > MAX_FIELD_BYTES
-            or self._header_count > MAX_HEADERS
-            or self._head_bytes > self._max_head
-        ):
-            raise self._too_large(size)
-        key = name.decode("latin-1").lower()
-        headers = self._headers
-        if key in headers:
-            headers[key] += ", " + value.decode("latin-1")
-        else:
-            headers[key] = value.decode("latin-1")
-
-    def on_headers_complete(self) -> None:
-        parser = self._parser
-        request = HttpRequest(
-            self,
-            parser.get_method().decode("ascii"),
-            self._url,
-            parser.get_http_version(),
-            self._headers,
-            scheme=self.scheme,
-            keep_alive=parser.should_keep_alive(),
-        )
-        self._url, self._headers = b"", {}
-        self._head_bytes = self._header_count = self._partial = 0
-        self._heading = False
-        self._parsing = request
-        if request.content_length is not None and request.content_length > self._max_body:
-            request.over_limit = True
+    # -- serving --------------------------------------------------------------------------------
+    def _dispatch(self, request: HttpRequest) -> None:
         if self._current is None and not self._closing:
             self._current = request
             self.phase = Phase.BUSY
@@ -243,39 +121,9 @@ class HttpConnection(asyncio.Protocol):
             self._queue.append(request)
             self._pause()
 
-    def on_body(self, body: bytes) -> None:
-        request = self._parsing
-        if request is None:
-            return
-        request.size += len(body)
-        if request.size > self._max_body:
-            request.over_limit = True
-            request.chunks = []
-        elif not request.over_limit:
-            request.chunks.append(body)
-        if request.waiter is not None:
-            request.wake()
-        elif request.size > UNREAD_BODY_BYTES and not request.read_started:
-            self._pause()
+    def _log_malformed(self, what: str) -> None:
+        self._connections.malformed(what)
 
-    def on_message_complete(self) -> None:
-        request = self._parsing
-        if request is not None:
-            self._parsing = None
-            request.complete = True
-            if request.waiter is not None:
-                request.wake()
-        self._chunk_start, self._chunk_here = -1, False
-
-    def on_chunk_header(self) -> None:
-        request = self._parsing
-        self._chunk_start = -1 if request is None else request.size
-        self._chunk_here = True
-
-    def on_chunk_complete(self) -> None:
-        self._chunk_start, self._chunk_here = -1, False
-
-    # -- serving --------------------------------------------------------------------------------
     async def _serve(self, request: HttpRequest) -> None:
         """Answer ``request``, then each request queued behind it, in order."""
         connections = self._connections
@@ -332,7 +180,21 @@ class HttpConnection(asyncio.Protocol):
             if error is not None:
                 self._pending_error = None
                 transport.write(head(error, self._connections.date, False) + error.body)
+            self._linger(transport)
+
+    def _linger(self, transport: asyncio.Transport) -> None:
+        """Close after the last answer: send it and a FIN, then read on and drop what comes
+        until the client closes (or for ``header_timeout_s``), so that bytes it was still
+        sending do not make the kernel reset the connection before the answer is read."""
+        if not transport.can_write_eof():
             transport.close()
+            return
+        transport.write_eof()
+        self.phase, self.since = Phase.LINGER, self._loop.time()
+        self._connections.waiting.pop(self, None)
+        if not self._reading:
+            self._reading = True
+            transport.resume_reading()
 
     def want_body(self, request: HttpRequest) -> None:
         """A handler waits for ``request``'s body: read on."""
@@ -355,43 +217,6 @@ class HttpConnection(asyncio.Protocol):
             self.transport.resume_reading()
 
     # -- refusals -----------------------------------------------------------------------------
-    def _too_large(self, size: int) -> HeadTooLarge:
-        if size > MAX_FIELD_BYTES:
-            return HeadTooLarge(431, f"a header line is longer than {MAX_FIELD_BYTES} bytes")
-        if self._header_count > MAX_HEADERS:
-            return HeadTooLarge(431, f"the request has more than {MAX_HEADERS} headers")
-        return HeadTooLarge(
-            431,
-            f"the request's headers are larger than {self._max_head} bytes "
-            "(--rest_api_max_header_bytes)",
-        )
-
-    def _bound_partial_head(self, data: bytes) -> None:
-        """A head is still arriving: the bytes of its unfinished line count too."""
-        newline = data.rfind(b"\n")
-        self._partial = len(data) - newline - 1 if newline >= 0 else self._partial + len(data)
-        if self._partial > MAX_FIELD_BYTES or self._head_bytes + self._partial > self._max_head:
-            refusal = self._too_large(self._partial)
-            self._connections.malformed("request head too large")
-            self._refuse(refusal.status, refusal.message)
-
-    def _check_chunk(self, data: bytes) -> None:
-        """A chunk of the body being read has begun in ``data`` and not ended: refuse it now if
-        its declared size takes the body past the limit."""
-        self._chunk_here = False
-        request = self._parsing
-        if request is None or self._chunk_start < 0 or request.over_limit:
-            return
-        received = request.size - self._chunk_start
-        declared = chunks.declared_chunk_size(data, received)
-        if declared is not None and self._chunk_start + declared > self._max_body:
-            request.over_limit = True
-            request.chunks = []
-            request.declared_chunk = declared
-            self._connections.malformed("chunk size over the body limit")
-            self._pause()
-            request.wake()
-
     def _upgrade(self) -> None:
         """``CONNECT`` or ``Upgrade``: the request is answered as any other, then the connection
         closes (nothing is upgraded); bytes after its head are not read."""
@@ -399,16 +224,6 @@ class HttpConnection(asyncio.Protocol):
         self._pause()
         if self._current is None:
             self._close_after_answers()
-
-    def _malformed(self, exc: httptools.HttpParserError, data: bytes) -> None:
-        cause = exc.__context__
-        if isinstance(cause, HeadTooLarge):
-            self._connections.malformed("request head too large")
-            self._refuse(cause.status, cause.message)
-            return
-        status, message = parser_error(exc, data)
-        self._connections.malformed(message)
-        self._refuse(status, message)
 
     def _refuse(self, status: int, message: str) -> None:
         """Answer ``{"error": message}`` once the requests before it are answered, then close;
@@ -425,16 +240,25 @@ class HttpConnection(asyncio.Protocol):
             self._pending_error = HttpResponse(status, error_body(message))
 
     def answer_and_close(
-        self, status: int, message: str, headers: dict[str, str] | None = None
+        self,
+        status: int,
+        message: str,
+        headers: dict[str, str] | None = None,
+        *,
+        linger: bool = True,
     ) -> None:
-        """Write ``{"error": message}`` with ``status`` outside any handler, then close."""
+        """Write ``{"error": message}`` with ``status`` outside any handler, then close
+        (``linger``: as :meth:`_linger` does; a connection never counted in closes at once)."""
         self._closing = self._done = True
         transport = self.transport
         if transport is None:
             return
         response = HttpResponse(status, error_body(message), headers=headers)
         transport.write(head(response, self._connections.date, False) + response.body)
-        transport.close()
+        if linger:
+            self._linger(transport)
+        else:
+            transport.close()
 
     def drop(self) -> None:
         """Close now (the connection was idle: no answer is lost)."""
@@ -447,13 +271,3 @@ class HttpConnection(asyncio.Protocol):
         self._closing = True
         if self.transport is not None:
             self.transport.abort()
-
-
-def parser_error(exc: httptools.HttpParserError, data: bytes) -> tuple[int, str]:
-    """Status and message for a request llhttp refused, never with the request's bytes."""
-    if isinstance(exc, httptools.HttpParserInvalidMethodError):
-        if data[:2] == b"\x16\x03":
-            return 400, "TLS traffic on a plain-HTTP port"
-        return 501, "the request's HTTP method is not supported"
-    reason = str(exc).strip()[:120]
-    return 400, f"malformed HTTP request: {reason or 'unparsable'}"

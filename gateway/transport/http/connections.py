@@ -1,6 +1,6 @@
 """REST connections: how many, from whom, and how long each may wait.
 
-:class:`Connections` keeps every open :class:`~.connection.HttpConnection` of one server, with
+:class:`Connections` keeps every open :class:`~.connection.Connection` of one server, with
 :class:`ConnectionLimits`:
 
 - at most ``max_connections`` open at once. A new connection past it takes the place of the
@@ -27,10 +27,11 @@ import logging
 from collections.abc import Awaitable, Callable
 from dataclasses import dataclass
 from email.utils import formatdate
+from typing import Protocol
 
 from gateway.config.settings import Settings
-from gateway.transport.http.connection import HttpConnection, Phase
 from gateway.transport.http.messages import HttpRequest, HttpResponse
+from gateway.transport.http.reading import Phase
 from gateway.transport.quiet_log import Throttled
 
 log = logging.getLogger(__name__)
@@ -76,6 +77,20 @@ def date_line() -> bytes:
     return b"Date: " + formatdate(usegmt=True).encode("ascii") + b"\r\n"
 
 
+class Connection(Protocol):
+    """What :class:`Connections` sees of one connection (:class:`~.connection.Connection`)."""
+
+    peer: str
+    phase: Phase
+    since: float
+
+    def taken_since(self, now: float) -> float | None: ...
+
+    def drop(self) -> None: ...
+
+    def abort(self) -> None: ...
+
+
 class Connections:
     """The open connections of one server and its bounds (see the module doc).
 
@@ -95,19 +110,15 @@ class Connections:
         self.date = date_line()
         self.closing = False
         """Answers say ``Connection: close`` (the server stops)."""
-        self.open: set[HttpConnection] = set()
-        self.waiting: dict[HttpConnection, None] = {}
+        self.open: set[Connection] = set()
+        self.waiting: dict[Connection, None] = {}
         """The connections without a request in hand, longest waiting first."""
         self._peers: dict[str, int] = {}
         self._sweeper: asyncio.TimerHandle | None = None
         self.refused = Throttled(log, "REST connections closed", level=logging.INFO)
         self.malformed = Throttled(log, "malformed HTTP requests answered", level=logging.INFO)
 
-    def factory(self) -> HttpConnection:
-        """A new connection (the protocol factory of the listening sockets)."""
-        return HttpConnection(self)
-
-    def admit(self, connection: HttpConnection) -> str | None:
+    def admit(self, connection: Connection) -> str | None:
         """Count ``connection`` in, making room past the cap; why it is refused, else None."""
         limits = self.limits
         peer = connection.peer
@@ -133,7 +144,7 @@ class Connections:
         self._peers[peer] = self._peers.get(peer, 0) + 1
         return None
 
-    def forget(self, connection: HttpConnection) -> None:
+    def forget(self, connection: Connection) -> None:
         """``connection`` is closed."""
         if connection not in self.open:
             return
@@ -169,6 +180,9 @@ class Connections:
                 self.refused(f"answer not taken within {limits.write_timeout_s:g} s")
                 self.forget(connection)
                 connection.abort()
+            elif connection.phase is Phase.LINGER and waited > limits.header_timeout_s:
+                self.forget(connection)
+                connection.drop()
             elif connection.phase is Phase.HEAD and waited > limits.header_timeout_s:
                 self.refused(f"request head not sent within {limits.header_timeout_s:g} s")
                 self.forget(connection)

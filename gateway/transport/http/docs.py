@@ -35,7 +35,7 @@ from gateway.transport.http.routes import ExtraRoute, Routes
 
 Document = Callable[[], Mapping[str, Any]]
 """Builds one protocol's OpenAPI document (a JSON-ready mapping) from the models served now."""
-Served = Callable[[], Sequence[object]]
+ServedVersions = Callable[[], Sequence[object]]
 """The versions served now (a document is rebuilt when one of them is not the same object)."""
 BEARER_SCHEME = "bearerAuth"
 """The name of the documents' security scheme when tokens are required."""
@@ -173,7 +173,7 @@ def add_docs(
     routes: Routes,
     documents: Mapping[str, tuple[str, Document]],
     *,
-    served: Served,
+    served: ServedVersions,
     bearer: bool = False,
 ) -> None:
     """Route each ``prefix → (title, document)``'s page and document, and the page's assets
@@ -221,7 +221,7 @@ class _Cached:
     """One document's route: built when first asked for, then again only when ``served``
     changes."""
 
-    def __init__(self, path: str, document: Document, served: Served, bearer: bool) -> None:
+    def __init__(self, path: str, document: Document, served: ServedVersions, bearer: bool) -> None:
         self._path = path
         self._document = document
         self._served = served

@@ -44,6 +44,7 @@ from typing import Any
 from gateway.errors import FailedPrecondition, Internal, NotFound, ServingError
 from gateway.serving.budget import MemoryBudget
 from gateway.transport.http.bounds import CallBounds
+from gateway.transport.http.connection import HttpConnection
 from gateway.transport.http.connections import ConnectionLimits, Connections
 from gateway.transport.http.front import Front, HttpError, check_probe_method
 from gateway.transport.http.json_error import failure_response
@@ -147,7 +148,7 @@ class HttpServer:
             for address in hosts:
                 try:
                     listener = await loop.create_server(
-                        self.connections.factory,
+                        self._connection,
                         address or None,
                         port,
                         ssl=ssl_context,
@@ -174,6 +175,10 @@ class HttpServer:
         )
         log.info("Exporting HTTP/REST API at:%s ...%s", where, " (TLS)" if ssl_context else "")
         return port
+
+    def _connection(self) -> HttpConnection:
+        """A new connection (the protocol factory of the listening sockets)."""
+        return HttpConnection(self.connections)
 
     @property
     def last_arrival(self) -> float:
