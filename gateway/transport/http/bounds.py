@@ -80,7 +80,8 @@ class CallBounds:
             await self._rest_of(request, declared is None)
         elif declared is None and request.size:
             self._hold(request, request.size)
-        return request.body()
+        chunks = request.chunks
+        return chunks[0] if len(chunks) == 1 else request.body()
 
     async def _rest_of(self, request: HttpRequest, chunked: bool) -> None:
         """Wait for the end of ``request``'s body (holding a chunked one's bytes as they come)."""

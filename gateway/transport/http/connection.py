@@ -157,7 +157,8 @@ class HttpConnection(RequestReader):
                     return
             if not self._queue:
                 self._current = self._task = None
-                self._resume()
+                if not self._reading:
+                    self._resume()
                 self.phase, self.since = Phase.IDLE, self._loop.time()
                 connections.waiting[self] = None
                 return

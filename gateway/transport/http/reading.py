@@ -34,7 +34,7 @@ from gateway.transport.http import chunks
 from gateway.transport.http.messages import HttpRequest
 
 MAX_FIELD_BYTES = 8190
-"""Longest request line or header line (aiohttp's and nginx's 8 KiB buffers less CRLF)."""
+"""Longest request line or header line (nginx's 8 KiB buffers less CRLF)."""
 MAX_HEADERS = 128
 """Most header lines in one request."""
 UNREAD_BODY_BYTES = 256 * 1024

@@ -116,6 +116,10 @@ class Routes:
         """The exact route of ``path`` and whether it is public, or None."""
         return self._exact.get(path)
 
+    def exact_paths(self) -> frozenset[str]:
+        """The paths of the exact routes."""
+        return frozenset(self._exact)
+
     def api_for(self, path: str) -> HttpApi[Any] | None:
         """The API owning ``path``, or None."""
         for api in self._apis:

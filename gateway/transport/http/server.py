@@ -123,6 +123,8 @@ class HttpServer:
         self.front = front or Front()
         self.connections = Connections(limits, self._handle, cors_lines() if enable_cors else b"")
         self._listeners: list[asyncio.Server] = []
+        self._not_apis: frozenset[str] = PROBES
+        """The probes and the exact routes (as :meth:`start` found them)."""
 
     # -- lifecycle ------------------------------------------------------------------------------
     async def start(
@@ -141,6 +143,7 @@ class HttpServer:
         takes the port the OS chose for IPv4, so one port serves both).
         """
         loop = asyncio.get_running_loop()
+        self._not_apis = PROBES | self._routes.exact_paths()
         listeners: list[asyncio.Server] = []
         hosts = [host] if host or port else ["0.0.0.0", "::"]
         handshake = self.connections.limits.header_timeout_s if ssl_context else None
@@ -219,14 +222,9 @@ class HttpServer:
     async def _handle(self, request: HttpRequest) -> HttpResponse:
         """The answer to ``request`` (never raises but CancelledError)."""
         path = request.path
-        routes = self._routes
-        if (
-            path in PROBES
-            or routes.exact(path) is not None
-            or (request.method == "OPTIONS" and self._enable_cors)
-        ):
+        if path in self._not_apis or (request.method == "OPTIONS" and self._enable_cors):
             return await self._answer_other(request, path)
-        found = routes.api_call(request.method, path)
+        found = self._routes.api_call(request.method, path)
         if found is None:
             return await self._answer_other(request, path)
         api, call = found
