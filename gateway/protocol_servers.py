@@ -11,14 +11,13 @@ port in use is an error, never silently shared.
 
 from __future__ import annotations
 
-import asyncio
 import functools
 import logging
 from collections.abc import Awaitable, Callable
 from typing import Any
 
 import grpc
-from grpc_health.v1 import health, health_pb2, health_pb2_grpc
+from grpc_health.v1 import health_pb2, health_pb2_grpc
 from grpc_reflection.v1alpha import reflection, reflection_pb2_grpc
 
 from gateway.config.settings import Settings
@@ -40,6 +39,7 @@ from gateway.transport.http.connections import rest_limits
 from gateway.transport.http.front import Front
 from gateway.transport.http.routes import ExtraRoute, Routes
 from gateway.transport.http.server import HttpServer
+from gateway.transport.open_streams import BoundedHealth, BoundedReflection
 from gateway.transport.surface import GrpcService, ProtocolSurface, service_names
 from gateway.v2.model_control import ModelRepository
 from gateway.v2.rest import openapi as v2_openapi
@@ -67,8 +67,9 @@ def grpc_options(settings: Settings, *, reuse_port: bool = False) -> list[tuple[
     ``reuse_port``: several front ends on one port), keepalive pings that find dead peers, user
     overrides (--grpc_channel_arguments) last.
 
-    grpc core closes a connection idle for ``--grpc_idle_timeout_seconds`` (no call open: the
-    health ``Watch`` streams end after as long, :class:`BoundedHealth`) and refuses new ones past
+    grpc core closes a connection idle for ``--grpc_idle_timeout_seconds`` (no call open: health
+    ``Watch`` and reflection streams end after as long, :mod:`gateway.transport.open_streams`)
+    and refuses new ones past
     ``--grpc_max_connections``; it has no way to close the oldest idle connection for a new one
     instead, nor a bound per peer address (grpcio hands the application neither the accepted
     sockets nor the connections)."""
@@ -95,23 +96,6 @@ def _pending_limits(soft: int) -> list[tuple[str, int]]:
         ("grpc.server.max_pending_requests", soft),
         ("grpc.server.max_pending_requests_hard_limit", 2 * soft),
     ]
-
-
-class BoundedHealth(health.aio.HealthServicer):  # type: ignore[misc]
-    """grpc.health.v1 whose ``Watch`` streams end (OK) after ``stream_s`` seconds: an open
-    stream keeps its connection from ever being idle, so without an end a client holding only a
-    watch would hold its connection slot for good. Watching clients call again."""
-
-    def __init__(self, stream_s: float) -> None:
-        super().__init__()
-        self._stream_s = stream_s
-
-    async def Watch(self, request: health_pb2.HealthCheckRequest, context: Any) -> None:
-        try:
-            async with asyncio.timeout(self._stream_s):
-                await super().Watch(request, context)
-        except TimeoutError:
-            return
 
 
 class Servers:
@@ -199,7 +183,7 @@ class Servers:
         :func:`~gateway.transport.grpc_services.register` builds (observation, gate, error rule,
         servicer)."""
         names = service_names(services, HEALTH_SERVICE, reflection.SERVICE_NAME)
-        reflecting = reflection.aio.ReflectionServicer(names)
+        reflecting = BoundedReflection(names, self.settings.grpc_idle_timeout_seconds)
         add_health = health_pb2_grpc.add_HealthServicer_to_server
         add_reflection = reflection_pb2_grpc.add_ServerReflectionServicer_to_server
         everything = [

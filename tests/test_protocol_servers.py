@@ -1,21 +1,11 @@
-"""gateway.protocol_servers: the gRPC server's channel options that tensorgate's flags set, and
-health watches that end."""
+"""gateway.protocol_servers: the gRPC server's channel options that tensorgate's flags set."""
 
 from __future__ import annotations
 
-import asyncio
-
-import grpc
 import pytest
-from grpc_health.v1 import health_pb2, health_pb2_grpc
 
 from gateway.config.flags import FlagError, parse_flags
-from gateway.protocol_servers import (
-    KEEPALIVE_TIME_MS,
-    KEEPALIVE_TIMEOUT_MS,
-    BoundedHealth,
-    grpc_options,
-)
+from gateway.protocol_servers import KEEPALIVE_TIME_MS, KEEPALIVE_TIMEOUT_MS, grpc_options
 
 BASE = ["--model_base_path=/models/m"]
 
@@ -53,25 +43,3 @@ def test_connections_are_pinged_so_dead_peers_free_their_slot() -> None:
     assert options["grpc.keepalive_time_ms"] == KEEPALIVE_TIME_MS
     assert options["grpc.keepalive_timeout_ms"] == KEEPALIVE_TIMEOUT_MS
     assert options["grpc.max_connection_idle_ms"] == 300_000
-
-
-def test_a_health_watch_ends_so_its_connection_can_go_idle() -> None:
-    """An open Watch keeps its connection busy for good (grpc closes only idle connections): the
-    stream ends, OK, after the idle timeout, with the status it had sent."""
-
-    async def scenario() -> list[int]:
-        server = grpc.aio.server()
-        health_pb2_grpc.add_HealthServicer_to_server(BoundedHealth(0.2), server)
-        port = server.add_insecure_port("127.0.0.1:0")
-        await server.start()
-        try:
-            async with grpc.aio.insecure_channel(f"127.0.0.1:{port}") as channel:
-                stub = health_pb2_grpc.HealthStub(channel)
-                call = stub.Watch(health_pb2.HealthCheckRequest(service=""), timeout=60)
-                statuses = [answer.status async for answer in call]
-                assert await call.code() == grpc.StatusCode.OK
-                return statuses
-        finally:
-            await server.stop(0)
-
-    assert asyncio.run(scenario()) == [health_pb2.HealthCheckResponse.SERVING]

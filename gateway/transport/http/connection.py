@@ -17,12 +17,15 @@ Each request's task awaits the server's handler and writes the answer with one
 from __future__ import annotations
 
 import asyncio
+import logging
 from collections import deque
 
 from gateway.transport.http.connections import Connections
 from gateway.transport.http.json_error import error_body
 from gateway.transport.http.messages import HttpRequest, HttpResponse, head
 from gateway.transport.http.reading import Phase, RequestReader
+
+log = logging.getLogger(__name__)
 
 
 class HttpConnection(RequestReader):
@@ -70,6 +73,7 @@ class HttpConnection(RequestReader):
         for request in (self._parsing, self._current):
             if request is not None:
                 request.wake()
+        self._stop_reading()
         writable = self._writable
         if writable is not None and not writable.done():
             writable.set_result(None)
@@ -127,45 +131,49 @@ class HttpConnection(RequestReader):
     async def _serve(self, request: HttpRequest) -> None:
         """Answer ``request``, then each request queued behind it, in order."""
         connections = self._connections
-        while True:
-            response = await connections.handle(request)
-            transport = self.transport
-            if transport is None:
-                return
-            keep = (
-                request.keep_alive
-                and request.complete
-                and not response.close
-                and not request.refused
-                and not self._closing
-                and not connections.closing
-            )
-            body = response.body
-            first = head(response, connections.date, keep, connections.extra_headers)
-            if request.method == "HEAD" or not body:
-                transport.write(first)
-            elif len(body) < 65536:
-                transport.write(first + body)
-            else:
-                transport.writelines((first, body))
-            if not keep:
-                self._close_after_answers()
-                return
-            if self.write_blocked_since is not None:
-                await self._drained()
-                if self.transport is None:
+        try:
+            while True:
+                response = await connections.handle(request)
+                transport = self.transport
+                if transport is None:
                     return
-            if not self._queue:
-                self._current = self._task = None
-                if not self._reading:
+                keep = (
+                    request.keep_alive
+                    and request.complete
+                    and not response.close
+                    and not request.refused
+                    and not self._closing
+                    and not connections.closing
+                )
+                body = response.body
+                first = head(response, connections.date, keep, connections.extra_headers)
+                if request.method == "HEAD" or not body:
+                    transport.write(first)
+                elif len(body) < 65536:
+                    transport.write(first + body)
+                else:
+                    transport.writelines((first, body))
+                if not keep:
+                    self._close_after_answers()
+                    return
+                if self.write_blocked_since is not None:
+                    await self._drained()
+                    if self.transport is None:
+                        return
+                if not self._queue:
+                    self._current = self._task = None
+                    if not self._reading:
+                        self._resume()
+                    self.phase, self.since = Phase.IDLE, self._loop.time()
+                    connections.waiting[self] = None
+                    return
+                request = self._queue.popleft()
+                self._current = request
+                if not self._queue:
                     self._resume()
-                self.phase, self.since = Phase.IDLE, self._loop.time()
-                connections.waiting[self] = None
-                return
-            request = self._queue.popleft()
-            self._current = request
-            if not self._queue:
-                self._resume()
+        except Exception:  # a fault of ours: this connection ends, the server goes on
+            log.exception("REST connection failed answering %s", request.method)
+            self.abort()
 
     async def _drained(self) -> None:
         self._writable = self._loop.create_future()

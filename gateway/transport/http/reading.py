@@ -41,6 +41,10 @@ UNREAD_BODY_BYTES = 256 * 1024
 """Body bytes kept for a handler that has not started reading before the connection pauses."""
 
 
+_NO_PARSER = httptools.HttpRequestParser(object())
+"""The parser of every closed connection (it is never fed)."""
+
+
 class Phase(enum.Enum):
     """What a connection is waiting for (the sweep's timeouts apply to HEAD and IDLE)."""
 
@@ -88,6 +92,13 @@ class RequestReader(asyncio.Protocol):
         self._chunk_here = False
         self._done = False
         """Read nothing more."""
+
+    def _stop_reading(self) -> None:
+        """Read nothing more, and let the parser go (it refers back to this reader: kept, the
+        pair would wait for the garbage collector)."""
+        self._done = True
+        self._parser = _NO_PARSER
+        self._parsing = None
 
     # -- what the connection does with what is read ---------------------------------------------
     def _dispatch(self, request: HttpRequest) -> None:
