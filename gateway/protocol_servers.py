@@ -17,7 +17,7 @@ from collections.abc import Awaitable, Callable
 from typing import Any
 
 import grpc
-from grpc_health.v1 import health, health_pb2, health_pb2_grpc
+from grpc_health.v1 import health_pb2, health_pb2_grpc
 from grpc_reflection.v1alpha import reflection, reflection_pb2_grpc
 
 from gateway.config.settings import Settings
@@ -28,7 +28,7 @@ from gateway.listen import TlsMaterial, UnixSocket, bind_grpc
 from gateway.observability.hooks import Observability
 from gateway.serving.core import ServingCore
 from gateway.serving.queues import BatchQueues
-from gateway.serving.registry import Registry
+from gateway.serving.registry import Registry, available_servables
 from gateway.tfserving.rest import openapi as tfserving_openapi
 from gateway.tfserving.surface import TfServingOptions, TfServingSurface
 from gateway.transport.auth import load_roles
@@ -39,6 +39,7 @@ from gateway.transport.http.connections import rest_limits
 from gateway.transport.http.front import Front
 from gateway.transport.http.routes import ExtraRoute, Routes
 from gateway.transport.http.server import HttpServer
+from gateway.transport.open_streams import BoundedHealth, BoundedReflection
 from gateway.transport.surface import GrpcService, ProtocolSurface, service_names
 from gateway.v2.model_control import ModelRepository
 from gateway.v2.rest import openapi as v2_openapi
@@ -55,10 +56,24 @@ FINAL_GRACE_S = 0.5
 """After the drain, how long calls that are just being refused may take to get their answer."""
 
 
+KEEPALIVE_TIME_MS = 60_000
+"""How long a gRPC connection may be silent before the server pings it (grpc's default is two
+hours): a peer that vanished without closing is found and its connection slot freed."""
+KEEPALIVE_TIMEOUT_MS = 20_000
+"""How long the server waits for that ping's answer before closing the connection."""
+
+
 def grpc_options(settings: Settings, *, reuse_port: bool = False) -> list[tuple[str, Any]]:
     """Server channel options: message and connection limits, no silent port sharing (unless
-    ``reuse_port``: several front ends on one port), user overrides (--grpc_channel_arguments)
-    last."""
+    ``reuse_port``: several front ends on one port), keepalive pings that find dead peers, user
+    overrides (--grpc_channel_arguments) last.
+
+    grpc core closes a connection idle for ``--grpc_idle_timeout_seconds`` (no call open: health
+    ``Watch`` and reflection streams end after as long, :mod:`gateway.transport.open_streams`)
+    and refuses new ones past
+    ``--grpc_max_connections``; it has no way to close the oldest idle connection for a new one
+    instead, nor a bound per peer address (grpcio hands the application neither the accepted
+    sockets nor the connections)."""
     return [
         ("grpc.so_reuseport", int(reuse_port)),
         ("grpc.max_receive_message_length", settings.max_message_bytes),
@@ -66,6 +81,8 @@ def grpc_options(settings: Settings, *, reuse_port: bool = False) -> list[tuple[
         ("grpc.max_allowed_incoming_connections", settings.grpc_max_connections),
         ("grpc.max_connection_idle_ms", int(settings.grpc_idle_timeout_seconds * 1000)),
         ("grpc.server_handshake_timeout_ms", int(settings.rest_api_header_timeout_seconds * 1000)),
+        ("grpc.keepalive_time_ms", KEEPALIVE_TIME_MS),
+        ("grpc.keepalive_timeout_ms", KEEPALIVE_TIMEOUT_MS),
         *_pending_limits(settings.grpc_max_pending_requests),
         *settings.grpc_channel_options,
     ]
@@ -107,7 +124,7 @@ class Servers:
         self.core = core
         self.queues = queues
         self.observability = observability
-        self.health = health.aio.HealthServicer()
+        self.health = BoundedHealth(settings.grpc_idle_timeout_seconds)
         self.server: grpc.aio.Server | None = None
         self.rest: HttpServer | None = None
         self.grpc_port = 0
@@ -169,7 +186,7 @@ class Servers:
         :func:`~gateway.transport.grpc_services.register` builds (observation, gate, error rule,
         servicer)."""
         names = service_names(services, HEALTH_SERVICE, reflection.SERVICE_NAME)
-        reflecting = reflection.aio.ReflectionServicer(names)
+        reflecting = BoundedReflection(names, self.settings.grpc_idle_timeout_seconds)
         add_health = health_pb2_grpc.add_HealthServicer_to_server
         add_reflection = reflection_pb2_grpc.add_ServerReflectionServicer_to_server
         everything = [
@@ -200,6 +217,8 @@ class Servers:
                         lambda: v2_openapi.document(models),
                     ),
                 },
+                served=lambda: available_servables(models),
+                bearer=self.auth is not None,
             )
         return HttpServer(
             routes,

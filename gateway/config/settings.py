@@ -123,6 +123,10 @@ def _validate(s: Settings) -> None:
     check_range("max_concurrent_requests", s.max_concurrent_requests, 0)
     check_range("max_queue_delay_ms", s.max_queue_delay_ms, 0, INT32_MAX)
     check_range("rest_api_max_connections", s.rest_api_max_connections, 1, INT32_MAX)
+    check_range("rest_api_max_header_bytes", s.rest_api_max_header_bytes, 1024, INT32_MAX)
+    check_range(
+        "rest_api_max_connections_per_peer", s.rest_api_max_connections_per_peer, 0, INT32_MAX
+    )
     check_range("grpc_max_connections", s.grpc_max_connections, 1, INT32_MAX)
     check_range("ready_fd", s.ready_fd, -1)
     check_range("shutdown_grace_seconds", s.shutdown_grace_seconds, 0)
@@ -134,6 +138,7 @@ def _validate(s: Settings) -> None:
         "rest_api_header_timeout_seconds",
         "rest_api_body_timeout_seconds",
         "rest_api_idle_timeout_seconds",
+        "rest_api_write_timeout_seconds",
         "grpc_idle_timeout_seconds",
     ):
         value = getattr(s, name)

@@ -20,12 +20,10 @@ import asyncio
 import functools
 from typing import Any
 
-from aiohttp import web
-
 from gateway.observability import server_timing
 from gateway.observability.calls import Recorder
 from gateway.observability.request_log import RequestLog
-from gateway.transport.http.json_error import STATUS_KEY
+from gateway.transport.http.messages import HttpRequest, HttpResponse
 from gateway.transport.http.routes import Answer, ApiCall, Observe
 
 
@@ -38,17 +36,13 @@ def observer(recorder: Recorder | None, request_log: RequestLog | None = None) -
             raise ValueError("nothing to observe")
         logged = request_log.logged
 
-        async def only_log(
-            request: web.BaseRequest, api: ApiCall[Any], answer: Answer
-        ) -> web.StreamResponse:
+        async def only_log(request: HttpRequest, api: ApiCall[Any], answer: Answer) -> HttpResponse:
             return await logged(api.model, answer)
 
         return only_log
     timed = recorder.timing
 
-    async def observe(
-        request: web.BaseRequest, api: ApiCall[Any], answer: Answer
-    ) -> web.StreamResponse:
+    async def observe(request: HttpRequest, api: ApiCall[Any], answer: Answer) -> HttpResponse:
         if request_log is not None:  # the request log's view of the call is the answer's
             answer = functools.partial(request_log.logged, api.model, answer)
         traceparent = request.headers.get("traceparent")
@@ -57,9 +51,9 @@ def observer(recorder: Recorder | None, request_log: RequestLog | None = None) -
         route = api.route
         attributes = {
             "http.request.method": request.method,
-            "url.path": request.raw_path.partition("?")[0],
+            "url.path": request.path,
             "url.scheme": request.scheme,
-            "network.protocol.version": f"{request.version.major}.{request.version.minor}",
+            "network.protocol.version": request.version,
         }
         if route:
             attributes["http.route"] = route
@@ -77,10 +71,10 @@ def observer(recorder: Recorder | None, request_log: RequestLog | None = None) -
         call.status = "INTERNAL"
         try:
             response = await answer()
-            if timed and not response.prepared:
-                response.headers[server_timing.HEADER] = server_timing.value(call)
+            if timed:
+                response.set_header(server_timing.HEADER, server_timing.value(call))
             http = response.status
-            call.status = response.get(STATUS_KEY, "OK" if http < 400 else "UNKNOWN")
+            call.status = response.code or ("OK" if http < 400 else "UNKNOWN")
             return response
         except asyncio.CancelledError:
             call.status, http = "CANCELLED", 499
