@@ -113,18 +113,23 @@ bench: $(FULL_STAMP) system-deps
 test-long: $(FULL_STAMP)
 	HYPOTHESIS_PROFILE=long $(BIN)/python -m pytest -q -m hypothesis
 
-# The container images (deploy/Dockerfile), built with podman by scripts/image.py on
-# python:3.11-slim, or where no registry can be reached on a base it bootstraps once from Debian's
-# packages (BASE_IMAGE=... names another). podman, runc and mmdebstrap come from apt-get when
-# missing (scripts/image_deps.sh). `make test-image` builds both images and runs them for real
+# The container images (deploy/Dockerfile), built with podman by scripts/image.py for linux/amd64
+# and linux/arm64, each target's two images joined under one tag (a manifest list; the other
+# architecture is built under emulation: qemu-user-static with binfmt_misc), on python:3.11-slim,
+# or where no registry can be reached on a base it bootstraps once per architecture from Debian's
+# packages (BASE_IMAGE=... names another; IMAGE_ARCH=amd64 builds one architecture). podman, runc,
+# mmdebstrap and qemu come from apt-get when missing, and qemu is registered with binfmt_misc
+# (scripts/image_deps.sh). `make test-image` builds the ONNX image for both and the TensorFlow one
+# for this machine, and runs them for real, the arm64 one under emulation
 # (tests/deploy/test_image.py); .ci/run runs it after `make test`.
-IMAGE_BUILD = $(PY) scripts/image.py build $(if $(BASE_IMAGE),--base $(BASE_IMAGE))
+IMAGE_BUILD = $(PY) scripts/image.py build $(if $(BASE_IMAGE),--base $(BASE_IMAGE)) \
+	$(foreach arch,$(IMAGE_ARCH),--arch $(arch))
 
 image-deps:
 	scripts/image_deps.sh
 
 image-base: image-deps
-	$(PY) scripts/image.py base $(if $(BASE_IMAGE),--base $(BASE_IMAGE))
+	$(PY) scripts/image.py base $(if $(BASE_IMAGE),--base $(BASE_IMAGE)) $(if $(IMAGE_ARCH),--arch $(IMAGE_ARCH))
 
 image: image-deps
 	$(IMAGE_BUILD) --target onnx
@@ -140,6 +145,6 @@ test-image: $(FULL_STAMP) image-deps
 	tmp=$$(mktemp -d) && trap 'rm -rf "$$tmp"' EXIT && \
 	PYTEST_DEBUG_TEMPROOT=$$tmp TENSORGATE_IMAGE_TESTS=1 $(BIN)/python -m pytest -q tests/deploy/test_image.py
 
-# Removes both images, their build cache and the bootstrapped base.
+# Removes the images and their tags, their build cache and the bootstrapped bases.
 image-clean:
 	$(PY) scripts/image.py clean

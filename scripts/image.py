@@ -1,21 +1,34 @@
 #!/usr/bin/env python3
-"""Builds tensorgate's container images (deploy/Dockerfile) with podman: ``make image``,
-``make image-tensorflow``, ``make image-openvino``; ``make test-image`` builds and runs the first
-two (tests/deploy/test_image.py).
+"""Builds tensorgate's container images (deploy/Dockerfile) with podman, each for linux/amd64
+and linux/arm64 under one tag: ``make image``, ``make image-tensorflow``, ``make image-openvino``;
+``make test-image`` builds and runs the first two (tests/deploy/test_image.py).
 
     python3 scripts/image.py build --target onnx          # -> tensorgate:0.1.0
     python3 scripts/image.py build --target tensorflow    # -> tensorgate:0.1.0-tf
     python3 scripts/image.py build --target openvino      # -> tensorgate:0.1.0-openvino
-    python3 scripts/image.py base                         # prints the base image it would use
-    python3 scripts/image.py clean                        # removes the images, cache and base
+    python3 scripts/image.py build --arch arm64           # that architecture only
+    python3 scripts/image.py base --arch arm64            # prints the base image it would use
+    python3 scripts/image.py clean                        # removes the images, cache and bases
 
-The base (the Dockerfile's ``BASE_IMAGE`` argument) is ``python:3.11-slim`` when that image is
-here or can be pulled from its registry. Where no registry can be reached, an equivalent is
-bootstrapped from Debian's packages, once, and reused (``localhost/tensorgate-base``): Debian 12
-``minbase`` with ``python3``, ``python3-venv`` and ``ca-certificates`` by mmdebstrap, documentation
-and translations left out, and a virtual environment at /usr/local so that ``python`` and ``pip``
-are in /usr/local/bin as in python:3.11-slim; ``podman import`` makes it an image. The Dockerfile is
-the same either way. ``--base IMAGE`` (``make image BASE_IMAGE=...``) names another base.
+Each architecture is built on its own (``podman build --platform linux/ARCH``) as TAG-ARCH
+(``tensorgate:0.1.0-arm64``), then TAG becomes a manifest list of them (``podman manifest
+create`` and ``add``): ``podman run TAG`` on either kind of machine runs its own, and ``podman
+manifest push --all TAG docker://REGISTRY/...`` pushes the one tag that Kubernetes nodes of both
+architectures pull. Every target supports both architectures (:data:`ARCHITECTURES`: PyPI has
+aarch64 wheels of every pinned dependency, TensorFlow's and OpenVINO's included). An architecture
+the machine's CPU does not run is built and run under emulation: qemu-user-static registered
+with binfmt_misc (scripts/image_deps.sh sets it up; ``emulation`` says what is missing).
+
+The base (the Dockerfile's ``BASE_IMAGE`` argument) is ``python:3.11-slim`` of the architecture
+when that image is here or can be pulled from its registry. Where no registry can be reached, an
+equivalent is bootstrapped from Debian's packages for each architecture, once, and reused
+(``localhost/tensorgate-base:3.11-bookworm-ARCH``): Debian 12 ``minbase`` with ``python3``,
+``python3-venv`` and ``ca-certificates`` by mmdebstrap (``--architectures=ARCH``, its package
+scripts run under emulation for a foreign one), documentation and translations left out, and a
+virtual environment at /usr/local so that ``python`` and ``pip`` are in /usr/local/bin as in
+python:3.11-slim; ``podman import --arch`` makes it an image. The Dockerfile is the same either
+way. ``--base IMAGE`` (``make image BASE_IMAGE=...``) names another base, pulled for each
+architecture.
 
 pip inside the build uses the same configuration as pip here: ``pip config list`` (files and
 ``PIP_*`` variables) is written to a pip.conf mounted read-only at /etc/pip.conf for the build's
@@ -24,8 +37,8 @@ pip inside the build uses the same configuration as pip here: ``pip config list`
 copied into an image.
 
 podman reads deploy/podman/containers.conf (``CONTAINERS_CONF``, unless already set): runc,
-cgroupfs, and limits a sandbox allows. Needs root; scripts/image_deps.sh installs podman, runc and
-mmdebstrap with apt-get.
+cgroupfs, and limits a sandbox allows. Needs root; scripts/image_deps.sh installs podman, runc,
+mmdebstrap and qemu-user-static with apt-get.
 """
 
 from __future__ import annotations
@@ -35,6 +48,7 @@ import ast
 import hashlib
 import json
 import os
+import platform
 import shutil
 import subprocess
 import sys
@@ -52,9 +66,21 @@ TAGS = {
     "tensorflow": "tensorgate:0.1.0-tf",
     "openvino": "tensorgate:0.1.0-openvino",
 }
+ARCHITECTURES = {
+    "onnx": ("amd64", "arm64"),
+    "tensorflow": ("amd64", "arm64"),
+    "openvino": ("amd64", "arm64"),
+}
+"""The architectures each target is built for (Debian's and OCI's names): those for which every
+package the target installs has a wheel on PyPI."""
 REGISTRY_BASE = "docker.io/library/python:3.11-slim"
 LOCAL_BASE = "localhost/tensorgate-base:3.11-bookworm"
+"""The bootstrapped base's name; each architecture's is ``LOCAL_BASE-ARCH``."""
 PULL_TIMEOUT_S = 180
+
+QEMU = {"amd64": "x86_64", "arm64": "aarch64"}
+"""Each architecture's name to the kernel (``uname -m``) and to qemu (``qemu-NAME-static``)."""
+BINFMT = Path("/proc/sys/fs/binfmt_misc")
 
 SUITE = "bookworm"
 MIRRORS = (
@@ -127,6 +153,58 @@ def image_label(name: str, label: str) -> str:
     return done.stdout.strip()
 
 
+def image_arch(name: str) -> str:
+    return podman("image", "inspect", "--format", "{{.Architecture}}", name).stdout.strip()
+
+
+def image_id(name: str) -> str:
+    done = podman("image", "inspect", "--format", "{{.Id}}", name, check=False)
+    return done.stdout.strip() if done.returncode == 0 else ""
+
+
+# --- the architectures ---------------------------------------------------------------------------
+
+
+def native_arch() -> str:
+    """This machine's architecture, by OCI's (and Debian's) name."""
+    machine = platform.machine()
+    return next((arch for arch, name in QEMU.items() if name == machine), machine)
+
+
+def emulation_missing(arch: str) -> str | None:
+    """Why containers of ``arch`` cannot run here; None when they can: the CPU's own, or a
+    qemu-user handler registered with binfmt_misc with the F flag (the interpreter opened when it
+    was registered, so that it runs inside a container's root too)."""
+    if arch == native_arch():
+        return None
+    entry = BINFMT / f"qemu-{QEMU[arch]}"
+    if not (BINFMT / "status").exists():
+        return f"binfmt_misc is not mounted at {BINFMT}"
+    if not entry.exists():
+        return f"qemu-user-static is not registered with binfmt_misc ({entry} is missing)"
+    lines = entry.read_text().splitlines()
+    flags = next((line.split(":", 1)[1] for line in lines if line.startswith("flags:")), "")
+    if lines[:1] != ["enabled"] or "F" not in flags:
+        return f"{entry} is disabled or lacks the F flag, which containers need"
+    return None
+
+
+def require_emulation(arches: Sequence[str]) -> None:
+    """SystemExit, saying what to do, unless every one of ``arches`` runs here."""
+    for arch in arches:
+        why = emulation_missing(arch)
+        if why is not None:
+            native = native_arch()
+            raise SystemExit(
+                f"image: {arch} images cannot be built on this {native} machine: {why}. "
+                "`make image-deps` (as root) installs qemu-user-static and registers it with "
+                "binfmt_misc, mounting it if needed; where it cannot be mounted (an unprivileged "
+                "container), register qemu on the host (as root: `mount -t binfmt_misc binfmt_misc "
+                f"{BINFMT}` and Debian's qemu-user-static) or build this machine's architecture "
+                f"only: `make image IMAGE_ARCH={native}`"
+            )
+
+
 # --- the base ----------------------------------------------------------------------------------
 
 
@@ -134,6 +212,11 @@ def recipe() -> str:
     """A digest of everything the bootstrapped base is made from: a changed recipe rebuilds it."""
     parts = [SUITE, *MIRRORS, *PACKAGES, *DPKG_OPTIONS, *CUSTOMIZE, *IMPORT_CHANGES]
     return hashlib.sha256("\n".join(parts).encode()).hexdigest()[:16]
+
+
+def local_base(arch: str) -> str:
+    """The bootstrapped base of ``arch``."""
+    return f"{LOCAL_BASE}-{arch}"
 
 
 def host_apt_options() -> list[str]:
@@ -150,8 +233,9 @@ def host_apt_options() -> list[str]:
     return []
 
 
-def bootstrap_base() -> None:
-    """Debian's packages -> rootfs.tar (mmdebstrap) -> LOCAL_BASE (podman import)."""
+def bootstrap_base(arch: str) -> None:
+    """Debian's packages of ``arch`` -> rootfs.tar (mmdebstrap; a foreign architecture's package
+    scripts run under emulation) -> ``local_base(arch)`` (podman import)."""
     if shutil.which("mmdebstrap") is None:
         raise SystemExit("image: mmdebstrap is missing (scripts/image_deps.sh installs it)")
     started = time.monotonic()
@@ -161,6 +245,7 @@ def bootstrap_base() -> None:
             "mmdebstrap",
             "--quiet",
             "--variant=minbase",
+            f"--architectures={arch}",
             f"--include={','.join(PACKAGES)}",
             "--hook-dir=/usr/share/mmdebstrap/hooks/merged-usr",
             *host_apt_options(),
@@ -172,8 +257,17 @@ def bootstrap_base() -> None:
         ]
         subprocess.run(command, check=True)
         changes = [*IMPORT_CHANGES, f"LABEL tensorgate.base-recipe={recipe()}"]
-        podman("import", *(f"--change={c}" for c in changes), str(rootfs), LOCAL_BASE)
-    say(f"bootstrapped {LOCAL_BASE} from Debian's packages in {time.monotonic() - started:.0f} s")
+        podman(
+            "import",
+            f"--arch={arch}",
+            *(f"--change={c}" for c in changes),
+            str(rootfs),
+            local_base(arch),
+        )
+    say(
+        f"bootstrapped {local_base(arch)} from Debian's packages in "
+        f"{time.monotonic() - started:.0f} s"
+    )
 
 
 def remove_stale_layers() -> None:
@@ -192,34 +286,42 @@ def remove_stale_layers() -> None:
             return
 
 
-def base_image(explicit: str | None) -> str:
-    """The image to build on, local once this returns (the build itself never pulls)."""
+def pulled(name: str, arch: str) -> str:
+    """The id of ``name`` for ``arch``, pulled unless here (a registry's tag names one image per
+    architecture; the local tag names the one pulled last, so the build is given the id)."""
+    if not (image_exists(name) and image_arch(name) == arch):
+        podman("pull", f"--platform=linux/{arch}", name, quiet=False)
+    return image_id(name)
+
+
+def base_image(explicit: str | None, arch: str) -> str:
+    """The image of ``arch`` to build on, local once this returns (the build itself never
+    pulls): ``explicit``, python:3.11-slim, or the bootstrapped base."""
     if explicit:
-        if not image_exists(explicit):
-            podman("pull", explicit, quiet=False)
-        return explicit
-    if image_exists(REGISTRY_BASE):
-        return REGISTRY_BASE
+        return pulled(explicit, arch)
+    if image_exists(REGISTRY_BASE) and image_arch(REGISTRY_BASE) == arch:
+        return image_id(REGISTRY_BASE)
     try:
-        pulled = subprocess.run(
-            ["podman", "pull", "--quiet", REGISTRY_BASE],
+        done = subprocess.run(
+            ["podman", "pull", "--quiet", f"--platform=linux/{arch}", REGISTRY_BASE],
             env=podman_env(),
             capture_output=True,
             text=True,
             timeout=PULL_TIMEOUT_S,
             check=False,
         )
-        reason = pulled.stderr.strip().splitlines()[-1] if pulled.returncode else ""
+        reason = done.stderr.strip().splitlines()[-1] if done.returncode else ""
     except subprocess.TimeoutExpired:
         reason = f"no answer in {PULL_TIMEOUT_S} s"
     if not reason:
-        return REGISTRY_BASE
-    if image_exists(LOCAL_BASE) and image_label(LOCAL_BASE, "tensorgate.base-recipe") == recipe():
-        say(f"{REGISTRY_BASE} cannot be pulled ({reason}); using {LOCAL_BASE}, built before")
-        return LOCAL_BASE
-    say(f"{REGISTRY_BASE} cannot be pulled ({reason}); bootstrapping {LOCAL_BASE}")
-    bootstrap_base()
-    return LOCAL_BASE
+        return image_id(REGISTRY_BASE)
+    local = local_base(arch)
+    if image_exists(local) and image_label(local, "tensorgate.base-recipe") == recipe():
+        say(f"{REGISTRY_BASE} cannot be pulled ({reason}); using {local}, built before")
+        return local
+    say(f"{REGISTRY_BASE} cannot be pulled ({reason}); bootstrapping {local}")
+    bootstrap_base(arch)
+    return local
 
 
 # --- pip's configuration, for the build ----------------------------------------------------------
@@ -296,26 +398,36 @@ def pip_mounts(scratch: Path) -> list[str]:
 # --- the images ----------------------------------------------------------------------------------
 
 
-def image_id(name: str) -> str:
-    done = podman("image", "inspect", "--format", "{{.Id}}", name, check=False)
-    return done.stdout.strip() if done.returncode == 0 else ""
-
-
 def image_size_mb(name: str) -> float:
     return int(podman("image", "inspect", "--format", "{{.Size}}", name).stdout) / 1e6
 
 
-def build(target: str, tag: str, base: str | None, no_cache: bool) -> None:
+def qualified(name: str) -> str:
+    """``name`` as podman stores it: a name without a registry is under ``localhost/``."""
+    first, slash, _ = name.partition("/")
+    if slash and ("." in first or ":" in first or first == "localhost"):
+        return name
+    return f"localhost/{name}"
+
+
+def arch_tag(tag: str, arch: str) -> str:
+    """The tag of one architecture's image: ``tensorgate:0.1.0-arm64``."""
+    return f"{tag}-{arch}"
+
+
+def build_arch(target: str, tag: str, base: str | None, arch: str, no_cache: bool) -> None:
+    """``podman build --platform linux/ARCH`` of ``target`` as ``tag``."""
     started = time.monotonic()
-    base = base_image(base)
+    base_ref = base_image(base, arch)
     before = image_id(tag)
     with tempfile.TemporaryDirectory(prefix="tensorgate-pip-") as scratch:
         command = [
             "build",
             f"--file={DOCKERFILE}",
             f"--target={target}",
+            f"--platform=linux/{arch}",
             f"--tag={tag}",
-            f"--build-arg=BASE_IMAGE={base}",
+            f"--build-arg=BASE_IMAGE={base_ref}",
             "--pull=never",
             "--layers",
             *(["--no-cache"] if no_cache else []),
@@ -328,16 +440,50 @@ def build(target: str, tag: str, base: str | None, no_cache: bool) -> None:
     if before and before != after:
         # The previous build of this tag, now untagged; its layers that the new one shares stay.
         podman("rmi", before, check=False)
-    remove_stale_layers()
     say(
-        f"{tag} ({target} target, on {base}): {image_size_mb(tag):.0f} MB, "
+        f"{tag} ({target} target, linux/{arch}, on {base_ref}): {image_size_mb(tag):.0f} MB, "
         f"built in {time.monotonic() - started:.0f} s"
     )
 
 
+def remove_tag(tag: str) -> None:
+    """Whatever holds ``tag`` now: a manifest list, or an image (untagged, kept if tagged
+    otherwise)."""
+    if podman("manifest", "exists", tag, check=False).returncode == 0:
+        podman("manifest", "rm", tag)
+    elif image_exists(tag):
+        podman("untag", tag, tag)
+
+
+def join(tag: str, images: Sequence[str]) -> None:
+    """``tag`` as a manifest list of ``images`` (one per architecture), made anew."""
+    remove_tag(tag)
+    podman("manifest", "create", tag)
+    for image in images:
+        podman("manifest", "add", tag, f"containers-storage:{qualified(image)}")
+    listed = json.loads(podman("manifest", "inspect", tag).stdout)
+    platforms = [m["platform"]["architecture"] for m in listed["manifests"]]
+    say(f"{tag}: a manifest list of {', '.join(f'linux/{p}' for p in platforms)}")
+
+
+def build(target: str, tag: str, base: str | None, no_cache: bool, arches: Sequence[str]) -> None:
+    """Each of ``arches``' image of ``target`` (``tag-ARCH``), then ``tag`` joining them."""
+    require_emulation(arches)
+    for arch in arches:
+        build_arch(target, arch_tag(tag, arch), base, arch, no_cache)
+    join(tag, [arch_tag(tag, arch) for arch in arches])
+    remove_stale_layers()
+
+
 def clean() -> None:
-    """The images, the build cache this leaves and the bootstrapped base."""
-    names = [n for n in (*TAGS.values(), LOCAL_BASE) if image_exists(n)]
+    """The images and their manifest lists, the build cache this leaves and the bootstrapped
+    bases."""
+    for tag in TAGS.values():
+        remove_tag(tag)
+    arches = sorted(QEMU)
+    names = [arch_tag(tag, arch) for tag in TAGS.values() for arch in arches]
+    names += [local_base(arch) for arch in arches] + [LOCAL_BASE]
+    names = [n for n in names if image_exists(n)]
     if names:
         podman("rmi", *names, check=False, quiet=False)
     podman("image", "prune", "--force", check=False, quiet=False)
@@ -346,21 +492,33 @@ def clean() -> None:
 def main(argv: Sequence[str] | None = None) -> None:
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     commands = parser.add_subparsers(dest="command", required=True)
-    build_parser = commands.add_parser("build", help="build an image")
+    build_parser = commands.add_parser("build", help="build an image for each architecture")
     build_parser.add_argument("--target", choices=sorted(TAGS), default="onnx")
     build_parser.add_argument("--tag", help="default: tensorgate:0.1.0 (onnx), -tf, -openvino")
     build_parser.add_argument("--base", help="the BASE_IMAGE to build on")
     build_parser.add_argument("--no-cache", action="store_true", help="rebuild every layer")
+    build_parser.add_argument(
+        "--arch",
+        action="append",
+        choices=sorted(QEMU),
+        help="an architecture to build (repeatable); default: every one the target supports",
+    )
     base_parser = commands.add_parser("base", help="print (and make) the base image")
     base_parser.add_argument("--base", help="the BASE_IMAGE to build on")
-    commands.add_parser("clean", help="remove the images, their build cache and the base")
+    base_parser.add_argument("--arch", choices=sorted(QEMU), default=native_arch())
+    commands.add_parser("clean", help="remove the images, their build cache and the bases")
     args = parser.parse_args(argv)
     if shutil.which("podman") is None:
         raise SystemExit("image: podman is missing (scripts/image_deps.sh installs it)")
     if args.command == "build":
-        build(args.target, args.tag or TAGS[args.target], args.base, args.no_cache)
+        arches = args.arch or ARCHITECTURES[args.target]
+        unsupported = sorted(set(arches) - set(ARCHITECTURES[args.target]))
+        if unsupported:
+            parser.error(f"the {args.target} target is not built for {', '.join(unsupported)}")
+        build(args.target, args.tag or TAGS[args.target], args.base, args.no_cache, arches)
     elif args.command == "base":
-        print(base_image(args.base))
+        require_emulation([args.arch])
+        print(base_image(args.base, args.arch))
     else:
         clean()
 

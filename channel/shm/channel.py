@@ -9,9 +9,9 @@ last process that maps it) holds the header, two rings and two data areas
   worker requests, the complete ring the replies; the channel moves their bytes only.
 - ``submit_fd`` and ``complete_fd`` are need-wakeup doorbells (:mod:`channel.shm.doorbell`; words
   ``W_SUBMIT_SLEEPING``, ``W_COMPLETE_SLEEPING``). A wake-up drains every message the ring holds.
-  Slot bytes are ordered before ``head`` by x86-64's total store order, as is the reuse of a slot
-  once the consumer's tail has moved on (elsewhere keep fewer requests in flight than slots, as
-  the gateway does).
+  Slot bytes (and the tensors a message names) are ordered before ``head``, and a slot's reuse
+  after the consumer's ``tail``, by the fences of :mod:`channel.shm.fences` (x86-64 orders both
+  by itself; arm64 needs them).
 - The input area is allocated only by the gateway (:class:`channel.shm.arena.Allocator`); the
   output area only by the worker, and handed back by the gateway in any order, with
   ``release_fd`` as its doorbell (:class:`channel.shm.output_area.OutputArea`). Output views are

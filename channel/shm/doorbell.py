@@ -11,18 +11,14 @@ its producer no system call.
 from __future__ import annotations
 
 import os
-import threading
 from typing import Final
 
-_FENCE: Final = threading.Lock()
+from channel.shm import fences
 
-
-def fence() -> None:
-    """A full memory barrier: taking a lock is an atomic read-modify-write (x86-64: ``lock
-    cmpxchg``), which keeps this thread's earlier stores from passing its later loads. Both
-    sides of the waiting-flag handshake need it, or each could miss the other's store."""
-    with _FENCE:
-        pass
+fence: Final = fences.fence
+"""A full memory barrier (:mod:`channel.shm.fences`), which keeps this thread's earlier stores
+from passing its later loads. Both sides of the waiting-flag handshake need it, or each could miss
+the other's store."""
 
 
 def ring_if_sleeping(words: memoryview, word: int, fd: int) -> None:

@@ -22,6 +22,7 @@ import time
 from collections import deque
 from typing import Final
 
+from channel.shm import fences
 from channel.shm.arena import OutputRing
 from channel.shm.doorbell import fence, ring_if_sleeping
 from channel.shm.segment import W_OUT_ALLOCATED, W_OUT_RELEASED, W_OUT_WAITING
@@ -89,6 +90,7 @@ class OutputArea:
         released = ranges[0][0] if ranges else self._seen_end
         if released <= self._words[W_OUT_RELEASED]:
             return
+        fences.release()  # every read of the outputs handed back done before the worker may reuse
         self._words[W_OUT_RELEASED] = released
         ring_if_sleeping(self._words, W_OUT_WAITING, self._release_fd)
 
@@ -136,6 +138,7 @@ class OutputArea:
     def _try_alloc(self, nbytes: int) -> int | None:
         offset = self._ring.try_alloc(nbytes, self._words[W_OUT_RELEASED])
         if offset is not None:
+            fences.acquire()  # the released position loaded before the space is written again
             self._words[W_OUT_ALLOCATED] = self._ring.allocated
         return offset
 

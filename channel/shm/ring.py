@@ -4,14 +4,18 @@ The ring's slots live in shared memory; its monotonic ``head`` (written only by 
 ``tail`` (written only by the consumer) are uint64 words of the channel header. Each slot holds a
 little-endian uint32 length and the message's bytes (their encoding is
 :mod:`channel.messages`'s business). The producer stores ``head`` after the slot's bytes and
-the consumer loads ``head`` before them, so a consumer never sees a half-written slot (x86-64's
-total store order; see :mod:`channel.shm.channel`).
+the consumer loads ``head`` before them, so a consumer never sees a half-written slot; the
+consumer stores ``tail`` after reading the slots and the producer loads it before writing them
+again, so no slot is overwritten while it is read. The fences of :mod:`channel.shm.fences` make
+both orders hold on any CPU (x86-64 gives them for free; arm64 does not).
 """
 
 from __future__ import annotations
 
 import struct
 from typing import Final
+
+from channel.shm import fences
 
 LENGTH_BYTES: Final = 4
 """Bytes of each slot taken by the length prefix: a message may fill ``slot_bytes - 4``."""
@@ -47,10 +51,12 @@ class Ring:
         head = self._words[self._head]
         if head - self._words[self._tail] >= self._count:
             raise ChannelFull(f"all {self._count} ring slots are in use")
+        fences.acquire()  # tail loaded before the slot it freed is written
         start = (head % self._count) * self._size
         end = start + LENGTH_BYTES + len(data)
         _LENGTH.pack_into(self._slots, start, len(data))
         self._slots[start + LENGTH_BYTES : end] = data
+        fences.release()  # the slot, and whatever its message names, visible before head
         self._words[self._head] = head + 1
 
     def pop_ready(self) -> list[bytes]:
@@ -64,6 +70,7 @@ class Ring:
         tail = self._words[self._tail]
         if self._words[self._head] - tail < count:
             raise RuntimeError("channel corrupted: doorbell counted more messages than posted")
+        fences.acquire()  # head loaded before the slots it published are read
         out: list[bytes] = []
         for _ in range(count):
             start = (tail % self._count) * self._size
@@ -72,5 +79,6 @@ class Ring:
                 raise RuntimeError(f"channel corrupted: slot length {length}")
             out.append(bytes(self._slots[start + LENGTH_BYTES : start + LENGTH_BYTES + length]))
             tail += 1
-            self._words[self._tail] = tail
+        fences.release()  # the slots read before tail hands them back to the producer
+        self._words[self._tail] = tail
         return out

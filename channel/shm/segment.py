@@ -6,6 +6,8 @@ The header is uint64 words: the layout (magic, version, ring slots, slot bytes, 
 each on its own cache line because different processes write them, the rings' head/tail counters
 and the output area's counters (see the ``W_*`` word indices). :class:`Segment` maps a memfd,
 checks its header and names its parts; what the parts mean is :mod:`channel.shm.channel`'s.
+The layout words are written once, before the memfd reaches the other process (a system call on
+each side, which orders them); the counters are published with :mod:`channel.shm.fences`.
 """
 
 from __future__ import annotations

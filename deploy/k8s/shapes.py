@@ -1,8 +1,9 @@
 """Per-node-shape settings of the Kubernetes overlays, derived by rule, never hand-typed.
 
 ``python deploy/k8s/shapes.py`` (or ``make k8s-overlays``) rewrites ``deploy/k8s/overlays/<shape>/``
-for the load-testing seed's four GKE node shapes; a test checks that the committed overlays equal
-what this script writes. ``python deploy/k8s/shapes.py --table`` prints the derived settings.
+for the load-testing seed's four GKE node shapes and an arm64 one; a test checks that the committed
+overlays equal what this script writes. ``python deploy/k8s/shapes.py --table`` prints the derived
+settings.
 
 The rule, for a node of ``vcpus`` CPUs and ``memory_gib`` GiB (one tensorgate pod per node):
 
@@ -43,6 +44,12 @@ The rule, for a node of ``vcpus`` CPUs and ``memory_gib`` GiB (one tensorgate po
    through prometheus-adapter (its rule: ``deploy/observability/prometheus-adapter/``), and
    ``<shape>-keda/``, the same decision as a KEDA ScaledObject with a Prometheus trigger (KEDA
    then owns the HPA: the overlay deletes the base's).
+8. Architecture: the image is one tag for amd64 and arm64 (a manifest list; each node pulls its
+   own), so the same rule sizes both, and every pod tolerates the ``kubernetes.io/arch=arm64:
+   NoSchedule`` taint GKE puts on Arm nodes (elsewhere it changes nothing): a Deployment runs on
+   mixed-architecture pools as they are. An arm64 shape's pods select arm64 nodes
+   (``nodeSelector``), the ones it is sized for; the amd64 shapes select none, as they select no
+   machine type.
 """
 
 from __future__ import annotations
@@ -82,20 +89,25 @@ HEADER = (
 
 @dataclass(frozen=True)
 class NodeShape:
-    """A node pool of the load-testing seed: ``nodes`` nodes of ``vcpus`` CPUs, ``memory_gib``."""
+    """A node pool: ``nodes`` nodes of ``vcpus`` CPUs, ``memory_gib``, of the CPU architecture
+    ``arch`` (Kubernetes' ``kubernetes.io/arch``)."""
 
     vcpus: int
     memory_gib: int
     nodes: int
+    arch: str = "amd64"
 
     @property
     def name(self) -> str:
-        return f"{self.vcpus}cpu-{self.memory_gib}gb-x{self.nodes}"
+        suffix = "" if self.arch == "amd64" else f"-{self.arch}"
+        return f"{self.vcpus}cpu-{self.memory_gib}gb-x{self.nodes}{suffix}"
 
 
 SHAPES = (
     NodeShape(2, 4, 8),
     NodeShape(4, 8, 4),
+    # Arm nodes of 4 vCPU / 16 GB: GKE's t2a-standard-4 and c4a-standard-4, EC2's m7g.xlarge.
+    NodeShape(4, 16, 4, "arm64"),
     NodeShape(8, 16, 2),
     NodeShape(8, 64, 2),
 )
@@ -181,7 +193,10 @@ def _cpu(millicpu: int) -> str:
 def overlay_files(s: PodSettings) -> dict[str, str]:
     """File name → text of the overlay directory for ``s``."""
     shape = s.shape
-    title = f"# {shape.vcpus} vCPU / {shape.memory_gib} GB nodes x {shape.nodes}: one pod per node."
+    arch = "" if shape.arch == "amd64" else f" {shape.arch}"
+    title = f"# {shape.vcpus} vCPU / {shape.memory_gib} GB{arch} nodes x {shape.nodes}: "
+    title += "one pod per node."
+    nodes_patch = "  - path: nodes.yaml\n" if arch else ""
     kustomization = f"""{HEADER}{title}
 apiVersion: kustomize.config.k8s.io/v1beta1
 kind: Kustomization
@@ -189,7 +204,7 @@ resources:
   - ../../base
 patches:
   - path: resources.yaml
-  - path: autoscaling.yaml
+{nodes_patch}  - path: autoscaling.yaml
   - path: flags.yaml
     target:
       kind: Deployment
@@ -246,12 +261,25 @@ spec:
         f"- op: add\n  path: /spec/template/spec/containers/0/args/-\n  value: {v}\n"
         for v in flag_values
     )
-    return {
+    files = {
         "kustomization.yaml": kustomization,
         "resources.yaml": resources,
         "autoscaling.yaml": autoscaling,
         "flags.yaml": flags,
     }
+    if arch:
+        files["nodes.yaml"] = f"""{HEADER}apiVersion: apps/v1
+kind: Deployment
+metadata:
+  name: tensorgate
+spec:
+  template:
+    spec:
+      # The nodes this shape is sized for (rule 8); the image tag is the same on every node.
+      nodeSelector:
+        kubernetes.io/arch: {shape.arch}
+"""
+    return files
 
 
 def keda_query() -> str:
@@ -338,7 +366,8 @@ def table() -> str:
     for shape in SHAPES:
         s = derive(shape)
         rows.append(
-            f"| `{shape.name}` | {shape.nodes} x {shape.vcpus} vCPU / {shape.memory_gib} GB | "
+            f"| `{shape.name}` | {shape.nodes} x {shape.vcpus} vCPU / {shape.memory_gib} GB"
+            f"{'' if shape.arch == 'amd64' else ' ' + shape.arch} | "
             f"{_cpu(s.millicpu)} | {s.memory_mib}Mi | {s.workers} | {s.frontends} | "
             f"{s.intra_op}/{s.inter_op} | "
             f"{s.arena_mib} | {s.min_replicas}-{s.max_replicas} | {s.queue_target} |"

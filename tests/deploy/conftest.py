@@ -14,7 +14,7 @@ def pytest_terminal_summary(terminalreporter: pytest.TerminalReporter) -> None:
     terminalreporter.section("container images")
     for image in image_podman.BUILT:
         terminalreporter.write_line(
-            f"{image.tag} ({image.target} target): {image.size_mb:.0f} MB; "
-            f"scripts/image.py build took {image.seconds:.0f} s (layers cached from earlier "
-            "builds are reused)"
+            f"{image.tag} ({image.target} target, {image.platform}): {image.size_mb:.0f} MB; "
+            f"scripts/image.py build of the tag took {image.seconds:.0f} s (layers cached from "
+            "earlier builds are reused)"
         )

@@ -1,8 +1,9 @@
 """The container images, built and run for real (podman): ``make test-image``, which .ci/run runs
 after ``make test``; in ``make test`` these tests skip, saying so (building takes minutes).
 
-Both targets of deploy/Dockerfile are built by scripts/image.py, as ``make image`` and
-``make image-tensorflow`` build them, and run as deploy/README.md shows: the model named by
+Both targets of deploy/Dockerfile are built by scripts/image.py, as ``make image`` (the ONNX
+image for amd64 and arm64 under one tag, a manifest list) and ``make image-tensorflow`` (this
+machine's architecture only, here) build them, and run as deploy/README.md shows: the model named by
 ``MODEL_NAME`` / ``MODEL_BASE_PATH`` from a mounted directory, gRPC and REST published on the host,
 flags appended to the image's (``podman run IMAGE --flag=...``), a read-only root file system.
 From the host: predict over gRPC (this package's client and, in a process of its own, TF
@@ -11,11 +12,19 @@ every log line is in the project's log format; ``podman stop`` drains it and it 
 grace. Each image's contents are listed (``podman run --entrypoint``): no compilers, tests, bench,
 pip cache, build mounts or bytecode of test folders. Sizes and build times are printed at the end.
 
-Where podman cannot run (no root, no apt-get to install it), they skip, saying why.
+The arm64 image runs under emulation (qemu-user through binfmt_misc) by the same tag: its
+contents are checked as above; it serves the baked-in demo model to REST, this package's client,
+TF Serving's official client (Predict, GetModelStatus) and the official V2 client (tritonclient);
+it reports ``platform.machine()`` as aarch64; ``podman stop`` drains it. The channel's stress test
+(tests/channel/shm/stress.py) runs inside it too, on arm64's memory fences.
+
+Where podman cannot run (no root, no apt-get to install it), they skip, saying why; so do the
+arm64 tests where arm64 cannot be emulated and ``make test-image`` cannot set it up.
 """
 
 from __future__ import annotations
 
+import asyncio
 import json
 import re
 import shutil
@@ -23,14 +32,24 @@ import subprocess
 import sys
 from collections.abc import Iterator
 from pathlib import Path
+from typing import Any
 
 import numpy as np
 import pytest
 
 from gateway.client import Client
-from tests.support import image_podman
-from tests.support.image_podman import BuiltImage, Container, http, run_in_image, running
+from tests.support import image_podman, tools, triton_client
+from tests.support.image_podman import (
+    EMULATED_READY_TIMEOUT_S,
+    NATIVE_ARCH,
+    BuiltImage,
+    Container,
+    http,
+    run_in_image,
+    running,
+)
 from tests.support.paths import REPO_ROOT, SUPPORT
+from tests.support.triton_gateway import Calls
 
 TF_CLIENT = SUPPORT / "image_tf_client_script.py"
 
@@ -43,6 +62,10 @@ pytestmark = pytest.mark.timeout(image_podman.BUILD_TIMEOUT_S + 600)
 # Sizes the images must stay under (MB, uncompressed, as `podman images` counts them).
 SIZE_BUDGET_MB = {"onnx": 500, "tensorflow": 2500}
 STOP_GRACE_S = 30
+ARM64 = "arm64"
+EMULATED_S = 900.0
+"""Bound of one command in an emulated container (seconds)."""
+STRESS_RUNS = 3000
 
 # The README's 8x8 "0", flattened.
 ZERO = [0, 0, 5, 13, 9, 1, 0, 0, 0, 0, 13, 15, 10, 15, 5, 0, 0, 3, 15, 2, 0, 11, 8, 0, 0, 4, 12, 0]
@@ -66,13 +89,44 @@ def podman_works() -> None:
 
 
 @pytest.fixture(scope="module")
-def onnx_image(podman_works: None, tmp_path_factory: pytest.TempPathFactory) -> BuiltImage:
-    return image_podman.build("onnx", tmp_path_factory.mktemp("build"))
+def onnx_images(
+    podman_works: None, tmp_path_factory: pytest.TempPathFactory
+) -> dict[str, BuiltImage]:
+    """``make image``: the ONNX image of every architecture that runs here, under one tag."""
+    arches = image_podman.IMAGE_SCRIPT.ARCHITECTURES["onnx"]
+    runnable = [arch for arch in arches if image_podman.emulation_unavailable(arch) is None]
+    return image_podman.build("onnx", tmp_path_factory.mktemp("build"), runnable)
+
+
+@pytest.fixture(scope="module")
+def onnx_image(onnx_images: dict[str, BuiltImage]) -> BuiltImage:
+    """The ONNX image of this machine's architecture."""
+    return onnx_images[NATIVE_ARCH]
+
+
+@pytest.fixture(scope="module")
+def arm64_image(onnx_images: dict[str, BuiltImage]) -> BuiltImage:
+    why = image_podman.emulation_unavailable(ARM64)
+    if why is not None:
+        reason, must_fail = why
+        if must_fail:
+            pytest.fail(f"{reason}; `make test-image` (image-deps) should have set it up")
+        pytest.skip(reason)
+    return onnx_images[ARM64]
+
+
+@pytest.fixture(scope="module")
+def arm64_cpuinfo(tmp_path_factory: pytest.TempPathFactory) -> Path:
+    """A /proc/cpuinfo of arm64 cores for emulated containers (image_podman.write_arm64_cpuinfo:
+    onnxruntime cannot start under emulation without one)."""
+    return image_podman.write_arm64_cpuinfo(tmp_path_factory.mktemp("cpuinfo") / "cpuinfo")
 
 
 @pytest.fixture(scope="module")
 def tf_image(podman_works: None, tmp_path_factory: pytest.TempPathFactory) -> BuiltImage:
-    return image_podman.build("tensorflow", tmp_path_factory.mktemp("build"))
+    """``make image-tensorflow``, for this machine's architecture only (the tests run no other)."""
+    built = image_podman.build("tensorflow", tmp_path_factory.mktemp("build"), [NATIVE_ARCH])
+    return built[NATIVE_ARCH]
 
 
 @pytest.fixture(scope="module")
@@ -176,13 +230,21 @@ EOF
 """Run as root in the image: what it holds, one ``key=value`` a line."""
 
 
-def listing(image: str) -> dict[str, str]:
-    out = run_in_image(image, LISTING, user="0")
+def emulated(image: BuiltImage) -> dict[str, Any]:
+    """How to run ``image`` when it is not this machine's architecture: its platform of the
+    manifest list, and time for emulation."""
+    if image.arch == NATIVE_ARCH:
+        return {}
+    return {"platform": image.platform, "timeout": EMULATED_S}
+
+
+def listing(image: BuiltImage) -> dict[str, str]:
+    out = run_in_image(image.tag, LISTING, user="0", **emulated(image))
     return dict(line.split("=", 1) for line in out.splitlines() if "=" in line)
 
 
 def check_contents(image: BuiltImage, tensorflow: bool) -> None:
-    found = listing(image.tag)
+    found = listing(image)
     assert found["compilers"] == "", found
     site = set(found["site"].split())
     assert {"gateway", "workers", "channel"} <= site, site
@@ -324,3 +386,117 @@ def test_tensorflow_image_logs_json_and_stops_cleanly(tf_container: Container) -
     assert code == 0, lines
     assert seconds < STOP_GRACE_S, seconds
     assert any(r["message"] == "stop signal: draining" for r in records), lines
+
+
+# --- the arm64 image, under emulation -----------------------------------------------------------
+
+
+@pytest.fixture(scope="module")
+def arm64_container(arm64_image: BuiltImage, arm64_cpuinfo: Path) -> Iterator[Container]:
+    """The arm64 image of the one tag (``--platform=linux/arm64``) under emulation, serving its
+    baked-in demo model (``-e MODEL_NAME=digits``) with one worker and two front ends."""
+    with running(
+        arm64_image.tag,
+        "arm64",
+        env={"MODEL_NAME": "digits"},
+        volumes=[(arm64_cpuinfo, "/proc/cpuinfo")],
+        flags=["--workers=1", "--frontends=2"],
+        platform=arm64_image.platform,
+        ready_timeout=EMULATED_READY_TIMEOUT_S,
+    ) as container:
+        yield container
+
+
+def test_one_tag_is_a_manifest_list_of_amd64_and_arm64(arm64_image: BuiltImage) -> None:
+    platforms = image_podman.manifest_platforms(arm64_image.tag)
+    assert sorted(platforms) == ["linux/amd64", "linux/arm64"], platforms
+
+
+def test_arm64_image_holds_what_serving_needs_and_nothing_else(arm64_image: BuiltImage) -> None:
+    assert (
+        image_podman.checked(
+            "image", "inspect", "--format", "{{.Architecture}}", f"{arm64_image.tag}-{ARM64}"
+        ).strip()
+        == ARM64
+    )
+    check_contents(arm64_image, tensorflow=False)
+
+
+def test_arm64_container_runs_on_aarch64(arm64_container: Container) -> None:
+    """Every process of the server runs the arm64 interpreter: the container's Python says so."""
+    done = arm64_container.exec(
+        "python", "-c", "import platform, sys; print(platform.machine(), sys.executable)"
+    )
+    assert done.returncode == 0, done.stderr
+    assert done.stdout.split() == ["aarch64", "/opt/tensorgate/bin/python"], done.stdout
+
+
+def test_arm64_serves_the_demo_model_over_rest_and_grpc(arm64_container: Container) -> None:
+    status, body, _ = http(
+        arm64_container.rest_url + "/v1/models/digits:predict", {"instances": [ZERO]}
+    )
+    assert status == 200, body
+    (rest,) = json.loads(body)["predictions"]
+    assert rest["label"] == 0
+    with Client(arm64_container.grpc_target, timeout=60) as client:
+        outputs = client.predict("digits", {"images": np.array([ZERO], np.float32)})
+    assert outputs["label"].tolist() == [0]
+    np.testing.assert_allclose(outputs["probabilities"][0], rest["probabilities"], rtol=1e-6)
+
+
+@pytest.mark.tfclient
+def test_arm64_answers_the_official_tf_serving_client(
+    arm64_container: Container, tmp_path: Path
+) -> None:
+    result = official_client(
+        arm64_container.grpc_target, "digits", {"images": np.array([ZERO], np.float32)}, tmp_path
+    )
+    assert result["outputs"]["label"] == {"dtype": "int64", "shape": [1], "value": [0]}
+    assert result["outputs"]["probabilities"]["shape"] == [1, 10]
+    assert result["version"] == 1
+    assert result["status"] == [[1, "AVAILABLE"]]
+
+
+def test_arm64_answers_the_official_v2_client(arm64_container: Container, tmp_path: Path) -> None:
+    tools.package("tritonclient")
+    images = ("FP32", np.array([ZERO], np.float32))
+    plan = (
+        Calls()
+        .op("ready", "grpc", "is_model_ready", model="digits")
+        .infer("grpc", "grpc", "digits", {"images": images})
+        .infer("http", "http", "digits", {"images": images}, binary=True)
+    )
+    rest_target = arm64_container.rest_url.removeprefix("http://")
+    results, outputs = asyncio.run(
+        triton_client.run_calls(
+            arm64_container.grpc_target, rest_target, plan.calls, plan.arrays, tmp_path
+        )
+    )
+    assert results["ready"] == {"ok": True, "result": True}, results["ready"]
+    for call in ("grpc", "http"):
+        assert results[call]["ok"], results[call]
+        assert outputs[f"{call}.label"].tolist() == [0]
+
+
+def test_arm64_container_drains_on_sigterm(arm64_container: Container) -> None:
+    """Last of the arm64 container's tests: ``podman stop`` (SIGTERM) drains it, and it exits 0
+    within the grace."""
+    code, seconds = arm64_container.stop(STOP_GRACE_S)
+    logs = arm64_container.logs()
+    assert code == 0, logs
+    assert seconds < STOP_GRACE_S, seconds
+    assert "stop signal: draining" in logs, logs
+
+
+def test_channel_stress_test_passes_inside_the_arm64_image(arm64_image: BuiltImage) -> None:
+    """tests/channel/shm/stress.py (mounted) on the image's own channel package and numpy, as the
+    image's user, on arm64's fences (``dmb``), under emulation."""
+    out = run_in_image(
+        arm64_image.tag,
+        f"cd /src && exec python -m tests.channel.shm.stress --runs={STRESS_RUNS}",
+        platform=arm64_image.platform,
+        volumes=[(REPO_ROOT / "tests", "/src/tests")],
+        timeout=EMULATED_S,
+    )
+    assert out.startswith(f"{STRESS_RUNS} runs in "), out
+    assert " on aarch64, fences: arm64: " in out and "dmb ish" in out, out

@@ -165,6 +165,25 @@ def test_flags_fit_the_shape(rendered: Path) -> None:
     assert (hpa["minReplicas"], hpa["maxReplicas"]) == (shape.nodes, 2 * shape.nodes)
 
 
+def test_one_image_tag_runs_on_the_architecture_of_the_shape(rendered: Path) -> None:
+    """Every overlay names the same image (one tag for amd64 and arm64) and tolerates GKE's taint
+    of Arm nodes; an arm64 shape's pods select arm64 nodes, the amd64 shapes' either kind."""
+    docs = documents(rendered)
+    pod = docs["Deployment"]["spec"]["template"]["spec"]
+    shape = next(s for s in shapes.SHAPES if rendered.stem == s.name)
+    assert container(docs)["image"] == "tensorgate:0.1.0"
+    taint = {"key": "kubernetes.io/arch", "value": "arm64", "effect": "NoSchedule"}
+    assert any(t.items() >= taint.items() and t["operator"] == "Equal" for t in pod["tolerations"])
+    if shape.arch == "amd64":
+        assert "nodeSelector" not in pod, pod["nodeSelector"]
+    else:
+        assert pod["nodeSelector"] == {"kubernetes.io/arch": shape.arch}
+
+
+def test_there_is_an_arm64_shape() -> None:
+    assert {shape.arch for shape in shapes.SHAPES} == {"amd64", "arm64"}
+
+
 def test_drain_fits_the_termination_grace_and_probes_use_grpc_health(rendered: Path) -> None:
     docs = documents(rendered)
     pod = docs["Deployment"]["spec"]["template"]
