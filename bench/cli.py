@@ -13,6 +13,9 @@
     python -m bench fuzz --minutes 10    # hostile input against a real gateway, by status
     python -m bench grpcio --versions 1.75.1,1.78.2,1.83.2,1.85.1 --rounds 6 --seconds 8
     python -m bench otlp                 # tensorgate's OTLP encoder against OpenTelemetry's
+    python -m bench model-download       # ResNet50 from a local S3 server: boto3, obstore, restart
+    python -m bench codecs               # JPEG decoders and JSON body readers, CPU per call
+    python -m bench seed-images DIR      # the seeds' test's JPEGs, for a Locust run by hand
 
 Results go to ``bench/results/<date>-<plan>/`` (results.json, README.md, PNGs); logs and models
 to ``bench/.cache/``; the peers' virtualenvs to ``bench/.venvs/``.
@@ -138,6 +141,30 @@ def _parser() -> argparse.ArgumentParser:
     ot.add_argument("--point-cpu", type=float, default=0.3, help="CPU seconds per point, at least")
     ot.add_argument("--no-export", action="store_true", help="encode only, no sink")
     ot.add_argument("--out", type=Path, help="result directory (default bench/results/<date>-otlp)")
+    md = sub.add_parser(
+        "model-download",
+        help="the ResNet50 download from a local S3 server (boto3 against obstore) and a "
+        "gateway's start with a cold and a warm model cache; report in "
+        "bench/results/<date>-model-download/.",
+    )
+    md.add_argument("--rounds", type=_positive, default=5, help="rounds (default 5)")
+    md.add_argument(
+        "--out", type=Path, help="result directory (default bench/results/<date>-model-download)"
+    )
+    co = sub.add_parser(
+        "codecs",
+        help="CPU per call of the JPEG decoders and the JSON body readers",
+        description="Pillow, simplejpeg and PyTurboJPEG decoding (and resizing) the seeds' JPEGs, "
+        "and the seeds' float-row JSON body read into its tensor before and now; report in "
+        "bench/results/<date>-codecs/.",
+    )
+    co.add_argument("--rounds", type=_positive, default=7, help="rounds (default %(default)s)")
+    co.add_argument("--round-cpu", type=float, default=0.2, help="CPU seconds per round, at least")
+    co.add_argument(
+        "--out", type=Path, help="result directory (default bench/results/<date>-codecs)"
+    )
+    si = sub.add_parser("seed-images", help="write the seeds' test's JPEGs into a folder")
+    si.add_argument("folder", type=Path)
     ca = sub.add_parser("calls", help="Python calls per request of each system (exact counts)")
     ca.add_argument("--systems", default=",".join(CALL_SYSTEMS), help="default %(default)s")
     ca.add_argument("--requests", type=_positive, default=2000, help="counted calls per system")
@@ -276,6 +303,17 @@ def otlp_plan(args: argparse.Namespace) -> OtlpPlan:
     )
 
 
+def model_download_command(args: argparse.Namespace, console: Console) -> int:
+    """``python -m bench model-download``: measure, write the report, print its table."""
+    from bench.scenarios.model_download import DownloadPlan, report, run
+
+    out = args.out or RESULTS / f"{datetime.date.today().isoformat()}-model-download"
+    results = run(DownloadPlan(rounds=args.rounds), out)
+    console.print(report(results))
+    console.print(f"written to {out}")
+    return 0
+
+
 def otlp_command(args: argparse.Namespace, console: Console) -> int:
     from bench.measure.progress import RunProgress
     from bench.scenarios.otlp import run
@@ -288,10 +326,39 @@ def otlp_command(args: argparse.Namespace, console: Console) -> int:
     return 0
 
 
+def codecs_command(args: argparse.Namespace, console: Console) -> int:
+    from bench.measure.progress import RunProgress
+    from bench.scenarios.codecs import CodecsPlan, run
+
+    plan = CodecsPlan(rounds=args.rounds, round_cpu_s=args.round_cpu)
+    out = args.out or RESULTS / f"{datetime.date.today().isoformat()}-codecs"
+    with (
+        RunProgress({"codecs": plan.estimate_s()}, console) as progress,
+        progress.scenario("codecs"),
+    ):
+        run(plan, out)
+    log.info("report: %s", out / "README.md")
+    return 0
+
+
+def seed_images_command(folder: Path) -> int:
+    from bench.load import seed_images
+
+    for size in seed_images.SIZES:
+        for path in seed_images.write(folder, size):
+            sys.stdout.write(f"{path}\n")
+    return 0
+
+
 def rebuild_report(directory: Path) -> None:
-    """Re-render a report directory: a ``python -m bench grpcio`` or ``otlp`` one, or a ``run``
-    one."""
+    """Re-render a report directory: a ``python -m bench grpcio``, ``otlp`` or ``codecs`` one,
+    or a ``run`` one."""
     results = json.loads((directory / "results.json").read_text())
+    if results.get("kind") == "codecs":
+        from bench.report import codecs_report
+
+        codecs_report.rebuild(directory)
+        return
     if results.get("kind") == "grpcio":
         from bench.report import grpcio_report
 
@@ -367,6 +434,12 @@ def main(argv: Sequence[str] | None = None) -> int:
             return grpcio_command(args, console)
         if args.command == "otlp":
             return otlp_command(args, console)
+        if args.command == "model-download":
+            return model_download_command(args, console)
+        if args.command == "codecs":
+            return codecs_command(args, console)
+        if args.command == "seed-images":
+            return seed_images_command(args.folder)
         if args.command == "models":
             from bench.scenarios.runner import CACHE
             from bench.systems.models import ensure_models

@@ -7,6 +7,8 @@ strings) is keyed by these names.
 
 from __future__ import annotations
 
+from collections.abc import Mapping
+from types import MappingProxyType
 from typing import Any, Final
 
 import ml_dtypes
@@ -37,6 +39,14 @@ _NAMES: Final[dict[np.dtype[Any], str]] = {dt: name for name, dt in _DTYPES.item
 
 DTYPE_NAMES: Final = frozenset(_DTYPES)
 """Every canonical dtype name."""
+
+NUMPY_DTYPES: Final[Mapping[str, np.dtype[Any]]] = MappingProxyType(_DTYPES)
+"""Canonical name → numpy dtype, as :func:`numpy_dtype` (a lookup for the run paths, which know
+their names are canonical: no call, KeyError for an unknown name)."""
+
+CANONICAL_NAMES: Final[Mapping[np.dtype[Any], str]] = MappingProxyType(_NAMES)
+"""Native numpy dtype → canonical name (a lookup for the run paths; :func:`dtype_name` also
+names byte-swapped dtypes and numpy's ``S``/``U`` kinds)."""
 
 
 def numpy_dtype(name: str) -> np.dtype[Any]:

@@ -1,15 +1,17 @@
 """The replies, worker → gateway: one typed message per outcome, its constructor, and the
 worker's failures (:class:`WorkerError`), which become :class:`ErrorReply` values.
 
-Every reply repeats its request's ``"id"``; a started worker first posts :func:`ready` (id
-:data:`READY_ID`). A failed ``run`` also carries ``"out_end"``, so its output space is released
-like a successful run's. What each request gets back is listed in :mod:`channel.messages`.
+Every reply repeats its request's id; a started worker first posts :func:`ready` (id
+:data:`READY_ID`). Replies are JSON objects with ``"id"`` and ``"ok"``, but for a successful run:
+a :class:`RunReply`, a named tuple that only the binary layout of :mod:`channel.wire` carries. A
+failed ``run`` (an :class:`ErrorReply`) also carries ``"out_end"``, so its output space is
+released like a successful run's. What each request gets back is listed in :mod:`channel.messages`.
 """
 
 from __future__ import annotations
 
-from collections.abc import Mapping
-from typing import Any, Final, Literal, NotRequired, TypedDict
+from collections.abc import Mapping, Sequence
+from typing import Any, Final, Literal, NamedTuple, NotRequired, TypedDict
 
 from channel.descriptors import TensorDesc
 from channel.span_wire import WorkerSpans
@@ -41,14 +43,16 @@ class LoadReply(TypedDict):
     (TensorFlow)."""
 
 
-class RunReply(TypedDict):
+class RunReply(NamedTuple):
+    """A run that succeeded: its ``outputs`` in the output area, the end of its output range
+    (``out_end``: releasing it frees this run's output space and that of every earlier run), how
+    long the model ran (µs) and, for a traced run, the worker's spans (else None)."""
+
     id: int
-    ok: Literal[True]
-    outputs: list[TensorDesc]
+    outputs: tuple[TensorDesc, ...]
     out_end: int
     compute_us: float
-    spans: NotRequired[WorkerSpans]
-    """The worker's spans of a traced run."""
+    spans: WorkerSpans | None
 
 
 class PingReply(TypedDict):
@@ -87,22 +91,13 @@ def load_reply(request_id: int, signature: Mapping[str, Any]) -> LoadReply:
 def run_reply(
     request_id: int,
     *,
-    outputs: list[TensorDesc],
+    outputs: Sequence[TensorDesc],
     out_end: int,
     compute_us: float,
     spans: WorkerSpans | None = None,
 ) -> RunReply:
-    """``spans`` None: an untraced run (the field is then absent)."""
-    reply: RunReply = {
-        "id": request_id,
-        "ok": True,
-        "outputs": outputs,
-        "out_end": out_end,
-        "compute_us": compute_us,
-    }
-    if spans is not None:
-        reply["spans"] = spans
-    return reply
+    """``spans`` None: an untraced run."""
+    return RunReply(request_id, tuple(outputs), out_end, compute_us, spans)
 
 
 def ping_reply(

@@ -1,14 +1,16 @@
 """The requests, gateway → worker: one typed message per op and its constructor.
 
-Build every request with its constructor (``load_request``, ...), never by hand: each carries
-``"op"`` and an integer ``"id"`` (from 1) that its reply repeats. What each op does and what it
-gets back is listed in :mod:`channel.messages`.
+Build every request with its constructor (``load_request``, ...), never by hand: each carries an
+integer id (from 1) that its reply repeats. The control requests are JSON objects with an
+``"op"``; a run is a :class:`RunRequest`, a named tuple that only the binary layout of
+:mod:`channel.wire` carries. What each op does and what it gets back is listed in
+:mod:`channel.messages`.
 """
 
 from __future__ import annotations
 
 from collections.abc import Sequence
-from typing import Final, Literal, NotRequired, TypedDict
+from typing import Final, Literal, NamedTuple, NotRequired, TypedDict
 
 from channel.descriptors import TensorDesc
 
@@ -37,17 +39,19 @@ class UnloadRequest(TypedDict):
     key: str
 
 
-class RunRequest(TypedDict):
-    op: Literal["run"]
+class RunRequest(NamedTuple):
+    """Run ``key`` on ``inputs`` (in the input area): ``outputs`` None asks for every output;
+    ``deadline`` is ``time.monotonic()`` seconds (None: none); ``signature`` "" is the model's
+    default; ``trace`` is the batch span's (trace id, span id), the worker's spans its children
+    (None, or a zero id: untraced)."""
+
     id: int
     key: str
-    inputs: list[TensorDesc]
-    outputs: list[str] | None
+    inputs: tuple[TensorDesc, ...]
+    outputs: tuple[str, ...] | None
     deadline: float | None
     signature: str
-    trace: NotRequired[tuple[int, int]]
-    """The batch span's (trace id, span id): the worker's spans are its children (a zero id:
-    untraced)."""
+    trace: tuple[int, int] | None
 
 
 class PingRequest(TypedDict):
@@ -102,26 +106,16 @@ def run_request(
     request_id: int,
     *,
     key: str,
-    inputs: list[TensorDesc],
+    inputs: Sequence[TensorDesc],
     outputs: Sequence[str] | None = None,
     deadline: float | None = None,
     signature: str = "",
     trace: tuple[int, int] | None = None,
 ) -> RunRequest:
     """``outputs`` None: every output; ``signature`` "": the model's default; ``trace`` None:
-    untraced (the field is then absent)."""
-    request: RunRequest = {
-        "op": "run",
-        "id": request_id,
-        "key": key,
-        "inputs": inputs,
-        "outputs": None if outputs is None else list(outputs),
-        "deadline": deadline,
-        "signature": signature,
-    }
-    if trace is not None:
-        request["trace"] = trace
-    return request
+    untraced."""
+    names = None if outputs is None else tuple(outputs)
+    return RunRequest(request_id, key, tuple(inputs), names, deadline, signature, trace)
 
 
 def ping_request(request_id: int, *, key: str | None = None) -> PingRequest:

@@ -102,6 +102,21 @@ class ResourceExhausted(ServingError):
     code = Code.RESOURCE_EXHAUSTED
 
 
+class InputAreaFull(ResourceExhausted):
+    """No room for a batch's inputs where it would run, now; there would be once the runs in
+    flight there are done (``needed`` bytes, no more than the whole room): the sender may wait
+    for room and try again."""
+
+    def __init__(self, message: str, needed: int) -> None:
+        super().__init__(message)
+        self.needed = needed
+
+
+class InputTooLarge(ResourceExhausted):
+    """A batch whose inputs need more room than there is at all where it would run: it can
+    never be placed whole (several requests may go as smaller batches)."""
+
+
 class Unavailable(ServingError):
     code = Code.UNAVAILABLE
 

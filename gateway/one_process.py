@@ -66,7 +66,9 @@ class Gateway:
             self.core,
             self.queues,
             self.observability,
-            pages=lambda: self.observability.routes(self.pool, self.models),
+            pages=lambda: self.observability.routes(
+                self.pool, self.models, self.models.cache_figures
+            ),
         )
         self.signals = Signals()
         self._tasks = Tasks(log)

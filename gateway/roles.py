@@ -29,7 +29,10 @@ from gateway.batching.clock import Clock
 from gateway.config.model_config import ModelSpecConfig
 from gateway.config.settings import Settings
 from gateway.config.settings_field import MIB
-from gateway.config.sizing import resolve_worker_threads
+from gateway.config.sizing import resolve_image_threads, resolve_worker_threads
+from gateway.images import options as image_options
+from gateway.images.options import ImageLimits
+from gateway.images.pool import ImageDecoder
 from gateway.models.loader import LoadOptions, Warmup, Workers
 from gateway.models.manager import ModelManager
 from gateway.parallel.dispatcher import Dispatcher
@@ -54,7 +57,8 @@ class Options:
     ``inflight_bytes``: the bound on decoded inputs held by in-flight requests (None: unbounded).
     ``inline_runs`` / ``inline_budget_bytes``: where light versions run
     (:mod:`gateway.parallel.inline_cost`; ``never``, the default here, sends every run to the
-    workers; the flag's default is ``auto``).
+    workers; the flag's default is ``auto``). ``images`` / ``image_threads``: the bounds on a
+    request's encoded images and the front end's threads decoding them.
     """
 
     pool: PoolOptions
@@ -66,6 +70,8 @@ class Options:
     inflight_bytes: int | None = None
     inline_runs: str = "never"
     inline_budget_bytes: int = 0
+    images: ImageLimits = field(default_factory=ImageLimits)
+    image_threads: int = 1
 
     @classmethod
     def from_settings(cls, settings: Settings, specs: Sequence[ModelSpecConfig]) -> Options:
@@ -89,6 +95,12 @@ class Options:
             inflight_bytes=settings.max_inflight_bytes,
             inline_runs=settings.inline_runs,
             inline_budget_bytes=settings.inline_budget_mb * MIB,
+            images=ImageLimits(
+                settings.max_image_pixels,
+                settings.max_images_per_request,
+                settings.max_request_bytes,
+            ),
+            image_threads=resolve_image_threads(settings),
         )
 
 
@@ -217,9 +229,38 @@ def _manager(
         saved_model_tags=options.saved_model_tags,
         options=options.load,
         on_change=on_change,
-        before_load=options.batching.check_version,
+        before_load=_before_load(options),
         before_unload=before_unload,
         warmup=warmup,
+    )
+
+
+def _before_load(options: Options) -> Callable[[str, int, str], None]:
+    """The checks of a version's own files before it loads: its batching parameters and its
+    image options (FailedPrecondition for a bad one)."""
+
+    def check(model: str, version: int, directory: str) -> None:
+        options.batching.check_version(model, version, directory)
+        image_options.check_version(model, version, directory)
+
+    return check
+
+
+def _core(
+    options: Options,
+    models: Models,
+    queues: BatchQueues,
+    inline: InlineRuns,
+    observer: ObserverFactory | None,
+) -> ServingCore:
+    """A front end's core over ``models``: the versions ``inline`` places here on their short
+    path, the others through ``queues`` (both roles' compositions)."""
+    plans = None
+    if options.inline_runs != "never":
+        plans = InlinePlans(inline, options.batching, observer)
+    images = ImageDecoder(options.images, options.image_threads)
+    return ServingCore(
+        models, queues, inline=plans, inflight_bytes=options.inflight_bytes, images=images
     )
 
 
@@ -249,21 +290,6 @@ def build_front_end(
     inline = inline_runs(options, dispatcher, on_placed, on_demote)
     core = _core(options, models, queues, inline, observer)
     return FrontEndParts(queues, core, inline)
-
-
-def _core(
-    options: Options,
-    models: Models,
-    queues: BatchQueues,
-    inline: InlineRuns,
-    observer: ObserverFactory | None,
-) -> ServingCore:
-    """A front end's core: the versions ``inline`` places here on their short path, the others
-    through ``queues``."""
-    plans = None
-    if options.inline_runs != "never":
-        plans = InlinePlans(inline, options.batching, observer)
-    return ServingCore(models, queues, inline=plans, inflight_bytes=options.inflight_bytes)
 
 
 def inline_runs(

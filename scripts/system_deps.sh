@@ -12,7 +12,8 @@
 set -euo pipefail
 declare -A packages=([prometheus]=prometheus [promtool]=prometheus [kubectl]=kubectl
   [h2load]=nghttp2-client [chromium]=chromium [go]=golang-go [protoc]=protobuf-compiler
-  [protoc-gen-go]=protoc-gen-go-1-3 [protoc-gen-grpc-gateway]=golang-grpc-gateway)
+  [protoc-gen-go]=protoc-gen-go-1-3 [protoc-gen-grpc-gateway]=golang-grpc-gateway
+  [node]=nodejs [npm]=npm)
 declare -A sources=([github.com/grpc-ecosystem/grpc-gateway/runtime]=golang-github-grpc-ecosystem-grpc-gateway-dev
   [google.golang.org/grpc]=golang-google-grpc-dev [github.com/golang/protobuf/jsonpb]=golang-goprotobuf-dev)
 missing=()
@@ -22,4 +23,13 @@ done
 for source in "${!sources[@]}"; do
   [ -d "/usr/share/gocode/src/$source" ] || missing+=("${sources[$source]}")
 done
-. "$(dirname "$0")/apt_missing.sh" system_deps
+( . "$(dirname "$0")/apt_missing.sh" system_deps )
+AZURITE=azurite@3.37.0
+if ! command -v azurite-blob >/dev/null 2>&1; then
+  if [ "$(id -u)" != 0 ] || ! command -v npm >/dev/null 2>&1; then
+    echo "system_deps: missing azurite-blob (npm install -g $AZURITE as root)" >&2
+  else
+    npm install -g --silent --no-fund --no-audit "$AZURITE" >/dev/null
+    echo "system_deps: installed $AZURITE"
+  fi
+fi

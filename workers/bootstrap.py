@@ -4,14 +4,15 @@
 --parent-pid PID [--handover-fd FD] [--log-level LEVEL] [--log-format text|json]``: the
 descriptors are the channel's, inherited (:func:`worker_argv` writes these arguments,
 :func:`main` reads them). With ``--handover-fd`` (a Unix socket: several front ends) the worker
-also serves the channels handed over on it (:mod:`workers.fanin`).
+also serves the channels handed over on it (:mod:`workers.channel_set`).
 
 The child, in order: pins native thread pools to one thread (before numpy or ONNX Runtime load),
 sets up logging in tensorgate's one format (:mod:`channel.logs`; TensorFlow's start-up noise kept
 out), asks the kernel to SIGKILL it when its parent dies (``PR_SET_PDEATHSIG``; if the parent is
 already gone it exits 1), installs signal handlers that only set a flag (SIGTERM: finish the
 current request, then exit 0; SIGINT is ignored — the gateway decides when workers stop),
-attaches to its channel and runs :func:`workers.worker.serve`.
+attaches to its channel and runs :func:`workers.worker.serve` over it (and the channels handed
+over later, if any).
 
 Nothing here imports grpc, protobuf or the gateway.
 """
@@ -20,13 +21,14 @@ from __future__ import annotations
 
 import argparse
 import ctypes
+import functools
 import logging
 import os
 import signal
 import socket
 import subprocess
 import sys
-from collections.abc import Mapping, Sequence
+from collections.abc import Callable, Mapping, Sequence
 
 from channel import logs
 from channel.shm.channel import Channel
@@ -120,16 +122,15 @@ def die_with_parent(parent_pid: int) -> bool:
 
 
 class _StopFlag:
-    """Set by SIGTERM; read by the serving loop between requests."""
+    """Set by SIGTERM; the serving loop asks :attr:`stopping` between requests."""
 
     def __init__(self) -> None:
-        self.set = False
-
-    def __call__(self) -> bool:
-        return self.set
+        self._signals: list[int] = []
+        self.stopping: Callable[[], bool] = functools.partial(bool, self._signals)
+        """True once a signal came (a C callable: asked once per request, it runs no Python)."""
 
     def handle(self, signum: int, frame: object) -> None:
-        self.set = True
+        self._signals.append(signum)
 
 
 def main(argv: Sequence[str] | None = None) -> int:
@@ -154,17 +155,16 @@ def main(argv: Sequence[str] | None = None) -> int:
         complete_fd=args.complete_fd,
         release_fd=args.release_fd,
     )
+    handover = None if args.handover_fd is None else socket.socket(fileno=args.handover_fd)
     try:
         # numpy and ONNX Runtime load after THREAD_ENV is set
-        if args.handover_fd is None:
-            from workers.worker import serve
+        from workers.channel_set import ChannelSet
+        from workers.worker import serve
 
-            return serve(channel, stop, wake_r)
-        from workers import fanin
-
-        with socket.socket(fileno=args.handover_fd) as handover:
-            return fanin.serve(channel, handover, stop, wake_r)
+        return serve(ChannelSet(channel, handover, wake_r), stop.stopping)
     finally:
+        if handover is not None:
+            handover.close()
         channel.close()
         signal.set_wakeup_fd(-1)
         os.close(wake_r)

@@ -1,16 +1,18 @@
 """Every channel a worker serves, watched with one wait.
 
-A worker has its supervisor's channel (control: load, unload, ping, stop, warmup runs) and one
-channel per front end (runs), the latter handed over at run time on the worker's handover socket
-(:mod:`channel.handover`): ``{"op": "attach", "owner": N}`` with the channel's four descriptors
-(a front end started, or this worker replaced one), ``{"op": "detach", "owner": N}`` (front end
-``N`` is gone: its channel is closed; what it still had in flight completes into nothing).
+A worker has its supervisor's channel (control: load, unload, ping, stop, warmup runs; with one
+front end, every run too) and, with several front ends, one channel per front end (runs), the
+latter handed over at run time on the worker's handover socket (:mod:`channel.handover`):
+``{"op": "attach", "owner": N}`` with the channel's four descriptors (a front end started, or
+this worker replaced one), ``{"op": "detach", "owner": N}`` (front end ``N`` is gone: its
+channel is closed; what it still had in flight completes into nothing).
 
 :meth:`ChannelSet.wait` is the need-wakeup handshake of :mod:`channel.shm.doorbell` over all of
 them at once: announce sleep on every channel, fence, re-check every ring, and only then ``poll``
 every submit doorbell, the handover socket and the signal wake-up descriptor together. It returns
-each channel's waiting requests (the serving loop takes them round-robin), so a busy front end
-cannot starve the others or the supervisor's control requests.
+each channel's waiting requests (the serving loop, :mod:`workers.worker`, takes them
+round-robin), so a busy front end cannot starve the others or the supervisor's control requests.
+A worker without a handover socket serves its one channel the same way.
 """
 
 from __future__ import annotations
@@ -20,7 +22,7 @@ import logging
 import os
 import select
 import socket
-from dataclasses import dataclass
+from typing import NamedTuple
 
 from channel import handover
 from channel.shm.channel import Channel
@@ -29,8 +31,7 @@ from channel.shm.doorbell import fence
 log = logging.getLogger(__name__)
 
 
-@dataclass
-class Arrivals:
+class Arrivals(NamedTuple):
     """What one wait found: each channel's requests (non-empty lists only) and whether a signal
     arrived."""
 
@@ -51,6 +52,8 @@ class ChannelSet:
     ) -> None:
         self.primary = primary
         self._owned: dict[int, Channel] = {}
+        self._all = [primary]
+        """:attr:`channels`, kept as they are attached and detached (a wait reads it)."""
         self._by_fd: dict[int, Channel] = {primary.submit_fd: primary}
         self._poll = select.poll()
         self._poll.register(primary.submit_fd, select.POLLIN)
@@ -66,12 +69,13 @@ class ChannelSet:
     @property
     def channels(self) -> list[Channel]:
         """The primary channel first, then the attached ones in attach order."""
-        return [self.primary, *self._owned.values()]
+        return list(self._all)
 
     def attach(self, owner: int, channel: Channel) -> None:
         """Serve ``channel`` for ``owner`` (replacing, and closing, one it had)."""
         self.detach(owner)
         self._owned[owner] = channel
+        self._all = [self.primary, *self._owned.values()]
         self._by_fd[channel.submit_fd] = channel
         self._poll.register(channel.submit_fd, select.POLLIN)
         log.debug("attached the channel of front end %d", owner)
@@ -81,6 +85,7 @@ class ChannelSet:
         channel = self._owned.pop(owner, None)
         if channel is None:
             return
+        self._all = [self.primary, *self._owned.values()]
         self._poll.unregister(channel.submit_fd)
         del self._by_fd[channel.submit_fd]
         channel.close()
@@ -95,29 +100,32 @@ class ChannelSet:
     def pending(self) -> list[tuple[Channel, list[bytes]]]:
         """Every channel's waiting requests, without waiting."""
         found = []
-        for channel in self.channels:
-            requests = channel.wait_submissions(0)
+        for channel in self._all:
+            requests = channel.take_submissions()
             if requests:
                 found.append((channel, requests))
         return found
 
     def wait(self) -> Arrivals:
         """Wait until some channel has requests, a signal arrives or handover messages were
-        applied (these first: a channel attached now is served from this wait on)."""
+        applied (these first: a channel attached now is served from this wait on). Once per
+        wake-up of a busy worker: its values are made with ``tuple.__new__`` (no Python code)."""
         found = self.pending()
         if found:
-            return Arrivals(found)
+            return tuple.__new__(Arrivals, (found, False, False, False))
         while True:
-            channels = self.channels
+            channels = self._all
             for channel in channels:
                 channel.announce_sleep(True)
             fence()
             found = self.pending()  # pushed before a gateway could see its word
             if found:
-                self._awake(channels)
-                return Arrivals(found, slept=True)
+                for channel in channels:
+                    channel.announce_sleep(False)
+                return tuple.__new__(Arrivals, (found, False, False, True))
             events = self._poll.poll()
-            self._awake(channels)
+            for channel in channels:
+                channel.announce_sleep(False)
             woken = handed_over = False
             for fd, _ in events:
                 if fd == self._wake_fd:
@@ -128,16 +136,13 @@ class ChannelSet:
                     handed_over = True
                     self._take_handover()
                 elif fd in self._by_fd:
-                    with contextlib.suppress(BlockingIOError):
+                    try:  # noqa: SIM105 (contextlib.suppress: three Python calls per wake-up)
                         os.eventfd_read(fd)
+                    except BlockingIOError:
+                        pass
             found = self.pending()
             if found or woken or handed_over:
-                return Arrivals(found, woken, handed_over, slept=True)
-
-    @staticmethod
-    def _awake(channels: list[Channel]) -> None:
-        for channel in channels:
-            channel.announce_sleep(False)
+                return tuple.__new__(Arrivals, (found, woken, handed_over, True))
 
     def _take_handover(self) -> None:
         sock = self._sock

@@ -9,7 +9,7 @@ by their first load.
 
 from __future__ import annotations
 
-from collections.abc import Callable, Mapping
+from collections.abc import Callable, Mapping, Sequence
 from typing import Any, Protocol
 
 import numpy as np
@@ -27,7 +27,8 @@ class Model(Protocol):
     ``signature`` is the ``load`` reply's ``"signature"``; ``text_strings`` says whether string
     inputs reach :meth:`run` decoded as UTF-8 ``str`` (ONNX Runtime) or as ``bytes``
     (TensorFlow: serialized Examples are binary). :meth:`run` gets the run request's
-    ``"signature"`` name (``""``: the default); a backend with one signature ignores it.
+    signature name last (``""``: the default); a backend with one signature (ONNX Runtime,
+    OpenVINO) does not consult it.
     """
 
     path: str
@@ -38,47 +39,21 @@ class Model(Protocol):
 
     def run(
         self,
-        signature_name: str,
         inputs: dict[str, np.ndarray[Any, Any]],
-        output_names: list[str] | None,
+        output_names: Sequence[str] | None,
+        signature_name: str = "",
     ) -> dict[str, np.ndarray[Any, Any]]: ...
 
     def close(self) -> None: ...
 
 
-class _OnnxModel:
-    """An :class:`~workers.backends.onnx.OnnxModel` as a :class:`Model` (one signature)."""
-
-    text_strings = True
-
-    def __init__(self, model: onnx_backend.OnnxModel) -> None:
-        self.path = model.path
-        self._model = model
-
-    @property
-    def signature(self) -> Mapping[str, Any]:
-        return self._model.signature
-
-    def run(
-        self,
-        signature_name: str,
-        inputs: dict[str, np.ndarray[Any, Any]],
-        output_names: list[str] | None,
-    ) -> dict[str, np.ndarray[Any, Any]]:
-        return self._model.run(inputs, output_names)
-
-    def close(self) -> None:
-        pass
-
-
 def _load_onnx(request: LoadRequest, max_output_bytes: int) -> Model:
-    model = onnx_backend.load(
+    return onnx_backend.load(
         request["path"],
         intra_op=request["intra_op"],
         inter_op=request["inter_op"],
         max_output_bytes=max_output_bytes,
     )
-    return _OnnxModel(model)
 
 
 def _load_tensorflow(request: LoadRequest, max_output_bytes: int) -> Model:

@@ -1,16 +1,26 @@
-"""The worker's serving loop: requests off the channel one at a time, in order, each answered.
+"""The worker's serving loop: every request on every channel it serves, one at a time, each answered
+on the channel it came on.
 
-Every request gets exactly one reply, success or failure (see :mod:`channel.messages`); one that
-does not decode gets INVALID_ARGUMENT. The loop ends on ``stop`` (reply, exit 0) or when
-``stopping()`` turns true (SIGTERM): the request in hand is finished and answered, every one
-still queued is answered UNAVAILABLE, and the loop returns 0.
+A worker serves a set of channels (:mod:`workers.channel_set`): its supervisor's, and with several
+front ends one per front end, handed over at run time; with one front end the set holds the one
+channel. :func:`serve` waits on all of them at once and takes each wait's requests round-robin
+across channels (:func:`round_robin`), so every front end and the supervisor's control requests
+get their share. Every request gets exactly one reply, success or failure (see
+:mod:`channel.messages`); one that does not decode gets INVALID_ARGUMENT.
+
+The loop ends on ``stop`` (reply, exit 0) or when ``stopping()`` turns true (SIGTERM): the request
+in hand is finished and answered, every other waiting request on every channel is answered
+UNAVAILABLE (:func:`_refuse`, the one place that refuses), and the loop returns 0.
 
 :class:`Worker` handles each request over the models it holds (:mod:`workers.models`: loaders by
-platform); a run's tensors go in and out of the channel's areas through :mod:`workers.tensors`.
+platform); a run's tensors go in and out of its channel's areas through :mod:`workers.tensors`.
+A run goes from its binary descriptor to numpy views and back to a binary reply without any
+intermediate object.
 """
 
 from __future__ import annotations
 
+import itertools
 import logging
 import os
 import time
@@ -20,19 +30,23 @@ from typing import Any
 from channel import messages
 from channel.messages import (
     BadRequest,
+    ErrorReply,
     LoadRequest,
+    PingRequest,
     Reply,
-    Request,
     RunReply,
     RunRequest,
+    StopRequest,
+    UnloadRequest,
     WorkerError,
 )
 from channel.shm.channel import Channel
 from channel.shm.ring import ChannelFull
 from channel.span_wire import SpanForm
 from channel.telemetry import Telemetry
+from workers.channel_set import ChannelSet
 from workers.models import Model, loader_for
-from workers.tensors import read_input, write_outputs
+from workers.tensors import read_inputs, write_outputs
 
 log = logging.getLogger(__name__)
 
@@ -40,16 +54,22 @@ _POST_WAIT_S = 30.0
 """How long a reply waits for a free completion slot before the worker gives up (the gateway
 caps in-flight work below the ring size, so waiting at all means it is stuck)."""
 
+_SHUTTING_DOWN = WorkerError("UNAVAILABLE", "worker is shutting down")
+
+ControlRequest = LoadRequest | UnloadRequest | PingRequest | StopRequest
+"""Every request but a run."""
+
 
 class Worker:
     """The models loaded in this process and the handler of each request.
 
-    ``load`` of a key already loaded from the same path answers with its signature without
-    reloading; from another path it replaces the model.
+    ``output_capacity`` is the bytes one run's outputs may take (every channel's output area is
+    that large). ``load`` of a key already loaded from the same path answers with its signature
+    without reloading; from another path it replaces the model.
     """
 
-    def __init__(self, channel: Channel) -> None:
-        self.channel = channel
+    def __init__(self, output_capacity: int) -> None:
+        self.output_capacity = output_capacity
         self.models: dict[str, Model] = {}
         self.runs: dict[str, int] = {}
         """Runs per loaded key since its load (``ping`` with a key reports them)."""
@@ -57,16 +77,41 @@ class Worker:
         """The form of a traced run's ``compute`` span, per loaded key."""
         self.telemetry = Telemetry()
 
-    def handle(self, request: Request) -> Reply:
-        """The reply to one request; never raises for a bad request or a failed run.
+    def answer(self, channel: Channel, data: bytes) -> bool:
+        """Decode the request in ``data``, handle it and post the reply on ``channel`` (the one
+        it came on: a run's tensors are in its areas); True when it was ``stop``."""
+        try:
+            request = messages.decode_request(data)
+        except BadRequest as exc:
+            post(channel, exc.reply(exc.request_id))
+            return False
+        if isinstance(request, RunRequest):
+            reply = self.run(channel, request)
+            self.telemetry.count_run(isinstance(reply, RunReply))
+            post(channel, reply)
+            return False
+        post(channel, self.control(request))
+        return request["op"] == "stop"
 
-        Every ``run`` reply, failed ones too, carries ``out_end``: releasing it frees this run's
-        output space (if it got any) and that of every earlier run.
-        """
+    def run(self, channel: Channel, run: RunRequest) -> RunReply | ErrorReply:
+        """The reply to a run that came on ``channel``; never raises for a bad request or a
+        failed run. Every reply, a failed run's too, carries ``out_end``: releasing it frees
+        this run's output space (if it got any) and that of every earlier run."""
+        try:
+            return self._run(channel, run)
+        except Exception as exc:
+            error = _worker_error(exc, "run", run.id)
+        try:
+            return error.reply(run.id, out_end=channel.output_allocated)
+        finally:
+            # The failed run's frames (its outputs included) hang off the error's traceback in a
+            # cycle through this frame, which a steady loop seldom collects: break it here.
+            del error
+
+    def control(self, request: ControlRequest) -> Reply:
+        """The reply to a control request (load, unload, ping, stop); never raises."""
         request_id = request["id"]
         try:
-            if request["op"] == "run":
-                return self._run(request)
             if request["op"] == "load":
                 return messages.load_reply(request_id, self._load(request))
             if request["op"] == "unload":
@@ -79,17 +124,11 @@ class Worker:
                     request_id, os.getpid(), runs=runs, stats=self.telemetry.stats()
                 )
             return messages.ok_reply(request_id)  # stop: the loop ends after replying
-        except WorkerError as exc:
-            error = exc
         except Exception as exc:
-            log.exception("%s request %d failed", request["op"], request_id)
-            error = WorkerError("INTERNAL", f"{type(exc).__name__}: {exc}")
-        out_end = self.channel.output_allocated if request["op"] == "run" else None
+            error = _worker_error(exc, request["op"], request_id)
         try:
-            return error.reply(request_id, out_end=out_end)
+            return error.reply(request_id)
         finally:
-            # The failed run's frames (its outputs included) hang off the error's traceback in a
-            # cycle through this frame, which a steady loop seldom collects: break it here.
             del error
 
     def _load(self, request: LoadRequest) -> Mapping[str, Any]:
@@ -99,7 +138,7 @@ class Worker:
             return loaded.signature
         loader = loader_for(request)
         started = time.perf_counter()
-        model = loader(request, self.channel.output_capacity)
+        model = loader(request, self.output_capacity)
         seconds = time.perf_counter() - started
         if loaded is not None:
             loaded.close()
@@ -119,43 +158,52 @@ class Worker:
             model.close()
             log.info("unloaded %s", key)
 
-    def _run(self, request: RunRequest) -> RunReply:
-        deadline = request["deadline"]
+    def _run(self, channel: Channel, run: RunRequest) -> RunReply:
+        request_id, key, inputs, outputs, deadline, signature, context = run
         if deadline is not None and time.monotonic() >= deadline:
             raise WorkerError("DEADLINE_EXCEEDED", "deadline exceeded before the batch ran")
-        key = request["key"]
         model = self.models.get(key)
         if model is None:
             raise WorkerError("NOT_FOUND", f"model {key!r} is not loaded in this worker")
-        feeds = dict(read_input(self.channel, t, model.text_strings) for t in request["inputs"])
-        trace = self.telemetry.trace(request.get("trace"))
+        feeds = read_inputs(channel, inputs, model.text_strings)
+        trace = None if context is None else self.telemetry.trace(context)
         started = time.perf_counter_ns()
         self.runs[key] += 1
         try:
-            results = model.run(request["signature"], feeds, request["outputs"])
+            results = model.run(feeds, outputs, signature)
         except BaseException:
             if trace is not None:
                 trace.abandon()
             raise
         compute_us = (time.perf_counter_ns() - started) / 1000
-        spans = None
-        if trace is not None:
-            spans = trace.finish(self.compute_spans[key])
+        spans = None if trace is None else trace.finish(self.compute_spans[key])
         del feeds
-        outputs = write_outputs(self.channel, results)
-        return messages.run_reply(
-            request["id"],
-            outputs=outputs,
-            out_end=self.channel.output_allocated,
-            compute_us=compute_us,
-            spans=spans,
-        )
+        descs = write_outputs(channel, results)
+        values = (request_id, descs, channel.output_allocated, compute_us, spans)
+        return tuple.__new__(RunReply, values)
 
 
-def _post(channel: Channel, reply: Reply) -> None:
-    """Post ``reply``, waiting for a free slot; a reply too big for a slot becomes INTERNAL."""
-    deadline = time.monotonic() + _POST_WAIT_S
+def _worker_error(exc: Exception, op: str, request_id: int) -> WorkerError:
+    """``exc`` as the worker reports it: itself when it is a WorkerError, else INTERNAL (logged
+    with its traceback)."""
+    if isinstance(exc, WorkerError):
+        return exc
+    log.exception("%s request %d failed", op, request_id)
+    return WorkerError("INTERNAL", f"{type(exc).__name__}: {exc}")
+
+
+def post(channel: Channel, reply: Reply) -> None:
+    """Post ``reply`` on ``channel``, waiting for a free slot; a reply too big for a slot becomes
+    INTERNAL."""
     data = messages.encode(reply)
+    try:
+        channel.post_completion(data)
+        return
+    except ChannelFull:
+        pass
+    except ValueError as exc:
+        data = _too_large(reply, exc)
+    deadline = time.monotonic() + _POST_WAIT_S
     while True:
         try:
             channel.post_completion(data)
@@ -165,63 +213,68 @@ def _post(channel: Channel, reply: Reply) -> None:
                 raise
             time.sleep(0.0005)
         except ValueError as exc:
-            log.error("reply to id %d does not fit a slot: %s", reply["id"], exc)
-            out_end = reply.get("out_end")
-            error = messages.error_reply(
-                reply["id"],
-                "INTERNAL",
-                f"reply too large: {exc}",
-                out_end=out_end if isinstance(out_end, int) else None,
-            )
-            data = messages.encode(error)
+            data = _too_large(reply, exc)
 
 
-def _decode(data: bytes) -> Request | BadRequest:
+def _too_large(reply: Reply, exc: ValueError) -> bytes:
+    """The INTERNAL error that replaces ``reply``, which does not fit a ring slot."""
+    request_id = messages.reply_id(reply)
+    log.error("reply to id %d does not fit a slot: %s", request_id, exc)
+    out_end = reply.out_end if isinstance(reply, RunReply) else reply.get("out_end")
+    error = messages.error_reply(
+        request_id,
+        "INTERNAL",
+        f"reply too large: {exc}",
+        out_end=out_end if isinstance(out_end, int) else None,
+    )
+    return messages.encode(error)
+
+
+def round_robin(ready: list[tuple[Channel, list[bytes]]]) -> list[tuple[Channel, bytes]]:
+    """Each channel's requests in order, interleaved: the first of each channel, then the
+    second of each, and so on."""
+    if len(ready) == 1:
+        channel, requests = ready[0]
+        return list(zip(itertools.repeat(channel), requests))
+    taken: list[tuple[Channel, bytes]] = []
+    for row in itertools.zip_longest(*(requests for _, requests in ready)):
+        for (channel, _), data in zip(ready, row, strict=True):
+            if data is not None:
+                taken.append((channel, data))
+    return taken
+
+
+def serve(channels: ChannelSet, stopping: Callable[[], bool]) -> int:
+    """Announce readiness on the primary channel, then serve every channel of ``channels`` until
+    ``stop`` or ``stopping()``; returns the exit status (0)."""
+    primary = channels.primary
+    worker = Worker(primary.output_capacity)
+    post(primary, messages.ready(os.getpid()))
     try:
-        return messages.decode_request(data)
-    except BadRequest as exc:
-        return exc
-
-
-def _refuse(channel: Channel, requests: list[Request | BadRequest]) -> None:
-    for request in requests:
-        request_id = request.request_id if isinstance(request, BadRequest) else request["id"]
-        _post(channel, WorkerError("UNAVAILABLE", "worker is shutting down").reply(request_id))
-
-
-def _wait(channel: Channel, worker: Worker, wake_fd: int | None) -> list[bytes]:
-    """The requests waiting on ``channel``, sleeping until some arrive (or a signal: []); a wait
-    that found none at first look and returns some counts as one wake-up."""
-    requests = channel.wait_submissions(0)
-    if requests:
-        return requests
-    requests = channel.wait_submissions(None, wake_fd=wake_fd)
-    if requests:
-        worker.telemetry.count_wakeup()
-    return requests
-
-
-def serve(channel: Channel, stopping: Callable[[], bool], wake_fd: int | None = None) -> int:
-    """Announce readiness, then serve requests until ``stop`` or ``stopping()``; returns the exit
-    status (0). ``wake_fd`` is a descriptor that becomes readable when a signal arrives."""
-    worker = Worker(channel)
-    _post(channel, messages.ready(os.getpid()))
-    while True:
-        batch = [_decode(data) for data in _wait(channel, worker, wake_fd)]
-        for i, request in enumerate(batch):
-            if isinstance(request, BadRequest):
-                _post(channel, request.reply(request.request_id))
-                continue
-            reply = worker.handle(request)
-            if request["op"] == "run":
-                worker.telemetry.count_run(reply["ok"])
-            _post(channel, reply)
-            if request["op"] == "stop" or stopping():
-                _refuse(channel, batch[i + 1 :])
-                _refuse(channel, [_decode(data) for data in channel.wait_submissions(0)])
-                log.info("worker %d stopping", channel.index)
+        while True:
+            arrivals = channels.wait()
+            if arrivals.slept and arrivals.requests:
+                worker.telemetry.count_wakeup()
+            taken = round_robin(arrivals.requests)
+            for i, (channel, data) in enumerate(taken):
+                if worker.answer(channel, data) or stopping():
+                    _refuse(taken[i + 1 :], channels)
+                    return 0
+            if stopping():
+                _refuse([], channels)
                 return 0
-        if stopping():
-            _refuse(channel, [_decode(data) for data in channel.wait_submissions(0)])
-            log.info("worker %d stopping", channel.index)
-            return 0
+    finally:
+        channels.close()
+
+
+def _refuse(taken: list[tuple[Channel, bytes]], channels: ChannelSet) -> None:
+    """Answer UNAVAILABLE to what the last wait took and was not answered, then to every request
+    still waiting on any channel."""
+    waiting = [(c, data) for c, requests in channels.pending() for data in requests]
+    for channel, data in taken + waiting:
+        try:
+            request_id = messages.request_id(messages.decode_request(data))
+        except BadRequest as exc:
+            request_id = exc.request_id
+        post(channel, _SHUTTING_DOWN.reply(request_id))
+    log.info("worker %d stopping", channels.primary.index)

@@ -2,9 +2,10 @@
 
 From the ``resnet50`` scenario's runs, on one pinned core (``1-core:`` keys, against the raw
 1-thread process) and on two cores (against the best raw configuration): OpenVINO bf16 ≥ 1.8×,
-OpenVINO fp32 ≥ 0.95×. A bf16 row's note says what the CPU compiled when it is not bf16 (the
-``openvino-accuracy`` section's ``served``): a CPU without bf16 instructions runs f32, and the
-goal cannot be met there.
+OpenVINO fp32 ≥ 0.95×; and each precision against raw OpenVINO at that precision and the same
+threads (``openvino_<precision> ...`` keys, when the run has them): ≥ 0.97×. A bf16 row's note
+says what the CPU compiled when it is not bf16 (the ``openvino-accuracy`` section's
+``served``): a CPU without bf16 instructions runs f32, and the goal cannot be met there.
 """
 
 from __future__ import annotations
@@ -33,4 +34,11 @@ def openvino_rows(sc: dict[str, Any]) -> list[dict[str, Any]]:
                 compiled = f"this CPU compiled bf16 as {served['served']}"
                 one["note"] = "; ".join(n for n in (one["note"], compiled) if n)
             rows.append(one)
+            # The serving path against OpenVINO itself, same precision and threads.
+            own = tuple(k for k in section if k.startswith(f"openvino_{precision} "))
+            if own:
+                goal = f"ResNet50 OpenVINO {precision} vs raw OpenVINO {precision}: ≥ 0.97×"
+                rows.append(
+                    versus(goal, section, (prefix + suffix,), own, 0.97, where, group=OPENVINO)
+                )
     return rows

@@ -10,6 +10,7 @@ from __future__ import annotations
 
 from bench.scenarios.features import BATCHING_CONFIGS, BATCHING_POINTS, PROFILED
 from bench.scenarios.plan import Plan
+from bench.scenarios.seeds import JPEG_WAYS, ROW_WAYS
 from bench.systems.catalog import ONE_CONNECTION, RESNET_PINNED, RESNET_TWO_CORE, TINY, TWO_CORE
 
 START_S = 12.0
@@ -59,7 +60,9 @@ def _estimate(plan: Plan, name: str) -> float:
             total += _points(len(plan.overload_factors), plan.overload_repeats, plan.overload_s, 1)
         return total
     if name == "seeds":
-        return 2 * START_S + 2 * (plan.seeds_users + plan.seeds_plateau_s + 15)
+        jpeg = [u for u in plan.seeds_users for _ in JPEG_WAYS]
+        runs = jpeg + [plan.seeds_users[0]] * len(ROW_WAYS)
+        return 2 * START_S + sum(u + plan.seeds_plateau_s + 15 for u in runs)
     if name == "ramp":
         systems = 3 if plan.name == "full" else 1
         return START_S + systems * (plan.ramp_users * plan.ramp_step_s + plan.ramp_plateau_s + 1)

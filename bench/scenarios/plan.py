@@ -75,11 +75,12 @@ class Plan:
     chaos_rps: float = 300.0
     chaos_kill_every_s: float = 5.0
     """``chaos``: a worker of ``tensorgate-2w`` is SIGKILLed this often under the open loop."""
-    seeds_users: int = 20
+    seeds_users: tuple[int, ...] = (20, 60)
     seeds_plateau_s: int = 20
-    """``seeds``: Locust users at the end of the ramp (one added a second) and the plateau's
-    length: 20 users of one request a second slightly exceed ResNet50 on 2 cores here (the
-    seeds' 150 users on 8 nodes × 2 vCPU: 9 a core)."""
+    """``seeds``: Locust users at the end of each ramp (one added a second; the JPEG runs take
+    each, the float-row runs the first) and the plateau's length: 20 users of one request a
+    second are about ResNet50's capacity on 2 cores here, 60 well past it (the seeds' 150 users
+    on 8 nodes × 2 vCPU: 9 a core)."""
     drain_runs: int = 20
     """``drain``: SIGTERM-under-load runs with the default front ends, and as many again after
     a front end was SIGKILLed and replaced (lost calls counted)."""
@@ -115,7 +116,7 @@ QUICK = Plan(
     soak_sample_s=1.0,
     chaos_s=12.0,
     chaos_rps=100.0,
-    seeds_users=4,
+    seeds_users=(2, 4),
     seeds_plateau_s=4,
     scenarios=(
         "limits",

@@ -151,9 +151,11 @@ def resnet50(bench: Bench) -> None:
     """tensorgate vs raw ONNX Runtime on ResNet50, all in the same rounds.
 
     1-core (the tight ratio): tensorgate with one 1-thread worker (ONNX Runtime, OpenVINO fp32,
-    OpenVINO bf16), Triton with one 1-thread instance and one raw 1-thread process, all pinned
-    to the server CPU. 2-core (full plan): tensorgate (ONNX Runtime and OpenVINO) and the peers
-    unpinned against the raw configurations of the plan. Then the OpenVINO accuracy table
+    OpenVINO bf16), Triton with one 1-thread instance and one raw 1-thread process of each
+    runtime (``raw 1p×1t b1``: ONNX Runtime; ``openvino_fp32 1p×1t b1``, ``openvino_bf16 ...``),
+    all pinned to the server CPU. 2-core (full plan): tensorgate (ONNX Runtime and OpenVINO) and
+    the peers unpinned against the raw configurations of the plan and two 1-thread processes of
+    each OpenVINO precision. Then the OpenVINO accuracy table
     (:func:`openvino_accuracy`).
     """
     plan, ctx = bench.plan, bench.ctx
@@ -178,9 +180,15 @@ def resnet50(bench: Bench) -> None:
             for n, r in pinned.items()
         ]
         jobs.append((ONE_CORE + "raw 1p×1t b1", raw(raw_ort.OrtConfig(1, 1, 1), server_cpus)))
+        for runtime in raw_ort.OPENVINO_PRECISIONS:  # OpenVINO's own limit, same threads
+            one = raw_ort.OrtConfig(1, 1, 1, runtime)
+            jobs.append((ONE_CORE + one.label, raw(one, server_cpus)))
         if two_core:
             jobs += [(n, functools.partial(run_point, r, load, ())) for n, r in unpinned.items()]
             jobs += [(f"raw {c.label}", raw(c, ())) for c in map(_ort, plan.ort_configs)]
+            for runtime in raw_ort.OPENVINO_PRECISIONS:
+                two = raw_ort.OrtConfig(2, 1, 1, runtime)
+                jobs.append((two.label, raw(two, ())))
         section["runs"] = {k: summarize(v) for k, v in interleaved(jobs, plan.repeats).items()}
     bench.results["scenarios"]["resnet50"] = section
     openvino_accuracy(bench)

@@ -3,16 +3,20 @@
 :func:`throughput` runs ``processes`` helper processes (:mod:`bench.load.child`), each with one
 session of ``threads`` intra-op threads, looping on batches of ``batch`` rows for ``duration_s``
 after a shared start time, pinned to ``cpus`` when given; it returns rows per second over the
-window.
+window. A configuration's ``runtime`` may be OpenVINO instead (``openvino_fp32``,
+``openvino_bf16``): the model compiled for the CPU at that precision on ``threads`` threads,
+OpenVINO's defaults otherwise (the limit tensorgate's OpenVINO worker is held to).
 :func:`latency_us` is the median single-run time of one batch on one thread (the "model time" of
 the light-load goal).
 """
 
 from __future__ import annotations
 
+import functools
 import os
 import statistics
 import time
+from collections.abc import Callable
 from dataclasses import dataclass
 from multiprocessing.connection import Connection
 from pathlib import Path
@@ -24,15 +28,25 @@ from bench.systems.models import INPUT_NAMES, sample_input
 READY_TIMEOUT_S = 120.0
 
 
+OPENVINO_PRECISIONS = {"openvino_fp32": "f32", "openvino_bf16": "bf16"}
+"""A raw configuration's OpenVINO runtimes → OpenVINO's ``INFERENCE_PRECISION_HINT``."""
+
+
 @dataclass(frozen=True)
 class OrtConfig:
     processes: int
     threads: int
     batch: int
+    runtime: str = "onnxruntime"
+    """``onnxruntime``, or a key of :data:`OPENVINO_PRECISIONS`."""
 
     @property
     def label(self) -> str:
-        return f"{self.processes}p×{self.threads}t b{self.batch}"
+        """``2p×1t b1`` (ONNX Runtime; the scenario's key is ``raw 2p×1t b1``), or with the
+        OpenVINO runtime before it (``openvino_bf16 2p×1t b1``, the key as it is): the reports
+        compare tensorgate with the best ``raw`` row, its OpenVINO rows with these."""
+        shape = f"{self.processes}p×{self.threads}t b{self.batch}"
+        return shape if self.runtime == "onnxruntime" else f"{self.runtime} {shape}"
 
 
 def ort_session(path: Path, threads: int) -> Any:
@@ -45,6 +59,20 @@ def ort_session(path: Path, threads: int) -> Any:
     return ort.InferenceSession(str(path), options, providers=["CPUExecutionProvider"])
 
 
+def _runner(path: Path, runtime: str, threads: int) -> Callable[[dict[str, Any]], Any]:
+    """One run of the model on a feed, in ``runtime`` on ``threads`` threads."""
+    if runtime == "onnxruntime":
+        session = ort_session(path, threads)
+        return functools.partial(session.run, None)
+    import openvino
+
+    core = openvino.Core()
+    config: dict[str, Any] = {"INFERENCE_PRECISION_HINT": OPENVINO_PRECISIONS[runtime]}
+    config["INFERENCE_NUM_THREADS"] = threads
+    request = core.compile_model(core.read_model(str(path)), "CPU", config).create_infer_request()
+    return functools.partial(request.infer, share_inputs=True, share_outputs=False)
+
+
 def _loop(
     conn: Connection,
     path: Path,
@@ -55,9 +83,9 @@ def _loop(
 ) -> None:
     if cpus:
         os.sched_setaffinity(0, cpus)
-    session = ort_session(path, config.threads)
+    run = _runner(path, config.runtime, config.threads)
     feed = {INPUT_NAMES[model]: sample_input(model, config.batch)}
-    session.run(None, feed)  # warm up
+    run(feed)  # warm up
     conn.send("ready")
     start = float(conn.recv())
     end = start + duration_s
@@ -65,7 +93,7 @@ def _loop(
         time.sleep(0.001)  # waiting for the shared start time (not a synchronisation in tests)
     rows, cpu0 = 0, time.process_time()
     while True:
-        session.run(None, feed)
+        run(feed)
         now = time.monotonic()
         if now >= end:
             break

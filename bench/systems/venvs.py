@@ -4,7 +4,8 @@
   ≥ 0.22), ONNX Runtime and httptools (uvicorn's fast HTTP parser, as MLServer's image has).
 - ``tools``: py-spy (the sampling profiler of ``python -m bench profile``).
 - ``fastapi``: FastAPI + ``uvicorn[standard]`` (uvloop and httptools: the seeds' advice) + ONNX
-  Runtime, the versions of the main environment.
+  Runtime, the versions of the main environment, and what the seeds' image endpoint needs:
+  ``python-multipart`` (``UploadFile``) and Pillow.
 - ``triton``: PyTriton 0.7.0 (it bundles ``tritonserver`` 2.51) + ``tritonclient`` + ONNX Runtime.
   Made with Debian's ``/usr/bin/python3.11``: Triton's Python-backend stub links Debian's
   ``libpython3.11``, and a venv of another 3.11 build fails at model load (``'_thread.RLock'
@@ -51,7 +52,14 @@ RECIPES: dict[str, Recipe] = {
     ),
     "tools": Recipe(("py-spy==0.4.3",)),
     "fastapi": Recipe(
-        ("fastapi==0.163.2", "uvicorn[standard]==0.54.0", "onnxruntime==1.31.1", "numpy==2.4.6")
+        (
+            "fastapi==0.163.2",
+            "uvicorn[standard]==0.54.0",
+            "onnxruntime==1.31.1",
+            "numpy==2.4.6",
+            "python-multipart==0.0.34",
+            "pillow==13.0.0",
+        )
     ),
     "triton": Recipe(
         (

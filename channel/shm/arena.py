@@ -50,7 +50,7 @@ class Allocator:
         """Offset of a fresh 64-byte aligned block of ``nbytes``; None when no free block fits."""
         if nbytes < 0:
             raise ValueError(f"nbytes must be >= 0, got {nbytes}")
-        size = max(align_up(nbytes), ALIGNMENT)
+        size = max(-(-nbytes // ALIGNMENT) * ALIGNMENT, ALIGNMENT)  # align_up, inline
         for i, free in enumerate(self._sizes):
             if free >= size:
                 offset = self._starts[i]
@@ -67,8 +67,8 @@ class Allocator:
 
     def fits(self, nbytes: int) -> bool:
         """Whether :meth:`alloc` of ``nbytes`` would succeed now."""
-        size = max(align_up(nbytes), ALIGNMENT)
-        return any(free >= size for free in self._sizes)
+        size = max(-(-nbytes // ALIGNMENT) * ALIGNMENT, ALIGNMENT)  # align_up, inline
+        return max(self._sizes, default=0) >= size
 
     def free(self, offset: int) -> None:
         """Return the block at ``offset``; ValueError if it is not allocated (double free)."""
@@ -127,7 +127,7 @@ class OutputRing:
             raise ValueError(f"block of {nbytes} bytes does not fit an area of {self.capacity}")
         if released > self.allocated:
             raise ValueError(f"released {released} is beyond allocated {self.allocated}")
-        size = align_up(nbytes)
+        size = -(-nbytes // ALIGNMENT) * ALIGNMENT  # align_up, inline: once per run
         start = self.allocated
         pos = start % self.capacity
         oldest = released % self.capacity

@@ -43,7 +43,9 @@ class Channel:
 
     Gateway side: :meth:`create`, :meth:`submit`, :meth:`completions`, the input allocator,
     :meth:`release_outputs`. Worker side: the constructor (on inherited descriptors),
-    :meth:`wait_submissions`, :meth:`post_completion`, :meth:`alloc_output`. Both: the views and
+    :meth:`wait_submissions` (or :attr:`take_submissions` and :meth:`announce_sleep` for one wait
+    over several channels), :meth:`post_completion`, :meth:`alloc_output`. Both: the views, the
+    whole areas (:attr:`input_area`, :attr:`output_area`, :attr:`output_readonly`) and
     :meth:`close`. A channel is used by one thread per process.
     """
 
@@ -65,6 +67,16 @@ class Channel:
         self.slot_bytes = self._segment.slot_bytes
         self.input_capacity = len(self._segment.input)
         self.output_capacity = len(self._segment.output)
+        self.input_area = self._segment.input
+        """The whole input area (writable), for the run paths, which read and write tensors by
+        offset in it (:func:`channel.shm.payload.tensor_at`); released by :meth:`close`."""
+        self.output_area = self._segment.output
+        """The whole output area (writable: the worker writes outputs there)."""
+        self.output_readonly = self._segment.output.toreadonly()
+        """The whole output area, read-only: the gateway reads outputs through it (nothing may
+        write into the worker's space)."""
+        self.take_submissions = self._segment.submit.pop_ready
+        """Worker side: every encoded request waiting, in order, without waiting ([] when none)."""
         self._inputs = Allocator(self.input_capacity)
         self._outputs = OutputArea(self._words, self.output_capacity, release_fd, index=index)
         self._poll = select.poll()
@@ -131,8 +143,10 @@ class Channel:
         """Every encoded reply posted since the last call, in order; [] at once when there are
         none. Call it when :attr:`complete_fd` is readable (``loop.add_reader``): on return the
         gateway counts as asleep, so the worker rings for its next reply."""
-        with contextlib.suppress(BlockingIOError):
+        try:  # noqa: SIM105 (contextlib.suppress costs three Python calls per doorbell)
             os.eventfd_read(self.complete_fd)
+        except BlockingIOError:
+            pass
         replies = self._segment.complete.pop_ready()
         self._words[W_COMPLETE_SLEEPING] = 1
         fence()
@@ -220,9 +234,9 @@ class Channel:
                 return requests
 
     def announce_sleep(self, asleep: bool) -> None:
-        """Worker side, for one wait over several channels (:mod:`workers.fanin`): set (or clear)
-        the word that tells the gateway to ring ``submit_fd``; the caller fences and re-checks
-        every ring (:meth:`wait_submissions` with timeout 0) before it sleeps."""
+        """Worker side, for one wait over several channels (:mod:`workers.channel_set`): set (or
+        clear) the word that tells the gateway to ring ``submit_fd``; the caller fences and
+        re-checks every ring (:meth:`wait_submissions` with timeout 0) before it sleeps."""
         self._words[W_SUBMIT_SLEEPING] = int(asleep)
 
     def post_completion(self, message: bytes) -> None:
@@ -273,6 +287,7 @@ class Channel:
         if self._closed:
             return
         self._closed = True
+        self.output_readonly.release()
         if not self._segment.close():
             log.debug("channel %d: views still exported; unmapped when they go", self.index)
         for fd in self.fds:

@@ -1,18 +1,20 @@
 """Tensor payloads in a channel's shared-memory areas: how one tensor's bytes are laid out.
 
-A payload is named by a :class:`channel.messages.TensorDesc` (dtype, shape, offset, nbytes) in a
-run request or reply. Payloads are C-contiguous, native little-endian. Fixed-size dtypes are the
-raw elements; a string tensor is packed as ``uint64 count``, ``count x uint64 lengths``, then the
-concatenated bytes.
+A payload is named by a :class:`channel.descriptors.TensorDesc` (dtype, shape, offset, nbytes)
+in a run request or reply. Payloads are C-contiguous, native little-endian. Fixed-size dtypes
+are the raw elements; a string tensor is packed as ``uint64 count``, ``count x uint64 lengths``,
+then the concatenated bytes.
 """
 
 from __future__ import annotations
 
+import math
 from typing import Any
 
 import numpy as np
 
-from channel.dtypes import STRING, numpy_dtype, string_items
+from channel.descriptors import TensorDesc
+from channel.dtypes import NUMPY_DTYPES, STRING, string_items
 
 
 def tensor_nbytes(arr: np.ndarray[Any, Any]) -> int:
@@ -60,18 +62,31 @@ def read_tensor(
     gives a fresh object array of ``bytes``. ValueError if the payload does not match
     ``shape`` or overruns ``view``.
     """
-    count = 1
-    for dim in shape:
-        if dim < 0:
-            raise ValueError(f"shape {list(shape)} has a negative dimension")
-        count *= dim
+    return tensor_at(view, TensorDesc("", dtype, tuple(shape), 0, len(view)))
+
+
+def tensor_at(area: memoryview, desc: TensorDesc) -> np.ndarray[Any, Any]:
+    """The tensor ``desc`` names in ``area`` (a whole data area), as :func:`read_tensor` reads
+    it; ValueError also when the block ``desc`` names lies outside ``area``. The run paths read
+    every tensor through here: a fixed-size one is one numpy call over the area (no view of the
+    block is cut first)."""
+    _, dtype, shape, offset, nbytes = desc
+    if offset < 0 or nbytes < 0 or offset + nbytes > len(area):
+        raise ValueError(
+            f"block [{offset}, {offset + nbytes}) lies outside an area of {len(area)} bytes"
+        )
+    if shape and min(shape) < 0:
+        raise ValueError(f"shape {list(shape)} has a negative dimension")
+    count = math.prod(shape)
     if dtype == STRING:
-        return _read_strings(view, count).reshape(shape)
-    np_dtype = numpy_dtype(dtype)
+        return _read_strings(area[offset : offset + nbytes], count).reshape(shape)
+    np_dtype = NUMPY_DTYPES.get(dtype)
+    if np_dtype is None:
+        raise ValueError(f"unknown dtype {dtype!r}")
     need = count * np_dtype.itemsize
-    if need > len(view):
-        raise ValueError(f"{dtype}{list(shape)} needs {need} bytes, view has {len(view)}")
-    return np.frombuffer(view, dtype=np_dtype, count=count).reshape(shape)
+    if need > nbytes:
+        raise ValueError(f"{dtype}{list(shape)} needs {need} bytes, view has {nbytes}")
+    return np.frombuffer(area, dtype=np_dtype, count=count, offset=offset).reshape(shape)
 
 
 def _read_strings(view: memoryview, count: int) -> np.ndarray[Any, Any]:

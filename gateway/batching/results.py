@@ -13,8 +13,9 @@ only ``if not fut.done()``.
 from __future__ import annotations
 
 import asyncio
+import functools
 from collections.abc import Sequence
-from dataclasses import dataclass
+from typing import NamedTuple
 
 from gateway.batching import merge
 from gateway.batching.observer import BatchObserver, BatchRecord
@@ -25,8 +26,7 @@ from gateway.parallel.dispatcher import Link
 from gateway.parallel.lease import RunResult
 
 
-@dataclass(eq=False)
-class Posted:
+class Posted(NamedTuple):
     """A batch whose run is in flight: its live members, their rows, the rows with padding,
     when it was posted (the scheduler's clock) and the observer's record of it."""
 
@@ -56,16 +56,17 @@ def post(
     rows = 0
     outputs: dict[str, None] = {}
     deadline: float | None = 0.0
+    parts = []
     for task in tasks:  # one pass, no generator per batch
         rows += task.size
         outputs.update(dict.fromkeys(task.outputs))
         if deadline is not None:
             deadline = None if task.deadline is None else max(deadline, task.deadline)
+        parts.append(task.inputs)
     solo = options.solo
     padded = rows if solo else merge.padded_size(rows, options.allowed_batch_sizes)
-    parts = [t.inputs for t in tasks]
     if solo:
-        layout = {n: (a.dtype, tuple(a.shape)) for n, a in parts[0].items()}
+        layout = {n: (a.dtype, a.shape) for n, a in parts[0].items()}
     else:
         layout = merge.batch_layout(parts, padded)
     link.check_room(layout)  # before the observer counts a batch that must wait for room
@@ -80,8 +81,8 @@ def post(
         future = link.submit(
             key,
             layout,
-            lambda name, dest: merge.fill_rows(name, dest, parts),
-            list(outputs),
+            functools.partial(merge.fill_rows, parts=parts),
+            tuple(outputs),
             deadline,
             signature,
             trace=None if record is None else record.trace,
@@ -90,7 +91,7 @@ def post(
         if record is not None:
             record.done(None)
         raise
-    return future, Posted(tasks, rows, padded, now, record)
+    return future, tuple.__new__(Posted, (tasks, rows, padded, now, record))
 
 
 def finish(posted: Posted, future: asyncio.Future[RunResult], *, solo: bool) -> bool:
@@ -120,8 +121,10 @@ def hand_out(tasks: Sequence[Task], run: RunResult, padded: int, *, solo: bool) 
     then return the run's own reference: padding rows and tasks that left hold none. Internal
     (from :func:`merge.split_outputs`) when the outputs lost the batch dimension."""
     try:
-        sizes = [t.size for t in tasks]
-        per_task = [run.outputs] if solo else merge.split_outputs(run.outputs, sizes, padded)
+        if solo:
+            per_task = [run.outputs]
+        else:
+            per_task = merge.split_outputs(run.outputs, [t.size for t in tasks], padded)
         for task, outs in zip(tasks, per_task, strict=True):
             if not task.future.done():
                 task.future.set_result(run.share({name: outs[name] for name in task.outputs}))

@@ -47,10 +47,16 @@ from gateway.batching.observer import BatchObserver
 from gateway.batching.queue import Batch, BatchQueue, Task
 from gateway.batching.window import ConcurrencyWindow
 from gateway.config.batching_options import BatchingOptions
-from gateway.errors import DeadlineExceeded, InvalidArgument, ServingError, Unavailable
+from gateway.errors import (
+    DeadlineExceeded,
+    InputAreaFull,
+    InputTooLarge,
+    InvalidArgument,
+    ServingError,
+    Unavailable,
+)
 from gateway.parallel.dispatcher import Dispatcher, Link
 from gateway.parallel.lease import Outputs, RunResult, gather_chunks, release_result
-from gateway.parallel.run_link import InputAreaFull, InputTooLarge
 
 
 @dataclass

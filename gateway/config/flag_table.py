@@ -178,6 +178,9 @@ FLAGS: dict[str, FlagSpec] = {
         _impl("log_format", "string"),
         _impl("max_request_bytes", "int64"),
         _impl("max_inflight_bytes", "int64"),
+        _impl("max_image_pixels", "int64"),
+        _impl("max_images_per_request", "int32"),
+        _impl("image_decode_threads", "int32"),
         _impl("grpc_bind_address", "string"),
         _impl("rest_api_bind_address", "string"),
         _impl("rest_api_enable_tls", "bool"),
@@ -196,5 +199,7 @@ FLAGS: dict[str, FlagSpec] = {
         _impl("request_log_max_pending", "int32"),
         _impl("request_log_max_file_bytes", "int64"),
         _impl("enable_api_docs", "bool"),
+        _impl("model_cache_dir", "string"),
+        _impl("model_cache_max_bytes", "int64"),
     )
 }

@@ -14,7 +14,9 @@ ModelServerConfig rules, as TF Serving's ServerCore unless marked:
   action for empty config"); ``custom_model_config`` is refused (upstream: fatal).
 - Names are non-empty (tensorgate) and unique ("Illegal to list model m multiple times in config
   list"); base paths are absolute ("Expected model m to have an absolute path or URI; got
-  base_path()=..."), local (tensorgate: no ``gs://`` etc.).
+  base_path()=...") or object URLs this gateway reads (``s3://``, ``gs://``, ``az://``:
+  :mod:`gateway.storage.urls`).
+- The ``--model_config_file`` itself may be an object URL: it is read from its store.
 - ``model_platform``: ``""`` (detect from the files, tensorgate), ``"onnx"`` (tensorgate) or
   ``"tensorflow"``; the deprecated ``model_type: TENSORFLOW`` means ``"tensorflow"``.
 - Version policy: none set means ``latest`` 1; ``latest.num_versions`` 0 also means 1 (upstream
@@ -43,6 +45,10 @@ from gateway._pb.tensorflow_serving.servables.tensorflow import session_bundle_c
 from gateway.config import secret_errors
 from gateway.config.request_logging import RequestLogging, request_logging
 from gateway.config.settings import Settings
+from gateway.errors import ServingError
+from gateway.storage import urls
+from gateway.storage.failures import StoreError
+from gateway.storage.stores import read_object
 
 ModelServerConfig = model_server_config_pb2.ModelServerConfig
 BatchingParameters = session_bundle_config_pb2.BatchingParameters
@@ -105,7 +111,7 @@ def _parse_text_file(path: str | Path, message_type: type[_M], *, secret: bool =
     a ``secret`` file name the position and field, never its content (``secret_errors``)."""
     type_name = _full_name(message_type)
     try:
-        text = Path(path).read_text(encoding="utf-8")
+        text = _read_text(str(path), type_name)
     except UnicodeDecodeError as exc:
         detail = secret_errors.not_utf8(exc, message_type) if secret else str(exc)
         raise ConfigError(f"Error parsing text-format {type_name} in {path}: {detail}") from None
@@ -116,6 +122,18 @@ def _parse_text_file(path: str | Path, message_type: type[_M], *, secret: bool =
     except (text_format.ParseError, message.DecodeError) as exc:
         detail = secret_errors.parse_error(exc, text, message_type) if secret else str(exc)
         raise ConfigError(f"Error parsing text-format {type_name} in {path}: {detail}") from None
+
+
+def _read_text(path: str, type_name: str) -> str:
+    """The file at ``path``, a local path or an object URL (ConfigError when the store fails:
+    its bucket, operation and reason)."""
+    if not urls.is_url(path):
+        return Path(path).read_text(encoding="utf-8")
+    try:
+        data = read_object(urls.parse(path))
+    except (urls.UrlError, StoreError, ServingError) as exc:
+        raise ConfigError(f"Could not read {type_name} file {path}: {exc}") from None
+    return data.decode("utf-8")
 
 
 def load_model_server_config(path: str | Path) -> model_server_config_pb2.ModelServerConfig:
@@ -195,9 +213,12 @@ def _spec(model: model_server_config_pb2.ModelConfig, invalid: _Invalid) -> Mode
     base_path: str = model.base_path
     if not base_path:
         raise invalid(f"model {name} has an empty base_path")
-    if "://" in base_path:
-        raise invalid(f"model {name}: base_path {base_path} is a URI; tensorgate reads local paths")
-    if not Path(base_path).is_absolute():
+    if urls.is_url(base_path):
+        try:
+            urls.parse(base_path)
+        except urls.UrlError as exc:
+            raise invalid(f"model {name}: base_path {exc}") from None
+    elif not Path(base_path).is_absolute():
         raise invalid(
             f"Expected model {name} to have an absolute path or URI; got base_path()={base_path}"
         )

@@ -23,6 +23,7 @@ from gateway.config.validation import (
     INLINE_RUNS,
     INT32_MAX,
     LOG_FORMATS,
+    MAX_IMAGE_PIXELS,
     SettingsError,
     check_choice,
     check_range,
@@ -84,6 +85,7 @@ def _validate(s: Settings) -> None:
     check_range("model_config_file_poll_wait_seconds", s.model_config_file_poll_wait_seconds, 0)
     check_range("file_system_poll_wait_seconds", s.file_system_poll_wait_seconds, 0)
     check_range("max_num_load_retries", s.max_num_load_retries, 0)
+    check_range("model_cache_max_bytes", s.model_cache_max_bytes, 0)
     check_range("num_load_threads", s.num_load_threads, 0)
     check_range("num_request_iterations_for_warmup", s.num_request_iterations_for_warmup, 0)
     try:
@@ -101,6 +103,9 @@ def _validate(s: Settings) -> None:
     check_range("max_request_bytes", s.max_request_bytes, 1)
     check_range("grpc_max_pending_requests", s.grpc_max_pending_requests, 0, INT32_MAX // 2)
     check_range("max_inflight_bytes", s.max_inflight_bytes, 1)
+    check_range("max_image_pixels", s.max_image_pixels, 1, MAX_IMAGE_PIXELS)
+    check_range("max_images_per_request", s.max_images_per_request, 1)
+    check_range("image_decode_threads", s.image_decode_threads, 0)
     check_range("request_log_max_pending", s.request_log_max_pending, 1, INT32_MAX)
     check_range("request_log_max_file_bytes", s.request_log_max_file_bytes, 1)
     check_range("max_concurrent_requests", s.max_concurrent_requests, 0)

@@ -7,9 +7,23 @@ documented in ``metadata["doc"]`` (:mod:`gateway.config.settings_field`).
 
 from __future__ import annotations
 
+import os
 from dataclasses import dataclass
 
 from gateway.config.settings_field import setting
+
+CACHE_MAX_BYTES = 20 * 1024**3
+"""``--model_cache_max_bytes``' default: 20 GiB."""
+
+
+def model_cache_dir(flag: str, env: dict[str, str] | None = None) -> str:
+    """The folder ``--model_cache_dir`` names; "" means ``$XDG_CACHE_HOME/tensorgate/models``,
+    or ``$HOME/.cache/tensorgate/models`` without it."""
+    if flag:
+        return flag
+    env = dict(os.environ) if env is None else env
+    base = env.get("XDG_CACHE_HOME") or os.path.join(env.get("HOME", "/tmp"), ".cache")
+    return os.path.join(base, "tensorgate", "models")
 
 
 @dataclass(frozen=True)
@@ -24,14 +38,30 @@ class ModelSettings:
     )
     model_base_path: str = setting(
         "",
-        "Directory holding <version>/ subdirectories of the single model. Required unless "
-        '--model_config_file is set. Default "".',
+        "Directory holding <version>/ subdirectories of the single model: a local path or an "
+        "object URL (s3://bucket/prefix, gs://bucket/prefix, az://container/prefix; needs the "
+        "[storage] extra; credentials from each cloud's standard environment, see docs/"
+        'object-storage.md). Required unless --model_config_file is set. Default "".',
     )
     model_config_file: str = setting(
         "",
         "Text-format ModelServerConfig file listing the models to serve (several models, version "
-        "policies, labels). When set, --model_name and --model_base_path are ignored. "
-        'Default "".',
+        "policies, labels): a local path or an object URL. When set, --model_name and "
+        '--model_base_path are ignored. Default "".',
+    )
+    model_cache_dir: str = setting(
+        "",
+        "tensorgate: folder of the local cache of model versions taken from object stores "
+        "(s3://, gs://, az:// base paths). A version is downloaded once, appears whole, is "
+        "reused after a restart, and is served from here when the store cannot be reached at "
+        'start. Default "": $XDG_CACHE_HOME/tensorgate/models, else '
+        "$HOME/.cache/tensorgate/models.",
+    )
+    model_cache_max_bytes: int = setting(
+        CACHE_MAX_BYTES,
+        "tensorgate: bound on the bytes of --model_cache_dir (>= 0; 0: no bound). Versions no "
+        "longer served are evicted first, least recently used first; a served version never is. "
+        "Default 21474836480 (20 GiB).",
     )
     model_config_file_poll_wait_seconds: int = setting(
         0,

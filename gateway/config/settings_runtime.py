@@ -125,6 +125,25 @@ class RuntimeSettings:
         "growing the gateway's memory. Default 512 MiB (536870912): eight requests of the "
         "default --max_request_bytes.",
     )
+    max_image_pixels: int = setting(
+        1 << 25,
+        "tensorgate: most pixels (width x height) one encoded image given to an image input may "
+        "declare (1..89478485, Pillow's own bound), read from its header before anything is "
+        "decoded; a larger one (a decompression bomb) gets INVALID_ARGUMENT. Default 33554432 "
+        "(2^25: 8192 x 4096, 96 MiB of RGB while it decodes).",
+    )
+    max_images_per_request: int = setting(
+        256,
+        "tensorgate: most encoded images one request may give its image inputs (>= 1); more get "
+        "INVALID_ARGUMENT. The tensors they decode into count against --max_request_bytes. "
+        "Default 256.",
+    )
+    image_decode_threads: int = setting(
+        0,
+        "tensorgate: threads each front end decodes encoded images with (>= 0), off its event "
+        "loop; a request's images are one job. 0 = auto: the CPUs divided among the front ends "
+        "(at least 1). Default 0.",
+    )
     enable_serialization_as_tensor_content: bool = setting(
         False,
         "Encode Predict outputs as packed tensor_content instead of typed value fields. "

@@ -88,3 +88,12 @@ def resolve_frontends(settings: Settings, cpus: int | None = None) -> int:
     workers = settings.workers or resolve_worker_threads(settings, cpus)[0]
     by_channels = max(2, MAX_AUTO_CHANNELS // max(1, workers))
     return min(cpus, MAX_AUTO_FRONTENDS, by_channels)
+
+
+def resolve_image_threads(settings: Settings, cpus: int | None = None) -> int:
+    """Each front end's image-decoding threads (``--image_decode_threads``; 0, auto: the CPU
+    budget divided among the front ends of :func:`resolve_frontends`, at least 1)."""
+    if settings.image_decode_threads > 0:
+        return settings.image_decode_threads
+    cpus = available_cpus() if cpus is None else cpus
+    return max(1, cpus // resolve_frontends(settings, cpus))

@@ -72,7 +72,8 @@ class SnapshotModels:
     def statuses(self, name: str, version: int | None = None) -> list[VersionStatus]:
         model = self.snapshot.models.get(name)
         if model is None or not model.versions:
-            raise NotFound(f"Could not find any versions of model {name}")
+            missing = "" if model is None else model.missing
+            raise NotFound(missing or f"Could not find any versions of model {name}")
         if version is None:
             return sorted(model.versions, key=lambda s: s.version)
         found = [s for s in model.versions if s.version == version]

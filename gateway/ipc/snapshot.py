@@ -14,8 +14,13 @@ version states, servables) and :func:`decode` gives back the same values. A snap
                  "servables": [{"version": 1, "key": "mlp:1", "platform": "onnx",
                                 "directory": "/m/mlp/1", "signatures": {"serving_default":
                                  {"inputs": [...], "outputs": [...], "method_name": "...",
-                                  "check_shapes": true, "unservable": "", "definition": ""}}}]},
+                                  "check_shapes": true, "encoded_images": true,
+                                  "unservable": "", "definition": ""}}}],
+                 "missing": ""},
                 ...]}
+
+``missing`` is the registry's NOT_FOUND text for a model with no version (a base path in an
+object store that cannot be listed says why).
 
 A version is in ``servables`` exactly while it is AVAILABLE (the manager adds and removes both in
 one step); ``active`` is whether the config in force lists the model. Which workers serve a
@@ -48,6 +53,8 @@ class ModelSnapshot:
     labels: Mapping[str, int]
     versions: tuple[VersionStatus, ...]
     servables: Mapping[int, Servable]
+    missing: str = ""
+    """Why the model has no version, as the registry said it (its NOT_FOUND text)."""
 
 
 @dataclass(frozen=True)
@@ -68,10 +75,11 @@ def encode(models: Models, serial: int) -> dict[str, Any]:
     active = {s.name: s for s in specs}
     out = []
     for name in models.model_names():
+        missing = ""
         try:
             statuses = models.statuses(name)
-        except NotFound:
-            statuses = []
+        except NotFound as exc:
+            statuses, missing = [], exc.message
         spec = active.get(name)
         servables = [
             _servable(models.resolve(name, s.version))
@@ -85,6 +93,7 @@ def encode(models: Models, serial: int) -> dict[str, Any]:
                 "labels": dict(spec.labels) if spec is not None else {},
                 "versions": [_status(s) for s in statuses],
                 "servables": servables,
+                "missing": missing,
             }
         )
     return {"serial": serial, "specs": [spec_to_wire(s) for s in specs], "models": out}
@@ -112,6 +121,7 @@ def decode(message: Mapping[str, Any]) -> Snapshot:
             labels={str(k): int(v) for k, v in model["labels"].items()},
             versions=tuple(_version(v) for v in model["versions"]),
             servables=servables,
+            missing=str(model.get("missing", "")),
         )
     specs = tuple(spec_from_wire(s) for s in message["specs"])
     return Snapshot(int(message["serial"]), specs, models)
@@ -174,6 +184,7 @@ def _signature_wire(signature: Signature) -> dict[str, Any]:
         "outputs": [_tensor(t) for t in signature.outputs],
         "method_name": signature.method_name,
         "check_shapes": signature.check_shapes,
+        "encoded_images": signature.encoded_images,
         "unservable": signature.unservable,
         "definition": base64.b64encode(signature.definition).decode(),
     }
@@ -185,4 +196,9 @@ def _tensor(spec: TensorSpec) -> dict[str, Any]:
 
 
 def _signature(name: str, data: Mapping[str, Any]) -> Signature:
-    return Signature.from_wire(name, data, check_shapes=bool(data["check_shapes"]))
+    return Signature.from_wire(
+        name,
+        data,
+        check_shapes=bool(data["check_shapes"]),
+        encoded_images=bool(data["encoded_images"]),
+    )

@@ -38,6 +38,10 @@ class BasePathWatch:
         """Whether the last :meth:`scan` could not list the base path."""
         return self._missing_since is not None
 
+    async def poll(self, base_path: str, serving: int) -> dict[int, str] | None:
+        """:meth:`scan` (the manager polls local and object-store base paths alike)."""
+        return self.scan(base_path, serving)
+
     def scan(self, base_path: str, serving: int) -> dict[int, str] | None:
         """The version directories under ``base_path`` by version; None when it cannot be listed
         (nothing may change then). ``serving``: how many versions the model serves (for the log

@@ -1,6 +1,7 @@
 """``--model_config_file_poll_wait_seconds``: re-read the model config file and apply it.
 
-As TF Serving's ``Server::PollFilesystemAndReloadConfig``: every period the file is parsed again
+As TF Serving's ``Server::PollFilesystemAndReloadConfig``: every period the file (a local path or
+an object URL, read in a thread that never holds up the exit) is parsed again
 and, when it lists something else than *the file as last read*, applied like a
 ``HandleReloadConfigRequest`` (:meth:`ModelManager.apply`). The comparison is with the file,
 not with the config in force: a change made another way (a V2 repository unload or load, a
@@ -27,6 +28,7 @@ from gateway.config.model_config import (
 from gateway.config.settings import Settings
 from gateway.errors import ServingError
 from gateway.models.manager import ModelManager
+from gateway.storage.blocking import off_loop
 from gateway.tasks import Sleep, Tasks, every
 
 log = logging.getLogger(__name__)
@@ -71,7 +73,7 @@ class ConfigFilePoll:
         """Read the file once and apply it if it changed; True when a new config was applied
         (a refused one is tried again at the next read)."""
         try:
-            config = await asyncio.to_thread(load_model_server_config, self.path)
+            config = await off_loop(lambda: load_model_server_config(self.path), "config file read")
             specs = model_specs(config)
         except ConfigError as exc:
             log.error("Failed to read ModelServerConfig file: %s", exc)

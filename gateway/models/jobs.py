@@ -22,6 +22,7 @@ from gateway.config.model_config import ModelSpecConfig
 from gateway.errors import ServingError
 from gateway.models.base_path import BasePathWatch
 from gateway.models.loader import VersionLoader, Workers
+from gateway.models.remote_path import RemoteBasePath
 from gateway.serving.registry import Servable, State, VersionStatus
 from gateway.tasks import Tasks
 
@@ -33,7 +34,7 @@ class ModelState:
     """One configured model: its config, what its base path showed, its versions."""
 
     spec: ModelSpecConfig
-    watch: BasePathWatch
+    watch: BasePathWatch | RemoteBasePath
     versions: dict[int, VersionStatus] = field(default_factory=dict)
     servables: dict[int, Servable] = field(default_factory=dict)
     active: bool = True

@@ -26,12 +26,15 @@ from gateway.config.model_config import ModelSpecConfig
 from gateway.config.model_runtimes import RuntimeChoice, runtime_for
 from gateway.config.model_workers import workers_for
 from gateway.config.settings import Settings
+from gateway.config.settings_models import model_cache_dir
 from gateway.errors import Cancelled, FailedPrecondition, Internal, ServingError
 from gateway.models import versions
 from gateway.models.load_slots import LoadSlots
 from gateway.parallel.hosting import Loaded, LoadSpec
 from gateway.parallel.warmup import Planner, WarmupReport, WarmupRun
 from gateway.serving.registry import Servable
+from gateway.serving.signature import IMAGE_PLATFORMS
+from gateway.storage.urls import is_url
 
 log = logging.getLogger(__name__)
 
@@ -55,6 +58,13 @@ class LoadOptions:
     runtimes: Mapping[str, RuntimeChoice] = field(default_factory=dict)
     threads: int = 1
     initial_threads: int = 0
+    cache_dir: str = ""
+    cache_max_bytes: int = 0
+
+    @property
+    def cache_root(self) -> str:
+        """Where versions from object stores are cached (``--model_cache_dir``)."""
+        return model_cache_dir(self.cache_dir)
 
     @classmethod
     def from_settings(cls, settings: Settings) -> LoadOptions:
@@ -67,6 +77,8 @@ class LoadOptions:
             runtimes=settings.model_runtime_choices,
             threads=threads,
             initial_threads=max(threads, INITIAL_THREADS_PER_CPU * available_cpus()),
+            cache_dir=settings.model_cache_dir,
+            cache_max_bytes=settings.model_cache_max_bytes,
         )
 
 
@@ -82,6 +94,10 @@ Failed = Callable[[ServingError], None]
 
 Warmup = Callable[[Servable], Awaitable[Sequence[WarmupRun]]]
 """The warmup runs of a servable being loaded (ServingError: its warmup data is unusable)."""
+
+Fetch = Callable[[str, bool], Awaitable[str]]
+"""The local folder of a version at an object URL (downloaded if needed; the bool: list it
+again, for a retried load); ServingError when it cannot be had."""
 
 
 class Workers(Protocol):
@@ -106,7 +122,9 @@ class VersionLoader:
     """Loads versions on ``workers`` with ``intra_op`` / ``inter_op`` runtime threads and
     SavedModel ``tags``. ``before_load``: called with (model, version, version directory) before
     each attempt; a ServingError it raises fails that attempt. ``warmup``: the runs replayed
-    before a version serves. ``slots``: what an attempt holds while it runs (None: no bound)."""
+    before a version serves. ``slots``: what an attempt holds while it runs (None: no bound).
+    ``fetch``: brings a version at an object URL into a local folder first (None: local paths
+    only)."""
 
     workers: Workers
     intra_op: int
@@ -116,6 +134,7 @@ class VersionLoader:
     before_load: Callable[[str, int, str], None] | None = None
     warmup: Warmup | None = None
     slots: LoadSlots | None = None
+    fetch: Fetch | None = None
 
     async def load(
         self,
@@ -131,7 +150,7 @@ class VersionLoader:
         retries, attempt = self.options.retries, 0
         while True:
             try:
-                return await self._attempt(spec, version, directory, superseded)
+                return await self._attempt(spec, version, directory, superseded, attempt > 0)
             except ServingError as exc:
                 attempt += 1
                 if attempt > retries or superseded.is_set():
@@ -148,7 +167,12 @@ class VersionLoader:
                     raise
 
     async def _attempt(
-        self, spec: ModelSpecConfig, version: int, directory: str, superseded: asyncio.Event
+        self,
+        spec: ModelSpecConfig,
+        version: int,
+        directory: str,
+        superseded: asyncio.Event,
+        retry: bool = False,
     ) -> tuple[Servable, tuple[WarmupReport, ...]]:
         """One attempt in a slot; whatever it raises becomes a ServingError. Cancelled (TF
         Serving's "Loading of servable cancelled") when the model is superseded before a slot
@@ -157,7 +181,7 @@ class VersionLoader:
         if slots is not None and not await slots.take(superseded):
             raise Cancelled(CANCELLED)
         try:
-            return await self._load_once(spec, version, directory)
+            return await self._load_once(spec, version, directory, retry)
         except ServingError:
             raise
         except Exception as exc:
@@ -168,9 +192,15 @@ class VersionLoader:
                 slots.release()
 
     async def _load_once(
-        self, spec: ModelSpecConfig, version: int, directory: str
+        self, spec: ModelSpecConfig, version: int, directory: str, retry: bool = False
     ) -> tuple[Servable, tuple[WarmupReport, ...]]:
-        """One attempt: load on the model's workers, warm up, route; ServingError on failure."""
+        """One attempt: bring a version at an object URL into its local folder (listed again
+        on a ``retry``), load on the model's workers, warm up, route; ServingError on
+        failure."""
+        if is_url(directory):
+            if self.fetch is None:
+                raise FailedPrecondition(f"{directory}: object URLs are not read here")
+            directory = await self.fetch(directory, retry)
         if self.before_load is not None:
             self.before_load(spec.name, version, directory)
         platform = versions.detect_platform(spec.platform, directory)
@@ -190,7 +220,11 @@ class VersionLoader:
         built: list[Servable] = []
 
         async def plan(wire: Mapping[str, Any]) -> Sequence[WarmupRun]:
-            signatures = versions.signatures_of(wire, check_shapes=platform != "tensorflow")
+            signatures = versions.signatures_of(
+                wire,
+                check_shapes=platform != "tensorflow",
+                encoded_images=platform in IMAGE_PLATFORMS,
+            )
             runtime = str(wire.get("runtime", ""))
             servable = Servable(spec.name, version, key, platform, signatures, directory, runtime)
             built.append(servable)

@@ -35,7 +35,10 @@ from gateway.models.base_path import BasePathWatch
 from gateway.models.jobs import ModelState, VersionJobs, settle
 from gateway.models.load_slots import LoadSlots
 from gateway.models.loader import LoadOptions, VersionLoader, Warmup, Workers
+from gateway.models.remote_path import ModelStorage, RemoteBasePath
 from gateway.serving.registry import Servable, State, VersionStatus, pick_servable
+from gateway.storage.cache import CacheFigures
+from gateway.storage.urls import is_url
 
 log = logging.getLogger(__name__)
 
@@ -75,6 +78,10 @@ class ModelManager:
         self._options = options or LoadOptions()
         self._slots = LoadSlots(self._options.initial_threads or self._options.threads)
         self._first_config = True
+        self._clock = clock
+        self._storage = ModelStorage(
+            self._options.cache_root, self._options.cache_max_bytes, self._in_use, clock
+        )
         self._loader = VersionLoader(
             workers,
             intra_op,
@@ -84,8 +91,8 @@ class ModelManager:
             before_load,
             warmup,
             self._slots,
+            self._storage.fetch,
         )
-        self._clock = clock
         self._models: dict[str, ModelState] = {s.name: self._new_model(s) for s in specs}
         self._lock = asyncio.Lock()
         """Held while the config or the disk is read and jobs started, never while one loads."""
@@ -93,7 +100,27 @@ class ModelManager:
         self._versions = VersionJobs(self._loader, workers, self._changed, before_unload)
 
     def _new_model(self, spec: ModelSpecConfig) -> ModelState:
-        return ModelState(spec, BasePathWatch(spec.name, self._clock))
+        return ModelState(spec, self._watch(spec))
+
+    def _watch(self, spec: ModelSpecConfig) -> BasePathWatch | RemoteBasePath:
+        if is_url(spec.base_path):
+            return self._storage.watch(spec.name)
+        return BasePathWatch(spec.name, self._clock)
+
+    def _in_use(self) -> set[str]:
+        """The local folders of every version served or being loaded (the cache keeps them)."""
+        folders = set()
+        for model in self._models.values():
+            folders |= {s.directory for s in model.servables.values()}
+            if is_url(model.spec.base_path):
+                base = model.spec.base_path.rstrip("/")
+                folders |= {self._storage.folder(f"{base}/{v}") for v in model.jobs}
+        return folders
+
+    def cache_figures(self) -> CacheFigures | None:
+        """The figures of the cache of versions from object stores (None: no model has an
+        object URL)."""
+        return self._storage.figures()
 
     # -- queries --------------------------------------------------------------------------------
     def model_names(self) -> list[str]:
@@ -128,7 +155,10 @@ class ModelManager:
         """Version states for GetModelStatus (TF Serving's NOT_FOUND texts when unknown)."""
         model = self._models.get(name)
         if model is None or not model.versions:
-            raise NotFound(f"Could not find any versions of model {name}")
+            watch = None if model is None else model.watch
+            error = watch.error if isinstance(watch, RemoteBasePath) else None
+            reason = "" if error is None else f": {error}"
+            raise NotFound(f"Could not find any versions of model {name}{reason}")
         if version is None:
             return [model.versions[v] for v in sorted(model.versions)]
         status = model.versions.get(version)
@@ -233,7 +263,7 @@ class ModelManager:
         if model.active and model.spec == spec:
             return None
         if model.spec.base_path != spec.base_path:
-            model.watch = BasePathWatch(spec.name, self._clock)
+            model.watch = self._watch(spec)
         model.spec, model.active, model.superseded = spec, True, asyncio.Event()
         _forget_failed(model)
         self._changed()
@@ -256,14 +286,22 @@ class ModelManager:
         """Scan each model's base path once: start the load of each aspired version neither
         served nor loading, unload versions out of the policy once an aspired one serves. The
         load jobs started, not awaited (``--file_system_poll_wait_seconds``' poll)."""
-        started: list[asyncio.Task[None]] = []
+        remote = [m for m in self._models.values() if m.active and is_url(m.spec.base_path)]
+        await asyncio.gather(
+            *(
+                m.watch.prefetch(m.spec.base_path)
+                for m in remote
+                if isinstance(m.watch, RemoteBasePath)
+            )
+        )  # listed before the lock: a store slow to answer holds up no reload
         async with self._lock:
-            for model in [m for m in self._models.values() if m.active]:
-                started += await self._scan_model(model)
-        return started
+            active = [m for m in self._models.values() if m.active]
+            scans = await asyncio.gather(*(self._scan_model(m) for m in active))
+        return [job for jobs in scans for job in jobs]
 
     async def close(self) -> None:
-        """Stop every load under way (shutdown)."""
+        """Stop every load and download under way (shutdown)."""
+        self._storage.close()
         await self._versions.close()
 
     async def unload_all(self) -> None:
@@ -285,7 +323,7 @@ class ModelManager:
                 self._slots.limit = self._options.threads
 
     async def _scan_model(self, model: ModelState) -> list[asyncio.Task[None]]:
-        on_disk = model.watch.scan(model.spec.base_path, len(model.servables))
+        on_disk = await model.watch.poll(model.spec.base_path, len(model.servables))
         if on_disk is None:
             return []  # TF Serving publishes nothing for a base path it cannot list
         aspired = model.spec.select_versions(on_disk)

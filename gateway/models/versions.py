@@ -50,15 +50,22 @@ def model_path(platform: str, directory: str) -> str:
     return os.path.join(directory, ONNX_FILE) if platform == "onnx" else directory
 
 
-def signatures_of(wire: Mapping[str, Any], *, check_shapes: bool) -> dict[str, Signature]:
+def signatures_of(
+    wire: Mapping[str, Any], *, check_shapes: bool, encoded_images: bool = False
+) -> dict[str, Signature]:
     """Signatures from a worker's ``load`` reply ``signature``: one (ONNX, served as
     ``serving_default``) or, from TensorFlow, ``{"signatures": {name: {...}}}``. Input shapes
-    are checked with ``check_shapes`` (see :attr:`Signature.check_shapes`)."""
+    are checked with ``check_shapes`` (see :attr:`Signature.check_shapes`); image inputs take
+    encoded images with ``encoded_images`` (:attr:`Signature.encoded_images`)."""
     by_name = wire.get("signatures")
     if by_name is None:
-        signature = Signature.from_wire(DEFAULT_SIGNATURE, wire, check_shapes=check_shapes)
+        signature = Signature.from_wire(
+            DEFAULT_SIGNATURE, wire, check_shapes=check_shapes, encoded_images=encoded_images
+        )
         return {DEFAULT_SIGNATURE: signature}
     return {
-        name: Signature.from_wire(name, data, check_shapes=check_shapes)
+        name: Signature.from_wire(
+            name, data, check_shapes=check_shapes, encoded_images=encoded_images
+        )
         for name, data in by_name.items()
     }

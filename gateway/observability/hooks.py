@@ -33,7 +33,7 @@ from gateway.observability.metrics import (
 from gateway.observability.model_stats import ModelStats
 from gateway.observability.page import MetricsPage, metrics_path
 from gateway.observability.request_log import RequestLog
-from gateway.observability.server_figures import server_families
+from gateway.observability.server_figures import CacheReader, server_families
 from gateway.observability.tfs_metrics import TfServingMetrics
 from gateway.observability.tracing import Tracing
 from gateway.observability.workers import WorkerFigures
@@ -126,16 +126,18 @@ class Observability:
         """The HTTP server's observer of API calls (None when nothing is recorded)."""
         return None if self.recorder is None else rest_hook.observer(self.recorder)
 
-    def routes(self, pool: WorkerPool, models: Registry | None = None) -> dict[str, ExtraRoute]:
+    def routes(
+        self, pool: WorkerPool, models: Registry | None = None, cache: CacheReader | None = None
+    ) -> dict[str, ExtraRoute]:
         """The metrics page, served on the REST port, when metrics are on (with ``models``'
-        states: :mod:`~gateway.observability.server_figures`)."""
+        states and the model ``cache``'s figures: :mod:`~gateway.observability.server_figures`)."""
         if self.page_path is None or self.tfs is None or self.metrics is None:
             return {}
         workers = WorkerFigures(pool)
 
         def live() -> Iterator[Metric]:
             yield from workers.families()
-            yield from server_families(models)
+            yield from server_families(models, cache=cache)
 
         registry = registry_of(GatewayCollector(self.metrics, live))
         return {self.page_path: MetricsPage(self.tfs, registry, workers)}

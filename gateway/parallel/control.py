@@ -13,7 +13,7 @@ from collections.abc import Sequence
 from typing import Any
 
 from channel import messages
-from channel.messages import LoadReply, OkReply, PingReply, Ready, Reply, Request
+from channel.messages import LoadReply, OkReply, PingReply, Ready, Reply, Request, RunReply
 from channel.shm.channel import Channel
 from gateway.errors import ServingError, Unavailable, from_wire
 from gateway.parallel.endpoint import Endpoint
@@ -92,15 +92,15 @@ class ControlLink:
             raise Unavailable(f"worker {self.endpoint.index} is not available")
         future: asyncio.Future[Any] = self._loop.create_future()
         self.endpoint.post(self, request)
-        self._calls[request["id"]] = future
+        self._calls[messages.request_id(request)] = future
         return future
 
     # -- replies (the endpoint's :class:`~gateway.parallel.endpoint.Replies`) -----------------
     def take(self, reply: Reply) -> None:
-        future = self._calls.pop(reply["id"], None)
+        future = self._calls.pop(messages.reply_id(reply), None)
         if future is None or future.done():
             return
-        if reply["ok"] is False:
+        if not isinstance(reply, RunReply) and reply["ok"] is False:
             future.set_exception(from_wire(reply["code"], reply["message"]))
         else:
             future.set_result(reply)

@@ -24,7 +24,7 @@ import logging
 from typing import Protocol
 
 from channel import messages
-from channel.messages import Reply, Request
+from channel.messages import Reply, Request, RunReply
 from channel.shm.channel import Channel
 from channel.shm.ring import ChannelFull
 from gateway.errors import ResourceExhausted, ServingError
@@ -58,16 +58,13 @@ class Endpoint:
         self._ids = itertools.count(messages.READY_ID + 1)
         self._owners: dict[int, Replies] = {}
         self._links: list[Replies] = []
-        self._opened = False
+        self.alive = False
+        """True from :meth:`open` (the supervisor saw the worker ready) until :meth:`close`:
+        links refuse requests (but ``load``) while it is False. Read once per run: a plain
+        attribute, set by those two only."""
         self._closed: ServingError | None = None
         self._bell_due = False
         loop.add_reader(channel.complete_fd, self._on_completions)
-
-    @property
-    def alive(self) -> bool:
-        """True from :meth:`open` (the supervisor saw the worker ready) until :meth:`close`:
-        links refuse requests (but ``load``) while it is False."""
-        return self._opened and self._closed is None
 
     @property
     def closed(self) -> ServingError | None:
@@ -78,7 +75,7 @@ class Endpoint:
         """The worker is ready: take requests. Raises the error the endpoint closed with when
         the worker is gone already (its exit was seen first)."""
         self.check_open()
-        self._opened = True
+        self.alive = True
 
     def check_open(self) -> None:
         """Raise (a fresh copy of) the error the endpoint closed with, if it is closed."""
@@ -106,16 +103,17 @@ class Endpoint:
         it is closed (nothing was posted either way).
         """
         self.check_open()
-        self.post_open(link, request)
+        self.send(link, messages.request_id(request), messages.encode(request))
 
-    def post_open(self, link: Replies, request: Request) -> None:
-        """:meth:`post` for a caller that has just found the endpoint :attr:`alive` (one check
-        per run). ResourceExhausted when the ring is full."""
+    def send(self, link: Replies, request_id: int, data: bytes) -> None:
+        """Post the encoded request ``data`` (numbered ``request_id``) for a caller that has just
+        found the endpoint :attr:`alive` (one check per run); its reply will go to ``link``.
+        ResourceExhausted when the ring is full."""
         try:
-            self.channel.submit(messages.encode(request), ring=False)
+            self.channel.submit(data, ring=False)
         except ChannelFull as exc:
             raise ResourceExhausted(f"worker {self.index} request ring is full") from exc
-        self._owners[request["id"]] = link
+        self._owners[request_id] = link
         if not self._bell_due:
             self._bell_due = True
             self._loop.call_soon(self._ring)
@@ -138,7 +136,8 @@ class Endpoint:
             except ValueError as exc:
                 log.error("worker %d: %s", self.index, exc)
                 continue
-            link = self._owners.pop(reply["id"], None)
+            request_id = reply.id if isinstance(reply, RunReply) else reply["id"]
+            link = self._owners.pop(request_id, None)
             if link is None:
                 log.warning("worker %d sent a reply for an unknown id: %r", self.index, reply)
                 continue
@@ -154,6 +153,7 @@ class Endpoint:
         if self._closed is not None:
             return
         self._closed = error
+        self.alive = False
         self._loop.remove_reader(self.channel.complete_fd)
         self._owners.clear()
         for link in self._links:

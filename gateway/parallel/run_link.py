@@ -8,23 +8,34 @@ read-only views on the worker's output area, held by an
 any more gives its space back at once. The link's load (runs in flight) and the servables routed to
 it (:attr:`RunLink.routed`) are what the :class:`~gateway.parallel.dispatcher.Dispatcher` routes
 by; the supervisor decides the latter.
+
+A run goes from the batch's arrays to its binary descriptor (:mod:`channel.wire`) and from the
+binary reply to numpy views on the output area with nothing built in between: no dict per
+tensor or per message, no view of a block cut before wrapping it.
 """
 
 from __future__ import annotations
 
 import asyncio
+import math
 import time
 from collections.abc import Callable, Mapping, Sequence
-from dataclasses import dataclass
-from typing import Any, cast
+from typing import Any, NamedTuple, cast
 
 import numpy as np
 
 from channel import messages
-from channel.dtypes import dtype_name
-from channel.messages import Reply, RunReply, TensorDesc
-from channel.shm.payload import read_tensor, tensor_nbytes, write_tensor
-from gateway.errors import Internal, ResourceExhausted, ServingError, Unavailable, from_wire
+from channel.dtypes import CANONICAL_NAMES, NUMPY_DTYPES, dtype_name
+from channel.messages import ErrorReply, Reply, RunReply, RunRequest, TensorDesc
+from channel.shm.payload import tensor_at, tensor_nbytes, write_tensor
+from gateway.errors import (
+    InputAreaFull,
+    InputTooLarge,
+    Internal,
+    ServingError,
+    Unavailable,
+    from_wire,
+)
 from gateway.parallel.endpoint import Endpoint
 from gateway.parallel.lease import OutputLease, RunResult
 from gateway.parallel.watchdog import RunTimes
@@ -32,26 +43,14 @@ from gateway.parallel.watchdog import RunTimes
 ALIGN = 64
 """Byte alignment of each tensor inside a batch's input block."""
 
-
-class InputAreaFull(ResourceExhausted):
-    """The batch does not fit the worker's input area now, but would once runs in flight there
-    are done (``needed`` bytes, no more than the whole area): the sender may wait for room."""
-
-    def __init__(self, message: str, needed: int) -> None:
-        super().__init__(message)
-        self.needed = needed
-
-
-class InputTooLarge(ResourceExhausted):
-    """The batch needs more bytes than the worker's whole input area: it can never be placed."""
-
-
 Fill = Callable[[str, np.ndarray], None]
 """Writes input ``name`` into the destination array it is given."""
 
+Layout = Mapping[str, tuple[np.dtype[Any], tuple[int, ...]]]
+"""Each input's dtype and shape, by name."""
 
-@dataclass
-class _Run:
+
+class _Run(NamedTuple):
     future: asyncio.Future[RunResult]
     input_offset: int
     key: str
@@ -64,7 +63,9 @@ class _Run:
 class RunLink:
     """Runs over ``endpoint``. ``on_run_done`` is called once the replies of one doorbell are
     taken, when runs completed or failed among them (capacity was freed); ``run_times`` records
-    each successful run's compute time (hung-run detection)."""
+    each successful run's compute time (hung-run detection); ``publish`` is told the link's runs
+    in flight whenever they change (the front ends' shared load table,
+    :mod:`gateway.parallel.shared_load`)."""
 
     def __init__(
         self,
@@ -73,6 +74,7 @@ class RunLink:
         *,
         on_run_done: Callable[[], None] | None = None,
         run_times: RunTimes | None = None,
+        publish: Callable[[int], None] | None = None,
     ) -> None:
         self.endpoint = endpoint
         self.index = endpoint.index
@@ -87,6 +89,7 @@ class RunLink:
         self.hop_s: float | None = None
         """Moving average (weight 1/16) of a lone run's reply time less its compute, seconds."""
         self._loop = loop
+        self._publish = publish
         self._runs: dict[int, _Run] = {}
         self._finished = 0
         endpoint.attach(self)
@@ -98,7 +101,7 @@ class RunLink:
     def submit(
         self,
         key: str,
-        layout: Mapping[str, tuple[np.dtype[Any], tuple[int, ...]]],
+        layout: Layout,
         fill: Fill,
         outputs: Sequence[str] | None,
         deadline: float | None,
@@ -120,79 +123,77 @@ class RunLink:
         if not endpoint.alive:
             endpoint.check_open()  # gone: the reason it closed with
             raise Unavailable(f"worker {self.index} is not available")
-        strings: dict[str, np.ndarray] = {}
-        sizes: dict[str, int] = {}
+        channel = self.channel
+        # Each input: (name, canonical dtype, numpy dtype of its payload, shape, bytes, strings)
+        inputs: list[tuple[str, str, np.dtype[Any], tuple[int, ...], int, Any]] = []
+        total = 0
+        rows = -1  # the leading dimension of the first input that has one
         for name, (dtype, shape) in layout.items():
-            if dtype.kind == "O":
-                strings[name] = np.empty(shape, dtype=object)
-                fill(name, strings[name])
-                sizes[name] = tensor_nbytes(strings[name])
+            if rows < 0 and shape:
+                rows = shape[0]
+            if dtype.kind in "OSU":  # strings travel as UTF-8 (numpy's fixed-width ones too)
+                strings = np.empty(shape, dtype=object)
+                fill(name, strings)
+                nbytes = tensor_nbytes(strings)
+                inputs.append((name, "string", dtype, shape, nbytes, strings))
             else:
-                sizes[name] = int(np.prod(shape, dtype=np.int64)) * dtype.itemsize
-        total = sum(_aligned(n) for n in sizes.values())
-        self._check_capacity(total)
-        offset = self.channel.alloc_input(max(total, ALIGN))
+                canonical = CANONICAL_NAMES.get(dtype)
+                if canonical is None:  # byte-swapped: the payload is native (converted by fill)
+                    canonical = dtype_name(dtype)
+                    dtype = NUMPY_DTYPES[canonical]
+                nbytes = math.prod(shape) * dtype.itemsize
+                inputs.append((name, canonical, dtype, shape, nbytes, None))
+            total += -(-nbytes // ALIGN) * ALIGN
+        if total > channel.input_capacity:
+            raise self._too_large(total)
+        offset = channel.alloc_input(total or ALIGN)
         if offset is None:
             raise self._full(total)
+        area = channel.input_area
         descs: list[TensorDesc] = []
         cursor = offset
         try:
-            for name, (dtype, shape) in layout.items():
-                view = self.channel.input_view(cursor, sizes[name])
-                if name in strings:
-                    write_tensor(view, strings[name])
+            for name, canonical, dtype, shape, nbytes, strings in inputs:
+                if strings is None:
+                    fill(name, np.ndarray(shape, dtype, area, cursor))
                 else:
-                    fill(name, np.ndarray(shape, dtype=dtype, buffer=view))
-                descs.append(
-                    {
-                        "name": name,
-                        "dtype": dtype_name(dtype),
-                        "shape": list(shape),
-                        "offset": cursor,
-                        "nbytes": sizes[name],
-                    }
-                )
-                cursor += _aligned(sizes[name])
-            request = messages.run_request(
-                self.endpoint.next_id(),
-                key=key,
-                inputs=descs,
-                outputs=outputs,
-                deadline=deadline,
-                signature=signature,
-                trace=trace,
-            )
-            endpoint.post_open(self, request)
+                    write_tensor(area[cursor : cursor + nbytes], strings)
+                descs.append(tuple.__new__(TensorDesc, (name, canonical, shape, cursor, nbytes)))
+                cursor += -(-nbytes // ALIGN) * ALIGN
+            request_id = endpoint.next_id()
+            names = None if outputs is None else tuple(outputs)
+            values = (request_id, key, tuple(descs), names, deadline, signature, trace)
+            endpoint.send(self, request_id, messages.encode(tuple.__new__(RunRequest, values)))
         except BaseException:
-            self.channel.free_input(offset)
+            channel.free_input(offset)
             raise
         future: asyncio.Future[RunResult] = self._loop.create_future()
-        rows = next((shape[0] for _, shape in layout.values() if shape), 0)
-        alone = not self.runs_in_flight
-        self._runs[request["id"]] = _Run(future, offset, key, rows, time.monotonic(), alone)
+        run = (future, offset, key, max(rows, 0), time.monotonic(), not self.runs_in_flight)
+        self._runs[request_id] = tuple.__new__(_Run, run)
         self.runs_in_flight += 1
+        if self._publish is not None:
+            self._publish(self.runs_in_flight)
         return future
 
-    def check_room(self, layout: Mapping[str, tuple[np.dtype[Any], tuple[int, ...]]]) -> None:
+    def check_room(self, layout: Layout) -> None:
         """Raise what :meth:`submit` would for a batch of ``layout`` that cannot be placed now
         (InputAreaFull) or ever (InputTooLarge), before anything is written; string inputs count
         as empty here (their size is known once they are encoded)."""
-        total = sum(
-            _aligned(int(np.prod(shape, dtype=np.int64)) * dtype.itemsize)
-            for dtype, shape in layout.values()
-            if dtype.kind != "O"
-        )
-        self._check_capacity(total)
-        if not self.channel.input_fits(max(total, ALIGN)):
+        total = 0
+        for dtype, shape in layout.values():
+            if dtype.kind not in "OSU":
+                total += -(-math.prod(shape) * dtype.itemsize // ALIGN) * ALIGN
+        if total > self.channel.input_capacity:
+            raise self._too_large(total)
+        if not self.channel.input_fits(total or ALIGN):
             raise self._full(total)
 
-    def _check_capacity(self, total: int) -> None:
-        capacity = self.channel.input_capacity
-        if total > capacity:
-            raise InputTooLarge(
-                f"the batch needs {total} bytes, more than worker {self.index}'s whole "
-                f"shared-memory input area of {capacity} bytes (raise --worker_arena_mb)"
-            )
+    def _too_large(self, total: int) -> InputTooLarge:
+        return InputTooLarge(
+            f"the batch needs {total} bytes, more than worker {self.index}'s whole "
+            f"shared-memory input area of {self.channel.input_capacity} bytes "
+            "(raise --worker_arena_mb)"
+        )
 
     def _full(self, total: int) -> InputAreaFull:
         return InputAreaFull(
@@ -211,28 +212,37 @@ class RunLink:
 
     # -- replies (the endpoint's :class:`~gateway.parallel.endpoint.Replies`) -----------------
     def take(self, reply: Reply) -> None:
-        run = self._runs.pop(reply["id"], None)
+        run = self._runs.pop(reply.id if isinstance(reply, RunReply) else reply["id"], None)
         if run is None:
             return  # failed already (the endpoint closed)
+        future, input_offset, key, rows, sent_at, alone = run
         self.runs_in_flight -= 1
-        result, error = self._read(reply)
+        if self._publish is not None:
+            self._publish(self.runs_in_flight)
         self._finished += 1
         self.last_run_done_at = now = time.monotonic()
-        if reply["ok"]:
-            compute_s = cast(RunReply, reply)["compute_us"] / 1e6
+        result = error = None
+        if isinstance(reply, RunReply):
+            result, error = self._read(reply)
+            compute_s = reply.compute_us / 1e6
             if self.run_times is not None:
-                self.run_times.record(run.key, run.rows, compute_s)
-            if run.alone:
-                hop = now - run.sent_at - compute_s
+                self.run_times.record(key, rows, compute_s)
+            if alone:
+                hop = now - sent_at - compute_s
                 self.hop_s = hop if self.hop_s is None else self.hop_s + (hop - self.hop_s) / 16
-        self.channel.free_input(run.input_offset)
-        if run.future.done():
+        else:
+            failed = cast(ErrorReply, reply)  # a run's one other reply
+            if "out_end" in failed:
+                self.channel.release_outputs(failed["out_end"])
+            error = from_wire(failed["code"], failed["message"])
+        self.channel.free_input(input_offset)
+        if future.done():
             if result is not None:
                 result.release()
         elif error is not None:
-            run.future.set_exception(error)
-        else:
-            run.future.set_result(cast(RunResult, result))
+            future.set_exception(error)
+        elif result is not None:
+            future.set_result(result)
 
     def taken(self) -> None:
         # Capacity is announced once the replies' input space is free again.
@@ -244,6 +254,8 @@ class RunLink:
     def fail_all(self, error: ServingError) -> None:
         runs, self._runs = self._runs, {}
         self.runs_in_flight = 0
+        if self._publish is not None:
+            self._publish(0)
         for run in runs.values():
             if not run.future.done():
                 run.future.set_exception(error)
@@ -253,25 +265,16 @@ class RunLink:
             # once the endpoint has finished closing.
             self._loop.call_soon(self.on_run_done)
 
-    def _read(self, reply: Reply) -> tuple[RunResult | None, ServingError | None]:
+    def _read(self, reply: RunReply) -> tuple[RunResult | None, ServingError | None]:
         """Wrap a run's outputs as read-only views on the worker's output area, held by a lease
-        on the range the reply's ``out_end`` closes (released at once on failure)."""
-        if reply["ok"] is False:
-            if "out_end" in reply:
-                self.channel.release_outputs(reply["out_end"])
-            return None, from_wire(reply["code"], reply["message"])
-        run = cast(RunReply, reply)  # the request was a run
+        on the range the reply's ``out_end`` closes (released at once when they do not read)."""
+        area = self.channel.output_readonly
+        outputs: dict[str, np.ndarray] = {}
         try:
-            outputs: dict[str, np.ndarray] = {}
-            for t in run["outputs"]:
-                view = self.channel.output_reader(t["offset"], t["nbytes"])
-                outputs[t["name"]] = read_tensor(view, t["dtype"], t["shape"])
-        except (KeyError, TypeError, ValueError) as exc:
-            self.channel.release_outputs(run["out_end"])
+            for desc in reply.outputs:
+                outputs[desc.name] = tensor_at(area, desc)
+        except ValueError as exc:
+            self.channel.release_outputs(reply.out_end)
             return None, Internal(f"worker {self.index} sent unreadable outputs: {exc}")
-        lease = OutputLease(self.channel, run["out_end"])
-        return RunResult(outputs, run["compute_us"], run.get("spans"), lease), None
-
-
-def _aligned(nbytes: int) -> int:
-    return (nbytes + ALIGN - 1) // ALIGN * ALIGN
+        lease = OutputLease(self.channel, reply.out_end)
+        return RunResult(outputs, reply.compute_us, reply.spans, lease), None

@@ -8,7 +8,8 @@ a whole value, never a torn one), so no cross-process atomics are needed; a read
 worker's column. A respawned front end zeroes its row first (its runs died with the process).
 
 :class:`SharedLoadDispatcher` is the front end's :class:`~gateway.parallel.dispatcher.Dispatcher`
-over that table: its run links publish their runs in flight as they change, and ``pick`` chooses
+over that table: its run links publish their runs in flight as they change (each link is given
+its slot's writer), and ``pick`` chooses
 the live worker hosting the servable with the fewest runs in flight over all front ends (ties:
 fewer of this front end's own), within this front end's own cap of ``max_in_flight``. The cap
 stays per front end because a front end is woken only by its own runs' completions.
@@ -18,8 +19,10 @@ from __future__ import annotations
 
 import asyncio
 import fcntl
+import functools
 import mmap
 import os
+from collections.abc import Callable
 
 from gateway.parallel.dispatcher import Dispatcher
 from gateway.parallel.endpoint import Endpoint
@@ -40,6 +43,7 @@ class LoadTable:
             raise ValueError(f"load table memfd of {size} bytes is too small")
         self.frontends = frontends
         self.workers = workers
+        self._slots = frontends * workers
         self._mmap = mmap.mmap(memfd, size, flags=mmap.MAP_SHARED)
         self._words = memoryview(self._mmap).cast("Q")
 
@@ -60,10 +64,18 @@ class LoadTable:
         """Front end ``frontend``'s runs in flight on ``worker`` (only that front end writes)."""
         self._words[frontend * self.workers + worker] = runs
 
+    def writer(self, frontend: int, worker: int) -> Callable[[int], None]:
+        """:meth:`set` of one slot, as a callable that runs no Python code (a run link calls it
+        twice per run)."""
+        if not (0 <= frontend < self.frontends and 0 <= worker < self.workers):
+            raise ValueError(
+                f"no slot ({frontend}, {worker}) in a {self.frontends}x{self.workers} table"
+            )
+        return functools.partial(self._words.__setitem__, frontend * self.workers + worker)
+
     def load(self, worker: int) -> int:
         """Runs in flight on ``worker`` over every front end."""
-        words, step = self._words, self.workers
-        return sum(words[worker + row * step] for row in range(self.frontends))
+        return sum(self._words[worker : self._slots : self.workers])
 
     def clear_row(self, frontend: int) -> None:
         """Zero front end ``frontend``'s slots (it starts, or it died)."""
@@ -77,34 +89,6 @@ class LoadTable:
             self._mmap.close()
 
 
-class SharedLoadRunLink(RunLink):
-    """A run link whose runs in flight are also published in its front end's table slot."""
-
-    def __init__(
-        self,
-        endpoint: Endpoint,
-        loop: asyncio.AbstractEventLoop,
-        table: LoadTable,
-        frontend: int,
-        dispatcher: Dispatcher,
-    ) -> None:
-        self._table = table
-        self._frontend = frontend
-        self._in_flight = 0
-        super().__init__(
-            endpoint, loop, on_run_done=dispatcher.wake, run_times=dispatcher.run_times
-        )
-
-    @property
-    def runs_in_flight(self) -> int:
-        return self._in_flight
-
-    @runs_in_flight.setter
-    def runs_in_flight(self, runs: int) -> None:
-        self._in_flight = runs
-        self._table.set(self._frontend, self.index, runs)
-
-
 class SharedLoadDispatcher(Dispatcher):
     """Front end ``frontend``'s run side, routing by ``table`` (see the module doc)."""
 
@@ -115,14 +99,23 @@ class SharedLoadDispatcher(Dispatcher):
         table.clear_row(frontend)
 
     def attach(self, endpoint: Endpoint) -> RunLink:
-        link = SharedLoadRunLink(
-            endpoint, asyncio.get_running_loop(), self.table, self.frontend, self
+        """The run link over ``endpoint``, publishing its runs in flight in this front end's
+        slot of the table."""
+        link = RunLink(
+            endpoint,
+            asyncio.get_running_loop(),
+            on_run_done=self.wake,
+            run_times=self.run_times,
+            publish=self.table.writer(self.frontend, endpoint.index),
         )
         self.add_link(link)
         return link
 
     def _choose(self, candidates: list[RunLink]) -> RunLink | None:
         """The least loaded over all front ends (:class:`LoadTable`) with a free slot here."""
+        if len(candidates) == 1:  # one worker hosts it: nothing to compare
+            only = candidates[0]
+            return only if only.runs_in_flight < self.max_in_flight else None
         table = self.table
         best = min(candidates, key=lambda x: (table.load(x.index), x.runs_in_flight))
         if best.runs_in_flight < self.max_in_flight:

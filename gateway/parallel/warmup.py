@@ -18,11 +18,11 @@ from typing import Any
 
 import numpy as np
 
-from gateway.errors import ResourceExhausted, ServingError
+from gateway.errors import InputTooLarge, ResourceExhausted, ServingError
 from gateway.parallel.control import ControlLink
 from gateway.parallel.dispatcher import Dispatcher
 from gateway.parallel.lease import take
-from gateway.parallel.run_link import InputTooLarge, RunLink
+from gateway.parallel.run_link import RunLink
 
 log = logging.getLogger(__name__)
 

@@ -16,9 +16,16 @@ import numpy as np
 
 from gateway.config.model_config import ModelSpecConfig
 from gateway.errors import DeadlineExceeded
+from gateway.images.pool import ImageDecoder
 from gateway.serving.budget import MemoryBudget, inputs_nbytes
 from gateway.serving.inline_path import InlinePlan, InlinePlans
-from gateway.serving.inputs import TEXT_PLATFORMS, Decoded, check_text, validated
+from gateway.serving.inputs import (
+    TEXT_PLATFORMS,
+    Decoded,
+    carries_images,
+    check_text,
+    validated,
+)
 from gateway.serving.queues import BatchQueues
 from gateway.serving.registry import Models, Servable, VersionStatus
 from gateway.serving.signature import Signature, find_signature
@@ -71,12 +78,15 @@ class ServingCore:
         *,
         inline: InlinePlans | None = None,
         inflight_bytes: int | None = None,
+        images: ImageDecoder | None = None,
     ) -> None:
         self.models = models
         self.queues = queues
         self.inline = inline
         self.budget = MemoryBudget(inflight_bytes) if inflight_bytes is not None else None
         """Bounds the decoded inputs held by in-flight requests (None: unbounded)."""
+        self.images = images or ImageDecoder()
+        """Decodes encoded images off the loop (default: one thread, the default bounds)."""
 
     def servable(self, ref: ModelRef) -> Servable:
         return self.models.resolve(ref.name, ref.version, ref.label)
@@ -106,7 +116,9 @@ class ServingCore:
         only with ``check_dtypes``: serialized Examples feed a TensorFlow signature's Examples
         input whatever dtype it declares, as in TF Serving); a runtime that takes strings as text
         gets only UTF-8 (:func:`~gateway.serving.inputs.check_text`), so one caller's bad value
-        never fails a batch.
+        never fails a batch. Encoded images given to an image input
+        (:attr:`~gateway.serving.signature.Signature.image_inputs`) are decoded into its tensor
+        off the loop, before the request is queued.
 
         The decoded inputs count against the in-flight budget until the run is done. The outputs
         are views on the worker's output space: ``encode`` reads them, and the space goes back
@@ -160,7 +172,7 @@ class ServingCore:
         decoded = decode(signature)
         fast = decoded.fast_arrays(plan)
         if fast is None:
-            arrays = validated(signature, decoded)
+            arrays = await self._validated(servable, signature, decoded, True)
             rows = plan.matches(arrays)
         else:
             arrays, rows = fast
@@ -197,11 +209,22 @@ class ServingCore:
         check_dtypes: bool,
     ) -> R:
         """A call through its batch queue to the workers."""
-        inputs = validated(signature, decode(signature), check_dtypes=check_dtypes)
+        inputs = await self._validated(servable, signature, decode(signature), check_dtypes)
         if servable.platform in TEXT_PLATFORMS:
             check_text(inputs)
         outputs = signature.select_outputs(output_filter)
         return await self._submit(servable, signature, inputs, encode, outputs, deadline)
+
+    async def _validated(
+        self, servable: Servable, signature: Signature, decoded: Decoded, check_dtypes: bool
+    ) -> dict[str, np.ndarray]:
+        """The request's arrays, validated (:func:`~gateway.serving.inputs.validated`); the
+        JPEG/PNG strings an image input was given decoded into its tensor off the loop
+        (:mod:`gateway.images`), before anything is queued: only this caller fails."""
+        inputs = validated(signature, decoded, check_dtypes=check_dtypes)
+        if signature.image_inputs and carries_images(signature, inputs):
+            inputs = await self.images.decode(servable.directory, signature.image_specs(), inputs)
+        return inputs
 
     async def _submit(
         self,

@@ -133,6 +133,16 @@ def check_text(inputs: Mapping[str, np.ndarray]) -> None:
                     raise InvalidArgument(f"string input {name!r} is not valid UTF-8") from None
 
 
+def carries_images(signature: Signature, inputs: Mapping[str, np.ndarray]) -> bool:
+    """Whether validated ``inputs`` give one of the signature's image inputs encoded images (a
+    string tensor, which :meth:`Signature.check_input` let through): the core then has them
+    decoded (:mod:`gateway.images`) before the request is queued."""
+    for name in signature.image_inputs:  # noqa: SIM110  # no generator per call
+        if inputs[name].dtype.hasobject:
+            return True
+    return False
+
+
 def converted_inputs(arrays: Mapping[str, np.ndarray]) -> ConvertedInputs:
     """The :class:`ConvertedInputs` of ``arrays`` (the mapping copied)."""
     return ConvertedInputs(dict(arrays))

@@ -5,6 +5,12 @@ see ``channel.dtypes``) and a shape where ``-1`` is a dynamic dimension and ``No
 rank. Validation runs before anything is queued, so a malformed request fails alone. Shapes are
 checked only where the runtime enforces them (``check_shapes``): TensorFlow signatures take any
 shape, as in TF Serving, and the graph's ops decide.
+
+Encoded images (OpenVINO Model Server's rule): in a signature with ``encoded_images`` (an ONNX
+model's, on ONNX Runtime or OpenVINO: :data:`IMAGE_PLATFORMS`), an image input — numeric, of
+shape ``[batch, height, width, channels]`` with 1 or 3 channels (:func:`takes_images`) — also
+takes a string tensor of shape ``[batch]``, one JPEG or PNG per row, which the core decodes
+into the input's own dtype and shape (:mod:`gateway.images`) before the request is queued.
 """
 
 from __future__ import annotations
@@ -18,6 +24,19 @@ from channel.messages import DEFAULT_SIGNATURE as DEFAULT_SIGNATURE  # re-export
 from gateway.errors import FailedPrecondition, InvalidArgument
 
 PREDICT_METHOD = "tensorflow/serving/predict"
+STRING = "string"
+
+IMAGE_PLATFORMS = frozenset({"onnx"})
+"""Platforms whose signatures take encoded images (``encoded_images``): ONNX models, whichever
+runtime serves them (ONNX Runtime or OpenVINO). A TensorFlow model decodes its own images in
+its graph (``tf.io.decode_image``), as with TF Serving."""
+
+_IMAGE_DTYPES = frozenset(
+    {
+        "float16", "bfloat16", "float32", "float64",
+        "int8", "int16", "int32", "int64", "uint8", "uint16", "uint32", "uint64",
+    }
+)  # fmt: skip
 
 
 @dataclass(frozen=True)
@@ -58,6 +77,10 @@ class Signature:
     definition: bytes = b""
     """The serialized SignatureDef as the model declares it, for a signature that the inputs and
     outputs above cannot describe (an ``unservable`` one); empty otherwise."""
+    encoded_images: bool = False
+    """Whether its image inputs also take encoded images (see the module docstring)."""
+    image_inputs: frozenset[str] = field(init=False, compare=False)
+    """The inputs that take encoded images: :func:`takes_images` ones, when ``encoded_images``."""
     _inputs_by_name: dict[str, TensorSpec] = field(init=False, repr=False, compare=False)
     _input_set: frozenset[str] = field(init=False, repr=False, compare=False)
     _output_names: list[str] = field(init=False, repr=False, compare=False)
@@ -66,10 +89,17 @@ class Signature:
         object.__setattr__(self, "_inputs_by_name", {t.name: t for t in self.inputs})
         object.__setattr__(self, "_input_set", frozenset(self._inputs_by_name))
         object.__setattr__(self, "_output_names", [t.name for t in self.outputs])
+        images = {t.name for t in self.inputs if takes_images(t)} if self.encoded_images else ()
+        object.__setattr__(self, "image_inputs", frozenset(images))
 
     @classmethod
     def from_wire(
-        cls, name: str, data: Mapping[str, Any], *, check_shapes: bool = True
+        cls,
+        name: str,
+        data: Mapping[str, Any],
+        *,
+        check_shapes: bool = True,
+        encoded_images: bool = False,
     ) -> Signature:
         """Build from a worker's ``load`` reply (``{"inputs": [...], "outputs": [...]}``, and
         for an unservable signature ``"unservable"`` and ``"definition"``, base64)."""
@@ -81,7 +111,12 @@ class Signature:
             check_shapes=check_shapes,
             unservable=str(data.get("unservable", "")),
             definition=base64.b64decode(data.get("definition", "")),
+            encoded_images=encoded_images,
         )
+
+    def image_specs(self) -> tuple[TensorSpec, ...]:
+        """The inputs that take encoded images (:attr:`image_inputs`), in order."""
+        return tuple(t for t in self.inputs if t.name in self.image_inputs)
 
     def output_names(self) -> list[str]:
         """The outputs' aliases, in order (the caller's own list)."""
@@ -103,9 +138,13 @@ class Signature:
         self, name: str, dtype: str, shape: Sequence[int], *, check_dtype: bool = True
     ) -> None:
         """InvalidArgument unless input ``name`` (a known input) may have this canonical dtype
-        and shape. Codecs call it with a tensor's *declared* dtype and shape, before decoding."""
+        and shape. Codecs call it with a tensor's *declared* dtype and shape, before decoding.
+        A string tensor for an image input must be ``[batch]`` (see the module docstring)."""
         spec = self._inputs_by_name[name]
         if check_dtype and dtype != spec.dtype:
+            if dtype == STRING and name in self.image_inputs:
+                _check_encoded_images(spec, shape)
+                return
             raise DtypeMismatch.of(name, dtype, spec.dtype)
         if self.check_shapes and spec.shape is not None and not shape_matches(shape, spec.shape):
             raise InvalidArgument(
@@ -130,6 +169,25 @@ class Signature:
                 raise InvalidArgument(f"duplicate output tensor alias: {alias}")
             seen.add(alias)
         return list(output_filter)
+
+
+def takes_images(spec: TensorSpec) -> bool:
+    """Whether ``spec`` is an image input: numeric, ``[batch, height, width, channels]`` with
+    1 or 3 channels (height and width may be dynamic)."""
+    shape = spec.shape
+    return (
+        spec.dtype in _IMAGE_DTYPES and shape is not None and len(shape) == 4 and shape[3] in (1, 3)
+    )
+
+
+def _check_encoded_images(spec: TensorSpec, shape: Sequence[int]) -> None:
+    batch = spec.shape[0] if spec.shape else -1
+    if len(shape) != 1 or (batch >= 0 and shape[0] != batch):
+        rows = "[batch]" if batch < 0 else f"[{batch}]"
+        raise InvalidArgument(
+            f"input '{spec.name}' takes encoded images as a string tensor of shape {rows} (one "
+            f"JPEG or PNG per row), got shape {list(shape)}"
+        )
 
 
 def shape_matches(shape: Sequence[int], expected: Sequence[int]) -> bool:

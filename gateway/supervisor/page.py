@@ -26,7 +26,7 @@ from prometheus_client.core import Metric
 from gateway.errors import ServingError
 from gateway.ipc import figures
 from gateway.observability.metrics import GatewayCollector, GatewayMetrics, registry_of
-from gateway.observability.server_figures import server_families
+from gateway.observability.server_figures import CacheReader, server_families
 from gateway.observability.tfs_metrics import TfServingMetrics
 from gateway.observability.workers import ShmUse, WorkerFigures
 from gateway.parallel.pool import WorkerPool
@@ -50,6 +50,7 @@ class FleetPage:
         *,
         models: Registry | None = None,
         restarts: Callable[[], int] | None = None,
+        cache: CacheReader | None = None,
     ) -> None:
         self._front_ends = front_ends
         self._tfs = tfs
@@ -61,6 +62,7 @@ class FleetPage:
         self.workers = WorkerFigures(pool, shared=lambda: self._shared)
         self._models = models
         self._restarts = restarts
+        self._cache = cache
 
     def departed(self, front: FrontEndProcess) -> None:
         """``front`` is gone: its last figures count from now on, for good."""
@@ -89,7 +91,7 @@ class FleetPage:
 
     def _live(self) -> Iterator[Metric]:
         yield from self.workers.families()
-        yield from server_families(self._models, self._restarts)
+        yield from server_families(self._models, self._restarts, self._cache)
 
     async def _ask(self, front: FrontEndProcess) -> dict[str, Any] | None:
         call = front.link.call("figures")

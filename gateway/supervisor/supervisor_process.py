@@ -121,6 +121,7 @@ class Supervisor:
             self.observability.tfs,
             models=self.models,
             restarts=lambda: self.restarts,
+            cache=self.models.cache_figures,
         )
         self.signals = Signals()
         self.restarts = 0

@@ -13,6 +13,9 @@ decoding happens here). Rules, as TF Serving:
 - more than 1000 records, a record that is not a PredictionLog, a damaged TFRecord (DATA_LOSS,
   "... Please verify your warmup data is in TFRecord format."), a request that does not fit the
   version's signatures, or a failing run: the load fails with that error;
+- a predict record's encoded images (a JPEG/PNG string tensor for an ONNX model's image input)
+  are decoded as a request's would be (:mod:`gateway.images`), so a warmup file written for a
+  model that decodes its own images replays here too;
 - ``session_run_log`` and ``predict_streamed_log`` are UNIMPLEMENTED ("Unsupported log_type for
   warmup: N"); a record with no log set is skipped. The request's model name is not looked at.
 
@@ -33,13 +36,16 @@ from google.protobuf import message
 
 from channel.dtypes import STRING, numpy_dtype
 from gateway._pb.tensorflow_serving.apis import prediction_log_pb2
+from gateway.config.model_config import ConfigError
 from gateway.config.settings import Settings
-from gateway.errors import Code, InvalidArgument, ServingError, Unimplemented
+from gateway.errors import Code, FailedPrecondition, InvalidArgument, ServingError, Unimplemented
+from gateway.images.options import ImageLimits, read_options
+from gateway.images.tensors import decode_inputs
 from gateway.parallel.warmup import WarmupRun
-from gateway.serving.inputs import converted_inputs, validated
+from gateway.serving.inputs import carries_images, converted_inputs, validated
 from gateway.serving.policy import BatchingPolicy
 from gateway.serving.registry import Servable
-from gateway.serving.signature import find_signature
+from gateway.serving.signature import Signature, find_signature
 from gateway.tfserving.codec import inference_messages, messages, tfrecord
 from gateway.tfserving.codec.example import ExampleBatch
 from gateway.tfserving.inference_plans import (
@@ -141,6 +147,8 @@ class WarmupPlanner:
                     predict, signature, max_elements=self.max_elements, max_bytes=self.max_bytes
                 ),
             )
+            if signature.image_inputs and carries_images(signature, inputs):
+                inputs = self._images(servable, signature, inputs)
             outputs = tuple(signature.select_outputs(list(predict.output_filter)))
             return [WarmupRun(signature.name, inputs, outputs, self.iterations, what)]
         if kind in ("classify_log", "regress_log"):
@@ -164,6 +172,17 @@ class WarmupPlanner:
             return [self._example_run(plan, examples, what) for plan in plans]
         number = prediction_log_pb2.PredictionLog.DESCRIPTOR.fields_by_name[kind].number
         raise Unimplemented(f"Unsupported log_type for warmup: {number}")
+
+    def _images(
+        self, servable: Servable, signature: Signature, inputs: dict[str, np.ndarray]
+    ) -> dict[str, np.ndarray]:
+        """A record's encoded images decoded as a request's are (we are off the loop already)."""
+        try:
+            options = read_options(servable.directory)
+        except ConfigError as exc:
+            raise FailedPrecondition(str(exc)) from None
+        limits = ImageLimits(max_bytes=self.max_bytes)
+        return decode_inputs(signature.image_specs(), inputs, options, limits)
 
     def _example_run(self, plan: TaskPlan, examples: ExampleBatch, what: str) -> WarmupRun:
         if examples.count == 0:

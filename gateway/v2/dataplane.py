@@ -149,4 +149,23 @@ class DataPlane:
 
     def _unknown(self, target: Target) -> NotFound:
         configured = any(s.name == target.name for s in self._core.models.specs())
-        return versions.unknown(target, no_versions=configured)
+        unknown = versions.unknown(target, no_versions=configured)
+        reason = self._why_not(target.name) if configured else ""
+        return NotFound(f"{unknown.message}: {reason}") if reason else unknown
+
+    def _why_not(self, name: str) -> str:
+        """Why a configured model does not serve: the error of its newest version that failed
+        to load, or why it has no version at all ("" when nothing says)."""
+        try:
+            statuses = self._core.status(name)
+        except NotFound as exc:
+            plain = f"Could not find any versions of model {name}"
+            return "" if exc.message == plain else exc.message
+        failed = [s for s in statuses if s.error is not None and s.state != State.AVAILABLE]
+        if not failed:
+            return ""
+        newest = max(failed, key=lambda s: s.version)
+        error = newest.error
+        return (
+            "" if error is None else f"version {newest.version}: {error.code.name}: {error.message}"
+        )

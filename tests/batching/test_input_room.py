@@ -12,12 +12,11 @@ from __future__ import annotations
 import asyncio
 import dataclasses
 from collections.abc import Awaitable, Callable
-from typing import cast
 
 import numpy as np
 import pytest
 
-from channel.messages import Request, RunRequest
+from channel.messages import RunRequest
 from channel.shm.channel import Channel
 from gateway.batching.scheduler import BatchScheduler
 from gateway.config.batching_options import BatchingOptions
@@ -46,7 +45,7 @@ class Side:
         self.clock = FakeClock()
         self.posted: list[float] = []
         """The first input value of each run the worker computed, in order."""
-        self._backlog: list[Request] = []
+        self._backlog: list[RunRequest] = []
 
     def scheduler(self, key: str, options: BatchingOptions | None = None) -> BatchScheduler:
         self.dispatcher.route(0, key)
@@ -61,7 +60,7 @@ class Side:
 
     def posted_runs(self) -> int:
         """Runs posted to the worker and not answered yet."""
-        self._backlog += [r for r in self.worker.requests() if r["op"] == "run"]
+        self._backlog += [r for r in self.worker.requests() if isinstance(r, RunRequest)]
         return len(self._backlog)
 
     def answer(self) -> int:
@@ -69,7 +68,7 @@ class Side:
         at a time; how many were waiting."""
         waiting = self.posted_runs()
         if waiting:
-            run = cast(RunRequest, self._backlog.pop(0))
+            run = self._backlog.pop(0)
             x = self.worker.inputs(run)["x"]
             self.posted.append(float(x[0, 0]))
             self.worker.post(self.worker.run_reply(run, {"y": x[:, :1].copy()}))

@@ -5,7 +5,7 @@ from __future__ import annotations
 from channel.messages import TensorDesc
 from channel.telemetry import WorkerStats
 
-X: TensorDesc = {"name": "x", "dtype": "float32", "shape": [8, 64], "offset": 4096, "nbytes": 2048}
+X = TensorDesc("x", "float32", (8, 64), 4096, 2048)
 """An input tensor's descriptor: 8 rows of 64 float32 at offset 4096 of the input area."""
 
 STATS: WorkerStats = {

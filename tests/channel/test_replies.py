@@ -7,6 +7,7 @@ from channel.descriptors import TensorDesc
 from channel.replies import (
     READY_ID,
     BadRequest,
+    RunReply,
     WorkerError,
     error_reply,
     load_reply,
@@ -18,7 +19,7 @@ from channel.replies import (
 from channel.span_wire import WorkerSpans
 from tests.channel.samples import STATS
 
-Y: TensorDesc = {"name": "y", "dtype": "float32", "shape": [8, 10], "offset": 0, "nbytes": 320}
+Y = TensorDesc("y", "float32", (8, 10), 0, 320)
 
 
 def test_ready_is_the_message_with_id_zero() -> None:
@@ -36,9 +37,9 @@ def test_ok_and_load_replies() -> None:
 
 def test_run_reply_carries_spans_only_when_traced() -> None:
     untraced = run_reply(4, outputs=[Y], out_end=8192, compute_us=81.2)
-    assert untraced == {"id": 4, "ok": True, "outputs": [Y], "out_end": 8192, "compute_us": 81.2}
+    assert untraced == RunReply(id=4, outputs=(Y,), out_end=8192, compute_us=81.2, spans=None)
     spans = WorkerSpans(0, b"")
-    assert run_reply(4, outputs=[], out_end=0, compute_us=1.0, spans=spans)["spans"] is spans
+    assert run_reply(4, outputs=[], out_end=0, compute_us=1.0, spans=spans).spans is spans
 
 
 def test_ping_reply_reports_runs_and_stats_only_when_given() -> None:

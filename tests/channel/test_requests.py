@@ -4,6 +4,7 @@ from __future__ import annotations
 
 from channel.requests import (
     DEFAULT_SIGNATURE,
+    RunRequest,
     load_request,
     ping_request,
     run_request,
@@ -31,15 +32,9 @@ def test_load_asks_for_the_serve_tags_unless_told() -> None:
 
 
 def test_run_defaults_to_every_output_no_deadline_the_default_signature_untraced() -> None:
-    assert run_request(4, key="m:3", inputs=[X]) == {
-        "op": "run",
-        "id": 4,
-        "key": "m:3",
-        "inputs": [X],
-        "outputs": None,
-        "deadline": None,
-        "signature": "",
-    }
+    assert run_request(4, key="m:3", inputs=[X]) == RunRequest(
+        id=4, key="m:3", inputs=(X,), outputs=None, deadline=None, signature="", trace=None
+    )
 
 
 def test_run_carries_what_it_is_given() -> None:
@@ -52,9 +47,9 @@ def test_run_carries_what_it_is_given() -> None:
         signature=DEFAULT_SIGNATURE,
         trace=(2**100, 7),
     )
-    assert request["outputs"] == ["probs"]
-    assert (request["deadline"], request["signature"]) == (12.5, "serving_default")
-    assert request["trace"] == (2**100, 7)
+    assert request.outputs == ("probs",)
+    assert (request.deadline, request.signature) == (12.5, "serving_default")
+    assert request.trace == (2**100, 7)
 
 
 def test_ping_names_a_key_only_when_given_one() -> None:

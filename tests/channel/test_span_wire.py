@@ -24,7 +24,7 @@ def test_worker_spans_travel_encoded_and_decode_on_demand() -> None:
     spans = WorkerSpans.of([SPAN, {**SPAN, "name": "ünïcode", "attributes": {}}])
     reply = messages.run_reply(3, outputs=[], out_end=64, compute_us=1.5, spans=spans)
     decoded = messages.decode_reply(messages.encode(reply))
-    assert decoded["spans"] == spans
+    assert isinstance(decoded, messages.RunReply) and decoded.spans == spans
     assert spans.records() == [SPAN, {**SPAN, "name": "ünïcode", "attributes": {}}]
 
 

@@ -14,7 +14,7 @@ TRACE = (2**128 - 1, 2**64 - 1)  # every bit of both ids
 
 
 def tensor(name: str, dtype: str, shape: list[int], offset: int = 64) -> TensorDesc:
-    return {"name": name, "dtype": dtype, "shape": shape, "offset": offset, "nbytes": 8}
+    return TensorDesc(name, dtype, tuple(shape), offset, 8)
 
 
 def test_run_and_its_reply_travel_binary_and_everything_else_as_json() -> None:
@@ -22,7 +22,7 @@ def test_run_and_its_reply_travel_binary_and_everything_else_as_json() -> None:
     reply = messages.run_reply(1, outputs=[tensor("y", "float32", [2])], out_end=64, compute_us=1)
     assert messages.encode(run)[0] == wire.RUN_TAG
     assert messages.encode(reply)[0] == wire.RUN_REPLY_TAG
-    assert len(messages.encode(run)) < len(json.dumps(run))
+    assert len(messages.encode(run)) < len(json.dumps(run._asdict()))
     failed = messages.error_reply(1, "INTERNAL", "boom", out_end=64)
     assert json.loads(messages.encode(failed)) == failed
     assert json.loads(messages.encode(messages.ping_request(2))) == {"op": "ping", "id": 2}
@@ -47,6 +47,9 @@ def test_every_dtype_rank_and_field_survives() -> None:
     assert messages.decode_request(messages.encode(empty)) == empty
     reply = messages.run_reply(4, outputs=inputs, out_end=2**50, compute_us=0.25)
     assert messages.decode_reply(messages.encode(reply)) == reply
+    decoded = messages.decode_reply(messages.encode(reply))
+    assert isinstance(decoded, messages.RunReply)
+    assert all(type(t) is TensorDesc and type(t.shape) is tuple for t in decoded.outputs)
 
 
 def test_a_damaged_binary_run_request_is_refused_with_its_id() -> None:

@@ -85,6 +85,9 @@ TENSORGATE_FLAGS = {
     "log_format",
     "max_request_bytes",
     "max_inflight_bytes",
+    "max_image_pixels",
+    "max_images_per_request",
+    "image_decode_threads",
     "grpc_bind_address",
     "rest_api_bind_address",
     "rest_api_enable_tls",
@@ -103,6 +106,8 @@ TENSORGATE_FLAGS = {
     "request_log_max_pending",
     "request_log_max_file_bytes",
     "enable_api_docs",
+    "model_cache_dir",
+    "model_cache_max_bytes",
 }
 
 

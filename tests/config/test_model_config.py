@@ -160,7 +160,12 @@ def test_unreadable_files(workdir: Path) -> None:
             'config { name: "a" base_path: "models/a" }',
             "Expected model a to have an absolute path or URI; got base_path()=models/a",
         ),
-        ('config { name: "a" base_path: "gs://b/a" }', "is a URI; tensorgate reads local paths"),
+        (
+            'config { name: "a" base_path: "hdfs://b/a" }',
+            "model a: base_path hdfs://b/a is not an object URL tensorgate reads (s3://, gs://, az://)",
+        ),
+        ('config { name: "a" base_path: "s3://b/../a" }', "has an empty, '.' or '..' segment"),
+        ('config { name: "a" base_path: "gs:///a" }', "model a: base_path gs:///a names no bucket"),
         (
             'config { name: "a" base_path: "/a" model_platform: "pytorch" }',
             'model a has model_platform \'pytorch\'; tensorgate serves "onnx", "tensorflow"',

@@ -69,6 +69,12 @@ def test_a_front_end_answers_every_query_as_the_supervisor_does(tmp_path: Path) 
             check_shapes=False,
         ),
         Signature(
+            "serving_default",
+            (TensorSpec("images", "float32", (-1, 224, 224, 3)),),
+            (TensorSpec("probabilities", "float32", (-1, 1000)),),
+            encoded_images=True,
+        ),
+        Signature(
             "__saved_model_init_op",
             (),
             (),
@@ -82,7 +88,9 @@ def test_signatures_cross_unchanged(signature: Signature) -> None:
     signatures = {signature.name: signature}
     servable = Servable("m", 1, "m:1", "tensorflow", signatures, "/m/1", "openvino_bf16")
     wire = json.loads(json.dumps(snapshot.encode(OneServable(servable), serial=1)))
-    assert snapshot.decode(wire).models["m"].servables[1] == servable
+    copy = snapshot.decode(wire).models["m"].servables[1]
+    assert copy == servable
+    assert copy.signatures[signature.name].image_inputs == signature.image_inputs
 
 
 class OneServable:

@@ -6,18 +6,17 @@ from __future__ import annotations
 
 import asyncio
 from collections.abc import Awaitable, Callable
-from typing import Any, cast
 
 import numpy as np
 import pytest
 
 from channel import messages
-from channel.messages import RunRequest
+from channel.messages import RunRequest, TensorDesc
 from channel.shm.channel import Channel
-from gateway.errors import Internal, InvalidArgument, Unavailable
+from gateway.errors import InputAreaFull, InputTooLarge, Internal, InvalidArgument, Unavailable
 from gateway.parallel.endpoint import Endpoint
 from gateway.parallel.lease import RunResult
-from gateway.parallel.run_link import InputAreaFull, InputTooLarge, RunLink
+from gateway.parallel.run_link import RunLink
 from gateway.parallel.watchdog import RunTimes
 from tests.support.worker_end import WorkerEnd, resolved
 
@@ -71,12 +70,13 @@ def test_a_run_goes_through_shared_memory_both_ways() -> None:
         run = _submit(link, x=x, words=words)
         assert link.runs_in_flight == 1 and link.channel.input_used > 0
         (request,) = worker.requests()
-        inputs = worker.inputs(cast(RunRequest, request))
+        assert isinstance(request, RunRequest)
+        inputs = worker.inputs(request)
         np.testing.assert_array_equal(inputs["x"], x)
         assert list(inputs["words"]) == [b"a", b"bc", b""]
-        assert (request["key"], request["outputs"], request["signature"]) == (
+        assert (request.key, request.outputs, request.signature) == (
             "m:1",
-            ["y"],
+            ("y",),
             "serving_default",
         )
         worker.post(worker.run_reply(request, {"y": x * 2}, compute_us=250.0))
@@ -99,7 +99,8 @@ def test_a_failed_run_gets_the_workers_error_and_its_output_space_goes_back() ->
         run = _submit(link, x=np.ones((1, 2), np.float32))
         (request,) = worker.requests()
         end = worker.channel.output_allocated
-        worker.post(messages.error_reply(request["id"], "INVALID_ARGUMENT", "bad x", out_end=end))
+        request_id = messages.request_id(request)
+        worker.post(messages.error_reply(request_id, "INVALID_ARGUMENT", "bad x", out_end=end))
         with pytest.raises(InvalidArgument, match="bad x"):
             await resolved(run)
         assert link.channel.input_used == 0 and link.channel.outputs_held == 0
@@ -113,13 +114,42 @@ def test_unreadable_outputs_are_internal_and_held_nowhere() -> None:
     async def scenario(link: RunLink, worker: WorkerEnd, done: Done) -> None:
         run = _submit(link, x=np.ones((1, 2), np.float32))
         (request,) = worker.requests()
-        desc: Any = {"name": "y", "dtype": "float32", "shape": [1, 2], "offset": 1 << 20}
-        desc["nbytes"] = 8
-        reply = messages.run_reply(request["id"], outputs=[desc], out_end=0, compute_us=1.0)
+        desc = TensorDesc("y", "float32", (1, 2), 1 << 20, 8)
+        request_id = messages.request_id(request)
+        reply = messages.run_reply(request_id, outputs=[desc], out_end=0, compute_us=1.0)
         worker.post(reply)
         with pytest.raises(Internal, match="worker 2 sent unreadable outputs"):
             await resolved(run)
         assert link.channel.outputs_held == 0
+
+    _run(scenario)
+
+
+def test_byte_swapped_inputs_reach_the_worker_as_their_values() -> None:
+    """The payload is native little-endian whatever the batch's arrays are: the descriptor
+    names the canonical dtype, so the rows are converted as they are written."""
+    x = np.arange(6, dtype=">f4").reshape(3, 2)
+
+    async def scenario(link: RunLink, worker: WorkerEnd, done: Done) -> None:
+        run = _submit(link, x=x)
+        (request,) = worker.requests()
+        assert isinstance(request, RunRequest) and request.inputs[0].dtype == "float32"
+        np.testing.assert_array_equal(worker.inputs(request)["x"], x)
+        run.cancel()
+
+    _run(scenario)
+
+
+def test_fixed_width_numpy_strings_travel_as_utf8_strings() -> None:
+    words = np.array([["é", "bc"], ["", "d"]])  # numpy's <U2, not an object array
+
+    async def scenario(link: RunLink, worker: WorkerEnd, done: Done) -> None:
+        run = _submit(link, words=words)
+        (request,) = worker.requests()
+        assert isinstance(request, RunRequest) and request.inputs[0].dtype == "string"
+        got = worker.inputs(request)["words"]
+        assert got.tolist() == [["é".encode(), b"bc"], [b"", b"d"]]
+        run.cancel()
 
     _run(scenario)
 

@@ -139,3 +139,15 @@ def onnx_examples(path: Path) -> Path:
         ],
     )
     return save_graph(graph, path)
+
+
+def image_identity(path: Path, dtype: str, shape: tuple[int | str, ...]) -> Path:
+    """``images`` <dtype>[shape] (NHWC) → ``pixels`` = images: what the gateway fed it."""
+    elem = IDENTITY_DTYPES[dtype]
+    graph = helper.make_graph(
+        [helper.make_node("Identity", ["images"], ["pixels"])],
+        "image_identity",
+        [helper.make_tensor_value_info("images", elem, list(shape))],
+        [helper.make_tensor_value_info("pixels", elem, list(shape))],
+    )
+    return save_graph(graph, path)

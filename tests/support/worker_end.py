@@ -6,7 +6,7 @@ from __future__ import annotations
 
 import asyncio
 from collections.abc import Callable, Mapping
-from typing import Any, cast
+from typing import Any
 
 import numpy as np
 
@@ -14,7 +14,7 @@ from channel import messages
 from channel.dtypes import dtype_name
 from channel.messages import Reply, Request, RunRequest, TensorDesc
 from channel.shm.channel import Channel
-from channel.shm.payload import read_tensor, tensor_nbytes, write_tensor
+from channel.shm.payload import tensor_at, tensor_nbytes, write_tensor
 
 WAIT_S = 30.0
 """Bound of every wait (never reached when things work)."""
@@ -36,12 +36,7 @@ class WorkerEnd:
 
     def inputs(self, request: RunRequest) -> dict[str, np.ndarray]:
         """A run's inputs, copied out of the input area."""
-        return {
-            t["name"]: read_tensor(
-                self.channel.input_view(t["offset"], t["nbytes"]), t["dtype"], t["shape"]
-            ).copy()
-            for t in request["inputs"]
-        }
+        return {t.name: tensor_at(self.channel.input_area, t).copy() for t in request.inputs}
 
     def run_reply(
         self, request: Request, outputs: Mapping[str, np.ndarray], compute_us: float = 5.0
@@ -53,23 +48,15 @@ class WorkerEnd:
             nbytes = tensor_nbytes(array)
             offset = self.channel.alloc_output(nbytes, timeout=0)
             write_tensor(self.channel.output_view(offset, nbytes), array)
-            descs.append(
-                {
-                    "name": name,
-                    "dtype": dtype_name(array.dtype),
-                    "shape": list(array.shape),
-                    "offset": offset,
-                    "nbytes": nbytes,
-                }
-            )
+            descs.append(TensorDesc(name, dtype_name(array.dtype), array.shape, offset, nbytes))
         end = self.channel.output_allocated
-        return messages.run_reply(request["id"], outputs=descs, out_end=end, compute_us=compute_us)
+        request_id = messages.request_id(request)
+        return messages.run_reply(request_id, outputs=descs, out_end=end, compute_us=compute_us)
 
     def answer_runs(self, compute: Callable[[dict[str, np.ndarray]], dict[str, np.ndarray]]) -> int:
         """Answer every run posted so far with ``compute``'s outputs; how many there were."""
-        runs = [r for r in self.requests() if r["op"] == "run"]
-        for request in runs:
-            run = cast(RunRequest, request)
+        runs = [r for r in self.requests() if isinstance(r, RunRequest)]
+        for run in runs:
             self.post(self.run_reply(run, compute(self.inputs(run))))
         return len(runs)
 

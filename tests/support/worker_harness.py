@@ -1,6 +1,9 @@
 """The gateway's end of one real worker process, driven by hand: typed requests by id, tensors in
 and out of the shared-memory areas; with ``handover``, more channels handed to the worker as a
-supervisor hands them (each driven the same way: :meth:`Harness.attach`)."""
+supervisor hands them (each driven the same way: :meth:`Harness.attach`).
+
+Replies come back as dicts, for the tests' convenience: a successful run's
+:class:`~channel.messages.RunReply` as its fields plus ``"ok": True``."""
 
 from __future__ import annotations
 
@@ -21,7 +24,7 @@ from channel import handover, messages
 from channel.dtypes import dtype_name
 from channel.messages import TensorDesc
 from channel.shm.channel import Channel
-from channel.shm.payload import read_tensor, tensor_nbytes, write_tensor
+from channel.shm.payload import tensor_at, tensor_nbytes, write_tensor
 from workers.bootstrap import spawn_worker
 
 WAIT_S = 30.0
@@ -44,7 +47,7 @@ class ChannelEnd:
         """Post the request ``make(id)`` builds (a constructor of :mod:`channel.messages`)."""
         request = make(next(self._ids))
         self.channel.submit(messages.encode(request))
-        return request["id"]
+        return messages.request_id(request)
 
     def send_raw(self, fields: dict[str, Any]) -> int:
         """Post ``fields`` plus a fresh id as JSON, bypassing the constructors."""
@@ -58,7 +61,11 @@ class ChannelEnd:
             exited = self.proc.poll() is not None  # read before draining: replies come first
             self._poll.poll(0 if exited else 100)
             for data in self.channel.completions():
-                completion = dict(messages.decode_reply(data))
+                reply = messages.decode_reply(data)
+                if isinstance(reply, messages.RunReply):
+                    completion = {"ok": True, **reply._asdict()}
+                else:
+                    completion = dict(reply)
                 self._replies[completion["id"]] = completion
             if request_id not in self._replies and (exited or time.monotonic() > deadline):
                 raise AssertionError(f"no reply to {request_id}; worker rc={self.proc.poll()}")
@@ -82,24 +89,15 @@ class ChannelEnd:
         offset = self.channel.alloc_input(nbytes)
         assert offset is not None, "input area full"
         write_tensor(self.channel.input_view(offset, nbytes), arr)
-        return {
-            "name": name,
-            "dtype": dtype_name(arr.dtype),
-            "shape": list(arr.shape),
-            "offset": offset,
-            "nbytes": nbytes,
-        }
+        return TensorDesc(name, dtype_name(arr.dtype), arr.shape, offset, nbytes)
 
     def finish(self, inputs: list[TensorDesc], reply: dict[str, Any]) -> dict[str, Any]:
         """Copy the outputs of ``reply`` out, then free its inputs and release its outputs."""
         outputs = {
-            t["name"]: read_tensor(
-                self.channel.output_view(t["offset"], t["nbytes"]), t["dtype"], t["shape"]
-            ).copy()
-            for t in reply.get("outputs", [])
+            t.name: tensor_at(self.channel.output_area, t).copy() for t in reply.get("outputs", [])
         }
         for t in inputs:
-            self.channel.free_input(t["offset"])
+            self.channel.free_input(t.offset)
         self.channel.release_outputs(reply["out_end"])
         return outputs
 

@@ -13,6 +13,7 @@ from gateway.errors import Code, ServingError
 from gateway.serving.registry import Servable
 from gateway.serving.signature import Signature, TensorSpec
 from gateway.tfserving.warmup import WarmupPlanner, batch_size_runs
+from tests.support import images
 from tests.support.warmup_files import predict_log, regress_log, write_warmup
 
 X = TensorSpec("x", "float32", (-1, 4))
@@ -139,3 +140,22 @@ def test_batch_size_runs_where_the_shapes_are_known(tmp_path: Path) -> None:
     assert batch_size_runs(servable(tmp_path, "tensorflow"), [2, 8]) == []  # unknown shapes
     sizes = WarmupPlanner(batch_sizes=lambda _s: (4,)).plan(servable(tmp_path))
     assert [r.inputs["x"].shape for r in sizes] == [(4, 4)]
+
+
+def test_a_records_encoded_images_are_decoded_as_a_requests(tmp_path: Path) -> None:
+    pixels = TensorSpec("images", "float32", (-1, 8, 8, 3))
+    signature = Signature(
+        "serving_default", (pixels,), (TensorSpec("y", "float32", None),), encoded_images=True
+    )
+    model = Servable("m", 1, "m:1", "onnx", {"serving_default": signature}, str(tmp_path))
+    jpeg = images.encode(images.photo(12, 10))
+    strings = np.empty(1, dtype=object)
+    strings[0] = jpeg
+    write_warmup(tmp_path, [predict_log({"images": strings})])
+    (run,) = WarmupPlanner().plan(model)
+    assert run.inputs["images"].dtype == np.float32 and run.inputs["images"].shape == (1, 8, 8, 3)
+    np.testing.assert_array_equal(run.inputs["images"][0], images.reference(jpeg, size=(8, 8)))
+    strings[0] = images.cmyk_jpeg()
+    write_warmup(tmp_path, [predict_log({"images": strings})])
+    with pytest.raises(ServingError, match=r"warmup record 0 .* image 0 is a CMYK JPEG"):
+        WarmupPlanner().plan(model)

@@ -52,7 +52,7 @@ def test_an_onnx_model_serves_text_strings_under_any_signature_name() -> None:
         images = np.zeros((2, 64), np.float32)
         expected = run_reference(DEMO_MODEL, {"images": images})
         for name in ("", "serving_default", "any"):  # one signature: the name is not used
-            outputs = model.run(name, {"images": images}, ["label"])
+            outputs = model.run({"images": images}, ["label"], name)
             assert list(outputs) == ["label"]
             np.testing.assert_array_equal(outputs["label"], expected["label"])
     finally:

@@ -185,8 +185,8 @@ def test_float32_outputs_match_onnxruntime_exactly(worker: Harness, models: dict
     reply, outputs = worker.run("affine", {"x": x})
     assert reply["ok"], reply
     y, twice = _reference(models["affine"], {"x": x})
-    assert [t["name"] for t in reply["outputs"]] == ["y", "twice"]
-    assert reply["outputs"][0]["dtype"] == "float32" and reply["outputs"][0]["shape"] == [5, 3]
+    assert [t.name for t in reply["outputs"]] == ["y", "twice"]
+    assert reply["outputs"][0].dtype == "float32" and reply["outputs"][0].shape == (5, 3)
     np.testing.assert_array_equal(outputs["y"], y)
     np.testing.assert_array_equal(outputs["twice"], twice)
     assert reply["compute_us"] > 0
@@ -217,7 +217,7 @@ def test_other_dtypes_match_onnxruntime(
 ) -> None:
     reply, outputs = worker.run(key, {"x": x})
     assert reply["ok"], reply
-    assert reply["outputs"][0]["dtype"] == dtype_name(x.dtype)
+    assert reply["outputs"][0].dtype == dtype_name(x.dtype)
     if key == "bf16":
         np.testing.assert_array_equal(outputs["y"], x)  # in-process ORT cannot feed bfloat16
     else:
@@ -228,7 +228,7 @@ def test_strings_round_trip_as_utf8(worker: Harness) -> None:
     x = np.array([["héllo", ""], ["wörld", "x" * 1000]], dtype=object)
     reply, outputs = worker.run("strings", {"x": x})
     assert reply["ok"], reply
-    assert reply["outputs"][0]["dtype"] == "string"
+    assert reply["outputs"][0].dtype == "string"
     assert outputs["y"].tolist() == [[s.encode() for s in row] for row in x.tolist()]
 
 
@@ -294,9 +294,7 @@ _LOAD = {"key": "k", "path": "/x", "platform": "onnx", "intra_op": 1, "inter_op"
             functools.partial(
                 messages.run_request,
                 key="affine",
-                inputs=[
-                    {"name": "x", "dtype": "float32", "shape": [1], "offset": 1 << 30, "nbytes": 4}
-                ],
+                inputs=[TensorDesc("x", "float32", (1,), 1 << 30, 4)],
             ),
             "INVALID_ARGUMENT",
             "input tensor 'x': block [1073741824, 1073741828) lies outside an area",
@@ -317,15 +315,8 @@ def test_bad_requests_get_an_error_reply(
         ({"op": "load", "key": "k"}, "load request: 'path' must be a string"),
         ({"op": "frobnicate"}, "unknown op 'frobnicate'"),
         (
-            {
-                "op": "run",
-                "key": "affine",
-                "inputs": [{}],
-                "outputs": None,
-                "deadline": None,
-                "signature": "",
-            },
-            "'inputs' must be a list of tensor descriptors",
+            {"op": "run", "key": "affine", "inputs": [], "outputs": None, "signature": ""},
+            "a run request travels in the binary layout, not as JSON",
         ),
     ],
 )

@@ -1,7 +1,10 @@
 """ONNX Runtime sessions for the worker: load a ``model.onnx``, describe it, run it on numpy arrays.
 
 Thread settings are exactly the ones the gateway gives (never 0, which ONNX Runtime reads as
-"one thread per core"), so N workers x threads can be sized to the machine. Only tensor inputs
+"one thread per core"), so N workers x threads can be sized to the machine, and the pools'
+threads never spin while they wait for work (:func:`session_options`): a worker never has its
+cores to itself (the front ends share them), and a spinning thread takes CPU from them, or, when
+preempted itself, keeps its peers spinning for it. Only tensor inputs
 are supported; non-tensor outputs (e.g. scikit-learn's ZipMap) and outputs of dtypes without a
 canonical name are left out of the signature and never returned. ONNX Runtime reports an
 unknown rank and a scalar alike (``[]``); both become ``None`` (unknown) in the signature, and
@@ -20,6 +23,7 @@ from __future__ import annotations
 import ctypes
 import logging
 import os
+from collections.abc import Sequence
 from typing import Any, Final
 
 import ml_dtypes
@@ -63,9 +67,13 @@ def _bfloat16_array(value: Any) -> np.ndarray[Any, Any]:
 
 
 class OnnxModel:
-    """One ONNX Runtime session and its signature; :meth:`run` is called from one thread.
+    """One ONNX Runtime session and its signature, a :class:`workers.models.Model`: one
+    signature (a run's signature name is not consulted), string inputs as ``str``
+    (``text_strings``). :meth:`run` is called from one thread.
 
     ``max_output_bytes`` bounds one run's outputs (None: unbounded)."""
+
+    text_strings = True
 
     def __init__(
         self, path: str, session: ort.InferenceSession, max_output_bytes: int | None = None
@@ -105,9 +113,13 @@ class OnnxModel:
         """The next run's options: the arena shrink after a refusal, else none."""
 
     def run(
-        self, inputs: dict[str, np.ndarray[Any, Any]], output_names: list[str] | None
+        self,
+        inputs: dict[str, np.ndarray[Any, Any]],
+        output_names: Sequence[str] | None,
+        signature_name: str = "",
     ) -> dict[str, np.ndarray[Any, Any]]:
-        """Outputs by name, in ``output_names`` order (None: every signature output).
+        """Outputs by name, in ``output_names`` order (None: every signature output); the model
+        has one signature, whatever ``signature_name`` says.
         WorkerError INVALID_ARGUMENT for an unknown output name or anything ONNX Runtime
         rejects (shapes, dtypes, missing inputs); RESOURCE_EXHAUSTED for outputs over
         ``max_output_bytes`` (before the run when the shapes tell)."""
@@ -140,8 +152,11 @@ class OnnxModel:
                 raise onnx_outputs.refusal(nbytes, limit, exact=exact)
         return dict(zip(names, results, strict=True))
 
+    def close(self) -> None:
+        """Nothing to release early: the session goes with the object."""
+
     def _refuse_before(
-        self, inputs: dict[str, np.ndarray[Any, Any]], names: list[str], limit: int
+        self, inputs: dict[str, np.ndarray[Any, Any]], names: Sequence[str], limit: int
     ) -> bool:
         """Refuse outputs ``names`` that the declared shapes size past ``limit`` on ``inputs``;
         True when they size them all, exactly (nothing is left to check after the run)."""
@@ -162,7 +177,7 @@ class OnnxModel:
     def _run_ort_values(
         self,
         inputs: dict[str, np.ndarray[Any, Any]],
-        names: list[str],
+        names: Sequence[str],
         options: ort.RunOptions | None,
     ) -> list[np.ndarray[Any, Any]]:
         feeds = {}
@@ -180,12 +195,32 @@ class OnnxModel:
         ]
 
 
+_NO_SPINNING: Final = ("session.intra_op.allow_spinning", "session.inter_op.allow_spinning")
+"""ONNX Runtime's switches for its pools' threads spinning while they wait for work (on by
+default). ResNet50 on two intra-op threads, two busy cores shared with other processes: spinning
+took 157 ms of CPU per run against 110 without, and longer (interleaved A/B, medians)."""
+
+
+def session_options(intra_op: int, inter_op: int) -> ort.SessionOptions:
+    """A worker's session options: exactly ``intra_op`` / ``inter_op`` threads, which wait for
+    work without spinning (one thread has no pool: nothing changes), sequential execution, full
+    graph optimisation."""
+    options = ort.SessionOptions()
+    options.intra_op_num_threads = intra_op
+    options.inter_op_num_threads = inter_op
+    for key in _NO_SPINNING:
+        options.add_session_config_entry(key, "0")
+    options.execution_mode = ort.ExecutionMode.ORT_SEQUENTIAL
+    options.graph_optimization_level = ort.GraphOptimizationLevel.ORT_ENABLE_ALL
+    return options
+
+
 def load(
     path: str, *, intra_op: int, inter_op: int, max_output_bytes: int | None = None
 ) -> OnnxModel:
-    """A CPU session for the ONNX model at ``path`` with exactly ``intra_op`` / ``inter_op``
-    threads (each >= 1), sequential execution and full graph optimisation; one run's outputs
-    are bounded by ``max_output_bytes`` (None: unbounded).
+    """A CPU session for the ONNX model at ``path`` with :func:`session_options` (``intra_op``
+    and ``inter_op`` each >= 1); one run's outputs are bounded by ``max_output_bytes`` (None:
+    unbounded).
     WorkerError NOT_FOUND if the file is missing, INVALID_ARGUMENT if it does not load."""
     if intra_op < 1 or inter_op < 1:
         raise WorkerError(
@@ -193,11 +228,7 @@ def load(
         )
     if not os.path.isfile(path):
         raise WorkerError("NOT_FOUND", f"ONNX model file {path} does not exist")
-    options = ort.SessionOptions()
-    options.intra_op_num_threads = intra_op
-    options.inter_op_num_threads = inter_op
-    options.execution_mode = ort.ExecutionMode.ORT_SEQUENTIAL
-    options.graph_optimization_level = ort.GraphOptimizationLevel.ORT_ENABLE_ALL
+    options = session_options(intra_op, inter_op)
     try:
         session = ort.InferenceSession(path, options, providers=["CPUExecutionProvider"])
     except MemoryError:

@@ -11,7 +11,7 @@ Anything else (unknown rank, a dimension only the run tells) is left to the chec
 
 from __future__ import annotations
 
-from collections.abc import Iterable
+from collections.abc import Iterable, Sequence
 from typing import Any, Final, NamedTuple
 
 import numpy as np
@@ -99,7 +99,7 @@ def declared_sizes(
     return sizes
 
 
-def bound(sizes: dict[str, Size], names: list[str]) -> Bound:
+def bound(sizes: dict[str, Size], names: Sequence[str]) -> Bound:
     """The bound of the outputs ``names``, given the ``sizes`` :func:`declared_sizes` found."""
     fixed, scaled, exact = 0, [], True
     for name in names:

@@ -94,13 +94,14 @@ class OpenVinoModel:
 
     def run(
         self,
-        signature_name: str,
         inputs: dict[str, np.ndarray[Any, Any]],
-        output_names: list[str] | None,
+        output_names: Sequence[str] | None,
+        signature_name: str = "",
     ) -> dict[str, np.ndarray[Any, Any]]:
-        """Outputs by name, in ``output_names`` order (None: every output). WorkerError
-        INVALID_ARGUMENT for an unknown output name or inputs OpenVINO refuses;
-        RESOURCE_EXHAUSTED for outputs over ``max_output_bytes``."""
+        """Outputs by name, in ``output_names`` order (None: every output); the model has one
+        signature, whatever ``signature_name`` says. WorkerError INVALID_ARGUMENT for an unknown
+        output name or inputs OpenVINO refuses; RESOURCE_EXHAUSTED for outputs over
+        ``max_output_bytes``."""
         names = self._output_names if output_names is None else output_names
         for name in names:
             if name not in self._ports:

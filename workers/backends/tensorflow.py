@@ -100,9 +100,9 @@ class TfModel:
 
     def run(
         self,
-        signature_name: str,
         inputs: dict[str, np.ndarray[Any, Any]],
-        output_names: list[str] | None,
+        output_names: Sequence[str] | None,
+        signature_name: str = "",
     ) -> dict[str, np.ndarray[Any, Any]]:
         """Outputs by alias, in ``output_names`` order (None: every output of the signature).
 

@@ -4,18 +4,24 @@
 - ``POST /thread``: ``run_in_executor`` on a one-thread ``ThreadPoolExecutor`` (the seed's advice:
   one thread, or the runtime's own threads thrash);
 - ``POST /process``: ``run_in_executor`` on a one-process ``ProcessPoolExecutor`` whose initializer
-  loads the model (the seed's fix for both problems).
+  loads the model (the seed's fix for both problems);
+- ``POST /image``: the seeds' own server, as the articles wrote it: an uploaded image file
+  (``UploadFile``, multipart field ``file``) decoded with PIL to RGB, resized to the model's
+  height and width (bilinear), its 0–255 values as float32, and the model run in the ``async``
+  endpoint; the answer is JSON, ``{"predictions": [<the first output's row>]}``.
 
-Request body: the input tensor as raw little-endian float32 bytes (rows of the model's input
-shape; binary keeps JSON parsing out of the comparison, which favours FastAPI). Response: the first
-output as raw float32 bytes. Configuration by environment: ``BENCH_MODEL`` (model.onnx path),
-``BENCH_INTRA_OP`` (threads per session, default 1). ``GET /health`` answers 200 when loaded.
+Request body of the first three: the input tensor as raw little-endian float32 bytes (rows of the
+model's input shape; binary keeps JSON parsing out of the comparison, which favours FastAPI).
+Response: the first output as raw float32 bytes. Configuration by environment: ``BENCH_MODEL``
+(model.onnx path), ``BENCH_INTRA_OP`` (threads per session, default 1). ``GET /health`` answers
+200 when loaded.
 """
 
 from __future__ import annotations
 
 import asyncio
 import contextlib
+import io
 import os
 import signal
 from collections.abc import AsyncIterator
@@ -24,7 +30,8 @@ from typing import Any
 
 import numpy as np
 import onnxruntime as ort
-from fastapi import FastAPI, Request, Response
+from fastapi import FastAPI, Request, Response, UploadFile
+from PIL import Image
 
 _session: Any = None
 _shape: tuple[int, ...] = ()
@@ -95,3 +102,14 @@ async def process(request: Request) -> Response:
     body = await request.body()
     out = await asyncio.get_running_loop().run_in_executor(_processes, _predict, body)
     return Response(out, media_type="application/octet-stream")
+
+
+@app.post("/image")
+async def image(file: UploadFile) -> dict[str, Any]:
+    data = await file.read()
+    height, width = _shape[0], _shape[1]
+    picture = Image.open(io.BytesIO(data)).convert("RGB")
+    picture = picture.resize((width, height), Image.Resampling.BILINEAR)
+    x = np.asarray(picture, dtype=np.float32)[np.newaxis]
+    out: np.ndarray = _session.run(None, {_input: x})[0]
+    return {"predictions": out.tolist()}

@@ -21,6 +21,13 @@ object with one key per signature input (extra keys ignored). No shared batch di
     {"inputs": [[1.0, 2.0], [3.0, 4.0]]}
     {"inputs": {"a": [[1, 2, 3]], "b": ["x", "y"]}}
 
+Encoded images: an image input of the signature (:attr:`~gateway.serving.signature.Signature.
+image_inputs`) given a list of ``{"b64": ...}`` objects, one per batch row, gets them as a
+string tensor ``[rows]`` (each a JPEG or PNG), which the core decodes into the input's tensor::
+
+    {"instances": [{"b64": "/9j/4AAQ..."}, {"b64": "iVBORw0K..."}]}    → images: string[2]
+    {"inputs": {"images": [{"b64": "/9j/4AAQ..."}]}}                   → images: string[1]
+
 Nesting must be dense: every list at one depth has the length of the first one there, and values sit
 at the depth of the first element's innermost value. Violations are INVALID_ARGUMENT naming the
 place, e.g. ``instances[1]: list of 1 values where 2 were expected ...``. Each tensor's shape, and
@@ -29,6 +36,11 @@ values are converted (a string's own bytes are not known until then: they count 
 
 Parsing uses orjson; a body orjson rejects (``NaN``/``Infinity``, or a syntax error) is re-parsed by
 the standard library, which accepts those literals and reports syntax errors with their offset.
+A predict body of :data:`NUMBERS_BYTES` or more is first read by :mod:`gateway.json_numbers`
+(``loads(..., tensors=True)``): a dense array of numbers at a tensor's place (``instances``,
+``inputs``, ``inputs.<name>``) goes straight into one buffer and becomes the tensor with numpy,
+by the same rules; whatever that reader cannot vouch for takes the path above, with its
+messages. A body over :data:`OFF_LOOP_BYTES` is read in a thread (:func:`off_loop`).
 """
 
 from __future__ import annotations
@@ -39,16 +51,26 @@ import json
 import math
 import sys
 from collections.abc import Callable, Mapping, Sequence
+from dataclasses import replace
 from typing import Any
 
 import numpy as np
 import orjson
 
 from channel.dtypes import DTYPE_NAMES, numpy_dtype
+from gateway import json_numbers
 from gateway.decoding import MAX_RANK, check_total, declare
 from gateway.errors import InvalidArgument
-from gateway.serving.signature import Signature, TensorSpec
-from gateway.tfserving.rest.json_values import LeafWhere, is_b64, kind, show, to_array
+from gateway.json_numbers import Numbers
+from gateway.serving.signature import STRING, Signature, TensorSpec
+from gateway.tfserving.rest.json_values import (
+    LeafWhere,
+    is_b64,
+    kind,
+    numbers_array,
+    show,
+    to_array,
+)
 
 Where = Callable[[tuple[int, ...]], str]
 """Names a place in the request for error messages, given its index path inside one tensor."""
@@ -61,14 +83,34 @@ class Format(enum.Enum):
     COLUMNAR = "inputs"
 
 
+NUMBERS_BYTES = 1 << 15
+"""Predict bodies of this size (32 KiB) or more are read by :mod:`gateway.json_numbers`."""
+OFF_LOOP_BYTES = 1 << 20
+"""Predict bodies larger than this (1 MiB) are read off the loop (:func:`off_loop`)."""
+TENSOR_PLACES: tuple[json_numbers.Pattern, ...] = (("instances",), ("inputs",), ("inputs", str))
+"""Where a predict body keeps its tensors' values."""
+
+
 class _NumberTooBig(Exception):
     pass
 
 
-def loads(body: bytes) -> dict[str, Any]:
-    """Parse a request body that must be a JSON object; INVALID_ARGUMENT saying what is wrong."""
+def off_loop(body: bytes) -> bool:
+    """Whether a predict body is read (:func:`loads` with ``tensors``) in a thread: over
+    :data:`OFF_LOOP_BYTES`, so the front end's loop serves other calls meanwhile."""
+    return len(body) > OFF_LOOP_BYTES
+
+
+def loads(body: bytes, *, tensors: bool = False) -> dict[str, Any]:
+    """Parse a request body that must be a JSON object; INVALID_ARGUMENT saying what is wrong.
+    ``tensors`` (a predict body): its dense arrays of numbers may come as
+    :class:`~gateway.json_numbers.Numbers`, which :func:`predict_inputs` takes."""
     if not body:
         raise InvalidArgument("JSON Parse error: The document is empty")
+    if tensors and len(body) >= NUMBERS_BYTES:
+        document = json_numbers.read(body, TENSOR_PLACES, dense=True)
+        if document is not None:
+            return document  # type: ignore[no-any-return]
     try:
         document = orjson.loads(body)
     except orjson.JSONDecodeError:
@@ -137,7 +179,7 @@ def predict_inputs(
         raise InvalidArgument(
             "Not formatted correctly: expecting only one of 'inputs' or 'instances' keys to exist"
         )
-    limits = _Limits(max_elements, max_bytes)
+    limits = _Limits(max_elements, max_bytes, signature.image_inputs)
     if Format.ROW.value in request:
         return _from_instances(request[Format.ROW.value], specs, limits), Format.ROW
     if Format.COLUMNAR.value in request:
@@ -146,11 +188,15 @@ def predict_inputs(
 
 
 class _Limits:
-    """The bounds of one request, and the decoded bytes its tensors so far take."""
+    """The bounds of one request, the decoded bytes its tensors so far take, and the inputs
+    that take encoded images."""
 
-    def __init__(self, max_elements: int, max_bytes: int | None) -> None:
+    def __init__(
+        self, max_elements: int, max_bytes: int | None, images: frozenset[str] = frozenset()
+    ) -> None:
         self.max_elements = max_elements
         self.max_bytes = max_bytes
+        self.images = images
         self.used_bytes = 0
 
 
@@ -178,6 +224,10 @@ def _row_path(name: str) -> Where:
 def _from_instances(
     instances: Any, specs: Sequence[TensorSpec], limits: _Limits
 ) -> dict[str, np.ndarray]:
+    if type(instances) is Numbers:
+        if instances.shape[0] and len(specs) == 1:
+            return {specs[0].name: to_tensor(instances, specs[0], _path("instances"), limits)}
+        instances = instances.python()  # the messages of the rules below
     if type(instances) is not list:
         raise InvalidArgument(f"Expecting 'instances' to be a list/array, got {kind(instances)}")
     if not instances:
@@ -246,7 +296,11 @@ def to_tensor(value: Any, spec: TensorSpec, where: Where, limits: _Limits) -> np
     element limit and the bytes against what is left of the request's byte limit before anything
     is converted.
     """
-    shape = _dense_shape(value)
+    numbers = value if type(value) is Numbers else None
+    shape = _dense_shape(value) if numbers is None else numbers.shape
+    images = numbers is None and spec.name in limits.images and len(shape) == 1
+    if images and all(map(is_b64, value)):
+        spec = replace(spec, dtype=STRING)  # encoded images, one a row (decoded by the core)
     dtype = numpy_dtype(spec.dtype) if spec.dtype in DTYPE_NAMES else _UNKNOWN
     try:
         header = declare(spec.name, spec.dtype, dtype, shape, 0, limits.max_elements)
@@ -254,6 +308,11 @@ def to_tensor(value: Any, spec: TensorSpec, where: Where, limits: _Limits) -> np
         raise InvalidArgument(f"{where(())}: {exc.message}") from None
     limits.used_bytes += header.nbytes
     check_total(limits.used_bytes, limits.max_bytes)
+    if numbers is not None:
+        array = numbers_array(numbers.values, spec)
+        if array is not None:
+            return array.reshape(shape)
+        value = numbers.python()  # the rules below say what is wrong
     leaves = _flatten(value, shape, where)
     return to_array(leaves, spec, _leaf_where(where, shape)).reshape(shape)
 

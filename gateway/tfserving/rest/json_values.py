@@ -123,6 +123,44 @@ def _to_float(leaves: list[Any], spec: TensorSpec, at: LeafWhere) -> npt.NDArray
     return result
 
 
+_EXACT_BELOW = {"float16": 2**11, "bfloat16": 2**8, "float32": 2**24, "float64": 2**53}
+"""Every integer of smaller magnitude converts exactly to the float dtype."""
+
+
+def numbers_array(values: npt.NDArray[Any], spec: TensorSpec) -> npt.NDArray[Any] | None:
+    """A flat buffer of JSON numbers (:class:`gateway.json_numbers.Numbers`' ``values``: int64
+    when every literal is an integer, else float64) as ``spec``'s dtype, when :func:`to_array`
+    would accept those numbers and give the same array; None when only the numbers as Python
+    values can tell (a possible refusal, a literal's kind): the caller then runs
+    :func:`to_array` on them."""
+    dtype_name = spec.dtype
+    if dtype_name in _EXACT_BELOW:
+        dtype = numpy_dtype(dtype_name)
+        wide = values.astype(np.float64, copy=False)
+        result = _round_float(wide, dtype)
+        if np.isinf(result).any():  # past the dtype's range (no literal is infinite)
+            return None
+        suspects = np.abs(wide) >= _EXACT_BELOW[dtype_name]
+        if not suspects.any():
+            return result  # every integer literal among them converts exactly
+        if values.dtype.kind == "f":
+            # An integral value this large may be an integer literal, which must convert
+            # exactly; only the literals can tell.
+            return None if (wide[suspects] % 1 == 0).any() else result
+        if (result.astype(np.float64) != wide).any() or np.abs(wide).max() >= _EXACT_IN_DOUBLE:
+            return None
+        return result
+    if values.dtype.kind != "i" or dtype_name not in _INTEGERS:
+        return None  # bool, string and the like: each value's type decides
+    info = np.iinfo(numpy_dtype(dtype_name))
+    if values.size and (values.min() < info.min or values.max() > info.max):
+        return None
+    return values.astype(numpy_dtype(dtype_name))
+
+
+_INTEGERS = frozenset(("int8", "int16", "int32", "int64", "uint8", "uint16", "uint32", "uint64"))
+
+
 def _round_float(array: npt.NDArray[np.float64], dtype: np.dtype[Any]) -> npt.NDArray[Any]:
     """Doubles rounded to the float ``dtype``: nearest, ties to even; beyond its range: ±inf.
 

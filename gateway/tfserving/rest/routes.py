@@ -14,6 +14,7 @@ body and deadline are the core's :class:`~gateway.transport.http.bounds.CallBoun
 
 from __future__ import annotations
 
+import asyncio
 from collections.abc import Awaitable, Callable
 from typing import Any
 
@@ -113,7 +114,10 @@ class TfServingRest:
     async def _predict(
         self, ref: ModelRef, body: bytes, deadline: float, bounds: CallBounds
     ) -> web.Response:
-        request = json_request.loads(body)
+        if json_request.off_loop(body):  # a large body: the loop serves others meanwhile
+            request = await asyncio.to_thread(json_request.loads, body, tensors=True)
+        else:
+            request = json_request.loads(body, tensors=True)
         name = json_request.signature_name(request)
         formats: list[json_request.Format] = []
 

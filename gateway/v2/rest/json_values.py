@@ -29,6 +29,7 @@ import orjson
 
 from gateway.decoding import Declared
 from gateway.errors import InvalidArgument
+from gateway.json_numbers import Numbers
 from gateway.v2.datatypes import BYTES, Datatype
 
 
@@ -55,7 +56,13 @@ def flatten(data: Any) -> list[Any]:
 
 
 def to_array(data: Any, header: Declared[Datatype]) -> npt.NDArray[Any]:
-    """Decode one input's ``data`` into an array of its declared datatype and shape."""
+    """Decode one input's ``data`` into an array of its declared datatype and shape (``data``
+    may be a :class:`~gateway.json_numbers.Numbers`: its buffer, converted by the same rules)."""
+    if type(data) is Numbers:
+        converted = _numbers_array(data.values, header)
+        if converted is not None:
+            return converted.reshape(header.shape)
+        data = data.python()  # the rules below say what is wrong
     leaves = flatten(data)
     if len(leaves) != header.elements:
         raise InvalidArgument(
@@ -86,6 +93,23 @@ def to_array(data: Any, header: Declared[Datatype]) -> npt.NDArray[Any]:
                 f"for {row.name}"
             ) from None
     return flat.reshape(header.shape)
+
+
+def _numbers_array(values: npt.NDArray[Any], header: Declared[Datatype]) -> npt.NDArray[Any] | None:
+    """A flat buffer of numbers (int64 when every literal is an integer, else float64) as the
+    header's datatype when :func:`to_array` would accept them and give the same array; None
+    when only the Python values can tell."""
+    row = header.wire_type
+    if values.size != header.elements or row.name in ("BOOL", BYTES):
+        return None
+    if row.numpy.kind in "iu":
+        if values.dtype.kind != "i":
+            return None
+        info = np.iinfo(row.numpy)
+        if values.size and (values.min() < info.min or values.max() > info.max):
+            return None
+        return values.astype(row.numpy)
+    return values.astype(np.float64, copy=False).astype(row.numpy)
 
 
 def _too_big(value: int) -> bool:

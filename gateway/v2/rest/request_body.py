@@ -16,6 +16,10 @@ The body is the protocol's JSON inference request, optionally followed by binary
 - Without the header the whole body is JSON (an empty body is INVALID_ARGUMENT, whatever its
   ``Content-Type``). The header is read once per request (:func:`header_length`); one that is not
   an integer in [0, body length] is INVALID_ARGUMENT (Triton's texts).
+- An image input of the model (:attr:`~gateway.serving.signature.Signature.image_inputs`) takes
+  BYTES ``[rows]``, one JPEG or PNG per row, which the core decodes into its tensor: as binary
+  data (the extension's layout: each image's 4-byte length, then its bytes), or as JSON
+  ``data`` whose strings are each image's base64 (JSON strings cannot carry binary data).
 - Header ``0`` is Triton's raw binary request (an empty body: INVALID_ARGUMENT "input byte size
   mismatch", Triton's): the body is the raw bytes of a one-input model's
   only input, its shape the signature's with a leading ``-1`` taken as 1 (batch of one) unless it
@@ -32,24 +36,32 @@ the JSON, which takes the GIL throughout. The binary data extension holds it for
 
 The JSON parser is orjson; a body it refuses is re-read by the standard library, which takes the
 ``NaN`` / ``Infinity`` literals (``tritonclient`` may send them) and integers past 64 bits, and
-reports syntax errors. Hostile documents are INVALID_ARGUMENT before anything runs: nesting past
-the parser's depth (orjson's 1,024 levels, the standard library's recursion limit), an ``id``
-that is not valid Unicode (a lone ``\\ud800`` escape: it could not be echoed), numbers out of
-their datatype's range (:mod:`gateway.v2.rest.json_values`) or of a parameter's
+reports syntax errors. JSON of :data:`NUMBERS_BYTES` or more is first read by
+:mod:`gateway.json_numbers`: an input's ``data`` of numbers only goes straight into one buffer
+(no Python object per number), converted with numpy by the same rules; what that reader cannot
+vouch for takes the path above. Hostile documents are INVALID_ARGUMENT before anything runs:
+nesting past the parser's depth (orjson's 1,024 levels, the standard library's recursion
+limit), an ``id`` that is not valid Unicode (a lone ``\\ud800`` escape: it could not be echoed),
+numbers out of their datatype's range (:mod:`gateway.v2.rest.json_values`) or of a parameter's
 (:mod:`gateway.v2.parameters`).
 """
 
 from __future__ import annotations
 
+import base64
+import binascii
 import json
 import math
 import re
+from collections.abc import Callable
 from dataclasses import dataclass, replace
 from typing import Any, Final
 
+import numpy as np
 import numpy.typing as npt
 import orjson
 
+from gateway import json_numbers
 from gateway.decoding import Declared, check_total, encodable_utf8
 from gateway.errors import InvalidArgument, ServingError
 from gateway.serving.signature import Signature
@@ -64,6 +76,10 @@ from gateway.v2.versions import target
 INFER_HEADER: Final = "Inference-Header-Content-Length"
 OFF_LOOP_BYTES: Final = 1 << 20
 """Bodies larger than this (1 MiB) are parsed and converted off the loop (:func:`off_loop`)."""
+NUMBERS_BYTES: Final = 1 << 15
+"""JSON of this size (32 KiB) or more is read by :mod:`gateway.json_numbers` first."""
+TENSOR_PLACES: Final[tuple[json_numbers.Pattern, ...]] = (("inputs", int, "data"),)
+"""Where an infer request keeps its tensors' values."""
 _INTEGER = re.compile(r"[+-]?[0-9]+")
 
 
@@ -177,6 +193,10 @@ def _converted(item: RestInput, limits: Limits) -> RestInput:
 
 
 def _json(text: bytes) -> Any:
+    if len(text) >= NUMBERS_BYTES:
+        document = json_numbers.read(text, TENSOR_PLACES)
+        if document is not None:
+            return document
     try:
         return orjson.loads(text)
     except orjson.JSONDecodeError:
@@ -258,7 +278,32 @@ def rest_inputs(parsed: RestInfer, signature: Signature, limits: Limits) -> Decl
     binary request its one input's name, datatype and shape."""
     items = parsed.inputs if parsed.raw_body is None else (_raw_input(parsed.raw_body, signature),)
     wire = [Wire(i.name, i.datatype, i.shape, i) for i in items]
+    images = signature.image_inputs
+    if images and any(i.name in images and i.binary is None for i in items):
+        return DeclaredInputs(wire, limits, _wire_bytes, _image_converter(images))
     return DeclaredInputs(wire, limits, _wire_bytes, _convert)
+
+
+def _image_converter(images: frozenset[str]) -> Callable[[Declared[Datatype], RestInput], Any]:
+    """:func:`_convert`, then the base64 text of each BYTES element of an image input given as
+    JSON decoded into the image's bytes (JSON strings cannot carry binary data)."""
+
+    def convert(header: Declared[Datatype], item: RestInput) -> npt.NDArray[Any]:
+        array = _convert(header, item)
+        if item.binary is not None or header.name not in images or header.wire_type.name != BYTES:
+            return array
+        decoded = np.empty(array.shape, dtype=object)
+        for index, text in enumerate(array.ravel().tolist()):
+            try:
+                decoded.flat[index] = base64.b64decode(text, validate=True)
+            except (binascii.Error, ValueError):
+                raise InvalidArgument(
+                    f"input '{header.name}': element {index} is not base64: an image input "
+                    "takes each JSON BYTES element as the base64 of a JPEG or PNG"
+                ) from None
+        return decoded
+
+    return convert
 
 
 def _convert(header: Declared[Datatype], item: RestInput) -> npt.NDArray[Any]:

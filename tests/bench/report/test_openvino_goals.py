@@ -57,6 +57,25 @@ def test_bf16_and_fp32_against_the_best_raw_configuration() -> None:
     assert "compiled" not in by_case["2 cores: tensorgate-2w-ov vs raw 2p×1t b1"]["note"]
 
 
+def test_each_precision_against_raw_openvino_at_the_same_threads() -> None:
+    """The raw OpenVINO rows (their own keys, never taken for raw ONNX Runtime)."""
+    sc = scenarios()
+    sc["resnet50"]["runs"] |= {
+        "1-core: openvino_fp32 1p×1t b1": point(12.0),
+        "1-core: openvino_bf16 1p×1t b1": point(25.0),
+        "openvino_bf16 2p×1t b1": point(48.0),
+    }
+    rows = openvino_rows(sc)
+    by_case = {r["case"]: r for r in rows}
+    assert len(rows) == 7  # the four against ONNX Runtime, three against OpenVINO itself
+    assert by_case["1 pinned core: tensorgate-ov-bf16 vs raw 1p×1t b1"]["met"] is True
+    own = by_case["1 pinned core: tensorgate-ov vs openvino_fp32 1p×1t b1"]
+    assert (own["value"], own["met"]) == ("0.99× (0.99–0.99)", True)
+    bf16 = by_case["1 pinned core: tensorgate-ov-bf16 vs openvino_bf16 1p×1t b1"]
+    assert (bf16["value"], bf16["met"]) == ("0.94× (0.94–0.94)", False)
+    assert by_case["2 cores: tensorgate-2w-ov-bf16 vs openvino_bf16 2p×1t b1"]["met"] is False
+
+
 def test_rows_stay_listed_when_nothing_was_measured() -> None:
     rows = openvino_rows({})
     assert [r["value"] for r in rows] == ["not measured"] * 4

@@ -3,11 +3,14 @@ shaping, and the errors that name the place in the request."""
 
 from __future__ import annotations
 
+import json
+
 import numpy as np
 import pytest
 
 from gateway import decoding
 from gateway.errors import InvalidArgument, ResourceExhausted
+from gateway.serving.signature import Signature, TensorSpec
 from gateway.tfserving.rest import json_request
 from gateway.tfserving.rest.json_request import Format
 from tests.support.rest_json import AB, X, decode, error, sig
@@ -127,3 +130,36 @@ def test_huge_number_literals_are_refused_in_the_projects_words() -> None:
     )
     message = error(b'{"instances": [1e' + b"9" * 5000 + b"]}")
     assert message == f"JSON Parse error: number 1e{'9' * 38}... is out of a double's range"
+
+
+PICS = Signature(
+    "serving_default",
+    (TensorSpec("pic", "float32", (-1, 8, 8, 3)), TensorSpec("k", "int32", (-1,))),
+    (TensorSpec("y", "float32", None),),
+    encoded_images=True,
+)
+PIC = Signature("serving_default", PICS.inputs[:1], PICS.outputs, encoded_images=True)
+
+
+def test_an_image_input_takes_b64_images_one_a_row_in_both_formats() -> None:
+    for body in (
+        '{"instances": [{"b64": "AAE="}, {"b64": "AgM="}]}',
+        '{"inputs": [{"b64": "AAE="}, {"b64": "AgM="}]}',
+    ):
+        inputs, _ = decode(body, PIC)
+        assert inputs["pic"].dtype == object and inputs["pic"].tolist() == [b"\0\1", b"\2\3"]
+    body = '{"instances": [{"pic": {"b64": "AAE="}, "k": 1}]}'
+    inputs, _ = decode(body, PICS)
+    assert inputs["pic"].tolist() == [b"\0\1"] and inputs["k"].tolist() == [1]
+    inputs, _ = decode('{"inputs": {"pic": [{"b64": "AAE="}], "k": [1]}}', PICS)
+    assert inputs["pic"].tolist() == [b"\0\1"]
+
+
+def test_numbers_still_feed_an_image_input_and_other_inputs_keep_their_rules() -> None:
+    pixels = np.zeros((1, 8, 8, 3)).tolist()
+    inputs, _ = decode(json.dumps({"instances": pixels}), PIC)
+    assert inputs["pic"].dtype == np.float32 and inputs["pic"].shape == (1, 8, 8, 3)
+    plain = Signature("serving_default", PIC.inputs, PIC.outputs)  # a TensorFlow model's
+    assert "is not of expected type: float32" in error('{"instances": [{"b64": "AAE="}]}', plain)
+    mixed = '{"instances": [{"b64": "AAE="}, 1.5]}'
+    assert "is not of expected type: float32" in error(mixed, PIC)

@@ -12,6 +12,7 @@ import pytest
 
 from gateway import decoding
 from gateway.errors import InvalidArgument, ResourceExhausted
+from gateway.serving.signature import Signature, TensorSpec
 from gateway.v2.call import InferCall, RequestedOutput
 from gateway.v2.declared import Limits
 from gateway.v2.parameters import RequestOptions
@@ -266,3 +267,33 @@ def test_a_large_body_counts_its_strings_bytes_with_the_conversion() -> None:
         ].tolist() == [b"ab", b"c", b""]
         with pytest.raises(ResourceExhausted):
             validate(strings, request_body.rest_inputs(parsed, strings, under))
+
+
+PIC = Signature(
+    "serving_default",
+    (TensorSpec("pic", "float32", (-1, 8, 8, 3)),),
+    (TensorSpec("y", "float32", None),),
+    encoded_images=True,
+)
+
+
+def test_an_image_input_takes_bytes_as_binary_data_or_base64_json() -> None:
+    header = {
+        "inputs": [
+            {
+                "name": "pic",
+                "datatype": "BYTES",
+                "shape": [2],
+                "parameters": {"binary_data_size": 12},
+            }
+        ]
+    }
+    body, length = _binary_body(
+        header, struct.pack("<I", 2) + b"\xff\xd8" + struct.pack("<I", 2) + b"\x89P"
+    )
+    assert _decode(body, length, PIC)["pic"].tolist() == [b"\xff\xd8", b"\x89P"]
+    document = {"inputs": [{"name": "pic", "datatype": "BYTES", "shape": [1], "data": ["/9g="]}]}
+    assert _decode(orjson.dumps(document), None, PIC)["pic"].tolist() == [b"\xff\xd8"]
+    document["inputs"][0]["data"] = ["not base64!"]
+    with pytest.raises(InvalidArgument, match="element 0 is not base64: an image input takes"):
+        _decode(orjson.dumps(document), None, PIC)

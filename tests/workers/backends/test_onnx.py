@@ -124,3 +124,12 @@ def test_load_errors(root: Path) -> None:
         with pytest.raises(WorkerError) as info:
             onnx_backend.load(path, intra_op=threads, inter_op=1)
         assert info.value.code == code and text in info.value.message, info.value
+
+
+def test_sessions_use_exactly_the_threads_given_and_never_spin() -> None:
+    """The worker's cores are shared with the front ends: its pools' threads wait for work
+    without spinning."""
+    options = onnx_backend.session_options(intra_op=3, inter_op=2)
+    assert (options.intra_op_num_threads, options.inter_op_num_threads) == (3, 2)
+    for pool in ("intra_op", "inter_op"):
+        assert options.get_session_config_entry(f"session.{pool}.allow_spinning") == "0"
