@@ -29,7 +29,7 @@ from channel.dtypes import STRING, numpy_dtype
 from gateway.parallel.inline_cost import Measured, Placement, decide
 from gateway.parallel.inline_session import InlineSession, load_session
 from gateway.parallel.inline_watch import InlineWatch
-from gateway.parallel.onnx_graph import Malformed, check_file
+from gateway.parallel.onnx_graph import UnreadableModel, check_file
 
 log = logging.getLogger(__name__)
 
@@ -92,7 +92,7 @@ OnDemote = Callable[[str, int, float], None]
 """Called with a version's key, stall count and ``time.monotonic()`` end of its demotion."""
 
 
-class Loaded:
+class LoadOutcome:
     """What the thread hands back: the session and its measurement, or why it stays out."""
 
     def __init__(self, session: Any = None, measured: Measured | None = None, why: str = ""):
@@ -100,7 +100,7 @@ class Loaded:
         self.nbytes = 0
 
 
-Loader = Callable[[Candidate, str, int], Loaded]
+Loader = Callable[[Candidate, str, int], LoadOutcome]
 """Checks, loads and measures a candidate (its ``model.onnx`` path, the bytes left in the
 budget) on a thread."""
 
@@ -191,7 +191,7 @@ class InlineRuns:
         try:
             loaded = await asyncio.to_thread(self._loader, candidate, path, left)
         except Exception as exc:  # the workers serve it: nothing is lost
-            loaded = Loaded(why=f"it cannot run in the front end ({exc})")
+            loaded = LoadOutcome(why=f"it cannot run in the front end ({exc})")
         finally:
             self._loading.pop(key, None)
         measured = loaded.measured
@@ -230,25 +230,25 @@ class InlineRuns:
             self._hop_s() * 1e6,
         )
 
-    def _load_here(self, candidate: Candidate, path: str, left: int) -> Loaded:
+    def _load_here(self, candidate: Candidate, path: str, left: int) -> LoadOutcome:
         """The default loader (on a thread): the static rule, the session, its memory, its
         measurement."""
         inputs = fixed_inputs(candidate.signatures, strict=self.mode != "always")
         if isinstance(inputs, str):
-            return Loaded(why=inputs)
+            return LoadOutcome(why=inputs)
         if self.mode != "always":
             try:
                 why = check_file(path)
-            except (OSError, Malformed) as exc:
+            except (OSError, UnreadableModel) as exc:
                 why = f"its model file cannot be read ({exc})"
             if why:
-                return Loaded(why=why)
+                return LoadOutcome(why=why)
         before = resident_bytes()
         session = load_session(path)
-        loaded = Loaded(session)
+        loaded = LoadOutcome(session)
         loaded.nbytes = max(0, resident_bytes() - before)
         if loaded.nbytes > left - self._nbytes.get(candidate.key, 0):
-            return Loaded(why=f"its session takes {loaded.nbytes} bytes, over the budget left")
+            return LoadOutcome(why=f"its session takes {loaded.nbytes} bytes, over the budget left")
         probe = InlineSession(candidate.key, session, self.watch, max_output_bytes=0)
         loaded.measured = probe.measure(inputs)
         return loaded
@@ -287,19 +287,23 @@ class InlineRuns:
                 self._placed_changed()
 
     def _retry_at(self, key: str, until: float) -> None:
-        """Consider ``key`` again once its demotion ends (measured afresh)."""
+        """Consider ``key`` again once its demotion ends (:meth:`retry_due`)."""
         old = self._retry.pop(key, None)
         if old is not None:
             old.cancel()
-        loop = asyncio.get_running_loop()
         delay = max(0.0, until - self._clock())
-        self._retry[key] = loop.call_later(delay, self._retried, key)
+        self._retry[key] = asyncio.get_running_loop().call_later(delay, self.retry_due)
 
-    def _retried(self, key: str) -> None:
-        self._retry.pop(key, None)
-        candidate = self._candidates.get(key)
-        if key in self._keys and key not in self.sessions and candidate is not None:
-            self._consider(candidate)
+    def retry_due(self) -> None:
+        """Consider again, measured afresh, every version whose demotion has ended."""
+        now = self._clock()
+        for key in list(self._retry):
+            if self.placement.demoted(key, now):
+                continue
+            self._retry.pop(key).cancel()
+            candidate = self._candidates.get(key)
+            if candidate is not None and key not in self.sessions and key not in self._loading:
+                self._consider(candidate)
 
     # -- bookkeeping ------------------------------------------------------------------------------
     def _placed_changed(self) -> None:

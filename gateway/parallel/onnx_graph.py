@@ -62,7 +62,7 @@ _SPARSE_VALUES = 1
 _FUNCTION_NODE = 7
 
 
-class Malformed(ValueError):
+class UnreadableModel(ValueError):
     """The file is not a model this reader can follow."""
 
 
@@ -78,7 +78,7 @@ def _fields(data: memoryview) -> Iterator[tuple[int, memoryview]]:
         elif wire == 2:
             size, pos = read_varint(data, pos)
             if pos + size > end:
-                raise Malformed("a field runs past the end of its message")
+                raise UnreadableModel("a field runs past the end of its message")
             yield number, data[pos : pos + size]
             pos += size
         elif wire == 1:
@@ -86,9 +86,9 @@ def _fields(data: memoryview) -> Iterator[tuple[int, memoryview]]:
         elif wire == 5:
             pos += 4
         else:
-            raise Malformed(f"wire type {wire} is not supported")
+            raise UnreadableModel(f"wire type {wire} is not supported")
     if pos != end:
-        raise Malformed("a field runs past the end of its message")
+        raise UnreadableModel("a field runs past the end of its message")
 
 
 def _text(payload: memoryview) -> str:
@@ -179,7 +179,7 @@ def _check_graph(payload: memoryview, outer: frozenset[str]) -> str:
 
 def check_model(data: bytes) -> str:
     """ "" when no node of the model (graph, subgraphs, local functions) lets a caller's values
-    size its run; else why. Raises :class:`Malformed` for bytes that are not a model."""
+    size its run; else why. Raises :class:`UnreadableModel` for bytes that are not a model."""
     graph: memoryview | None = None
     functions: list[memoryview] = []
     try:
@@ -189,13 +189,13 @@ def check_model(data: bytes) -> str:
             elif number == _MODEL_FUNCTIONS:
                 functions.append(value)
         if graph is None:
-            raise Malformed("the model has no graph")
+            raise UnreadableModel("the model has no graph")
         reason = _check_graph(graph, frozenset())
         for function in functions:  # a function's inputs are its caller's: values
             nodes = [_node(v) for n, v in _fields(function) if n == _FUNCTION_NODE]
             reason = reason or _check_nodes(nodes, set(), frozenset())
     except ValueError as exc:  # read_varint's truncation included
-        raise Malformed(str(exc)) from None
+        raise UnreadableModel(str(exc)) from None
     return reason
 
 

@@ -47,7 +47,7 @@ from gateway.serving.signature import Signature
 RERUN: Final[Any] = None
 """What a stopped run answers: run the call on the workers."""
 
-Outputs = dict[str, np.ndarray]
+RunOutputs = dict[str, np.ndarray]
 
 
 class InlinePlan:
@@ -99,7 +99,7 @@ class InlinePlan:
         return rows
 
     # -- batching off -----------------------------------------------------------------------------
-    def run_one(self, arrays: Arrays, rows: int, outputs: list[str]) -> Outputs | None:
+    def run_one(self, arrays: Arrays, rows: int, outputs: list[str]) -> RunOutputs | None:
         """Run one call alone, now; its outputs, or :data:`RERUN`."""
         observer = self.observer
         if observer is None:
@@ -107,7 +107,7 @@ class InlinePlan:
         record = observer.on_batch((observer.on_enqueue(),), (0.0,), (rows,), rows)
         return self._observed(record, arrays, outputs)
 
-    def _observed(self, record: Any, arrays: Arrays, outputs: list[str]) -> Outputs | None:
+    def _observed(self, record: Any, arrays: Arrays, outputs: list[str]) -> RunOutputs | None:
         trace = None if record is None else record.trace
         start_ns = time.time_ns() if trace is not None else 0
         started = time.perf_counter()
@@ -130,11 +130,11 @@ class InlinePlan:
     # -- batching on ------------------------------------------------------------------------------
     def join(
         self, arrays: Arrays, rows: int, outputs: list[str], deadline: float | None
-    ) -> asyncio.Future[Outputs | None]:
+    ) -> asyncio.Future[RunOutputs | None]:
         """Join this turn's batch; a future of the call's own rows of ``outputs`` (or
         :data:`RERUN`)."""
         loop = asyncio.get_running_loop()
-        future: asyncio.Future[Outputs | None] = loop.create_future()
+        future: asyncio.Future[RunOutputs | None] = loop.create_future()
         tag = None if self.observer is None else self.observer.on_enqueue()
         member = _Member(arrays, rows, outputs, deadline, future, time.perf_counter(), tag)
         turn = self._turn
@@ -231,7 +231,7 @@ class _Member:
         rows: int,
         outputs: list[str],
         deadline: float | None,
-        future: asyncio.Future[Outputs | None],
+        future: asyncio.Future[RunOutputs | None],
         queued: float,
         tag: object,
     ) -> None:
