@@ -141,6 +141,12 @@ class Unauthenticated(ServingError):
     code = Code.UNAUTHENTICATED
 
 
+class PermissionDenied(ServingError):
+    """The caller is known but may not do this (a serving token asking to change the models)."""
+
+    code = Code.PERMISSION_DENIED
+
+
 _BY_CODE: dict[Code, type[ServingError]] = {
     cls.code: cls
     for cls in (
@@ -154,6 +160,7 @@ _BY_CODE: dict[Code, type[ServingError]] = {
         Unimplemented,
         Internal,
         Unauthenticated,
+        PermissionDenied,
     )
 }
 

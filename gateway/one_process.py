@@ -10,7 +10,9 @@ services and the Open Inference Protocol's on one port) → REST (``/v1`` and ``
 SERVING → readiness reported. stop (SIGTERM/SIGINT only set events, :mod:`gateway.drain`): health
 NOT_SERVING and open batches sent → new calls refused with UNAVAILABLE while running ones finish
 (``--shutdown_grace_seconds``; a second signal skips the wait) → servers stop → polling stops →
-workers stop (SIGKILL after a timeout) → every channel and shared-memory region released.
+workers stop (SIGKILL after a timeout) → every channel and shared-memory region released → the
+request log writes what is queued (for at most ``--shutdown_grace_seconds`` again; a second
+signal skips it) and says what it dropped.
 """
 
 from __future__ import annotations
@@ -112,12 +114,13 @@ class Gateway:
         self.inline.close()
         await self.models.close()
         await self.pool.close()
-        await self.observability.close()
+        await self.observability.close(self.settings.shutdown_grace_seconds, self.signals.hurry)
         log.info("tensorgate stopped")
 
     def _models_changed(self) -> None:
         self.inline.sync(available_servables(self.models))
         self.observability.record_warmups(self.models)
+        self.observability.models_changed(self.models)
         self._tasks.spawn(self.servers.update_health(self.models), "health update")
 
     def _report_ready(self) -> None:

@@ -17,7 +17,7 @@ from collections.abc import Awaitable, Callable
 from typing import Any
 
 import grpc
-from grpc_health.v1 import health, health_pb2, health_pb2_grpc
+from grpc_health.v1 import health_pb2, health_pb2_grpc
 from grpc_reflection.v1alpha import reflection, reflection_pb2_grpc
 
 from gateway.config.settings import Settings
@@ -28,10 +28,10 @@ from gateway.listen import TlsMaterial, UnixSocket, bind_grpc
 from gateway.observability.hooks import Observability
 from gateway.serving.core import ServingCore
 from gateway.serving.queues import BatchQueues
-from gateway.serving.registry import Registry
+from gateway.serving.registry import Registry, available_servables
 from gateway.tfserving.rest import openapi as tfserving_openapi
 from gateway.tfserving.surface import TfServingOptions, TfServingSurface
-from gateway.transport.auth import load_tokens
+from gateway.transport.auth import load_roles
 from gateway.transport.gate import Gate
 from gateway.transport.grpc_services import generated, register
 from gateway.transport.http import docs
@@ -39,12 +39,14 @@ from gateway.transport.http.connections import rest_limits
 from gateway.transport.http.front import Front
 from gateway.transport.http.routes import ExtraRoute, Routes
 from gateway.transport.http.server import HttpServer
+from gateway.transport.open_streams import BoundedHealth, BoundedReflection
 from gateway.transport.surface import GrpcService, ProtocolSurface, service_names
 from gateway.v2.model_control import ModelRepository
 from gateway.v2.rest import openapi as v2_openapi
 from gateway.v2.surface import V2Surface
 from gateway.v2.surface import options_from as v2_options
 from gateway.v2_log import LOG_AS as V2_LOG_AS
+from gateway.v2_log import REST_INFER as V2_REST_LOG
 
 log = logging.getLogger(__name__)
 
@@ -54,10 +56,24 @@ FINAL_GRACE_S = 0.5
 """After the drain, how long calls that are just being refused may take to get their answer."""
 
 
+KEEPALIVE_TIME_MS = 60_000
+"""How long a gRPC connection may be silent before the server pings it (grpc's default is two
+hours): a peer that vanished without closing is found and its connection slot freed."""
+KEEPALIVE_TIMEOUT_MS = 20_000
+"""How long the server waits for that ping's answer before closing the connection."""
+
+
 def grpc_options(settings: Settings, *, reuse_port: bool = False) -> list[tuple[str, Any]]:
     """Server channel options: message and connection limits, no silent port sharing (unless
-    ``reuse_port``: several front ends on one port), user overrides (--grpc_channel_arguments)
-    last."""
+    ``reuse_port``: several front ends on one port), keepalive pings that find dead peers, user
+    overrides (--grpc_channel_arguments) last.
+
+    grpc core closes a connection idle for ``--grpc_idle_timeout_seconds`` (no call open: health
+    ``Watch`` and reflection streams end after as long, :mod:`gateway.transport.open_streams`)
+    and refuses new ones past
+    ``--grpc_max_connections``; it has no way to close the oldest idle connection for a new one
+    instead, nor a bound per peer address (grpcio hands the application neither the accepted
+    sockets nor the connections)."""
     return [
         ("grpc.so_reuseport", int(reuse_port)),
         ("grpc.max_receive_message_length", settings.max_message_bytes),
@@ -65,6 +81,8 @@ def grpc_options(settings: Settings, *, reuse_port: bool = False) -> list[tuple[
         ("grpc.max_allowed_incoming_connections", settings.grpc_max_connections),
         ("grpc.max_connection_idle_ms", int(settings.grpc_idle_timeout_seconds * 1000)),
         ("grpc.server_handshake_timeout_ms", int(settings.rest_api_header_timeout_seconds * 1000)),
+        ("grpc.keepalive_time_ms", KEEPALIVE_TIME_MS),
+        ("grpc.keepalive_timeout_ms", KEEPALIVE_TIMEOUT_MS),
         *_pending_limits(settings.grpc_max_pending_requests),
         *settings.grpc_channel_options,
     ]
@@ -106,13 +124,14 @@ class Servers:
         self.core = core
         self.queues = queues
         self.observability = observability
-        self.health = health.aio.HealthServicer()
+        self.health = BoundedHealth(settings.grpc_idle_timeout_seconds)
         self.server: grpc.aio.Server | None = None
         self.rest: HttpServer | None = None
         self.grpc_port = 0
         self.rest_port = 0
         self.tls = TlsMaterial.load(settings.ssl_config_file) if settings.ssl_config_file else None
-        self.auth = load_tokens(settings)
+        roles = load_roles(settings)
+        self.auth, self.admin = roles.serving, roles.admin
         self.gate = Gate(auth=self.auth, max_concurrent=settings.max_concurrent_requests)
         self._pages = pages
         self._reuse_port = reuse_port
@@ -151,13 +170,14 @@ class Servers:
         the Open Inference Protocol (KServe V2), whose ModelInfer calls are request-logged as
         TF Serving's Predict calls (:mod:`gateway.v2_log`)."""
         return [
-            TfServingSurface(self.core, TfServingOptions.from_settings(self.settings)),
+            TfServingSurface(self.core, TfServingOptions.from_settings(self.settings, self.admin)),
             V2Surface(
                 self.core,
-                v2_options(self.settings),
+                v2_options(self.settings, self.admin),
                 self.observability.model_stats,
                 self._repository,
                 log_as=V2_LOG_AS,
+                rest_log=V2_REST_LOG,
             ),
         ]
 
@@ -166,7 +186,7 @@ class Servers:
         :func:`~gateway.transport.grpc_services.register` builds (observation, gate, error rule,
         servicer)."""
         names = service_names(services, HEALTH_SERVICE, reflection.SERVICE_NAME)
-        reflecting = reflection.aio.ReflectionServicer(names)
+        reflecting = BoundedReflection(names, self.settings.grpc_idle_timeout_seconds)
         add_health = health_pb2_grpc.add_HealthServicer_to_server
         add_reflection = reflection_pb2_grpc.add_ServerReflectionServicer_to_server
         everything = [
@@ -197,6 +217,8 @@ class Servers:
                         lambda: v2_openapi.document(models),
                     ),
                 },
+                served=lambda: available_servables(models),
+                bearer=self.auth is not None,
             )
         return HttpServer(
             routes,
@@ -205,7 +227,7 @@ class Servers:
             max_body_bytes=settings.rest_api_max_body_bytes,
             max_json_bytes=settings.rest_api_max_json_bytes,
             enable_cors=settings.rest_api_enable_cors_support,
-            observe=self.observability.rest_observer(),
+            observe=self.observability.rest_observer(self.core.models),
             front=Front(auth=self.auth, max_concurrent=settings.max_concurrent_requests),
             limits=rest_limits(settings),
             budget=self.core.budget,

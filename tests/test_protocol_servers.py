@@ -5,7 +5,7 @@ from __future__ import annotations
 import pytest
 
 from gateway.config.flags import FlagError, parse_flags
-from gateway.protocol_servers import grpc_options
+from gateway.protocol_servers import KEEPALIVE_TIME_MS, KEEPALIVE_TIMEOUT_MS, grpc_options
 
 BASE = ["--model_base_path=/models/m"]
 
@@ -36,3 +36,10 @@ def test_without_the_flag_grpc_keeps_its_own_pending_limits() -> None:
 def test_a_negative_pending_limit_is_refused() -> None:
     with pytest.raises(FlagError, match=r"grpc_max_pending_requests must be in 0\.\."):
         parse_flags([*BASE, "--grpc_max_pending_requests=-1"])
+
+
+def test_connections_are_pinged_so_dead_peers_free_their_slot() -> None:
+    options = dict(grpc_options(parse_flags(BASE)))
+    assert options["grpc.keepalive_time_ms"] == KEEPALIVE_TIME_MS
+    assert options["grpc.keepalive_timeout_ms"] == KEEPALIVE_TIMEOUT_MS
+    assert options["grpc.max_connection_idle_ms"] == 300_000

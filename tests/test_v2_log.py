@@ -64,7 +64,7 @@ def test_every_datatype_is_logged_as_the_tensor_sent_and_answered(typed: bool) -
     request = _request(typed)
     if typed:  # FP16 and BF16 travel raw only: a typed request cannot carry them
         del request.inputs[9:11]
-    framed = LOG_AS["ModelInfer"](request, _response(), SAMPLED)
+    framed = LOG_AS["ModelInfer"].record(request, _response(), SAMPLED)
     (record,) = tfrecord.read_records(io.BytesIO(framed))
     log = prediction_log_pb2.PredictionLog.FromString(record)
     predict = log.predict_log
@@ -111,3 +111,16 @@ def test_the_latest_version_names_none() -> None:
     assert not predict.model_spec.HasField("version") and not predict.model_spec.version_label
     assert answer.model_spec.version.value == 2
     assert to_ndarray(predict.inputs["x"], max_elements=1).shape == (0,)
+
+
+def test_the_bytes_a_queued_call_holds_are_estimated_from_its_fields() -> None:
+    """Within a few percent of the pair's wire size, without serializing anything."""
+    for typed in (False, True):
+        request, response = _request(typed), _response()
+        estimate = LOG_AS["ModelInfer"].nbytes(request, response)
+        wire = len(request.SerializeToString()) + len(response)
+        assert 0.5 * wire <= estimate <= 2 * wire, (typed, estimate, wire)
+    big = ModelInferRequest(model_name="m")
+    big.inputs.add(name="x", datatype="FP32", shape=[1024, 1024])
+    big.raw_input_contents.append(bytes(4 << 20))
+    assert LOG_AS["ModelInfer"].nbytes(big, bytes(4 << 20)) == 8 << 20

@@ -5,7 +5,7 @@ warm-up, every process of its tree starts counting Python function calls on its 
 (SIGUSR1), h2load sends exactly ``requests`` calls, and each process writes what it counted
 (SIGUSR2). Calls per request are reported per role (front end or one-process gateway, worker)
 and split into the project's own code (``gateway``, ``channel``, ``workers``) and the rest
-(grpc's and aiohttp's Python, asyncio, numpy's Python wrappers). Counts do not depend on the
+(grpc's Python, asyncio, numpy's Python wrappers). Counts do not depend on the
 machine's speed or load, unlike times: the same code path gives the same figure on any day.
 """
 

@@ -9,7 +9,7 @@ ROLES = ("gateway", "front end", "worker")
 
 def calls_section(section: dict[str, Any]) -> list[str]:
     """Markdown lines: calls per request of each system by process role (the project's own code
-    apart from grpc's, aiohttp's, asyncio's and numpy's Python); empty without the scenario."""
+    apart from grpc's, asyncio's and numpy's Python); empty without the scenario."""
     rows = {k: v for k, v in section.items() if isinstance(v, dict) and "error" not in v}
     if not rows:
         return []

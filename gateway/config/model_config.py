@@ -43,6 +43,7 @@ from gateway._pb.tensorflow_serving.config import (
 )
 from gateway._pb.tensorflow_serving.servables.tensorflow import session_bundle_config_pb2
 from gateway.config import secret_errors
+from gateway.config.management_paths import ManagementPaths
 from gateway.config.request_logging import RequestLogging, request_logging
 from gateway.config.settings import Settings
 from gateway.errors import ServingError
@@ -179,12 +180,18 @@ def load_ssl_config(path: str | Path) -> ssl_config_pb2.SSLConfig:
     return _parse_text_file(path, SSLConfig, secret=True)
 
 
-def model_specs(config: model_server_config_pb2.ModelServerConfig) -> list[ModelSpecConfig]:
-    """Validate a ``ModelServerConfig`` and return its models in file order."""
-    return _specs(config, _full_name(ModelServerConfig))
+def model_specs(
+    config: model_server_config_pb2.ModelServerConfig, paths: ManagementPaths | None = None
+) -> list[ModelSpecConfig]:
+    """Validate a ``ModelServerConfig`` and return its models in file order. ``paths``: the
+    config comes from a management call, whose base paths and log prefixes must be allowed
+    (:mod:`gateway.config.management_paths`); None: it is the operator's."""
+    return _specs(config, _full_name(ModelServerConfig), paths)
 
 
-def _specs(config: ModelServerConfig, source: str) -> list[ModelSpecConfig]:
+def _specs(
+    config: ModelServerConfig, source: str, paths: ManagementPaths | None = None
+) -> list[ModelSpecConfig]:
     """Convert ``config``, raising ``ConfigError("Invalid <source>: <problem>")`` on any rule."""
 
     def invalid(problem: str) -> ConfigError:
@@ -204,11 +211,15 @@ def _specs(config: ModelServerConfig, source: str) -> list[ModelSpecConfig]:
         if name in seen:
             raise invalid(f"Illegal to list model {name} multiple times in config list")
         seen.add(name)
-        specs.append(_spec(model, invalid))
+        specs.append(_spec(model, invalid, paths))
     return specs
 
 
-def _spec(model: model_server_config_pb2.ModelConfig, invalid: _Invalid) -> ModelSpecConfig:
+def _spec(
+    model: model_server_config_pb2.ModelConfig,
+    invalid: _Invalid,
+    paths: ManagementPaths | None = None,
+) -> ModelSpecConfig:
     name: str = model.name
     base_path: str = model.base_path
     if not base_path:
@@ -222,9 +233,12 @@ def _spec(model: model_server_config_pb2.ModelConfig, invalid: _Invalid) -> Mode
         raise invalid(
             f"Expected model {name} to have an absolute path or URI; got base_path()={base_path}"
         )
+    if paths is not None and (problem := paths.check_base_path(base_path)) is not None:
+        raise invalid(f"model {name}: {problem}")
     logging = None
     if model.HasField("logging_config"):
-        logging = request_logging(name, model.logging_config, invalid)
+        allowed = None if paths is None else paths.check_log_prefix
+        logging = request_logging(name, model.logging_config, invalid, allowed)
     policy, num_versions, versions = _policy(model, invalid)
     return ModelSpecConfig(
         name=name,

@@ -9,7 +9,10 @@ loaded or reloaded, so a bad one never replaces the running config:
 - ``type`` is ``file`` ("log collector type 'x' is unknown; tensorgate has: file");
 - ``sampling_rate`` is in [0, 1] (NaN is not);
 - ``filename_prefix`` is an absolute path whose directory exists and takes a new file (a probe
-  file is created there and removed);
+  file is created there and removed); in a management call's config it must first be allowed
+  (:meth:`ManagementPaths.check_log_prefix
+  <gateway.config.management_paths.ManagementPaths.check_log_prefix>`: nothing looks at a
+  prefix outside the directories the operator listed, and the error names the flag);
 - ``per_task_sampling_configs`` and ``custom_logging_config`` are refused (not supported).
 """
 
@@ -42,9 +45,14 @@ class RequestLogging:
 
 
 def request_logging(
-    model: str, config: logging_config_pb2.LoggingConfig, invalid: Callable[[str], Exception]
+    model: str,
+    config: logging_config_pb2.LoggingConfig,
+    invalid: Callable[[str], Exception],
+    allowed: Callable[[str], str | None] | None = None,
 ) -> RequestLogging:
-    """``config`` checked (see the module doc); ``invalid(problem)`` makes the error to raise."""
+    """``config`` checked (see the module doc); ``invalid(problem)`` makes the error to raise;
+    ``allowed(prefix)``: why a management call may not set ``prefix`` (None: it may; the
+    argument None: the config is the operator's)."""
 
     def refuse(problem: str) -> Exception:
         return invalid(f"model {model}: logging_config: {problem}")
@@ -61,19 +69,31 @@ def request_logging(
         raise refuse("per_task_sampling_configs is not supported")
     if config.HasField("custom_logging_config"):
         raise refuse("custom_logging_config is not supported")
-    problem = unwritable(collector.filename_prefix)
+    prefix = collector.filename_prefix
+    problem = _not_absolute(prefix)
+    if problem is None and allowed is not None:
+        problem = allowed(prefix)
+    if problem is None:
+        problem = unwritable(prefix)
     if problem is not None:
         raise refuse(problem)
     return RequestLogging(collector.type, collector.filename_prefix, rate, sampling.attributes)
 
 
-def unwritable(prefix: str) -> str | None:
-    """Why log files starting with ``prefix`` cannot be created, or None when they can."""
+def _not_absolute(prefix: str) -> str | None:
     if not prefix:
         return "filename_prefix is empty"
-    path = Path(prefix)
-    if not path.is_absolute():
+    if not Path(prefix).is_absolute():
         return f"filename_prefix {prefix} is not an absolute path"
+    return None
+
+
+def unwritable(prefix: str) -> str | None:
+    """Why log files starting with ``prefix`` cannot be created, or None when they can."""
+    problem = _not_absolute(prefix)
+    if problem is not None:
+        return problem
+    path = Path(prefix)
     directory = path.parent
     if not directory.is_dir():
         return f"filename_prefix {prefix}: directory {directory} does not exist"

@@ -28,6 +28,7 @@ from gateway.config.validation import (
     check_choice,
     check_range,
     parse_grpc_channel_arguments,
+    split_dirs,
 )
 
 
@@ -107,10 +108,25 @@ def _validate(s: Settings) -> None:
     check_range("max_images_per_request", s.max_images_per_request, 1)
     check_range("image_decode_threads", s.image_decode_threads, 0)
     check_range("request_log_max_pending", s.request_log_max_pending, 1, INT32_MAX)
+    check_range("request_log_max_pending_bytes", s.request_log_max_pending_bytes, 1)
     check_range("request_log_max_file_bytes", s.request_log_max_file_bytes, 1)
+    check_range("request_log_max_total_bytes", s.request_log_max_total_bytes, 0)
+    if 0 < s.request_log_max_total_bytes < s.request_log_max_file_bytes:
+        raise SettingsError(
+            "request_log_max_total_bytes must be 0 (no cap) or >= request_log_max_file_bytes "
+            f"({s.request_log_max_file_bytes}), got {s.request_log_max_total_bytes}"
+        )
+    for name in ("management_base_path_dirs", "management_log_dirs"):
+        for directory in split_dirs(getattr(s, name)):
+            if not directory.startswith("/"):
+                raise SettingsError(f"{name} lists {directory!r}, which is not an absolute path")
     check_range("max_concurrent_requests", s.max_concurrent_requests, 0)
     check_range("max_queue_delay_ms", s.max_queue_delay_ms, 0, INT32_MAX)
     check_range("rest_api_max_connections", s.rest_api_max_connections, 1, INT32_MAX)
+    check_range("rest_api_max_header_bytes", s.rest_api_max_header_bytes, 1024, INT32_MAX)
+    check_range(
+        "rest_api_max_connections_per_peer", s.rest_api_max_connections_per_peer, 0, INT32_MAX
+    )
     check_range("grpc_max_connections", s.grpc_max_connections, 1, INT32_MAX)
     check_range("ready_fd", s.ready_fd, -1)
     check_range("shutdown_grace_seconds", s.shutdown_grace_seconds, 0)
@@ -122,6 +138,7 @@ def _validate(s: Settings) -> None:
         "rest_api_header_timeout_seconds",
         "rest_api_body_timeout_seconds",
         "rest_api_idle_timeout_seconds",
+        "rest_api_write_timeout_seconds",
         "grpc_idle_timeout_seconds",
     ):
         value = getattr(s, name)

@@ -118,8 +118,10 @@ class ListenSettings:
     )
     rest_api_max_connections: int = setting(
         1024,
-        "tensorgate: most open REST connections (>= 1); a connection past it is closed at once. "
-        "Default 1024.",
+        "tensorgate: most open REST connections (>= 1). A new connection past it takes the place "
+        "of the one that has waited longest without a request in hand (which is closed: no "
+        "answer is lost); only when every connection is serving a request is the new one "
+        "answered 503 and closed. Default 1024.",
     )
     rest_api_header_timeout_seconds: float = setting(
         10.0,
@@ -135,15 +137,37 @@ class ListenSettings:
         75.0,
         "tensorgate: seconds an idle keep-alive REST connection stays open (> 0). Default 75.",
     )
+    rest_api_write_timeout_seconds: float = setting(
+        30.0,
+        "tensorgate: seconds a REST client may leave its answer untaken (> 0): when no byte of "
+        "what the server wrote has been read for this long, the connection is aborted and what "
+        "it held is freed. Default 30.",
+    )
+    rest_api_max_header_bytes: int = setting(
+        32 * 1024,
+        "tensorgate: most bytes of one REST request's line and headers together (1024..2^31-1), "
+        "counted as they arrive; a larger head gets 431 and its connection is closed (each line "
+        "is also at most 8190 bytes, 128 headers at most). Default 32768, nginx's "
+        "(large_client_header_buffers 4 8k).",
+    )
+    rest_api_max_connections_per_peer: int = setting(
+        0,
+        "tensorgate: most open REST connections from one IP address (>= 0); the next one from it "
+        "gets 503 and is closed. 0 = no bound (the default: behind a proxy or load balancer "
+        "every client shares its address).",
+    )
     grpc_max_connections: int = setting(
         1024,
-        "tensorgate: most open gRPC connections (>= 1; grpc.max_allowed_incoming_connections). "
-        "Default 1024.",
+        "tensorgate: most open gRPC connections (>= 1; grpc.max_allowed_incoming_connections: "
+        "grpc refuses a new connection past it, it cannot close an idle one instead). Default "
+        "1024.",
     )
     grpc_idle_timeout_seconds: float = setting(
         300.0,
         "tensorgate: seconds an idle gRPC connection stays open before a graceful GOAWAY (> 0; "
-        "grpc.max_connection_idle_ms; clients reconnect by themselves). Default 300.",
+        "grpc.max_connection_idle_ms; clients reconnect by themselves). A grpc.health.v1 Watch "
+        "stream ends (OK) after as long, so that a connection holding only a watch goes idle "
+        "too; watching clients call again. Default 300.",
     )
     grpc_max_pending_requests: int = setting(
         0,
@@ -161,6 +185,16 @@ class ListenSettings:
         "every call needs 'authorization: Bearer <token>' (gRPC metadata or HTTP header) except "
         "--auth_open_paths, else UNAUTHENTICATED / 401. Tokens are compared in constant time. "
         'Default "" (no authentication), as TF Serving.',
+    )
+    auth_admin_token_file: str = setting(
+        "",
+        "tensorgate: file of admin bearer tokens, one per line (# comments allowed), none of "
+        "them in --auth_token_file. Only an admin token may change what is served "
+        "(HandleReloadConfigRequest, V2 repository load and unload, with "
+        "--enable_model_management_api): a serving token gets PERMISSION_DENIED / 403. Without "
+        "it, those calls are refused whenever --auth_token_file is set, and open to every "
+        "client when neither file is. An admin token is also accepted wherever a serving token "
+        'is. Default "" (no admin token).',
     )
     auth_open_paths: str = setting(
         "/healthz,/readyz,/monitoring/prometheus/metrics,/grpc.health.v1.Health/",

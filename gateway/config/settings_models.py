@@ -77,6 +77,23 @@ class ModelSettings:
         "model server must not let every client rewrite it; TF Serving has no such switch and "
         "always answers it.",
     )
+    management_base_path_dirs: str = setting(
+        "",
+        "tensorgate: comma-separated directories under which a management call "
+        "(HandleReloadConfigRequest) may set a model's base_path (symlinks and .. resolved; a "
+        "base path already in force may always stay). Object-store URLs are not local paths: "
+        "the store's own credentials govern them. A path outside is INVALID_ARGUMENT naming "
+        'this flag, never the path. Default "": a management call may only keep the base '
+        "paths in force.",
+    )
+    management_log_dirs: str = setting(
+        "",
+        "tensorgate: comma-separated directories under which a management call may set a "
+        "model's logging_config filename_prefix (its directory, symlinks and .. resolved; a "
+        "prefix already in force may always stay). A prefix outside is INVALID_ARGUMENT naming "
+        'this flag, never the path. Default "": a management call may only keep the prefixes '
+        "in force.",
+    )
     allow_version_labels_for_unavailable_models: bool = setting(
         False,
         "Let a config assign a version label that is not in use yet to a version that is not "

@@ -165,7 +165,7 @@ class RuntimeSettings:
     enable_server_timing: bool = setting(
         False,
         "tensorgate: every answer carries where its time went as W3C Server-Timing (REST header "
-        "Server-Timing, gRPC trailing metadata server-timing): queue;dur, batch;desc (rows), "
+        "Server-Timing, gRPC trailing metadata server-timing): queue;dur, rows;desc (its own), "
         "compute;dur, total;dur, durations in milliseconds (README: Per-call timing). Default "
         "false: no hook does any work for it.",
     )
@@ -175,8 +175,24 @@ class RuntimeSettings:
         "file's writer, per filename_prefix and process (>= 1); a sampled call past it is not "
         "logged (tensorgate_request_log_dropped_total) and is answered as usual. Default 1024.",
     )
+    request_log_max_pending_bytes: int = setting(
+        64 * MIB,
+        "tensorgate: request logging: bytes the records waiting for their writers may hold, all "
+        "prefixes of one process together (>= 1; a record holds about its request's and its "
+        "response's tensors; a record alone may pass it); past it a sampled call is not logged, "
+        "as past --request_log_max_pending. A writer that cannot write (a hung mount) thus "
+        "never holds more; the process may hold this beside --max_inflight_bytes. Default 64 "
+        "MiB (67108864).",
+    )
     request_log_max_file_bytes: int = setting(
         256 * MIB,
         "tensorgate: request logging: bytes at which a log file is closed and the next one "
         "started (>= 1; a file holds at least one record). Default 256 MiB (268435456).",
+    )
+    request_log_max_total_bytes: int = setting(
+        4096 * MIB,
+        "tensorgate: request logging: most bytes one filename_prefix's files may take, every "
+        "process's together (0: no cap; else >= --request_log_max_file_bytes); before a file "
+        "is started the oldest are removed until they and one full file fit. Default 4 GiB "
+        "(4294967296).",
     )

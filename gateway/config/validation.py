@@ -49,6 +49,11 @@ def parse_grpc_channel_arguments(text: str) -> tuple[tuple[str, int | str], ...]
     return tuple(options)
 
 
+def split_dirs(text: str) -> tuple[str, ...]:
+    """A comma-separated list of directories, each stripped; empty items skipped."""
+    return tuple(item.strip() for item in text.split(",") if item.strip())
+
+
 def check_range(name: str, value: float, low: int, high: int | None = None) -> None:
     """Raise unless ``low <= value <= high`` (``high`` None: no upper bound)."""
     if isinstance(value, float) and not math.isfinite(value):

@@ -33,8 +33,6 @@ import socket
 from collections.abc import Awaitable, Mapping
 from typing import Any
 
-from aiohttp import web
-
 from channel.handover import Message, close_all
 from gateway.config.settings import Settings
 from gateway.drain import Signals
@@ -52,6 +50,7 @@ from gateway.protocol_servers import Servers
 from gateway.roles import Options, build_front_end
 from gateway.serving.registry import available_servables
 from gateway.tasks import Tasks
+from gateway.transport.http.messages import HttpRequest, HttpResponse
 from gateway.transport.http.routes import ExtraRoute
 
 log = logging.getLogger(__name__)
@@ -125,7 +124,7 @@ class FrontEnd:
         self.run_side.close()
         self._closing = True
         self.link.close()
-        await self.observability.close()
+        await self.observability.close(self.settings.shutdown_grace_seconds, self.signals.hurry)
         log.info("front end %d stopped", self.slot)
 
     async def _others_shutting_down(self) -> None:
@@ -149,6 +148,7 @@ class FrontEnd:
             self.run_side.gone(message["index"], message["pid"], message["message"])
         elif op == "snapshot":
             self.models.replace(snapshot.decode(message["snapshot"]))
+            self.observability.models_changed(self.models)
             self._changed()
             return _answer({})
         elif op == "drain":
@@ -225,10 +225,9 @@ class FrontEnd:
         path = self.observability.page_path
         return {} if path is None else {path: self._scrape}
 
-    async def _scrape(self, request: web.BaseRequest) -> web.StreamResponse:
+    async def _scrape(self, request: HttpRequest) -> HttpResponse:
         answer = await self.link.call("scrape")
-        body = str(answer["page"]).encode()
-        return web.Response(body=body, headers={"Content-Type": CONTENT_TYPE})
+        return HttpResponse(200, str(answer["page"]).encode(), CONTENT_TYPE)
 
 
 async def _answer(fields: Mapping[str, Any]) -> Mapping[str, Any]:

@@ -96,7 +96,7 @@ class QueueObserver:
         batch = None if self.tracing is None else self._batch_span(tags, queue_waits_s)
         if batch is None and not metered and not self.timed:
             return None
-        return BatchNote(self, tags, queue_waits_s, rows, padded, batch)
+        return BatchNote(self, tags, queue_waits_s, sizes, padded, batch)
 
     def _metrics(
         self, queue_waits_s: Sequence[float], sizes: Sequence[int], rows: int, padded: int
@@ -159,14 +159,16 @@ class BatchNote:
         queue: QueueObserver,
         tags: Sequence[object],
         queue_waits_s: Sequence[float],
-        rows: int,
+        sizes: Sequence[int],
         padded: int,
         span: BatchSpan | None,
     ) -> None:
         self.queue = queue
         self.tags = tags
         self.waits = queue_waits_s
-        self.rows = rows
+        self.sizes = sizes
+        """Each member's own rows."""
+        self.rows = sum(sizes)
         self.padded = padded
         self.span = span
         self.sent = time.perf_counter()
@@ -180,10 +182,10 @@ class BatchNote:
             record_run(queue.stats, self.waits, run_s, self.rows, self.padded, compute_us)
         if result is not None and queue.metrics is not None:
             queue.metrics.compute.observe((labels.model, labels.version), result.compute_us / 1e6)
-        if result is not None and queue.timed:
-            for tag, wait in zip(self.tags, self.waits, strict=True):
+        if result is not None and queue.timed:  # each member is told its own rows, never others'
+            for tag, wait, size in zip(self.tags, self.waits, self.sizes, strict=True):
                 if isinstance(tag, Call):
-                    note_batch(tag, wait, self.rows, result.compute_us / 1e6)
+                    note_batch(tag, wait, size, result.compute_us / 1e6)
         if result is not None and queue.tfs is not None:
             for tag, wait in zip(self.tags, self.waits, strict=True):
                 # TF Serving's runtime_latency: its own API's calls only

@@ -30,7 +30,7 @@ class Call:
     otherwise). Set when it ends: ``elapsed_s``. ``span``: its server span when sampled.
     With ``--enable_server_timing``, its batch's figures
     (:mod:`~gateway.observability.server_timing`): ``queue_s`` (None until it ran in a batch),
-    ``batch_rows``, ``compute_s``.
+    ``batch_rows`` (its own rows in its batches), ``compute_s``.
     """
 
     protocol: str

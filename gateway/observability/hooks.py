@@ -1,7 +1,8 @@
-"""What the gateway wires in: metrics and tracing built from the settings and ``OTEL_*``, and the
-hooks that carry them — observed gRPC method handlers, an observer of REST API calls, the metrics
-page route and an observer per batch queue. With neither metrics nor tracing on, every hook is
-absent and nothing is recorded. The hooks are written against the front door's extension points
+"""What the gateway wires in: metrics, tracing and the request log built from the settings and
+``OTEL_*``, and the hooks that carry them — observed gRPC method handlers, an observer of REST API
+calls, the metrics page route and an observer per batch queue. With neither metrics, tracing nor
+a request log (which needs a config file or the management API) on, every hook is absent and
+nothing is recorded. The hooks are written against the front door's extension points
 (:mod:`gateway.transport`) and import no protocol package: what they learn of a call, its protocol
 tells them (:class:`~gateway.transport.surface.GrpcService`,
 :class:`~gateway.transport.http.routes.ApiCall`).
@@ -32,7 +33,7 @@ from gateway.observability.metrics import (
 )
 from gateway.observability.model_stats import ModelStats
 from gateway.observability.page import MetricsPage, metrics_path
-from gateway.observability.request_log import RequestLog
+from gateway.observability.request_log import LogLimits, RequestLog
 from gateway.observability.server_figures import CacheReader, server_families
 from gateway.observability.tfs_metrics import TfServingMetrics
 from gateway.observability.tracing import Tracing
@@ -49,9 +50,9 @@ class Observability:
     (when ``server_timing``: :mod:`~gateway.observability.server_timing`).
 
     ``thread_pool``: the batch thread pool's name with ``--enable_batching`` (TF's batching
-    metrics are recorded only then), else None. ``log_limits``: each request log writer's
-    (``--request_log_max_pending``, ``--request_log_max_file_bytes``); None: no request logging
-    (no config file nor management API: no model config can ask for it).
+    metrics are recorded only then), else None. ``log_limits``: the request log's bounds
+    (``--request_log_*``); None: no request logging (no config file nor management API: no
+    model config can ask for it).
     """
 
     def __init__(
@@ -61,12 +62,12 @@ class Observability:
         tracing: Tracing | None,
         thread_pool: str | None = None,
         server_timing: bool = False,
-        log_limits: tuple[int, int] | None = None,
+        log_limits: LogLimits | None = None,
     ) -> None:
         self.page_path = page_path
         self.log_limits = log_limits
         self.request_log: RequestLog | None = None
-        """The request log, once :meth:`grpc_observer` made it (when ``log_limits`` is set)."""
+        """The request log, once an observer made it (when ``log_limits`` is set)."""
         self.tracing = tracing
         self.thread_pool = thread_pool
         self.server_timing = server_timing
@@ -96,7 +97,7 @@ class Observability:
             tracing=Tracing.from_environment(env),
             thread_pool=pool,
             server_timing=settings.enable_server_timing,
-            log_limits=(settings.request_log_max_pending, settings.request_log_max_file_bytes)
+            log_limits=LogLimits.from_settings(settings)
             if settings.model_config_file or settings.enable_model_management_api
             else None,
         )
@@ -110,21 +111,34 @@ class Observability:
         """The observer of gRPC calls (None when nothing is recorded or logged): it records the
         calls of services with a ``model_of`` and offers their loggable calls to the request
         log of ``models``' config in force (with ``log_limits``)."""
-        if models is not None and self.log_limits is not None:
-            max_pending, max_file_bytes = self.log_limits
+        request_log = self._request_log(models)
+        if self.recorder is None and request_log is None:
+            return None
+        return grpc_hook.GrpcObserver(self.recorder, request_log)
+
+    def rest_observer(self, models: Models | None = None) -> Observe | None:
+        """The HTTP server's observer of API calls (None when nothing is recorded or logged); it
+        runs them through the request log of ``models``' config in force (with
+        ``log_limits``)."""
+        request_log = self._request_log(models)
+        if self.recorder is None and request_log is None:
+            return None
+        return rest_hook.observer(self.recorder, request_log)
+
+    def _request_log(self, models: Models | None) -> RequestLog | None:
+        """The process's one request log (made at the first call with ``models``)."""
+        if self.request_log is None and models is not None and self.log_limits is not None:
             self.request_log = RequestLog(
-                models.specs,
-                max_pending=max_pending,
-                max_file_bytes=max_file_bytes,
+                models.specs(),
+                self.log_limits,
                 dropped=None if self.metrics is None else self.metrics.log_dropped,
             )
-        if self.recorder is None and self.request_log is None:
-            return None
-        return grpc_hook.GrpcObserver(self.recorder, self.request_log)
+        return self.request_log
 
-    def rest_observer(self) -> Observe | None:
-        """The HTTP server's observer of API calls (None when nothing is recorded)."""
-        return None if self.recorder is None else rest_hook.observer(self.recorder)
+    def models_changed(self, models: Models) -> None:
+        """The config in force may have changed: the request log follows it."""
+        if self.request_log is not None:
+            self.request_log.configure(models.specs())
 
     def routes(
         self, pool: WorkerPool, models: Registry | None = None, cache: CacheReader | None = None
@@ -191,10 +205,11 @@ class Observability:
         timing = ", server timing on" if self.server_timing else ""
         return f"Observability: {metrics}, {tracing}{timing}"
 
-    async def close(self) -> None:
-        """Write the request log's queued records and export the spans still queued (blocking
+    async def close(self, flush_s: float | None = None, hurry: asyncio.Event | None = None) -> None:
+        """Write the request log's queued records, for at most ``flush_s`` seconds and only until
+        ``hurry`` is set (:meth:`RequestLog.close`), and export the spans still queued (blocking
         work, off the loop)."""
         if self.request_log is not None:
-            await self.request_log.close()
+            await self.request_log.close(flush_s, hurry)
         if self.tracing is not None:
             await asyncio.to_thread(self.tracing.shutdown)

@@ -10,13 +10,13 @@ in Prometheus' text format 0.0.4.
 
 from __future__ import annotations
 
-from aiohttp import web
 from prometheus_client import generate_latest
 from prometheus_client.registry import CollectorRegistry
 
 from gateway.config.model_config import ConfigError, load_monitoring_config
 from gateway.observability.tfs_metrics import TfServingMetrics
 from gateway.observability.workers import WorkerFigures
+from gateway.transport.http.messages import HttpRequest, HttpResponse
 
 DEFAULT_PATH = "/monitoring/prometheus/metrics"
 CONTENT_TYPE = "text/plain; version=0.0.4; charset=utf-8"
@@ -49,7 +49,7 @@ class MetricsPage:
         self.registry = registry
         self.workers = workers
 
-    async def __call__(self, request: web.BaseRequest) -> web.StreamResponse:
+    async def __call__(self, request: HttpRequest) -> HttpResponse:
         await self.workers.refresh()
         body = self.tfs.render().encode() + generate_latest(self.registry)
-        return web.Response(body=body, headers={"Content-Type": CONTENT_TYPE})
+        return HttpResponse(200, body, CONTENT_TYPE)

@@ -8,40 +8,52 @@ template), never from parsing URLs here. Each call gets a server span named
 HTTP conventions) and a call record (TF Serving's REST metrics are an output format of these
 records: :meth:`~gateway.observability.tfs_metrics.TfServingMetrics.record_call`); with
 ``--enable_server_timing`` each answer gets a ``Server-Timing`` header
-(:mod:`~gateway.observability.server_timing`). Exact routes and probes (the metrics page,
-``/healthz``) are not API calls and pass untouched.
+(:mod:`~gateway.observability.server_timing`). With request logging, each call runs through
+:meth:`RequestLog.logged <gateway.observability.request_log.RequestLog.logged>`, which logs a
+sampled call its API's handler served. Exact routes and probes (the metrics page, ``/healthz``)
+are not API calls and pass untouched.
 """
 
 from __future__ import annotations
 
 import asyncio
+import functools
 from typing import Any
-
-from aiohttp import web
 
 from gateway.observability import server_timing
 from gateway.observability.calls import Recorder
-from gateway.transport.http.json_error import STATUS_KEY
+from gateway.observability.request_log import RequestLog
+from gateway.transport.http.messages import HttpRequest, HttpResponse
 from gateway.transport.http.routes import Answer, ApiCall, Observe
 
 
-def observer(recorder: Recorder) -> Observe:
+def observer(recorder: Recorder | None, request_log: RequestLog | None = None) -> Observe:
     """The observer recording into ``recorder`` (and, with ``recorder.timing``, putting a
-    ``Server-Timing`` header on every answer not yet sent)."""
+    ``Server-Timing`` header on every answer not yet sent) and logging into ``request_log``
+    (either may be None, not both)."""
+    if recorder is None:
+        if request_log is None:
+            raise ValueError("nothing to observe")
+        logged = request_log.logged
+
+        async def only_log(request: HttpRequest, api: ApiCall[Any], answer: Answer) -> HttpResponse:
+            return await logged(api.model, answer)
+
+        return only_log
     timed = recorder.timing
 
-    async def observe(
-        request: web.BaseRequest, api: ApiCall[Any], answer: Answer
-    ) -> web.StreamResponse:
+    async def observe(request: HttpRequest, api: ApiCall[Any], answer: Answer) -> HttpResponse:
+        if request_log is not None:  # the request log's view of the call is the answer's
+            answer = functools.partial(request_log.logged, api.model, answer)
         traceparent = request.headers.get("traceparent")
         if traceparent is None and recorder.needs_parent:
             return await answer()
         route = api.route
         attributes = {
             "http.request.method": request.method,
-            "url.path": request.raw_path.partition("?")[0],
+            "url.path": request.path,
             "url.scheme": request.scheme,
-            "network.protocol.version": f"{request.version.major}.{request.version.minor}",
+            "network.protocol.version": request.version,
         }
         if route:
             attributes["http.route"] = route
@@ -59,10 +71,10 @@ def observer(recorder: Recorder) -> Observe:
         call.status = "INTERNAL"
         try:
             response = await answer()
-            if timed and not response.prepared:
-                response.headers[server_timing.HEADER] = server_timing.value(call)
+            if timed:
+                response.set_header(server_timing.HEADER, server_timing.value(call))
             http = response.status
-            call.status = response.get(STATUS_KEY, "OK" if http < 400 else "UNKNOWN")
+            call.status = response.code or ("OK" if http < 400 else "UNKNOWN")
             return response
         except asyncio.CancelledError:
             call.status, http = "CANCELLED", 499

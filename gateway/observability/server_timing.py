@@ -5,15 +5,16 @@ syntax, as the REST header ``Server-Timing`` and as the gRPC trailing metadata `
 The value names, in this order (``dur`` in milliseconds, the Server-Timing unit, 3 decimals):
 
 - ``queue;dur=``: the request's wait in its batch queue, from joining it to its batch being posted;
-- ``batch;desc="N"``: rows of the batch it ran in (padding excluded, as ``tensorgate_batch_size``);
+- ``rows;desc="N"``: the request's own rows in that batch — never the batch's total, which would
+  tell a caller how much traffic others send;
 - ``compute;dur=``: the runtime's own time for that batch, as the worker measured it (as
   ``tensorgate_compute_seconds``);
 - ``total;dur=``: from the call's handler starting to its answer being encoded.
 
-Example: ``queue;dur=0.041, batch;desc="3", compute;dur=0.092, total;dur=0.734``. A call that ran
+Example: ``queue;dur=0.041, rows;desc="1", compute;dur=0.092, total;dur=0.734``. A call that ran
 no batch (metadata, status, a refused or failed request) carries ``total`` alone. A request split
-over several batches (large-batch splitting) reports its longest wait, their rows summed and the
-longest compute. The queue, batch and compute figures are the ones the per-model histograms
+over several batches (large-batch splitting) reports its longest wait, its rows over all of them
+and the longest compute. The queue and compute figures are the ones the per-model histograms
 observe, so the two agree. Off (the default), no hook does any of this.
 """
 
@@ -31,7 +32,8 @@ METADATA_KEY = "server-timing"
 
 
 def note_batch(call: Call, wait_s: float, rows: int, compute_s: float) -> None:
-    """Record on ``call`` one batch its request ran in (seconds; rows excluding padding)."""
+    """Record on ``call`` one batch its request ran in (seconds; ``rows``: the request's own rows
+    in it)."""
     if call.queue_s is None:
         call.queue_s, call.batch_rows, call.compute_s = wait_s, rows, compute_s
         return
@@ -46,6 +48,6 @@ def value(call: Call) -> str:
     if call.queue_s is None:
         return total
     return (
-        f'queue;dur={call.queue_s * 1e3:.3f}, batch;desc="{call.batch_rows}", '
+        f'queue;dur={call.queue_s * 1e3:.3f}, rows;desc="{call.batch_rows}", '
         f"compute;dur={call.compute_s * 1e3:.3f}, {total}"
     )

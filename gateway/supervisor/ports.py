@@ -10,9 +10,9 @@ no connections (only listening sockets join the kernel's reuseport group) and ke
 from being taken by anything that does not set ``SO_REUSEPORT`` as the same user, even while
 every front end restarts.
 
-Where the servers listen (:mod:`gateway.listen`, aiohttp): ``""`` is every interface — gRPC one
-dual-stack IPv6 socket (IPv4 when the host has no IPv6), REST one IPv4 and one IPv6-only socket
-— and an IP literal is that address alone.
+Where the servers listen (:mod:`gateway.listen`, :mod:`gateway.transport.http.server`): ``""`` is
+every interface — gRPC one dual-stack IPv6 socket (IPv4 when the host has no IPv6), REST one IPv4
+and one IPv6-only socket — and an IP literal is that address alone.
 """
 
 from __future__ import annotations
@@ -70,7 +70,8 @@ def _bind(
 def reserve(what: str, host: str, port: int, *, dual_stack: bool) -> Reservation:
     """Hold ``port`` (0: one the OS picks) on every address the servers bind for ``host``.
     ``dual_stack``: how gRPC listens on ``""`` (one IPv6 socket that takes IPv4 too) rather than
-    aiohttp (one socket per family). ListenError when it is taken. ``what`` names it ("gRPC")."""
+    the REST server (one socket per family). ListenError when it is taken. ``what`` names it
+    ("gRPC")."""
     reservation = Reservation(port)
     try:
         for family, address, v6only in _addresses(host, dual_stack):

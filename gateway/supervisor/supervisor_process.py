@@ -58,14 +58,15 @@ from gateway.supervisor.registry_push import RegistryPush
 from gateway.supervisor.stop_barrier import StopBarrier
 from gateway.tasks import Tasks
 from gateway.tfserving.warmup import WarmupPlanner
-from gateway.transport.auth import load_tokens
+from gateway.transport.auth import load_roles
 from gateway.v2.model_control import ModelRepository
 from gateway.v2.repository_codec import RepositoryCall
 
 log = logging.getLogger(__name__)
 
 STOP_MARGIN_S = 10.0
-"""Beyond ``--shutdown_grace_seconds``, how long a draining front end may take to exit."""
+"""Beyond twice ``--shutdown_grace_seconds`` (its drain, then its request log's flush), how long a
+draining front end may take to exit."""
 RESPAWN_BACKOFF_S = (0.0, 0.5, 1.0, 2.0, 5.0)
 """Delay before replacing a front end that died, by how many died in a row before serving."""
 
@@ -87,7 +88,7 @@ class Supervisor:
         self.flags = [f for f in flags if not f.startswith("--ready_fd")]
         if settings.ssl_config_file:  # each front end loads them: refuse bad ones here, once
             TlsMaterial.load(settings.ssl_config_file)
-        load_tokens(settings)
+        load_roles(settings)
         options = Options.from_settings(settings, self.specs)
         self.workers = options.pool.workers
         self._table_fd = LoadTable.create_memfd(frontends, self.workers)
@@ -187,7 +188,7 @@ class Supervisor:
         for front in fronts:
             front.link.notify("stop")
         hurry = asyncio.ensure_future(self._forward_hurry(fronts))
-        grace_s = self.settings.shutdown_grace_seconds + STOP_MARGIN_S
+        grace_s = 2 * self.settings.shutdown_grace_seconds + STOP_MARGIN_S
         await asyncio.gather(*(f.stop(grace_s) for f in fronts))
         hurry.cancel()
         with contextlib.suppress(asyncio.CancelledError):

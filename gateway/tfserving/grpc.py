@@ -25,10 +25,12 @@ from gateway._pb.tensorflow_serving.apis import (
     predict_pb2,
     regression_pb2,
 )
+from gateway.config.management_paths import ManagementPaths
 from gateway.errors import Unimplemented
 from gateway.serving.core import PredictResult, ServingCore
 from gateway.tfserving.codec import inference_messages, messages, response_wire
 from gateway.tfserving.inference import ExampleInference
+from gateway.transport.auth import AdminAccess, authorization_of
 from gateway.transport.gate import MethodHandler
 from gateway.transport.grpc_errors import rpc
 from gateway.transport.grpc_services import unary
@@ -173,11 +175,21 @@ class PredictionService:
 class ModelService:
     """tensorflow.serving.ModelService. ``management``: answer HandleReloadConfigRequest
     (``--enable_model_management_api``); off, it is UNIMPLEMENTED (gRPC's code for a method "not
-    supported/enabled in this service")."""
+    supported/enabled in this service"). ``admin``: who may call it; ``paths``: where its
+    config's base paths and log prefixes may point (default: anyone, anywhere)."""
 
-    def __init__(self, core: ServingCore, *, management: bool = False) -> None:
+    def __init__(
+        self,
+        core: ServingCore,
+        *,
+        management: bool = False,
+        admin: AdminAccess | None = None,
+        paths: ManagementPaths | None = None,
+    ) -> None:
         self._core = core
         self._management = management
+        self._admin = admin or AdminAccess()
+        self._paths = paths
 
     def handlers(self) -> dict[str, MethodHandler]:
         return {
@@ -210,13 +222,16 @@ class ModelService:
         context: grpc.aio.ServicerContext,
     ) -> model_management_pb2.ReloadConfigResponse:
         """Replace the served models with the request's ``model_config_list``; answers once new
-        models are available or failed and removed ones unloaded (see ModelManager.apply)."""
+        models are available or failed and removed ones unloaded (see ModelManager.apply). Only
+        the admin credential may; its base paths and log prefixes must be allowed."""
         if not self._management:
             raise Unimplemented(
                 "HandleReloadConfigRequest is disabled: start tensorgate with "
                 "--enable_model_management_api to let clients replace the served models"
             )
-        specs = messages.reload_specs(request)
+        self._admin.check(authorization_of(context.invocation_metadata()))
+        paths = None if self._paths is None else self._paths.keeping(self._core.models.specs())
+        specs = messages.reload_specs(request, paths)
         log.info("HandleReloadConfigRequest: %d model(s): %s", len(specs), [s.name for s in specs])
         await self._core.reload(specs)
         return messages.reload_response(request)

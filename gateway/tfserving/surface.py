@@ -11,9 +11,10 @@ writes PredictionService's calls as :mod:`~gateway.tfserving.request_log` makes 
 from __future__ import annotations
 
 from collections.abc import Sequence
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 
 from gateway._pb.tensorflow_serving.apis import model_service_pb2, prediction_service_pb2
+from gateway.config.management_paths import ManagementPaths
 from gateway.config.settings import Settings
 from gateway.serving.core import ServingCore
 from gateway.tfserving import PROTOCOL
@@ -22,6 +23,7 @@ from gateway.tfserving.grpc import ModelService, PredictionService
 from gateway.tfserving.request_log import LOG_AS
 from gateway.tfserving.rest.examples import ClassifyRegressHandler
 from gateway.tfserving.rest.routes import TfServingRest
+from gateway.transport.auth import AdminAccess
 from gateway.transport.http.routes import Routes
 from gateway.transport.surface import GrpcService
 
@@ -36,22 +38,32 @@ class TfServingOptions:
     """The flags TF Serving's adapters read. ``max_elements``: ``--max_tensor_elements``;
     ``max_request_bytes``: ``--max_request_bytes``; ``as_tensor_content``:
     ``--enable_serialization_as_tensor_content``; ``method_name_check``:
-    ``--enable_signature_method_name_check``; ``management``: ``--enable_model_management_api``."""
+    ``--enable_signature_method_name_check``; ``management``: ``--enable_model_management_api``;
+    ``admin``: who may reload (``--auth_*``); ``paths``: where a reload may point base paths and
+    log prefixes (``--management_*_dirs``; None: anywhere)."""
 
     max_elements: int
     max_request_bytes: int
     as_tensor_content: bool = False
     method_name_check: bool = False
     management: bool = False
+    admin: AdminAccess = field(default_factory=AdminAccess)
+    paths: ManagementPaths | None = None
 
     @classmethod
-    def from_settings(cls, settings: Settings) -> TfServingOptions:
+    def from_settings(
+        cls, settings: Settings, admin: AdminAccess | None = None
+    ) -> TfServingOptions:
         return cls(
             max_elements=settings.max_tensor_elements,
             max_request_bytes=settings.max_request_bytes,
             as_tensor_content=settings.enable_serialization_as_tensor_content,
             method_name_check=settings.enable_signature_method_name_check,
             management=settings.enable_model_management_api,
+            admin=admin or AdminAccess(),
+            paths=ManagementPaths.from_flags(
+                settings.management_base_path_dirs, settings.management_log_dirs
+            ),
         )
 
 
@@ -73,7 +85,9 @@ class TfServingSurface:
             as_tensor_content=options.as_tensor_content,
             method_name_check=options.method_name_check,
         )
-        model = ModelService(self._core, management=options.management)
+        model = ModelService(
+            self._core, management=options.management, admin=options.admin, paths=options.paths
+        )
         return (
             GrpcService(
                 PREDICTION_SERVICE,

@@ -41,9 +41,20 @@ class Sampled:
     timestamp_secs: int
 
 
-LogAs = Callable[[Any, Any, Sampled], bytes]
+LogRecord = Callable[[Any, Any, Sampled], bytes]
 """A successful call's request and response → one framed TFRecord record holding its
 ``tensorflow.serving.PredictionLog``; called off the event loop, in the request log's writer."""
+
+
+@dataclass(frozen=True, slots=True)
+class LogAs:
+    """How a protocol's successful calls of one method are request-logged: ``record`` makes the
+    record (off the loop); ``nbytes(request, response)`` says, cheaply and on the loop, about how
+    many bytes the pair holds while its record waits to be written (the request log's byte
+    budget)."""
+
+    record: LogRecord
+    nbytes: Callable[[Any, Any], int]
 
 
 @dataclass(frozen=True)

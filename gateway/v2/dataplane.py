@@ -22,7 +22,7 @@ queue per (servable, signature), so V2 and TF Serving requests for one model sha
 
 from __future__ import annotations
 
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from typing import TypeVar
 
 from gateway.errors import NotFound, ServingError
@@ -30,10 +30,12 @@ from gateway.observability.model_stats import ModelStats
 from gateway.serving.core import InputsDecoder, ModelRef, PredictEncoder, ServingCore
 from gateway.serving.registry import Servable, State
 from gateway.serving.signature import DtypeMismatch
+from gateway.transport.auth import AdminAccess
 from gateway.v2 import errors, metadata, statistics, versions
 from gateway.v2.call import InferCall
 from gateway.v2.declared import Limits
 from gateway.v2.model_control import ModelRepository
+from gateway.v2.repository_codec import RepositoryCall
 from gateway.v2.statistics import ModelFigures
 from gateway.v2.versions import Target
 
@@ -44,13 +46,14 @@ R = TypeVar("R")
 class V2Options:
     """What the V2 adapters read of the flags. ``max_elements``: ``--max_tensor_elements``;
     ``max_request_bytes``: ``--max_request_bytes`` (None: unbounded); ``management``:
-    ``--enable_model_management_api`` (repository load and unload); ``version``: tensorgate's
-    version, as server metadata names it."""
+    ``--enable_model_management_api`` (repository load and unload); ``admin``: who may load and
+    unload (``--auth_*``); ``version``: tensorgate's version, as server metadata names it."""
 
     max_elements: int
     max_request_bytes: int | None = None
     management: bool = False
     version: str = "unknown"
+    admin: AdminAccess = field(default_factory=AdminAccess)
 
 
 class DataPlane:
@@ -118,6 +121,24 @@ class DataPlane:
             raise self._unknown(target) from None
         except DtypeMismatch as exc:
             raise errors.datatype_mismatch(exc) from None
+
+    # -- the repository extension: changes only the admin credential may make --------------------
+    async def load(self, call: RepositoryCall, authorization: str | None) -> None:
+        """Repository load ``call``, by a caller presenting ``authorization`` (its bearer
+        token's header value; None: none)."""
+        self._may_change(authorization)
+        await self.repository.load(call)
+
+    async def unload(self, call: RepositoryCall, authorization: str | None) -> None:
+        """Repository unload ``call`` (as :meth:`load`)."""
+        self._may_change(authorization)
+        await self.repository.unload(call)
+
+    def _may_change(self, authorization: str | None) -> None:
+        """With management on, only the admin credential changes what is served (off, the
+        repository answers its own refusal)."""
+        if self.options.management:
+            self.options.admin.check(authorization)
 
     # -- statistics -----------------------------------------------------------------------------
     def statistics(self, name: str, version: str) -> list[ModelFigures]:

@@ -21,6 +21,7 @@ from gateway._pb.inference import grpc_service_pb2 as pb
 from gateway.errors import grpc_status
 from gateway.serving.core import PredictResult
 from gateway.serving.signature import Signature
+from gateway.transport.auth import authorization_of
 from gateway.transport.gate import MethodHandler
 from gateway.transport.grpc_errors import rpc
 from gateway.transport.grpc_services import unary
@@ -171,14 +172,16 @@ class GRPCInferenceService:
     async def RepositoryModelLoad(
         self, request: pb.RepositoryModelLoadRequest, context: grpc.aio.ServicerContext
     ) -> pb.RepositoryModelLoadResponse:
-        await self._plane.repository.load(repository_codec.from_proto(request, unload=False))
+        call = repository_codec.from_proto(request, unload=False)
+        await self._plane.load(call, authorization_of(context.invocation_metadata()))
         return pb.RepositoryModelLoadResponse()
 
     @rpc
     async def RepositoryModelUnload(
         self, request: pb.RepositoryModelUnloadRequest, context: grpc.aio.ServicerContext
     ) -> pb.RepositoryModelUnloadResponse:
-        await self._plane.repository.unload(repository_codec.from_proto(request, unload=True))
+        call = repository_codec.from_proto(request, unload=True)
+        await self._plane.unload(call, authorization_of(context.invocation_metadata()))
         return pb.RepositoryModelUnloadResponse()
 
     async def SystemSharedMemoryStatus(

@@ -20,8 +20,9 @@ from gateway._pb.inference import grpc_service_pb2 as pb
 from gateway.config.settings import Settings
 from gateway.observability.model_stats import ModelStats
 from gateway.serving.core import ServingCore
+from gateway.transport.auth import AdminAccess
 from gateway.transport.http.routes import Routes
-from gateway.transport.surface import GrpcService, LogAs
+from gateway.transport.surface import GrpcService, LogAs, LogRecord
 from gateway.v2 import PROTOCOL
 from gateway.v2.dataplane import DataPlane, V2Options
 from gateway.v2.grpc import GRPCInferenceService
@@ -31,8 +32,9 @@ from gateway.v2.rest.routes import V2Rest
 SERVICE = pb.DESCRIPTOR.services_by_name["GRPCInferenceService"].full_name
 
 
-def options_from(settings: Settings) -> V2Options:
-    """The flags the V2 adapters read (:class:`V2Options`)."""
+def options_from(settings: Settings, admin: AdminAccess | None = None) -> V2Options:
+    """The flags the V2 adapters read (:class:`V2Options`); ``admin``: who may load and unload
+    (default: anyone)."""
     try:
         version = importlib.metadata.version("tensorgate")
     except importlib.metadata.PackageNotFoundError:
@@ -42,6 +44,7 @@ def options_from(settings: Settings) -> V2Options:
         max_request_bytes=settings.max_request_bytes,
         management=settings.enable_model_management_api,
         version=version,
+        admin=admin or AdminAccess(),
     )
 
 
@@ -55,7 +58,8 @@ class V2Surface:
     statistics (None while metrics are off: the statistics extension then reports zeros);
     ``repository``: the repository extension (:class:`DataPlane`'s); ``log_as``: per method,
     how a sampled call is request-logged (:attr:`GrpcService.log_as
-    <gateway.transport.surface.GrpcService>`; none: no call is)."""
+    <gateway.transport.surface.GrpcService>`; none: no call is); ``rest_log``: how a sampled
+    REST infer is (None: it is not)."""
 
     name = PROTOCOL
 
@@ -66,9 +70,11 @@ class V2Surface:
         stats: ModelStats | None = None,
         repository: ModelRepository | None = None,
         log_as: Mapping[str, LogAs] | None = None,
+        rest_log: LogRecord | None = None,
     ) -> None:
         self._plane = DataPlane(core, options, stats, repository)
         self._log_as = dict(log_as or {})
+        self._rest_log = rest_log
 
     def grpc_services(self) -> Sequence[GrpcService]:
         handlers = GRPCInferenceService(self._plane).handlers()
@@ -78,4 +84,4 @@ class V2Surface:
         return (service,)
 
     def add_routes(self, routes: Routes) -> None:
-        routes.add_api(V2Rest(self._plane))
+        routes.add_api(V2Rest(self._plane, log_record=self._rest_log))

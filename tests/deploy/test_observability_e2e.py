@@ -86,6 +86,7 @@ def gateway(repo: Path, tmp_path_factory: pytest.TempPathFactory) -> Iterator[Ga
         "--enable_batching",
         f"--batching_parameters_file={repo / 'batching.config'}",
         "--enable_model_management_api",
+        f"--management_base_path_dirs={repo}",
         "--max_num_load_retries=0",
         "--workers=1",
         "--frontends=2",

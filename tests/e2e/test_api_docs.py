@@ -2,7 +2,8 @@
 (openapi-spec-validator) and describe each model from its signature; schemathesis, run against the
 live server (bounded, derandomized), finds every answer within the documented status codes,
 content types and schemas; a real headless Chromium renders each docs page's operations from the
-assets tensorgate ships; without the flag nothing is served."""
+assets tensorgate ships; with bearer tokens the pages are public and the documents need and
+declare the token; without the flag nothing is served."""
 
 from __future__ import annotations
 
@@ -174,3 +175,31 @@ def test_without_the_flag_nothing_is_described(model_repo: Path, tmp_path: Path)
         for path in ("/v1/docs", "/v1/docs/openapi.json", "/v2/docs/openapi.json"):
             assert _get(gateway, path)[0] in (400, 404)
         assert _get(gateway, "/docs/swagger-ui/swagger-ui-bundle.js")[0] == 404
+
+
+def test_with_tokens_the_pages_are_public_and_the_documents_declare_the_token(
+    model_repo: Path, tmp_path: Path
+) -> None:
+    """A browser opens the page without a token (it holds no data), then sends the token the
+    page asks for; the document, which lists the models, needs it and says so."""
+    tokens = tmp_path / "tokens"
+    tokens.write_text("s3cret\n")
+    args = [
+        f"--model_base_path={model_repo / 'mlp'}",
+        "--model_name=mlp",
+        "--workers=1",
+        "--rest_api_port=-1",
+        "--enable_api_docs",
+        f"--auth_token_file={tokens}",
+    ]
+    with running_gateway(args, tmp_path) as gateway:
+        for path in ("/v1/docs", "/v2/docs", "/docs/swagger-ui/swagger-ui-bundle.js"):
+            assert _get(gateway, path)[0] == 200, path
+        url = f"http://127.0.0.1:{gateway.rest_port}/v1/docs/openapi.json"
+        assert _get(gateway, "/v1/docs/openapi.json")[0] == 401
+        request = urllib.request.Request(url, headers={"Authorization": "Bearer s3cret"})
+        with urllib.request.urlopen(request, timeout=30) as response:
+            document = json.loads(response.read())
+    validate(document)
+    assert document["security"] == [{"bearerAuth": []}]
+    assert document["components"]["securitySchemes"]["bearerAuth"]["scheme"] == "bearer"

@@ -107,7 +107,11 @@ def test_v2_repository_unload_stays_and_load_polls_disk_and_retries_a_failed_ver
     shutil.copytree(model_repo / "mlp" / "1", base / "1")
     config = tmp_path / "models.config"
     _config(config, f'config {{ name: "mlp" base_path: "{base}" }}')
-    extra = ("--enable_model_management_api", "--max_num_load_retries=0")
+    extra = (
+        "--enable_model_management_api",
+        f"--management_base_path_dirs={tmp_path}",
+        "--max_num_load_retries=0",
+    )
     with _fleet(tmp_path, config, *extra) as (_, channels, rests):
         (a, b) = rests.values()
         assert _request(a, "POST", "/v2/repository/models/mlp/unload")[0] == 200

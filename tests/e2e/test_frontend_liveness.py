@@ -45,6 +45,7 @@ def test_a_stopped_front_end_is_replaced_and_reload_and_unload_answer_meanwhile(
     args = [
         f"--model_config_file={config}",
         "--enable_model_management_api",
+        f"--management_base_path_dirs={model_repo},{tmp_path}",
         "--workers=1",
         "--file_system_poll_wait_seconds=0",
         "--rest_api_port=-1",

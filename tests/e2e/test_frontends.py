@@ -243,6 +243,7 @@ def test_a_reload_through_either_front_end_is_in_force_on_both_when_answered(
     args = [
         f"--model_config_file={config}",
         "--enable_model_management_api",
+        f"--management_base_path_dirs={model_repo},{tmp_path}",
         "--workers=2",
         "--file_system_poll_wait_seconds=0",
         "--rest_api_port=-1",

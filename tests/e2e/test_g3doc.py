@@ -191,6 +191,7 @@ def docs(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Docs]:
         f"--model_config_file={root / 'models.config'}",
         "--rest_api_port=-1",
         "--enable_model_management_api",
+        f"--management_base_path_dirs={root}",
         "--enable_batching",
         f"--batching_parameters_file={root / 'batching.config'}",
         "--workers=1",

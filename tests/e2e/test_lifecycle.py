@@ -60,6 +60,7 @@ def managed(repo: Path, tmp_path_factory: pytest.TempPathFactory) -> Iterator[Ga
     args = [
         f"--model_config_file={config}",
         "--enable_model_management_api",
+        f"--management_base_path_dirs={repo}",
         "--workers=2",
         "--max_num_load_retries=0",
         "--file_system_poll_wait_seconds=0",

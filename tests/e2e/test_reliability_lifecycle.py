@@ -47,6 +47,7 @@ def test_a_load_retry_blocks_neither_the_poll_nor_a_reload(tmp_path: Path) -> No
     args = [
         f"--model_config_file={config}",
         "--enable_model_management_api",
+        f"--management_base_path_dirs={tmp_path}",
         "--workers=1",
         "--file_system_poll_wait_seconds=1",
         "--load_retry_interval_micros=3600000000",
@@ -82,6 +83,7 @@ def test_a_base_path_gone_for_a_while_or_mistyped_keeps_the_model_serving(tmp_pa
     args = [
         f"--model_config_file={config}",
         "--enable_model_management_api",
+        f"--management_base_path_dirs={tmp_path}",
         "--workers=1",
         "--file_system_poll_wait_seconds=1",
     ]

@@ -1,19 +1,19 @@
 """Request logging (a model's ``logging_config``) through a real gateway: sampling at rates 1, 0.5
-and 0; every PredictionService method logged as its PredictionLog kind, and V2 ModelInfer calls
-as ``predict_log`` records beside the model's Predicts; the files read back by
-TensorFlow's own TFRecord reader and the official ``tensorflow_serving`` protos in their own
-process; a log file replayed as a model's warmup file; a writer that cannot keep up drops (and
-counts) without touching a call; two front ends under load writing every record whole, once."""
+and 0; every PredictionService method logged as its PredictionLog kind, V2 ModelInfer calls as
+``predict_log`` records beside the model's Predicts, and REST calls (predict, classify, regress,
+V2 infer) as their gRPC twins; the files read back by TensorFlow's own TFRecord reader and the
+official ``tensorflow_serving`` protos in their own process; a log file replayed as a model's
+warmup file; a writer stuck on a stalled directory drops (and counts) without touching a call or
+the gateway's memory, and cannot hold the exit; a directory that disappears is one error line;
+two front ends under load writing every record whole, once."""
 
 from __future__ import annotations
 
-import io
 import json
-import os
 import re
+import signal
 import subprocess
 import sys
-import threading
 import time
 import urllib.request
 from collections.abc import Sequence
@@ -37,9 +37,10 @@ from gateway._pb.tensorflow_serving.apis import (
 from gateway.tfserving.codec.tfrecord import read_records
 from gateway.tfserving.warmup import WARMUP_FILE
 from tests.support import onnx_models
-from tests.support.gateway_proc import GatewayProcess, running_gateway
+from tests.support.gateway_proc import GatewayProcess, running_gateway, start_gateway
 from tests.support.grpc_calls import predict_request
 from tests.support.paths import SUPPORT
+from tests.support.stalled_dir import stalled
 
 SCRIPT = SUPPORT / "request_log_read_script.py"
 EVERY_CALLS = 20
@@ -145,9 +146,12 @@ def _ours(paths: Sequence[Path]) -> list[prediction_log_pb2.PredictionLog]:
 
 
 def _index(record: prediction_log_pb2.PredictionLog) -> int:
-    """The index of the call a Predict record logged (:func:`_x`)."""
+    """The index of the call a Predict record logged (:func:`_x`): sent as ``tensor_content``
+    over gRPC, in typed fields from REST."""
     x = record.predict_log.request.inputs["x"]
-    return int(np.frombuffer(x.tensor_content, np.float32)[0])
+    if x.tensor_content:
+        return int(np.frombuffer(x.tensor_content, np.float32)[0])
+    return int(x.float_val[0])
 
 
 def _official(paths: Sequence[Path], out: Path) -> list[dict[str, Any]]:
@@ -205,7 +209,8 @@ def test_each_rate_logs_its_share_once_per_call(logged: Logged) -> None:
     assert _files(logged.logs, "never") == []
     names = {p.name for p in logged.logs.iterdir()}
     assert all(
-        re.fullmatch(rf"(every|half|examples)-{logged.pid}-00000\.tfrecord", n) for n in names
+        re.fullmatch(rf"(every|half|examples)-{logged.pid}-[0-9a-f]{{8}}-00000\.tfrecord", n)
+        for n in names
     )
 
 
@@ -262,37 +267,6 @@ def _warmup_records_read(log_file: Path, tmp_path: Path) -> str:
 def test_a_log_file_is_a_valid_warmup_file(logged: Logged, tmp_path: Path) -> None:
     (log_file,) = _files(logged.logs, "every")
     assert _warmup_records_read(log_file, tmp_path) == str(EVERY_CALLS)
-
-
-def test_a_writer_that_cannot_keep_up_drops_and_counts_without_touching_a_call(
-    tmp_path: Path,
-) -> None:
-    """The first log file is a FIFO nobody reads yet: the writer blocks opening it with the first
-    record, one more waits in its queue (--request_log_max_pending=1), the rest are dropped."""
-    logs = tmp_path / "logs"
-    logs.mkdir()
-    config = _repo(tmp_path, logs, {"every": 1.0})
-    calls = 30
-    args = _args(tmp_path, config, "--request_log_max_pending=1")
-    with running_gateway(args, tmp_path) as gateway:
-        fifo = logs / f"every-{gateway.pid}-00000.tfrecord"
-        os.mkfifo(fifo)
-        _predicts(gateway, "every", range(calls))  # every call answered (asserted there)
-        (dropped,) = re.findall(
-            r'^tensorgate_request_log_dropped_total\{model_name="every"\} (\S+)$',
-            _scrape(gateway),
-            re.M,
-        )
-        assert int(float(dropped)) in (calls - 2, calls - 1)
-        read: list[bytes] = []
-        reader = threading.Thread(target=lambda: read.append(fifo.read_bytes()))
-        reader.start()  # unblocks the writer; EOF once it closes the file at stop
-    reader.join(60)
-    assert not reader.is_alive()
-    records = list(read_records(io.BytesIO(read[0])))
-    assert len(records) == calls - int(float(dropped))
-    for record in records:
-        assert prediction_log_pb2.PredictionLog.FromString(record).HasField("predict_log")
 
 
 def test_two_front_ends_under_load_write_every_record_whole_and_once(tmp_path: Path) -> None:
@@ -391,3 +365,209 @@ def test_v2_model_infer_calls_are_logged_as_predict_logs_beside_predicts(tmp_pat
     assert echoed["y"][0] == "BYTES"
     (mlp_log,) = _files(logs, "mlp")
     assert _warmup_records_read(mlp_log, tmp_path / "replay") == "3"  # V2 records replayed too
+
+
+def _post(gateway: GatewayProcess, path: str, body: bytes, **headers: str) -> bytes:
+    request = urllib.request.Request(
+        f"http://127.0.0.1:{gateway.rest_port}{path}",
+        data=body,
+        method="POST",
+        headers={"Content-Type": "application/json", **headers},
+    )
+    with urllib.request.urlopen(request, timeout=60) as response:
+        assert response.status == 200
+        return bytes(response.read())
+
+
+def _rest_predicts(gateway: GatewayProcess, model: str, indices: Sequence[int]) -> list[Any]:
+    """Predict each index's row over REST; the answers' ``predictions``."""
+    answers = []
+    for i in indices:
+        body = json.dumps({"instances": _x(i).tolist()}).encode()
+        answers.append(json.loads(_post(gateway, f"/v1/models/{model}:predict", body)))
+    return [a["predictions"] for a in answers]
+
+
+def _rest_examples(gateway: GatewayProcess) -> None:
+    body = json.dumps({"examples": [{"x": float(i), "n": i} for i in range(3)]}).encode()
+    for verb in ("classify", "regress"):
+        answer = json.loads(_post(gateway, f"/v1/models/examples:{verb}", body))
+        assert len(answer["results"]) == 3
+
+
+def _v2_rest_infers(gateway: GatewayProcess, model: str, json_index: int, raw_index: int) -> None:
+    """One V2 REST infer with JSON tensors, one with the binary data extension."""
+    tensor = {"name": "x", "datatype": "FP32", "shape": [1, 64]}
+    body = json.dumps({"inputs": [{**tensor, "data": _x(json_index).ravel().tolist()}]})
+    assert json.loads(_post(gateway, f"/v2/models/{model}/infer", body.encode()))["outputs"]
+    header = json.dumps({"inputs": [{**tensor, "parameters": {"binary_data_size": 256}}]})
+    binary = header.encode() + _x(raw_index).tobytes()
+    answer = _post(
+        gateway,
+        f"/v2/models/{model}/infer",
+        binary,
+        **{"Inference-Header-Content-Length": str(len(header))},
+    )
+    assert b"outputs" in answer
+
+
+def test_rest_calls_are_logged_as_their_grpc_twins(tmp_path: Path) -> None:
+    """With sampling 1.0, 40 gRPC and 10 REST predicts to one model write 50 records, each read
+    back by TensorFlow's reader and parsed by the official protos, and the file replays as
+    warmup, REST records included; REST ``:classify`` and ``:regress`` are ``classify_log`` and
+    ``regress_log`` records; V2 REST infers (JSON and binary) are ``predict_log`` records."""
+    logs = tmp_path / "logs"
+    logs.mkdir()
+    config = _repo(tmp_path, logs, {"mlp": 1.0, "v2": 1.0})
+    with running_gateway(_args(tmp_path, config), tmp_path) as gateway:
+        _predicts(gateway, "mlp", range(40))
+        answered = _rest_predicts(gateway, "mlp", range(40, 50))
+        _rest_examples(gateway)
+        _v2_rest_infers(gateway, "v2", 60, 61)
+    records = _official(_files(logs, "mlp"), tmp_path / "mlp.json")
+    assert len(records) == 50
+    assert {r["kind"] for r in records} == {"predict_log"}
+    by_index = {int(r["x"][0][0]): r for r in records}
+    assert sorted(by_index) == list(range(50))
+    for index, predictions in zip(range(40, 50), answered, strict=True):
+        record = by_index[index]
+        assert (record["model"], record["version"], record["signature"]) == (
+            "mlp",
+            1,
+            "serving_default",
+        )
+        assert (record["rate"], record["attributes"], record["request_version"]) == (1.0, 1, 0)
+        assert record["tensors"]["request"] == {
+            "x": {"dtype": "float32", "values": _x(index).tolist()}
+        }
+        response = record["tensors"]["response"]
+        assert sorted(response) == ["logits", "probs"]
+        for name in ("logits", "probs"):
+            logged = np.array(response[name]["values"], np.float32)
+            assert np.array_equal(logged, np.array([predictions[0][name]], np.float32))
+    (mlp_log,) = _files(logs, "mlp")
+    assert _warmup_records_read(mlp_log, tmp_path / "replay") == "50"
+    examples = _official(_files(logs, "examples"), tmp_path / "examples.json")
+    assert sorted((r["kind"], r["model"]) for r in examples) == [
+        ("classify_log", "examples"),
+        ("regress_log", "examples"),
+    ]
+    assert sorted(r.get("classifications", r.get("regressions")) for r in examples) == [3, 3]
+    v2 = _official(_files(logs, "v2"), tmp_path / "v2.json")
+    assert sorted((r["kind"], int(r["x"][0][0])) for r in v2) == [
+        ("predict_log", 60),
+        ("predict_log", 61),
+    ]
+    assert {(r["model"], r["version"], r["signature"]) for r in v2} == {
+        ("v2", 1, "serving_default")
+    }
+
+
+MIB = 1 << 20
+STUCK_CALLS = 200
+LOG_BUDGET = 64 * MIB
+"""--request_log_max_pending_bytes (its default): what a stuck writer may hold."""
+RECORD_SLACK = 64 * MIB
+"""Beyond the budget: the one record the writer holds while building it (its request and
+response copied, serialized and framed: about 6 x 4 MiB) and the allocator's rounding. Measured
+here: +101 MiB (the same 200 calls unlogged, run first, had added 48 MiB); without the byte bound
+the queue alone held ~8.5 MiB per call, +1.7 GiB over 200."""
+GRACE_S = 2
+
+
+def _status_bytes(pid: int, field: str) -> int:
+    """A ``/proc/<pid>/status`` memory figure (``VmRSS``, ``VmHWM``) in bytes."""
+    text = Path(f"/proc/{pid}/status").read_text()
+    (kib,) = re.findall(rf"^{field}:\s+(\d+) kB$", text, re.M)
+    return int(kib) * 1024
+
+
+def test_a_stuck_writer_keeps_its_memory_bound_and_cannot_hold_the_exit(tmp_path: Path) -> None:
+    """The log directory stalls (every open there blocks, as on a hung mount) before the first
+    record: 200 Predicts of 4 MiB are all answered, the gateway's peak RSS (after the same calls
+    unlogged) grows by the log's byte budget and one record at most, the records past the budget
+    are dropped and counted,
+    and SIGTERM ends the process once the flush's bound (--shutdown_grace_seconds) passes, saying
+    how many records were dropped."""
+    logs = tmp_path / "logs"
+    logs.mkdir()
+    onnx_models.identity(tmp_path / "big" / "1" / "model.onnx", "float32")
+    config = tmp_path / "models.config"
+    config.write_text(
+        "model_config_list { "
+        f'config {{ name: "big" base_path: "{tmp_path / "big"}" {_logging(logs / "big", 1.0)} }} '
+        f'config {{ name: "plain" base_path: "{tmp_path / "big"}" }} }}\n'
+    )
+    (tmp_path / "monitoring.config").write_text("prometheus_config { enable: true }\n")
+    args = _args(tmp_path, config, f"--shutdown_grace_seconds={GRACE_S}")
+    gateway = start_gateway(args, tmp_path)
+    x = np.ones((1024, 1024), np.float32)  # 4 MiB each way
+    try:
+        options = [("grpc.max_receive_message_length", 64 * MIB)]
+        with grpc.insecure_channel(gateway.target, options) as channel:
+            stub = prediction_service_pb2_grpc.PredictionServiceStub(channel)
+            for _ in range(STUCK_CALLS):  # what serving these calls takes, before the baseline
+                stub.Predict(predict_request("plain", {"x": x}), timeout=60)
+            baseline = _status_bytes(gateway.pid, "VmRSS")
+            Path(f"/proc/{gateway.pid}/clear_refs").write_text("5")  # VmHWM := VmRSS
+            with stalled(logs):
+                for _ in range(STUCK_CALLS):
+                    answer = stub.Predict(predict_request("big", {"x": x}), timeout=60)
+                    assert answer.outputs["y"].tensor_shape.dim[0].size == 1024
+                peak = _status_bytes(gateway.pid, "VmHWM")
+                assert peak - baseline <= LOG_BUDGET + RECORD_SLACK, (peak - baseline) / MIB
+                (dropped,) = re.findall(
+                    r'^tensorgate_request_log_dropped_total\{model_name="big"\} (\S+)$',
+                    _scrape(gateway),
+                    re.M,
+                )
+                assert int(float(dropped)) >= STUCK_CALLS - LOG_BUDGET // (8 * MIB) - 1
+                assert gateway.stop() == 0  # bounded: GatewayFailed if it hangs
+    finally:
+        if gateway.process.poll() is None:
+            gateway.stop(signal.SIGKILL)
+    (line,) = re.findall(r"request log closed: .*", gateway.log())
+    found = re.fullmatch(
+        r"request log closed: 0 record\(s\) written, (\d+) dropped \((\d+) with the queue full, "
+        r"0 that could not be written, 0 that failed to build, (\d+) still queued at exit: the "
+        rf"writers did not finish within {GRACE_S} s\)",
+        line,
+    )
+    assert found is not None, line
+    total, full, queued = map(int, found.groups())
+    assert total == full + queued == STUCK_CALLS
+    assert full == int(float(dropped))
+
+
+def test_a_directory_that_disappears_is_one_error_line_not_one_per_call(tmp_path: Path) -> None:
+    logs = tmp_path / "logs"
+    gone = logs / "gone"
+    gone.mkdir(parents=True)
+    config = _repo(tmp_path, gone, {"every": 1.0})
+    with running_gateway(_args(tmp_path, config), tmp_path) as gateway:
+        gone.rmdir()
+        _predicts(gateway, "every", range(20))  # every call answered (asserted there)
+    prefix = re.escape(str(gone / "every"))
+    errors = re.findall(rf"^\S+ \S+ E .*{prefix}.*$", gateway.log(), re.M)
+    assert len(errors) == 1, errors
+    assert "records are dropped until writing works again" in errors[0]
+
+
+def test_files_planted_at_predictable_names_are_never_written(tmp_path: Path) -> None:
+    """A symlink at ``<prefix>-<pid>-00000.tfrecord`` (the name a writer used to open for
+    appending) and an earlier process's leftover file are left as they are: every record goes
+    to files this process created."""
+    logs = tmp_path / "logs"
+    logs.mkdir()
+    target = tmp_path / "target"
+    target.write_bytes(b"")
+    config = _repo(tmp_path, logs, {"every": 1.0})
+    with running_gateway(_args(tmp_path, config), tmp_path) as gateway:
+        (logs / f"every-{gateway.pid}-00000.tfrecord").symlink_to(target)
+        leftover = logs / f"every-{gateway.pid}-00001.tfrecord"
+        leftover.write_bytes(b"an earlier process's partial record")
+        _predicts(gateway, "every", range(5))
+    assert target.read_bytes() == b""
+    assert leftover.read_bytes() == b"an earlier process's partial record"
+    created = [p for p in _files(logs, "every") if not p.is_symlink() and p != leftover]
+    assert sorted(_index(r) for r in _ours(created)) == list(range(5))

@@ -1,7 +1,7 @@
 """``--enable_server_timing`` through a real gateway: TF Serving's and V2's APIs over gRPC and REST
-each answer with a Server-Timing value (REST header, gRPC trailing metadata), whose queue, batch
-and compute figures are the ones the per-model histograms observe; without the flag no answer
-carries one."""
+each answer with a Server-Timing value (REST header, gRPC trailing metadata), whose queue, rows
+and compute figures are the ones the per-model histograms observe; callers sharing a batch each
+see their own rows, never the batch's; without the flag no answer carries one."""
 
 from __future__ import annotations
 
@@ -18,12 +18,13 @@ import pytest
 from gateway._pb.inference import grpc_service_pb2 as v2
 from gateway._pb.inference import grpc_service_pb2_grpc as v2_grpc
 from gateway._pb.tensorflow_serving.apis import prediction_service_pb2_grpc
+from tests.support import onnx_models
 from tests.support.gateway_proc import GatewayProcess, running_gateway
 from tests.support.grpc_calls import predict_request
 
 ROW = [0.5] * 64
 MS = r"(\d+\.\d{3})"
-TIMING = re.compile(rf'^queue;dur={MS}, batch;desc="(\d+)", compute;dur={MS}, total;dur={MS}$')
+TIMING = re.compile(rf'^queue;dur={MS}, rows;desc="(\d+)", compute;dur={MS}, total;dur={MS}$')
 ROUNDING_S = 0.0005e-3
 """Each figure is written in milliseconds with 3 decimals: at most half a microsecond off."""
 
@@ -151,3 +152,47 @@ def test_without_the_flag_no_answer_carries_timing(
             stub = prediction_service_pb2_grpc.PredictionServiceStub(channel)
             _, call = stub.Predict.with_call(predict_request("mlp", {"x": x}), timeout=30)
         assert "server-timing" not in dict(call.trailing_metadata())
+
+
+SHARED = "max_batch_size { value: 41 }\nbatch_timeout_micros { value: 600000000 }\n"
+"""A batch closes at 41 rows only (a 10-minute timeout): a call of 1 row and one of 40 share it."""
+
+
+def test_callers_sharing_a_batch_each_see_their_own_rows(tmp_path: Path) -> None:
+    """The batch's size would tell a 1-row caller how much traffic others send: each caller's
+    ``rows`` is its own (1 and 40), though both ran in one batch of 41."""
+    onnx_models.identity(tmp_path / "held" / "1" / "model.onnx", "float32")
+    (tmp_path / "held" / "1" / "batching_params.pbtxt").write_text(SHARED)
+    (tmp_path / "batching.config").write_text(SHARED)
+    (tmp_path / "monitoring.config").write_text("prometheus_config { enable: true }\n")
+    args = [
+        "--model_name=held",
+        f"--model_base_path={tmp_path / 'held'}",
+        "--workers=1",
+        "--enable_batching",
+        f"--batching_parameters_file={tmp_path / 'batching.config'}",
+        "--enable_per_model_batching_parameters",
+        f"--monitoring_config_file={tmp_path / 'monitoring.config'}",
+        "--rest_api_port=-1",
+        "--enable_server_timing",
+    ]
+    with running_gateway(args, tmp_path) as gateway:
+        with grpc.insecure_channel(gateway.target) as channel:
+            stub = prediction_service_pb2_grpc.PredictionServiceStub(channel)
+            calls = [
+                stub.Predict.future(
+                    predict_request("held", {"x": np.ones((rows, 3), np.float32)}), timeout=60
+                )
+                for rows in (1, 40)
+            ]
+            timings = [dict(c.trailing_metadata())["server-timing"] for c in calls]
+            assert [c.result().outputs["y"].tensor_shape.dim[0].size for c in calls] == [1, 40]
+        url = f"http://127.0.0.1:{gateway.rest_port}/monitoring/prometheus/metrics"
+        with urllib.request.urlopen(url, timeout=30) as response:
+            page = response.read().decode()
+    (batches,) = re.findall(
+        r'^tensorgate_batch_size_count\{model_name="held",[^}]*\} (\S+)$', page, re.M
+    )
+    assert float(batches) == 1  # one batch of 41 rows
+    own = [re.search(r'(?:rows|batch);desc="(\d+)"', t) for t in timings]
+    assert [int(m[1]) if m else None for m in own] == [1, 40], timings

@@ -7,7 +7,6 @@ import asyncio
 from pathlib import Path
 
 import pytest
-from aiohttp.test_utils import make_mocked_request
 
 from gateway.config.model_config import ConfigError
 from gateway.observability.metrics import GatewayCollector, GatewayMetrics, registry_of
@@ -15,6 +14,7 @@ from gateway.observability.page import CONTENT_TYPE, DEFAULT_PATH, MetricsPage, 
 from gateway.observability.tfs_metrics import TfServingMetrics
 from gateway.observability.workers import WorkerFigures
 from gateway.parallel.pool import PoolOptions, WorkerPool
+from tests.support.rest import made_request
 
 
 @pytest.mark.parametrize(
@@ -51,9 +51,9 @@ def test_the_page_is_tf_serving_s_metrics_then_tensorgate_s_with_live_worker_fig
             page = MetricsPage(
                 tfs, registry_of(GatewayCollector(metrics, workers.families)), workers
             )
-            response = await page(make_mocked_request("GET", DEFAULT_PATH))
-            assert response.body is not None
-            return response.headers["Content-Type"], bytes(response.body).decode()
+            response = await page(made_request("GET", DEFAULT_PATH))
+            assert response.content_type is not None
+            return response.content_type, response.body.decode()
         finally:
             await pool.close()
 

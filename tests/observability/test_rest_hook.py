@@ -7,8 +7,6 @@ import asyncio
 from typing import Any
 
 import pytest
-from aiohttp import web
-from aiohttp.test_utils import make_mocked_request
 from opentelemetry.sdk.trace.export import SimpleSpanProcessor
 from opentelemetry.sdk.trace.export.in_memory_span_exporter import InMemorySpanExporter
 
@@ -20,7 +18,9 @@ from gateway.observability.span_export import RecordExporter
 from gateway.observability.tfs_metrics import TfServingMetrics
 from gateway.observability.tracing import Sampling, Tracing, default_resource
 from gateway.transport.http.json_error import failure_response
+from gateway.transport.http.messages import HttpResponse
 from gateway.transport.http.routes import UNKNOWN_API, ApiCall
+from tests.support.rest import made_request
 
 TRACEPARENT = "00-4bf92f3577b34da6a3ce929d0e0e4736-00f067aa0ba902b7-01"
 PREDICT = ApiCall(
@@ -40,12 +40,10 @@ def _recorder(ratio: float, metrics: bool = True) -> tuple[Recorder, InMemorySpa
 
 def _observe(
     recorder: Recorder, call: ApiCall[Any], answer: Any, headers: dict[str, str] | None = None
-) -> web.StreamResponse:
-    request = make_mocked_request(
-        "POST", "/v1/models/m/versions/2:predict?x=1", headers=headers or {}
-    )
+) -> HttpResponse:
+    request = made_request("POST", "/v1/models/m/versions/2:predict?x=1", headers)
 
-    async def respond() -> web.StreamResponse:
+    async def respond() -> HttpResponse:
         if isinstance(answer, BaseException):
             raise answer
         return answer  # type: ignore[no-any-return]
@@ -55,7 +53,7 @@ def _observe(
 
 def test_a_call_is_recorded_with_its_api_s_meaning_and_its_answer() -> None:
     recorder, exporter = _recorder(1.0)
-    assert _observe(recorder, PREDICT, web.Response(), {"traceparent": TRACEPARENT}).status == 200
+    assert _observe(recorder, PREDICT, HttpResponse(), {"traceparent": TRACEPARENT}).status == 200
     missing = _observe(recorder, PREDICT, failure_response(NotFound("no")))
     assert missing.status == 404
     assert recorder.tfs is not None and recorder.metrics is not None
@@ -81,7 +79,7 @@ def test_a_call_is_recorded_with_its_api_s_meaning_and_its_answer() -> None:
 def test_an_unparsed_call_and_a_cancelled_one() -> None:
     recorder, exporter = _recorder(1.0)
     unparsed = ApiCall("tfserving", UNKNOWN_API)
-    assert _observe(recorder, unparsed, web.Response(status=405)).status == 405
+    assert _observe(recorder, unparsed, HttpResponse(405)).status == 405
     with pytest.raises(asyncio.CancelledError):
         _observe(recorder, PREDICT, asyncio.CancelledError())
     assert recorder.tfs is not None and recorder.metrics is not None
@@ -101,7 +99,7 @@ def test_an_unparsed_call_and_a_cancelled_one() -> None:
 
 def test_at_ratio_0_without_metrics_a_call_without_a_parent_passes_untouched() -> None:
     recorder, exporter = _recorder(0.0, metrics=False)
-    _observe(recorder, PREDICT, web.Response())
+    _observe(recorder, PREDICT, HttpResponse())
     assert exporter.get_finished_spans() == ()
-    _observe(recorder, PREDICT, web.Response(), {"traceparent": TRACEPARENT})
+    _observe(recorder, PREDICT, HttpResponse(), {"traceparent": TRACEPARENT})
     assert len(exporter.get_finished_spans()) == 1

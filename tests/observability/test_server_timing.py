@@ -23,14 +23,15 @@ def _run(compute_us: float) -> RunResult:
     return RunResult({"y": np.zeros((3, 1), np.float32)}, compute_us)
 
 
-def test_a_timed_queue_gives_each_member_its_wait_the_batch_rows_and_compute() -> None:
+def test_a_timed_queue_gives_each_member_its_wait_its_own_rows_and_the_compute() -> None:
+    """A member learns its own rows, never the batch's total (other callers' traffic)."""
     observer = QueueObserver(LABELS, None, None, None, timed=True)
     first, second = _call(), _call()
     note = observer.on_batch([first, second, None], [0.004, 0.001, 0.0], [2, 1, 1], 4)
     assert isinstance(note, BatchNote)
     note.done(_run(1500.0))
-    assert (first.queue_s, first.batch_rows, first.compute_s) == (0.004, 4, 0.0015)
-    assert (second.queue_s, second.batch_rows, second.compute_s) == (0.001, 4, 0.0015)
+    assert (first.queue_s, first.batch_rows, first.compute_s) == (0.004, 2, 0.0015)
+    assert (second.queue_s, second.batch_rows, second.compute_s) == (0.001, 1, 0.0015)
 
 
 def test_an_untimed_queue_without_other_outputs_keeps_no_note() -> None:
@@ -54,7 +55,7 @@ def test_the_value_is_w3c_server_timing_in_milliseconds() -> None:
     server_timing.note_batch(call, 0.0012345, 8, 0.25)
     value = server_timing.value(call)
     assert re.fullmatch(
-        r'queue;dur=1\.234, batch;desc="8", compute;dur=250\.000, total;dur=\d+\.\d{3}', value
+        r'queue;dur=1\.234, rows;desc="8", compute;dur=250\.000, total;dur=\d+\.\d{3}', value
     ), value
 
 

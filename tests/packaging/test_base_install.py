@@ -35,8 +35,6 @@ NEVER = {
 OPTIONAL = {
     "grpc_tools": "grpcio imports it when present (grpc.protos()), goes on without",
     "_distutils_hack": "setuptools' .pth start-up hook, in any virtualenv with setuptools",
-    "brotli": "aiohttp decodes brotli bodies with it when present (tritonclient's http extra)",
-    "_brotli": "brotli's extension module",
     "psutil": "opentelemetry-sdk's resource detection reads the process with it when present "
     "(locust, a bench dependency, pulls it in)",
 }

@@ -16,6 +16,7 @@ from multidict import CIMultiDict
 
 from gateway.serving.core import ServingCore
 from gateway.tfserving.rest.routes import ClassifyRegress, TfServingRest
+from gateway.transport.http.messages import HttpRequest
 from gateway.transport.http.routes import Routes
 from gateway.transport.http.server import HttpServer
 
@@ -102,3 +103,16 @@ def post(url: str, body: Any, headers: dict[str, str] | None = None) -> Reply:
 
 def get(url: str) -> Reply:
     return http("GET", url)
+
+
+def made_request(
+    method: str, target: str, headers: dict[str, str] | None = None, body: bytes = b""
+) -> HttpRequest:
+    """A request as a connection hands it to a route, its body whole (no connection behind)."""
+    fields = {name.lower(): value for name, value in (headers or {}).items()}
+    request = HttpRequest(None, method, target.encode(), "1.1", fields)
+    if body:
+        request.chunks.append(body)
+        request.size = len(body)
+    request.complete = True
+    return request

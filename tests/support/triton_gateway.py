@@ -89,6 +89,7 @@ def v2_gateway(tmp_path_factory: pytest.TempPathFactory) -> Iterator[V2Gateway]:
         f"--monitoring_config_file={root / 'monitoring.config'}",
         "--rest_api_port=-1",
         "--enable_model_management_api",
+        f"--management_base_path_dirs={root}",
         "--file_system_poll_wait_seconds=0",
     ]
     with running_gateway(args, tmp_path_factory.mktemp("v2_logs")) as process:

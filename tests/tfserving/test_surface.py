@@ -3,12 +3,15 @@ call, and its REST API's place in the route table."""
 
 from __future__ import annotations
 
+import dataclasses
+
 from gateway._pb.tensorflow_serving.apis import (
     inference_pb2,
     model_service_pb2,
     predict_pb2,
     prediction_service_pb2,
 )
+from gateway.config.management_paths import ManagementPaths
 from gateway.config.settings import Settings
 from gateway.serving.core import ServingCore
 from gateway.tfserving import PROTOCOL
@@ -19,10 +22,12 @@ from gateway.tfserving.surface import (
     TfServingOptions,
     TfServingSurface,
 )
+from gateway.transport.auth import AdminAccess
 from gateway.transport.http.routes import Routes
 from tests.support.grpc_handlers import check_handlers
 
 CORE: ServingCore = None  # type: ignore[assignment]  # nothing here reaches the core
+ADMIN = AdminAccess()
 
 
 def test_the_flags_give_the_options() -> None:
@@ -34,7 +39,10 @@ def test_the_flags_give_the_options() -> None:
         enable_signature_method_name_check=True,
         enable_model_management_api=True,
     )
-    assert TfServingOptions.from_settings(settings) == TfServingOptions(5, 6, True, True, True)
+    options = TfServingOptions.from_settings(settings)
+    assert dataclasses.replace(options, admin=ADMIN) == TfServingOptions(
+        5, 6, True, True, True, admin=ADMIN, paths=ManagementPaths()
+    )
 
 
 def test_prediction_is_bounded_and_both_services_tell_the_model_a_call_names() -> None:

@@ -1,4 +1,5 @@
-"""Bearer tokens, shared by the gRPC gate and the REST front: the file, the check, open paths."""
+"""Bearer tokens, shared by the gRPC gate and the REST front: the file, the check, open paths;
+the two roles (serving tokens, the admin credential) and who may change what is served."""
 
 from __future__ import annotations
 
@@ -8,8 +9,8 @@ import pytest
 
 from gateway.config.model_config import ConfigError
 from gateway.config.settings import Settings
-from gateway.errors import Unauthenticated
-from gateway.transport.auth import BearerTokens, load_tokens
+from gateway.errors import PermissionDenied, Unauthenticated
+from gateway.transport.auth import BearerTokens, Roles, authorization_of, load_roles, load_tokens
 
 
 def test_bearer_tokens(tmp_path: Path) -> None:
@@ -49,3 +50,61 @@ def test_the_flags_name_the_file_and_the_open_paths(tmp_path: Path) -> None:
 def test_no_token_is_refused() -> None:
     with pytest.raises(ValueError, match="at least one token"):
         BearerTokens([])
+
+
+def _roles(tmp_path: Path, serving: str | None, admin: str | None) -> Roles:
+    files = {}
+    for flag, text in (("auth_token_file", serving), ("auth_admin_token_file", admin)):
+        if text is not None:
+            path = tmp_path / flag
+            path.write_text(text)
+            files[flag] = str(path)
+    return load_roles(Settings(model_base_path="/m", **files))
+
+
+def test_only_the_admin_credential_changes_what_is_served(tmp_path: Path) -> None:
+    roles = _roles(tmp_path, "serve\n", "# ops\nadmin\n")
+    assert roles.serving is not None
+    roles.serving.check("Bearer serve")
+    roles.serving.check("Bearer admin")  # an admin token serves as well
+    roles.admin.check("Bearer admin")
+    with pytest.raises(PermissionDenied, match="--auth_admin_token_file"):
+        roles.admin.check("Bearer serve")
+    for unknown in (None, "Bearer guess", "Basic admin", "admin"):
+        with pytest.raises(Unauthenticated):
+            roles.admin.check(unknown)
+
+
+def test_serving_tokens_alone_let_nobody_change_what_is_served(tmp_path: Path) -> None:
+    roles = _roles(tmp_path, "serve\n", None)
+    for authorization in (None, "Bearer serve", "Bearer anything"):
+        with pytest.raises(PermissionDenied):
+            roles.admin.check(authorization)
+
+
+def test_an_admin_credential_alone_guards_only_the_changes(tmp_path: Path) -> None:
+    roles = _roles(tmp_path, None, "admin\n")
+    assert roles.serving is None  # calls need no token
+    roles.admin.check("Bearer admin")
+    with pytest.raises(Unauthenticated):
+        roles.admin.check(None)
+
+
+def test_without_any_token_changes_are_open_as_in_tf_serving(tmp_path: Path) -> None:
+    roles = _roles(tmp_path, None, None)
+    assert roles.serving is None
+    roles.admin.check(None)
+
+
+def test_the_admin_credential_must_differ_from_every_serving_token(tmp_path: Path) -> None:
+    with pytest.raises(ConfigError, match="must differ") as info:
+        _roles(tmp_path, "one\nshared\n", "shared\n")
+    assert "shared" not in str(info.value).replace("must differ", "")  # never quotes a token
+    with pytest.raises(ConfigError, match="--auth_admin_token_file"):
+        _roles(tmp_path, None, "# none\n")
+
+
+def test_the_authorization_of_grpc_metadata() -> None:
+    assert authorization_of((("x", "y"), ("authorization", "Bearer t"))) == "Bearer t"
+    assert authorization_of((("authorization", b"binary"),)) is None
+    assert authorization_of(None) is None

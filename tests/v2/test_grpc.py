@@ -33,6 +33,9 @@ class FakeContext:
         self.broken = broken
         self.status: tuple[grpc.StatusCode, str] | None = None
 
+    def invocation_metadata(self) -> tuple[tuple[str, str], ...]:
+        return ()
+
     def time_remaining(self) -> float | None:
         if self.broken:
             raise RuntimeError("context broke")

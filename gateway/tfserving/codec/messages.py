@@ -26,6 +26,7 @@ from gateway._pb.tensorflow_serving.apis import (
     predict_pb2,
 )
 from gateway._pb.xla.tsl.protobuf import error_codes_pb2
+from gateway.config.management_paths import ManagementPaths
 from gateway.config.model_config import ConfigError, ModelSpecConfig, model_specs
 from gateway.decoding import Declared, check_total
 from gateway.errors import InvalidArgument
@@ -213,16 +214,19 @@ def status_response(
     return response
 
 
-def reload_specs(request: model_management_pb2.ReloadConfigRequest) -> list[ModelSpecConfig]:
+def reload_specs(
+    request: model_management_pb2.ReloadConfigRequest, paths: ManagementPaths | None = None
+) -> list[ModelSpecConfig]:
     """The models a ReloadConfigRequest asks for; INVALID_ARGUMENT (TF Serving's text) for a
-    config that is not a ``model_config_list`` (an empty one included) or breaks its rules."""
+    config that is not a ``model_config_list`` (an empty one included) or breaks its rules, a
+    base path or log prefix ``paths`` does not allow included."""
     if request.config.WhichOneof("config") != "model_config_list":
         raise InvalidArgument(
             "ServerModelConfig type not supported by HandleReloadConfigRequest. "
             "Only ModelConfigList is currently supported"
         )
     try:
-        return model_specs(request.config)
+        return model_specs(request.config, paths)
     except ConfigError as exc:
         raise InvalidArgument(str(exc)) from None
 

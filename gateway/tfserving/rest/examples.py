@@ -14,6 +14,7 @@ scores and values are float32 in their shortest round-trip form, non-finite ones
 
 from __future__ import annotations
 
+import functools
 import math
 from collections.abc import Mapping
 from typing import Any, Final
@@ -22,11 +23,19 @@ import numpy as np
 import orjson
 
 from gateway.errors import NotFound
+from gateway.observability.request_log import REST_LOG, LogSlot
 from gateway.serving.core import ModelRef, ServingCore
 from gateway.tfserving.codec import example as example_codec
 from gateway.tfserving.codec.example import ExampleBatch
 from gateway.tfserving.inference import ExampleInference, InferenceResult
 from gateway.tfserving.inference_results import Classifications
+from gateway.tfserving.request_log import (
+    REST_EXAMPLES,
+    ExamplesRequest,
+    input_nbytes,
+    owned,
+    result_nbytes,
+)
 from gateway.tfserving.rest import json_request
 
 RESULTS_KEY: Final = "results"
@@ -47,10 +56,26 @@ class ClassifyRegressHandler:
         if method not in ("classify", "regress"):
             raise NotFound(f"unknown method :{method}")
         name = json_request.signature_name(body)
-        examples = ExampleBatch(example_codec.input_from_json(body))
+        proto = example_codec.input_from_json(body)
+        examples = ExampleBatch(proto)
+        encode = _json_able
+        logged = REST_LOG.get()  # this call's record to be, when the request log sampled it
+        if logged is not None:
+            asked = ExamplesRequest(ref, name, proto)
+            encode = functools.partial(_logged, logged, method, asked)
         if method == "classify":
-            return await self._inference.classify(ref, name, examples, _json_able, deadline)
-        return await self._inference.regress(ref, name, examples, _json_able, deadline)
+            return await self._inference.classify(ref, name, examples, encode, deadline)
+        return await self._inference.regress(ref, name, examples, encode, deadline)
+
+
+def _logged(
+    slot: LogSlot, method: str, request: ExamplesRequest, result: InferenceResult
+) -> dict[str, Any]:
+    """The answer, and the call left in ``slot`` as its gRPC twin will be logged."""
+    answer = owned(result)
+    nbytes = input_nbytes(request.input) + result_nbytes(answer)
+    slot.fill(REST_EXAMPLES[method], request, answer, nbytes)
+    return _json_able(result)
 
 
 def _json_able(result: InferenceResult) -> dict[str, Any]:

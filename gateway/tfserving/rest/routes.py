@@ -18,18 +18,17 @@ import asyncio
 from collections.abc import Awaitable, Callable
 from typing import Any
 
-from aiohttp import web
-
 from gateway.errors import ServingError, Unimplemented
+from gateway.observability.request_log import REST_LOG
 from gateway.serving.core import ModelRef, PredictResult, ServingCore
-from gateway.serving.inputs import ConvertedInputs
+from gateway.serving.inputs import ConvertedInputs, Decoded
 from gateway.serving.signature import Signature
-from gateway.tfserving import PROTOCOL
+from gateway.tfserving import PROTOCOL, request_log
 from gateway.tfserving.codec import messages
 from gateway.tfserving.rest import json_request, json_response, paths
 from gateway.transport.http.bounds import CallBounds
 from gateway.transport.http.front import HttpError
-from gateway.transport.http.json_error import JSON
+from gateway.transport.http.messages import HttpRequest, HttpResponse
 from gateway.transport.http.routes import UNKNOWN_API, ApiCall
 
 ClassifyRegress = Callable[[str, ModelRef, dict[str, Any], float], Awaitable[dict[str, Any]]]
@@ -79,7 +78,9 @@ class TfServingRest:
             if method not in ("GET", "POST"):
                 allowed = paths.allowed_method(path)
                 if allowed is not None:
-                    raise HttpError(405, f"{path} answers {allowed}, not {method}", Allow=allowed)
+                    raise HttpError(
+                        405, f"this path answers {allowed}, not {method}", Allow=allowed
+                    )
             call = paths.parse(method, path)
         except (ServingError, HttpError) as exc:
             return ApiCall(PROTOCOL, UNKNOWN_API, refusal=exc)
@@ -93,8 +94,8 @@ class TfServingRest:
         )
 
     async def serve(
-        self, request: web.BaseRequest, call: ApiCall[paths.RestCall], bounds: CallBounds
-    ) -> web.StreamResponse:
+        self, request: HttpRequest, call: ApiCall[paths.RestCall], bounds: CallBounds
+    ) -> HttpResponse:
         rest = call.detail
         if rest is None:
             raise ValueError("a refused call is not served")
@@ -113,15 +114,17 @@ class TfServingRest:
     # -- routes ---------------------------------------------------------------------------------
     async def _predict(
         self, ref: ModelRef, body: bytes, deadline: float, bounds: CallBounds
-    ) -> web.Response:
+    ) -> HttpResponse:
         if json_request.off_loop(body):  # a large body: the loop serves others meanwhile
             request = await asyncio.to_thread(json_request.loads, body, tensors=True)
         else:
             request = json_request.loads(body, tensors=True)
         name = json_request.signature_name(request)
         formats: list[json_request.Format] = []
+        logged = REST_LOG.get()  # this call's record to be, when the request log sampled it
+        request_bytes = len(body)
 
-        def decode(signature: Signature) -> ConvertedInputs:
+        def decode(signature: Signature) -> Decoded:
             inputs, fmt = json_request.predict_inputs(
                 request,
                 signature,
@@ -129,36 +132,36 @@ class TfServingRest:
                 max_bytes=self._max_request_bytes,
             )
             formats.append(fmt)
-            return ConvertedInputs(inputs)
+            converted = ConvertedInputs(inputs)
+            return converted if logged is None else logged.capture(converted)
 
         def encode(result: PredictResult) -> bytes:
+            if logged is not None:
+                logged.tensors(request_log.tensors, ref, name, (), result, request_bytes)
             return json_response.predict_response(result.outputs, formats[0])
 
         body = await bounds.until(
             deadline, self._core.predict(ref, name, decode, encode, (), deadline)
         )
-        return _json(body)
+        return HttpResponse(200, body)
 
     async def _classify_or_regress(
         self, method: str, ref: ModelRef, body: bytes, deadline: float, bounds: CallBounds
-    ) -> web.Response:
+    ) -> HttpResponse:
         if self._classify_regress is None:
             raise Unimplemented(f"{method.capitalize()} is not implemented yet by tensorgate")
         request = json_request.loads(body)
         result = await bounds.until(
             deadline, self._classify_regress(method, ref, request, deadline)
         )
-        return _json(json_response.dumps(result))
+        return HttpResponse(200, json_response.dumps(result))
 
-    def _status(self, call: paths.RestCall) -> web.Response:
+    def _status(self, call: paths.RestCall) -> HttpResponse:
         statuses = self._core.status(call.model, call.version, call.label)
-        return _json(json_response.status_body(messages.status_response(call.model, statuses)))
+        body = json_response.status_body(messages.status_response(call.model, statuses))
+        return HttpResponse(200, body)
 
-    def _metadata(self, ref: ModelRef) -> web.Response:
+    def _metadata(self, ref: ModelRef) -> HttpResponse:
         servable, signatures = self._core.metadata(ref)
         response = messages.metadata_response(servable.model, servable.version, signatures)
-        return _json(json_response.metadata_body(response))
-
-
-def _json(body: bytes) -> web.Response:
-    return web.Response(body=body, content_type=JSON)
+        return HttpResponse(200, json_response.metadata_body(response))

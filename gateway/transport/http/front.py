@@ -2,7 +2,7 @@
 :mod:`gateway.transport.gate`).
 
 1. **Authentication** (``--auth_token_file``): ``Authorization: Bearer <token>`` unless the path
-   is open; else 401.
+   is open (or a public exact route: the docs pages' HTML and assets); else 401.
 2. **Draining**: API calls get 503 with ``Retry-After`` (probes and exact routes still answer).
 3. **Admission**: at most ``max_concurrent`` API calls at once (0: no bound); the next gets 503
    with ``Retry-After`` at once.
@@ -13,31 +13,35 @@
 
 from __future__ import annotations
 
-from aiohttp import web
-
 from gateway.transport.admission import CallAdmission
 from gateway.transport.auth import BearerTokens
-from gateway.transport.http.connections import error_response
+from gateway.transport.http.json_error import error_response
+from gateway.transport.http.messages import HttpResponse
 
 PROBE_METHODS = ("GET", "HEAD")
 
 
 class HttpError(Exception):
-    """An answer of the HTTP layer with no canonical code (405, 408)."""
+    """An answer of the HTTP layer with no canonical code (405, 408). ``close``: the connection
+    closes after it (a body left unread)."""
 
-    def __init__(self, status: int, message: str, **headers: str) -> None:
+    def __init__(self, status: int, message: str, *, close: bool = False, **headers: str) -> None:
         super().__init__(message)
         self.status = status
         self.message = message
+        self.close = close
         self.headers = headers
 
-    def response(self) -> web.Response:
-        return error_response(self.status, self.message, **self.headers)
+    def response(self) -> HttpResponse:
+        response = error_response(self.status, self.message, **self.headers)
+        response.close = self.close
+        return response
 
 
 def check_probe_method(method: str, path: str) -> None:
     """HttpError 405 (with ``Allow``) for a probe (or another GET-only route: the API docs) asked
-    with a method other than GET or HEAD."""
+    with a method other than GET or HEAD. ``path`` is the route's own (never the request's
+    bytes)."""
     if method not in PROBE_METHODS:
         raise HttpError(405, f"{path} answers GET and HEAD, not {method}", Allow="GET, HEAD")
 
@@ -59,4 +63,4 @@ class Front(CallAdmission):
         refusal = self.refusal()
         if refusal is not None:
             raise refusal
-        super().enter()
+        self.in_flight += 1

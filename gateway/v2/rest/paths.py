@@ -128,14 +128,14 @@ def parse(method: str, raw_path: str) -> V2Call:
             raise not_supported(extension)
     if allowed:
         raise WrongMethod(raw_path, method, allowed[0])
-    raise NotFound(f"Not found: {method} {raw_path}")
+    raise NotFound(f"Not found: the /v2 API has no route for {method} on this path")
 
 
 class WrongMethod(Exception):
     """A path of the grammar asked with a method it does not take (answered 405, ``Allow``)."""
 
     def __init__(self, path: str, method: str, allowed: str) -> None:
-        self.message = f"{path} answers {allowed}, not {method}"
+        self.message = f"this path answers {allowed}, not {method}"
         super().__init__(self.message)
         self.allowed = allowed
 

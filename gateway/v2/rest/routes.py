@@ -19,32 +19,37 @@ from collections.abc import Awaitable, Callable
 from typing import Any
 
 import orjson
-from aiohttp import web
 
 from gateway.errors import InvalidArgument, ServingError
-from gateway.serving.core import PredictResult
+from gateway.observability.request_log import REST_LOG
+from gateway.serving.core import ModelRef, PredictResult
+from gateway.serving.inputs import Decoded
 from gateway.serving.signature import Signature
+from gateway.transport.auth import AUTHORIZATION
 from gateway.transport.http.bounds import CallBounds
 from gateway.transport.http.front import HttpError
 from gateway.transport.http.json_error import failure_response
+from gateway.transport.http.messages import HttpRequest, HttpResponse
 from gateway.transport.http.routes import UNKNOWN_API, ApiCall
+from gateway.transport.surface import LogRecord
 from gateway.v2 import PROTOCOL, errors, metadata, repository_codec, versions
 from gateway.v2 import statistics as stats
 from gateway.v2.dataplane import DataPlane
-from gateway.v2.declared import DeclaredInputs
 from gateway.v2.rest import paths, request_body, response_body
 from gateway.v2.rest.paths import V2Call
 from gateway.v2.rest.response_body import RestResponse
 
-RouteHandler = Callable[[web.BaseRequest, V2Call, CallBounds], Awaitable[web.StreamResponse]]
+RouteHandler = Callable[[HttpRequest, V2Call, CallBounds], Awaitable[HttpResponse]]
 
 
 class V2Rest:
     """The ``/v2`` API over one :class:`DataPlane` (an
-    :class:`~gateway.transport.http.routes.HttpApi`)."""
+    :class:`~gateway.transport.http.routes.HttpApi`); ``log_record``: how a sampled infer is
+    request-logged (None: it is not)."""
 
-    def __init__(self, plane: DataPlane) -> None:
+    def __init__(self, plane: DataPlane, *, log_record: LogRecord | None = None) -> None:
         self._plane = plane
+        self._log_record = log_record
         self._routes: dict[str, RouteHandler] = {
             "ServerLive": self._live,
             "ServerReady": self._ready,
@@ -74,8 +79,8 @@ class V2Rest:
         return ApiCall(PROTOCOL, call.api, call.model, version, call.template, detail=call)
 
     async def serve(
-        self, request: web.BaseRequest, call: ApiCall[V2Call], bounds: CallBounds
-    ) -> web.StreamResponse:
+        self, request: HttpRequest, call: ApiCall[V2Call], bounds: CallBounds
+    ) -> HttpResponse:
         v2 = call.detail
         if v2 is None:
             raise ValueError("a refused call is not served")
@@ -85,35 +90,29 @@ class V2Rest:
             return failure(exc)
 
     # -- health and metadata --------------------------------------------------------------------
-    async def _live(self, request: web.BaseRequest, call: V2Call, bounds: CallBounds) -> Any:
+    async def _live(self, request: HttpRequest, call: V2Call, bounds: CallBounds) -> Any:
         return _json(metadata.live_json(True))
 
-    async def _ready(self, request: web.BaseRequest, call: V2Call, bounds: CallBounds) -> Any:
+    async def _ready(self, request: HttpRequest, call: V2Call, bounds: CallBounds) -> Any:
         ready = self._plane.ready()
         return _json(metadata.ready_json(ready), _health_status(ready))
 
-    async def _server_metadata(
-        self, request: web.BaseRequest, call: V2Call, bounds: CallBounds
-    ) -> Any:
+    async def _server_metadata(self, request: HttpRequest, call: V2Call, bounds: CallBounds) -> Any:
         return _json(metadata.server_metadata_json(self._plane.options.version))
 
-    async def _model_metadata(
-        self, request: web.BaseRequest, call: V2Call, bounds: CallBounds
-    ) -> Any:
+    async def _model_metadata(self, request: HttpRequest, call: V2Call, bounds: CallBounds) -> Any:
         servable, available = self._plane.model_metadata(call.model, call.version)
         return _json(metadata.model_metadata_json(servable, available))
 
-    async def _model_ready(self, request: web.BaseRequest, call: V2Call, bounds: CallBounds) -> Any:
+    async def _model_ready(self, request: HttpRequest, call: V2Call, bounds: CallBounds) -> Any:
         ready = self._plane.model_ready(call.model, call.version)
         return _json(metadata.model_ready_json(call.model, ready), _health_status(ready))
 
     # -- inference ------------------------------------------------------------------------------
-    async def _infer(self, request: web.BaseRequest, call: V2Call, bounds: CallBounds) -> Any:
+    async def _infer(self, request: HttpRequest, call: V2Call, bounds: CallBounds) -> Any:
         body = await bounds.read_body(request)
         transport_deadline = bounds.deadline()
-        header = request_body.header_length(
-            request.headers.get(request_body.INFER_HEADER), len(body)
-        )
+        header = request_body.header_length(request.header(request_body.INFER_HEADER), len(body))
         bounds.check_json(len(body) if header is None else header)  # the JSON's bytes
         limits = self._plane.limits
         if request_body.off_loop(body, header):  # a large JSON body: the loop serves meanwhile
@@ -123,10 +122,19 @@ class V2Rest:
         else:
             parsed = request_body.parse(body, header, call.model, call.version)
 
-        def decode(signature: Signature) -> DeclaredInputs[Any]:
-            return request_body.rest_inputs(parsed, signature, limits)
+        record = self._log_record
+        logged = None if record is None else REST_LOG.get()  # sampled by the request log
+
+        def decode(signature: Signature) -> Decoded:
+            inputs = request_body.rest_inputs(parsed, signature, limits)
+            return inputs if logged is None else logged.capture(inputs)
 
         def encode(result: PredictResult) -> RestResponse:
+            if logged is not None and record is not None:
+                target, options = parsed.call.target, parsed.call.options
+                ref = ModelRef(target.name, target.version, target.label)
+                filtered = parsed.call.output_filter()
+                logged.tensors(record, ref, options.signature_name, filtered, result, len(body))
             return response_body.infer_response(
                 parsed.call, result.model, result.version, result.outputs
             )
@@ -136,35 +144,33 @@ class V2Rest:
         answer = await bounds.until(
             deadline, self._plane.infer(parsed.call, decode, encode, deadline)
         )
-        return web.Response(body=answer.body, headers=answer.headers)
+        return _answer(answer)
 
     # -- extensions -----------------------------------------------------------------------------
-    async def _statistics(self, request: web.BaseRequest, call: V2Call, bounds: CallBounds) -> Any:
+    async def _statistics(self, request: HttpRequest, call: V2Call, bounds: CallBounds) -> Any:
         figures = self._plane.statistics(call.model, call.version)
         return _json(stats.statistics_json(figures))
 
-    async def _index(self, request: web.BaseRequest, call: V2Call, bounds: CallBounds) -> Any:
+    async def _index(self, request: HttpRequest, call: V2Call, bounds: CallBounds) -> Any:
         ready_only = repository_codec.index_ready_only(await _body_json(request, bounds))
         return _json(
             repository_codec.index_json(self._plane.repository.index(ready_only=ready_only))
         )
 
-    async def _load(self, request: web.BaseRequest, call: V2Call, bounds: CallBounds) -> Any:
+    async def _load(self, request: HttpRequest, call: V2Call, bounds: CallBounds) -> Any:
         document = await _body_json(request, bounds)
-        await self._plane.repository.load(
-            repository_codec.from_json(call.model, document, unload=False)
-        )
-        return web.Response(status=200)
+        asked = repository_codec.from_json(call.model, document, unload=False)
+        await self._plane.load(asked, request.headers.get(AUTHORIZATION))
+        return HttpResponse(200, b"", None)
 
-    async def _unload(self, request: web.BaseRequest, call: V2Call, bounds: CallBounds) -> Any:
+    async def _unload(self, request: HttpRequest, call: V2Call, bounds: CallBounds) -> Any:
         document = await _body_json(request, bounds)
-        await self._plane.repository.unload(
-            repository_codec.from_json(call.model, document, unload=True)
-        )
-        return web.Response(status=200)
+        asked = repository_codec.from_json(call.model, document, unload=True)
+        await self._plane.unload(asked, request.headers.get(AUTHORIZATION))
+        return HttpResponse(200, b"", None)
 
 
-def failure(error: ServingError) -> web.Response:
+def failure(error: ServingError) -> HttpResponse:
     """A failed V2 call's answer (see the module doc); carries its code for observability."""
     return failure_response(error, errors.http_status(error.code))
 
@@ -173,12 +179,18 @@ def _health_status(answer: bool) -> int:
     return 200 if answer else errors.HEALTH_FALSE_STATUS
 
 
-def _json(document: Any, status: int = 200) -> web.Response:
-    answer = response_body.json_response(document)
-    return web.Response(status=status, body=answer.body, headers=answer.headers)
+def _json(document: Any, status: int = 200) -> HttpResponse:
+    return _answer(response_body.json_response(document), status)
 
 
-async def _body_json(request: web.BaseRequest, bounds: CallBounds) -> Any:
+def _answer(answer: RestResponse, status: int = 200) -> HttpResponse:
+    """The HTTP answer of a V2 body (its ``Content-Type`` among its headers)."""
+    headers = dict(answer.headers)
+    content_type = headers.pop("Content-Type", None)
+    return HttpResponse(status, answer.body, content_type, headers or None)
+
+
+async def _body_json(request: HttpRequest, bounds: CallBounds) -> Any:
     """The body's JSON, None when it is empty; INVALID_ARGUMENT when it is not JSON or is over
     ``--rest_api_max_json_bytes`` (:meth:`CallBounds.check_json`, as infer's)."""
     body = await bounds.read_body(request)

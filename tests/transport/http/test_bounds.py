@@ -9,12 +9,13 @@ import time
 from typing import Any
 
 import pytest
-from aiohttp import web
 
 from gateway.errors import DeadlineExceeded
 from gateway.transport.http.bounds import CallBounds
-from gateway.transport.http.connections import ConnectionLimits, make_server
-from gateway.transport.http.front import HttpError
+from gateway.transport.http.connections import ConnectionLimits
+from gateway.transport.http.messages import HttpRequest, HttpResponse
+from gateway.transport.http.routes import Routes
+from gateway.transport.http.server import HttpServer
 
 BOUNDS = CallBounds(timeout_ms=250, max_body_bytes=100, body_timeout_s=0.2)
 
@@ -72,26 +73,30 @@ def test_bounds_must_be_positive(options: dict[str, Any]) -> None:
 
 
 def test_a_body_that_stalls_gets_408() -> None:
-    async def handler(request: web.BaseRequest) -> web.StreamResponse:
-        try:
-            body = await BOUNDS.read_body(request)
-        except HttpError as exc:
-            return exc.response()
-        return web.Response(text=str(len(body)))
+    routes = Routes()
+    server = HttpServer(
+        routes,
+        ready=lambda: True,
+        timeout_ms=250,
+        max_body_bytes=100,
+        limits=ConnectionLimits(body_timeout_s=0.2),
+    )
+
+    async def handler(request: HttpRequest) -> HttpResponse:
+        body = await server.bounds.read_body(request)
+        return HttpResponse(200, str(len(body)).encode(), "text/plain")
+
+    routes.add_exact("/x", handler)
 
     async def scenario() -> tuple[bytes, dict[str, Any]]:
-        runner = web.ServerRunner(make_server(handler, ConnectionLimits()))
-        await runner.setup()
-        site = web.TCPSite(runner, "127.0.0.1", 0)
-        await site.start()
+        port = await server.start("127.0.0.1", 0)
         try:
-            port = runner.addresses[0][1]
             reader, writer = await asyncio.open_connection("127.0.0.1", port)
             writer.write(b"POST /x HTTP/1.1\r\nHost: x\r\nContent-Length: 10\r\n\r\nabc")
             answer = await reader.read()  # the server answers, then closes
             writer.close()
         finally:
-            await runner.cleanup()
+            await server.stop(1)
         head, _, body = answer.partition(b"\r\n\r\n")
         return head.split(b"\r\n")[0], json.loads(body)
 

@@ -1,54 +1,70 @@
-"""REST connections on a real aiohttp server (port 0), spoken to over raw streams: the connection
-cap, the header deadline, the HTTP parser's refusals as JSON, chunks declared over the limit."""
+"""REST connections on a real server (port 0), spoken to over raw streams: the connection cap and
+who makes room, the bound per address, the head's size and deadline, answers a client never
+takes, chunks declared over the limit, and what closed connections leave behind."""
 
 from __future__ import annotations
 
 import asyncio
 import contextlib
 import json
+import weakref
 from collections.abc import AsyncIterator
 from typing import Any
 
 import pytest
-from aiohttp import web
-from aiohttp.http_exceptions import BadHttpMethod, HttpProcessingError, LineTooLong
 
 from gateway.config.settings import Settings
-from gateway.transport.http.connections import (
-    ConnectionLimits,
-    make_server,
-    note_request,
-    parser_error,
-    rest_limits,
-)
+from gateway.transport.http.connection import HttpConnection
+from gateway.transport.http.connections import ConnectionLimits, rest_limits, sweep_interval
+from gateway.transport.http.messages import HttpRequest, HttpResponse
+from gateway.transport.http.routes import Routes
+from gateway.transport.http.server import HttpServer
+from tests.support.idle_loop import settle
+
+BIG = b"x" * (32 * 1024 * 1024)
 
 
-class Held:
-    """The handler: answers ``/ok`` at once; ``/held`` waits for :attr:`release`."""
+class Pages:
+    """Exact routes: ``/ok`` answers at once (its body's size), ``/held`` waits for
+    :attr:`release`, ``/big`` answers 32 MiB."""
 
-    def __init__(self) -> None:
+    def __init__(self, server: HttpServer) -> None:
         self.entered = asyncio.Event()
         self.release = asyncio.Event()
+        self.server = server
 
-    async def __call__(self, request: web.BaseRequest) -> web.StreamResponse:
-        note_request(request)
-        if request.path == "/held":
-            self.entered.set()
-            await self.release.wait()
-        await request.read()
-        return web.Response(text="ok")
+    async def ok(self, request: HttpRequest) -> HttpResponse:
+        body = await self.server.bounds.read_body(request)
+        return HttpResponse(200, json.dumps({"bytes": len(body)}).encode())
+
+    async def held(self, request: HttpRequest) -> HttpResponse:
+        self.entered.set()
+        await self.release.wait()
+        return HttpResponse(200, b"{}")
+
+    async def big(self, request: HttpRequest) -> HttpResponse:
+        return HttpResponse(200, BIG, "application/octet-stream")
 
 
 @contextlib.asynccontextmanager
-async def serving(limits: ConnectionLimits, handler: Held | None = None) -> AsyncIterator[int]:
-    runner = web.ServerRunner(make_server(handler or Held(), limits))
-    await runner.setup()
-    site = web.TCPSite(runner, "127.0.0.1", 0)
-    await site.start()
+async def serving(limits: ConnectionLimits) -> AsyncIterator[tuple[int, Pages, HttpServer]]:
+    routes = Routes()
+    server = HttpServer(
+        routes,
+        ready=lambda: True,
+        timeout_ms=30_000,
+        max_body_bytes=limits.max_body_bytes,
+        limits=limits,
+    )
+    pages = Pages(server)
+    routes.add_exact("/ok", pages.ok)
+    routes.add_exact("/held", pages.held)
+    routes.add_exact("/big", pages.big)
+    port = await server.start("127.0.0.1", 0)
     try:
-        yield int(runner.addresses[0][1])
+        yield port, pages, server
     finally:
-        await runner.cleanup()
+        await server.stop(1)
 
 
 async def _answer(reader: asyncio.StreamReader) -> tuple[int, dict[str, str], bytes]:
@@ -72,26 +88,8 @@ async def _ask(port: int, raw: bytes) -> tuple[int, dict[str, str], Any, bool]:
     return status, headers, json.loads(body), closed
 
 
-@pytest.mark.parametrize(
-    ("error", "status", "message"),
-    [
-        (BadHttpMethod("FOO"), 501, "the request's HTTP method is not supported"),
-        (BadHttpMethod("\x16\x03\x01 HTTPS"), 400, "TLS traffic on a plain-HTTP port"),
-        (LineTooLong("line", "8190"), 400, "the request line or a header field is longer than"),
-        (
-            HttpProcessingError(message="Data after `Connection: close`:\n\x00junk"),
-            400,
-            "malformed HTTP request: Data after `Connection: close`",
-        ),
-        (None, 500, "the request could not be handled"),
-    ],
-)
-def test_parser_errors_say_what_is_wrong_without_the_request_s_bytes(
-    error: BaseException | None, status: int, message: str
-) -> None:
-    got_status, got_message = parser_error(error)
-    assert got_status == status and got_message.startswith(message)
-    assert "junk" not in got_message
+GET_OK = b"GET /ok HTTP/1.1\r\nHost: x\r\n\r\n"
+GET_ONCE = b"GET /ok HTTP/1.1\r\nHost: x\r\nConnection: close\r\n\r\n"
 
 
 def test_the_flags_give_the_limits() -> None:
@@ -102,38 +100,84 @@ def test_the_flags_give_the_limits() -> None:
         rest_api_body_timeout_seconds=2.5,
         rest_api_idle_timeout_seconds=3.5,
         rest_api_max_body_bytes=99,
+        rest_api_max_header_bytes=4096,
+        rest_api_write_timeout_seconds=4.5,
+        rest_api_max_connections_per_peer=3,
     )
-    assert rest_limits(settings) == ConnectionLimits(7, 1.5, 2.5, 3.5, 99)
+    assert rest_limits(settings) == ConnectionLimits(7, 1.5, 2.5, 3.5, 99, 4096, 4.5, 3)
+    assert sweep_interval(ConnectionLimits()) == 1.0
+    assert sweep_interval(ConnectionLimits(header_timeout_s=0.2)) == 0.05
 
 
-def test_connections_past_the_cap_get_503_and_are_closed() -> None:
+def test_past_the_cap_the_longest_waiting_connection_makes_room() -> None:
+    """Clients that merely hold connections cannot keep a new one out: the connection that has
+    waited longest without a request is closed (nothing of it is lost), the new one served."""
+
     async def scenario() -> None:
-        async with serving(ConnectionLimits(max_connections=1)) as port:
-            reader, writer = await asyncio.open_connection("127.0.0.1", port)
-            try:
-                writer.write(b"GET /ok HTTP/1.1\r\nHost: x\r\n\r\n")
-                assert (await _answer(reader))[0] == 200  # served, and kept open
-                status, headers, body, closed = await _ask(port, b"")
-                assert (status, headers["retry-after"], closed) == (503, "1", True)
-                assert body == {"error": "too many open connections (the limit is 1); retry"}
-            finally:
+        async with serving(ConnectionLimits(max_connections=2)) as (port, _, _):
+            held = [await asyncio.open_connection("127.0.0.1", port) for _ in range(2)]
+            for reader, writer in reversed(held):  # the second one is now the older waiter
+                writer.write(GET_OK)
+                assert (await _answer(reader))[0] == 200
+            status, _, body, _ = await _ask(port, GET_ONCE)
+            assert (status, body) == (200, {"bytes": 0})
+            (first_reader, first), (second_reader, _) = held
+            assert await second_reader.read() == b""  # closed for the newcomer
+            first.write(GET_OK)
+            assert (await _answer(first_reader))[0] == 200  # still served
+            for _, writer in held:
                 writer.close()
+
+    asyncio.run(scenario())
+
+
+def test_past_the_cap_with_every_connection_busy_the_new_one_gets_503() -> None:
+    async def scenario() -> None:
+        async with serving(ConnectionLimits(max_connections=1)) as (port, pages, _):
+            reader, writer = await asyncio.open_connection("127.0.0.1", port)
+            writer.write(b"GET /held HTTP/1.1\r\nHost: x\r\n\r\n")
+            await pages.entered.wait()
+            status, headers, body, closed = await _ask(port, b"")
+            assert (status, headers["retry-after"], closed) == (503, "1", True)
+            assert body == {
+                "error": "too many open connections (the limit is 1, all serving requests); retry"
+            }
+            pages.release.set()
+            assert (await _answer(reader))[0] == 200
+            writer.close()
+
+    asyncio.run(scenario())
+
+
+def test_connections_from_one_address_are_bounded() -> None:
+    async def scenario() -> None:
+        async with serving(ConnectionLimits(max_per_peer=2)) as (port, _, _):
+            kept = [await asyncio.open_connection("127.0.0.1", port) for _ in range(2)]
+            status, headers, body, closed = await _ask(port, GET_ONCE)
+            assert (status, headers["retry-after"], closed) == (503, "1", True)
+            assert "--rest_api_max_connections_per_peer" in body["error"]
+            kept.pop()[1].close()
+            reader, writer = kept[0]
+            writer.write(GET_OK)
+            assert (await _answer(reader))[0] == 200
+            await settle()  # the server saw the close: the place is given back
+            status, *_ = await _ask(port, GET_ONCE)
+            assert status == 200
+            writer.close()
 
     asyncio.run(scenario())
 
 
 def test_a_head_not_sent_in_time_is_cut_off_and_a_head_received_is_not() -> None:
     async def scenario() -> None:
-        handler = Held()
-        async with serving(ConnectionLimits(header_timeout_s=0.05), handler) as port:
+        async with serving(ConnectionLimits(header_timeout_s=0.05)) as (port, pages, _):
             busy_reader, busy = await asyncio.open_connection("127.0.0.1", port)
             busy.write(b"GET /held HTTP/1.1\r\nHost: x\r\n\r\n")
-            await handler.entered.wait()
+            await pages.entered.wait()
             slow_reader, slow = await asyncio.open_connection("127.0.0.1", port)
             slow.write(b"GET /ok HTTP/1.1\r\nHost: x\r\n")  # never finished
             assert await slow_reader.read() == b""  # closed by the server
-            # The busy connection's deadline, set earlier, has passed too: it was cancelled.
-            handler.release.set()
+            pages.release.set()
             assert (await _answer(busy_reader))[0] == 200
             for writer in (busy, slow):
                 writer.close()
@@ -141,18 +185,66 @@ def test_a_head_not_sent_in_time_is_cut_off_and_a_head_received_is_not() -> None
     asyncio.run(scenario())
 
 
-def test_requests_the_parser_refuses_are_json_that_never_echoes_them() -> None:
+@pytest.mark.parametrize(
+    ("head", "status", "message"),
+    [
+        (b"X: " + b"a" * 9000 + b"\r\n", 431, "a header line is longer than 8190 bytes"),
+        (b"".join(b"X%d: a\r\n" % i for i in range(129)), 431, "more than 128 headers"),
+        (
+            b"".join(b"X%d: %s\r\n" % (i, b"a" * 8000) for i in range(5)),
+            431,
+            "the request's headers are larger than 32768 bytes (--rest_api_max_header_bytes)",
+        ),
+    ],
+)
+def test_heads_are_bounded_in_lines_count_and_total_bytes(
+    head: bytes, status: int, message: str
+) -> None:
     async def scenario() -> None:
-        async with serving(ConnectionLimits()) as port:
-            status, _, body, closed = await _ask(port, b"FOO /x HTTP/1.1\r\nHost: x\r\n\r\n")
-            assert (status, body, closed) == (
-                501,
-                {"error": "the request's HTTP method is not supported"},
-                True,
-            )
-            raw = b"GET /" + b"junk" * 3000 + b" HTTP/1.1\r\nHost: x\r\n\r\n"
-            status, _, body, _ = await _ask(port, raw)
-            assert status == 400 and "junk" not in body["error"]
+        async with serving(ConnectionLimits()) as (port, _, _):
+            got, _, body, closed = await _ask(port, b"GET /ok HTTP/1.1\r\n" + head + b"\r\n")
+            assert (got, closed) == (status, True)
+            assert message in body["error"]
+
+    asyncio.run(scenario())
+
+
+def test_an_unfinished_head_is_refused_as_soon_as_it_passes_the_bound() -> None:
+    """Its bytes are counted as they arrive: a head that never ends cannot park more than the
+    bound (nor wait for the header deadline)."""
+
+    async def scenario() -> None:
+        limits = ConnectionLimits(header_timeout_s=3600, max_header_bytes=4096)
+        async with serving(limits) as (port, _, _):
+            reader, writer = await asyncio.open_connection("127.0.0.1", port)
+            writer.write(b"GET /ok HTTP/1.1\r\n")
+            for i in range(10):
+                writer.write(b"X%d: %s\r\n" % (i, b"a" * 1000))
+            writer.write(b"Y: " + b"b" * 3000)  # an unfinished line
+            status, _, body = await _answer(reader)
+            assert status == 431 and "larger than 4096 bytes" in json.loads(body)["error"]
+            assert await reader.read() == b""
+            writer.close()
+
+    asyncio.run(scenario())
+
+
+def test_an_answer_never_taken_aborts_its_connection() -> None:
+    """A client that never reads cannot hold its answer's bytes past the write timeout."""
+
+    async def scenario() -> None:
+        limits = ConnectionLimits(write_timeout_s=5)
+        async with serving(limits) as (port, _, server):
+            _, writer = await asyncio.open_connection("127.0.0.1", port, limit=1024)
+            writer.transport.pause_reading()  # it never reads
+            writer.write(b"GET /big HTTP/1.1\r\nHost: x\r\n\r\n")
+            await settle()  # the answer is written, most of it waits in the server's buffer
+            now = asyncio.get_running_loop().time()
+            server.connections.sweep(now + 4)
+            assert len(server.connections.open) == 1  # not yet
+            server.connections.sweep(now + 6)
+            assert not server.connections.open
+            writer.close()
 
     asyncio.run(scenario())
 
@@ -161,7 +253,7 @@ def test_a_chunk_declared_over_the_body_limit_is_refused_at_once() -> None:
     raw = b"POST /ok HTTP/1.1\r\nHost: x\r\nTransfer-Encoding: chunked\r\n\r\nffffffff\r\nabc"
 
     async def scenario() -> None:
-        async with serving(ConnectionLimits(max_body_bytes=1000)) as port:
+        async with serving(ConnectionLimits(max_body_bytes=1000)) as (port, _, _):
             status, _, body, closed = await _ask(port, raw)
             assert (status, closed) == (400, True)
             assert body["error"] == (
@@ -170,3 +262,42 @@ def test_a_chunk_declared_over_the_body_limit_is_refused_at_once() -> None:
             )
 
     asyncio.run(scenario())
+
+
+def test_pipelined_requests_are_answered_in_order() -> None:
+    async def scenario() -> list[int]:
+        async with serving(ConnectionLimits()) as (port, _, _):
+            reader, writer = await asyncio.open_connection("127.0.0.1", port)
+            requests = b"".join(
+                b"POST /ok HTTP/1.1\r\nHost: x\r\nContent-Length: %d\r\n\r\n%s" % (n, b"a" * n)
+                for n in range(200)
+            )
+            writer.write(requests)
+            sizes = [json.loads((await _answer(reader))[2])["bytes"] for _ in range(200)]
+            writer.close()
+            return sizes
+
+    assert asyncio.run(scenario()) == list(range(200))
+
+
+def test_closed_connections_leave_nothing_behind() -> None:
+    """What a connection parked (a partial head, a body) goes with it once it closes."""
+
+    async def scenario() -> list[weakref.ref[HttpConnection]]:
+        async with serving(ConnectionLimits()) as (port, _, server):
+            writers = []
+            for _ in range(20):
+                _, writer = await asyncio.open_connection("127.0.0.1", port)
+                writer.write(b"POST /ok HTTP/1.1\r\nHost: x\r\nX: " + b"a" * 8000)
+                writers.append(writer)
+            await settle()
+            assert len(server.connections.open) == 20
+            refs = [weakref.ref(c) for c in server.connections.open]
+            for writer in writers:
+                writer.close()
+            await settle()
+            assert not server.connections.open
+            return refs
+
+    refs = asyncio.run(scenario())
+    assert len(refs) == 20 and not [r for r in refs if r() is not None]

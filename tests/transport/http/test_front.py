@@ -33,14 +33,14 @@ def test_calls_enter_until_the_bound_and_none_while_draining() -> None:
     assert front.in_flight == 0
 
 
-def test_probes_answer_get_and_head_only_and_http_errors_close_the_connection() -> None:
+def test_probes_answer_get_and_head_only_and_an_unread_body_closes_the_connection() -> None:
     for method in ("GET", "HEAD"):
         check_probe_method(method, "/healthz")
     with pytest.raises(HttpError) as refused:
         check_probe_method("POST", "/readyz")
     response = refused.value.response()
+    assert response.headers is not None
     assert (response.status, response.headers["Allow"]) == (405, "GET, HEAD")
-    assert response.body is not None and json.loads(bytes(response.body)) == {
-        "error": "/readyz answers GET and HEAD, not POST"
-    }
-    assert response.keep_alive is False
+    assert json.loads(response.body) == {"error": "/readyz answers GET and HEAD, not POST"}
+    assert not response.close  # nothing was left unread: the connection may serve on
+    assert HttpError(408, "late", close=True).response().close

@@ -17,7 +17,6 @@ from typing import Any
 
 import aiohttp
 import pytest
-from aiohttp import web
 
 from gateway.errors import InvalidArgument, from_wire
 from gateway.serving.budget import MemoryBudget
@@ -25,7 +24,7 @@ from gateway.transport.admission import DRAINING
 from gateway.transport.auth import BearerTokens
 from gateway.transport.http.bounds import CallBounds
 from gateway.transport.http.front import Front, HttpError
-from gateway.transport.http.json_error import STATUS_KEY
+from gateway.transport.http.messages import HttpRequest, HttpResponse
 from gateway.transport.http.routes import UNKNOWN_API, Answer, ApiCall, Observe, Routes
 from gateway.transport.http.server import HttpServer
 from tests.support.rest import Reply, request
@@ -67,16 +66,16 @@ class Echo:
         return ApiCall(PROTOCOL, UNKNOWN_API, refusal=refusal)
 
     async def serve(
-        self, request: web.BaseRequest, call: ApiCall[str], bounds: CallBounds
-    ) -> web.StreamResponse:
+        self, request: HttpRequest, call: ApiCall[str], bounds: CallBounds
+    ) -> HttpResponse:
         if call.detail == "status":
-            return web.json_response({"model": call.model})
+            return _json({"model": call.model})
         body = await bounds.read_body(request)
         deadline = bounds.deadline()
         document = json.loads(body) if body.strip() else {}
         return await bounds.until(deadline, self._run(call, document, len(body)))
 
-    async def _run(self, call: ApiCall[str], document: dict[str, Any], size: int) -> web.Response:
+    async def _run(self, call: ApiCall[str], document: dict[str, Any], size: int) -> HttpResponse:
         if "raise" in document:
             raise from_wire(document["raise"], f"hook says {document['raise']}")
         if "crash" in document:
@@ -86,11 +85,15 @@ class Echo:
         if "gate" in document:
             self.entered.set()
             await self.release.wait()
-        return web.json_response({"model": call.model, "verb": call.detail, "bytes": size})
+        return _json({"model": call.model, "verb": call.detail, "bytes": size})
 
 
-async def _extra(request: web.BaseRequest) -> web.StreamResponse:
-    return web.Response(text=f"extra {request.method}\n")
+def _json(document: Any) -> HttpResponse:
+    return HttpResponse(200, json.dumps(document).encode())
+
+
+async def _extra(request: HttpRequest) -> HttpResponse:
+    return HttpResponse(200, f"extra {request.method}\n".encode(), "text/plain")
 
 
 @dataclass
@@ -288,6 +291,8 @@ def test_cors_preflight_and_headers() -> None:
             ok = await alt.ask("POST", "/t/m:run", {}, origin)
             assert ok.status == 200
             assert ok.headers["Access-Control-Allow-Origin"] == "*"
+            # A page may read the call's timing (Server-Timing) only when it is exposed.
+            assert ok.headers["Access-Control-Expose-Headers"] == "Server-Timing"
             failed = await alt.ask("POST", "/t/m:run", {"raise": "NOT_FOUND"}, origin)
             assert failed.status == 404
             assert failed.headers["Access-Control-Allow-Origin"] == "*"
@@ -312,7 +317,10 @@ def test_probes_and_extra_routes() -> None:
             assert (await alt.ask("GET", "/extra")).body == b"extra GET\n"
             assert (await alt.ask("DELETE", "/extra")).body == b"extra DELETE\n"
             missing = await plain.ask("GET", "/extra")
-            assert (missing.status, missing.error()) == (404, "Not found: GET /extra")
+            assert (missing.status, missing.error()) == (
+                404,
+                "Not found: no route for GET on this path",
+            )
 
     asyncio.run(scenario())
 
@@ -382,11 +390,9 @@ def test_a_refused_request_line_is_answered_after_the_token_and_the_bound() -> N
 def test_each_api_call_is_parsed_once_and_observed_with_that_parse() -> None:
     seen: list[tuple[str, str, str | None, int]] = []
 
-    async def observe(
-        request: web.BaseRequest, call: ApiCall[Any], answer: Answer
-    ) -> web.StreamResponse:
+    async def observe(request: HttpRequest, call: ApiCall[Any], answer: Answer) -> HttpResponse:
         response = await answer()
-        seen.append((call.api, call.model, response.get(STATUS_KEY), response.status))
+        seen.append((call.api, call.model, response.code, response.status))
         return response
 
     async def scenario() -> int:
@@ -436,5 +442,21 @@ def test_stop_cancels_calls_past_the_grace_period() -> None:
             await served.server.stop(0.05)
             with pytest.raises(aiohttp.ClientError):
                 await call
+
+    asyncio.run(scenario())
+
+
+def test_not_found_and_wrong_method_answers_never_quote_the_path() -> None:
+    """A path is the caller's text: an error quoting it would be the caller's page (a
+    ``<script>`` sent back), so 404s do not, and 405s name only the route's own path."""
+    script = "/%3Cscript%3Ealert(1)%3C/script%3E"
+
+    async def scenario() -> None:
+        async with serving(extra=True) as served:
+            for method in ("GET", "POST", "DELETE"):
+                reply = await served.ask(method, script)
+                assert reply.status == 404
+                assert "script" not in reply.body.decode().lower(), reply.body
+                assert reply.headers["X-Content-Type-Options"] == "nosniff"
 
     asyncio.run(scenario())
