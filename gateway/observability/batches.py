@@ -26,7 +26,7 @@ from dataclasses import dataclass
 
 from gateway.observability.call_record import CURRENT, Call
 from gateway.observability.metrics import GatewayMetrics
-from gateway.observability.model_stats import NS, record_run
+from gateway.observability.model_stats import NS, Duration, record_run
 from gateway.observability.server_timing import note_batch
 from gateway.observability.span_records import BatchSpan
 from gateway.observability.tfs_metrics import RUNTIME_APIS, TF_SERVING, TfServingMetrics
@@ -81,6 +81,55 @@ class QueueObserver:
 
     def on_enqueue(self) -> object:
         return CURRENT.get()
+
+    def alone(self, tag: object) -> bool:
+        """Whether a run of this one call alone can be recorded by :meth:`on_alone` (no span to
+        make, no timing to leave on its call record)."""
+        return not self.timed and (
+            self.tracing is None or not isinstance(tag, Call) or tag.span is None
+        )
+
+    def on_alone(self, tag: object, rows: int, compute_s: float | None) -> None:
+        """One call run alone, at once, with no wait (a front end's run with batching off): what
+        :meth:`on_batch` and its record's ``done`` record for a batch of one, in one call.
+        ``compute_s``: None when the run failed."""
+        labels = self.labels
+        key = (labels.model, labels.version)
+        metrics = self.metrics
+        stats = self.stats
+        if stats is not None:
+            stats.queue.count += 1
+        if compute_s is None:
+            if stats is not None:
+                stats.fail.count += 1
+            return
+        compute_ns = int(compute_s * NS)
+        if metrics is not None:
+            metrics.queue_wait.observe(key, 0.0)
+            metrics.batch_size.observe(key, rows)
+            metrics.compute.observe(key, compute_s)
+        if stats is not None:
+            stats.success.count += 1
+            stats.success.ns += compute_ns
+            stats.compute_infer.count += 1
+            stats.compute_infer.ns += compute_ns
+            stats.inference_count += rows
+            stats.execution_count += 1
+            batch = stats.batches.get(rows)
+            if batch is None:
+                batch = stats.batches[rows] = Duration()
+            batch.count += 1
+            batch.ns += compute_ns
+            stats.last_inference_ms = time.time_ns() // 1_000_000
+        tfs = self.tfs
+        if (
+            tfs is not None
+            and isinstance(tag, Call)
+            and tag.protocol == TF_SERVING
+            and tag.api in RUNTIME_APIS
+        ):
+            series = (labels.model, tag.api, labels.runtime)
+            tfs.runtime_latency.observe(series, int(compute_s * 1e6))
 
     def on_batch(
         self,

@@ -11,6 +11,7 @@ record to each output that is on: TF Serving's request metrics (an output format
 from __future__ import annotations
 
 import time
+from collections.abc import Iterable
 from contextvars import Token
 
 from opentelemetry.trace import SpanKind
@@ -21,6 +22,11 @@ from gateway.observability.metrics import GatewayMetrics
 from gateway.observability.span_records import Attributes
 from gateway.observability.tfs_metrics import TfServingMetrics
 from gateway.observability.tracing import Tracing
+
+UNKNOWN_MODEL = "(unknown)"
+"""The model label of a call naming a model that is not configured (the name a caller wrote is
+never a label value: the metrics page stays small whatever callers send); a call naming none
+keeps "", and a failed call's version label is empty."""
 
 
 class Recorder:
@@ -40,12 +46,19 @@ class Recorder:
         self.metrics = metrics
         self.tracing = tracing
         self.timing = timing
+        self.known_models: frozenset[str] = frozenset()
+        """The models configured now (:meth:`models_changed`): the only model names a call's
+        series may carry; any other counts under :data:`UNKNOWN_MODEL`."""
         self.needs_parent = (
             metrics is None and not timing and tracing is not None and not tracing.roots
         )
         """True when only a sampled parent can make a call worth opening (no metrics, and the
         sampler never samples a root): the hooks then pass calls without a traceparent through
         untouched."""
+
+    def models_changed(self, names: Iterable[str]) -> None:
+        """The models configured now are ``names``."""
+        self.known_models = frozenset(names)
 
     def begin(
         self,
@@ -94,6 +107,11 @@ class Recorder:
         call.elapsed_s = elapsed_s = time.perf_counter() - call.start
         if call.ids_token is not None:
             TRACE_IDS.reset(call.ids_token)
+        if call.model and call.model not in self.known_models:  # a caller's word: no series
+            call.model = UNKNOWN_MODEL
+            call.version = None
+        elif call.status != "OK":
+            call.version = None
         if self.tfs is not None:
             self.tfs.record_call(call)
         if self.metrics is not None:

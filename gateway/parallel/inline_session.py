@@ -14,6 +14,7 @@ from __future__ import annotations
 
 import time
 from collections.abc import Callable
+from time import monotonic, thread_time
 from typing import Any, Final
 
 import numpy as np
@@ -61,7 +62,9 @@ class InlineSession:
 
         self.key = key
         self._session = session
+        self._run = session.run
         self._watch = watch
+        watch.start()
         self._new_options = ort.RunOptions
         self._options = ort.RunOptions()
         self.max_output_bytes = max_output_bytes
@@ -103,17 +106,17 @@ class InlineSession:
         what ONNX Runtime refuses; ResourceExhausted for outputs over the bound."""
         watch = self._watch
         options = self._options
-        started = time.monotonic()
-        cpu = time.thread_time()
-        watch.begin(options, started)
+        cpu = thread_time()
+        watch.started = monotonic()
+        watch.options = options
         try:
-            results = self._session.run(names, inputs, options)
+            results = self._run(names, inputs, options)
         except Exception as exc:  # the runtime's refusal of these inputs, or the watch's stop
-            watch.end()
-            self._failed(exc, time.thread_time() - cpu)
+            watch.options = None
+            self._failed(exc, thread_time() - cpu)
             return None
-        watch.end()
-        cpu = time.thread_time() - cpu
+        watch.options = None
+        cpu = thread_time() - cpu
         self.runs += 1
         if cpu > STALL_S and self.on_stall is not None:
             self.on_stall(self.key)

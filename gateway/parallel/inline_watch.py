@@ -5,8 +5,9 @@ thread per front end that looks, every :data:`POLL_S`, at the run in progress (a
 loop runs one at a time) and sets ONNX Runtime's ``RunOptions.terminate`` on it once it has run
 past :data:`~gateway.parallel.inline_cost.WALL_LIMIT_S`; ONNX Runtime then ends the run with an
 error, and the caller re-runs it on a worker. ONNX Runtime releases the GIL while it computes, so
-the thread gets to run. Per run the loop only stores the run's options and start time
-(:meth:`InlineWatch.begin`, :meth:`InlineWatch.end`); the thread starts with the first run.
+the thread gets to run. Per run the loop only stores the run's start time and options in
+:attr:`InlineWatch.started` and :attr:`InlineWatch.options` (in that order) and clears
+``options`` after it (no call); :meth:`InlineWatch.start` runs the thread.
 """
 
 from __future__ import annotations
@@ -26,34 +27,27 @@ class InlineWatch:
 
     def __init__(self, limit_s: float = WALL_LIMIT_S) -> None:
         self.limit_s = limit_s
-        self._options: Any = None
-        self._started = 0.0
+        self.options: Any = None
+        """The ``RunOptions`` of the run in progress (None: none)."""
+        self.started = 0.0
+        """When the run in progress started (``time.monotonic()``), set before :attr:`options`."""
         self._stop = threading.Event()
         self._thread: threading.Thread | None = None
         self.stopped = 0
         """Runs this watch stopped."""
 
-    def begin(self, options: Any, now: float) -> None:
-        """A run with these ``RunOptions`` starts at ``now`` (``time.monotonic()``)."""
+    def start(self) -> None:
+        """Run the thread (once; before the first run it watches)."""
         if self._thread is None:
-            self._start()
-        self._started = now
-        self._options = options
-
-    def end(self) -> None:
-        """The run returned (or raised)."""
-        self._options = None
-
-    def _start(self) -> None:
-        self._thread = threading.Thread(target=self._watch, name="inline-watch", daemon=True)
-        self._thread.start()
+            self._thread = threading.Thread(target=self._watch, name="inline-watch", daemon=True)
+            self._thread.start()
 
     def _watch(self) -> None:
         while not self._stop.wait(POLL_S):
-            options = self._options
-            if options is not None and time.monotonic() - self._started > self.limit_s:
+            options = self.options
+            if options is not None and time.monotonic() - self.started > self.limit_s:
                 options.terminate = True
-                self._options = None
+                self.options = None
                 self.stopped += 1
 
     def close(self) -> None:

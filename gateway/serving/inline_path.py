@@ -25,6 +25,7 @@ import asyncio
 import os
 import time
 from collections.abc import Sequence
+from time import perf_counter
 from typing import Any, Final
 
 import numpy as np
@@ -68,6 +69,12 @@ class InlinePlan:
             for spec in signature.inputs
         )
         self.count = len(self.inputs)
+        self.row_bytes = sum(spec.tail_elements * spec.dtype.itemsize for spec in self.inputs)
+        """Bytes of one row of every input."""
+        self.outputs = signature.output_names()
+        """Every output's name (a call that filters none runs them all)."""
+        self.max_rows = session.max_rows
+        """The most rows one run here may have (measured when the version was placed)."""
         self.solo = options.solo
         self.max_batch_rows = options.max_batch_size
         self.timeout_s = options.batch_timeout_micros / 1e6
@@ -76,11 +83,6 @@ class InlinePlan:
         self._pid = os.getpid()
         self._turn: list[_Member] | None = None
         self._turn_rows = 0
-
-    @property
-    def max_rows(self) -> int:
-        """The most rows one run here may have."""
-        return self.session.max_rows
 
     def matches(self, arrays: Arrays) -> int:
         """The rows of ``arrays`` when they are exactly this signature's inputs (names, dtypes,
@@ -104,8 +106,18 @@ class InlinePlan:
         observer = self.observer
         if observer is None:
             return self.session.run(arrays, outputs)
-        record = observer.on_batch((observer.on_enqueue(),), (0.0,), (rows,), rows)
-        return self._observed(record, arrays, outputs)
+        tag = observer.on_enqueue()
+        if not observer.alone(tag):  # traced or timed: the batch's full record
+            record = observer.on_batch((tag,), (0.0,), (rows,), rows)
+            return self._observed(record, arrays, outputs)
+        started = perf_counter()
+        try:
+            result = self.session.run(arrays, outputs)
+        except BaseException:
+            observer.on_alone(tag, rows, None)
+            raise
+        observer.on_alone(tag, rows, None if result is None else perf_counter() - started)
+        return result
 
     def _observed(self, record: Any, arrays: Arrays, outputs: list[str]) -> RunOutputs | None:
         trace = None if record is None else record.trace
@@ -165,7 +177,7 @@ class InlinePlan:
                 )
                 continue
             live.append(member)
-        limit = min(self.session.max_rows, self.max_batch_rows)
+        limit = min(self.max_rows, self.max_batch_rows)
         chunk: list[_Member] = []
         rows = 0
         for member in live:

@@ -30,11 +30,15 @@ import inspect
 import logging
 from collections.abc import AsyncIterator, Callable
 from dataclasses import dataclass
+from time import monotonic
 from typing import Any
+
+import grpc
 
 from gateway.errors import Code, ServingError, grpc_status
 from gateway.transport.admission import CallAdmission
 from gateway.transport.auth import BearerTokens
+from gateway.transport.grpc_errors import status_of
 from gateway.transport.quiet_log import Throttled
 
 log = logging.getLogger(__name__)
@@ -114,7 +118,14 @@ class Gate(CallAdmission):
         kind = _kind(handler)
         behaviour = getattr(handler, kind)
         replaced = _wrap_behaviour(
-            behaviour, check, counted, self, path, streaming_in=handler.request_streaming
+            behaviour,
+            check,
+            counted,
+            self,
+            path,
+            streaming_in=handler.request_streaming,
+            plain=open_path and not health,
+            bound=self.max_concurrent if limited else 0,
         )
         return handler._replace(
             request_deserializer=_guarded(handler.request_deserializer), **{kind: replaced}
@@ -161,9 +172,14 @@ def _wrap_behaviour(
     path: str,
     *,
     streaming_in: bool,
+    plain: bool,
+    bound: int,
 ) -> Callable[..., Any]:
     """The same kind of callable (coroutine function or async generator function) as
-    ``behaviour``, running the checks first; grpc.aio dispatches on that kind."""
+    ``behaviour``, running the checks first; grpc.aio dispatches on that kind. A unary answer's
+    failure is the call's status by the error rule (:func:`~gateway.transport.grpc_errors.
+    status_of`). ``plain``: no token is asked for, so only draining and the ``bound`` on calls in
+    flight (0: none) can refuse the call: checked here without a call when neither does."""
 
     def refused(request: Any, context: Any) -> ServingError | None:
         refusal = check(context)
@@ -172,7 +188,7 @@ def _wrap_behaviour(
         return refusal
 
     async def deny(refusal: ServingError, context: Any) -> None:
-        await gate.refusal_due()  # held while the drain's shutdown has not begun
+        await gate.refusal_due()  # held while the drain's shutdown has begun
         await context.abort(grpc_status(refusal.code), refusal.message)
 
     async def admit(request: Any, context: Any) -> Any:
@@ -191,18 +207,34 @@ def _wrap_behaviour(
         return stream
 
     async def call(request: Any, context: Any) -> Any:
-        refusal = refused(request, context)  # admit()'s work without its coroutine per call
-        if refusal is not None:
-            await deny(refusal, context)
+        if (
+            plain
+            and not gate.draining
+            and (not bound or gate.in_flight < bound)
+            and type(request) is not Undecodable
+        ):
+            gate.last_arrival = monotonic()
+        else:
+            refusal = refused(request, context)
+            if refusal is not None:
+                await deny(refusal, context)
         if streaming_in:
             request = _checked_stream(request, context, gate, path)
-        if not counted:
-            return await behaviour(request, context)
-        gate.enter()
+        if counted:
+            gate.in_flight += 1
         try:
             return await behaviour(request, context)
+        except grpc.aio.AbortError:
+            raise
+        except Exception as exc:
+            failure = status_of(exc, path)
         finally:
-            gate.leave()
+            if counted:
+                gate.leave()
+        # Abort outside the except block: grpc keeps the abort exception, and chained to the
+        # failure its traceback would hold the request's frames (and decoded tensors).
+        await context.abort(*failure)
+        raise AssertionError("unreachable: context.abort raises")
 
     return call
 

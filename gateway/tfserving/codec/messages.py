@@ -85,8 +85,15 @@ class PredictInputs:
     __slots__ = ("_headers", "_inputs", "_max_bytes", "_max_elements")
 
     def __init__(
-        self, request: predict_pb2.PredictRequest, *, max_elements: int, max_bytes: int | None
+        self,
+        request: predict_pb2.PredictRequest,
+        signature: object = None,
+        *,
+        max_elements: int,
+        max_bytes: int | None,
     ) -> None:
+        """``signature``: unused (a TensorProto says its own dtype), so that the class itself,
+        its request and bounds given, is the core's ``InputsDecoder``."""
         self._inputs = request.inputs
         self._max_elements = max_elements
         self._max_bytes = max_bytes
@@ -124,18 +131,6 @@ class PredictInputs:
             except InvalidArgument as exc:
                 raise InvalidArgument(f"input '{header.name}': {exc.message}") from None
         return inputs
-
-
-def predict_inputs(
-    request: predict_pb2.PredictRequest,
-    signature: Signature,
-    *,
-    max_elements: int,
-    max_bytes: int | None = None,
-) -> PredictInputs:
-    """The :data:`~gateway.serving.core.InputsDecoder` of a PredictRequest (``signature`` unused: a
-    TensorProto says its own dtype)."""
-    return PredictInputs(request, max_elements=max_elements, max_bytes=max_bytes)
 
 
 def fill_model_spec(
@@ -276,7 +271,9 @@ def fast_arrays(
         wire = _BY_FAST_NAME.get(spec.dtype_name)
         if wire is None or proto.dtype != wire.data_type:
             return None
-        dims = [dim.size for dim in proto.tensor_shape.dim]
+        dims = []
+        for dim in proto.tensor_shape.dim:
+            dims.append(dim.size)
         if not dims or tuple(dims[1:]) != spec.tail or (rows >= 0 and dims[0] != rows):
             return None
         rows = dims[0]
