@@ -25,6 +25,7 @@ from collections.abc import Sequence
 from dataclasses import dataclass
 
 from gateway.observability.call_record import CURRENT, Call
+from gateway.observability.cells import DEFER_LIMIT
 from gateway.observability.metrics import GatewayMetrics
 from gateway.observability.model_stats import NS, Duration, record_run
 from gateway.observability.server_timing import note_batch
@@ -105,9 +106,14 @@ class QueueObserver:
             return
         compute_ns = int(compute_s * NS)
         if metrics is not None:
-            metrics.queue_wait.observe(key, 0.0)
-            metrics.batch_size.observe(key, rows)
-            metrics.compute.observe(key, compute_s)
+            pending = metrics.compute.pending
+            pending.append((key, compute_s))
+            metrics.queue_wait.pending.append((key, 0.0))
+            metrics.batch_size.pending.append((key, rows))
+            if len(pending) > DEFER_LIMIT:
+                metrics.compute.fold()
+                metrics.queue_wait.fold()
+                metrics.batch_size.fold()
         if stats is not None:
             stats.success.count += 1
             stats.success.ns += compute_ns
@@ -129,7 +135,10 @@ class QueueObserver:
             and tag.api in RUNTIME_APIS
         ):
             series = (labels.model, tag.api, labels.runtime)
-            tfs.runtime_latency.observe(series, int(compute_s * 1e6))
+            runtimes = tfs.runtime_latency.pending
+            runtimes.append((series, int(compute_s * 1e6)))
+            if len(runtimes) > DEFER_LIMIT:
+                tfs.runtime_latency.fold()
 
     def on_batch(
         self,

@@ -18,6 +18,7 @@ from opentelemetry.trace import SpanKind
 
 from channel.logs import TRACE_IDS
 from gateway.observability.call_record import CURRENT, Call
+from gateway.observability.cells import DEFER_LIMIT
 from gateway.observability.metrics import GatewayMetrics
 from gateway.observability.span_records import Attributes
 from gateway.observability.tfs_metrics import TfServingMetrics
@@ -114,12 +115,17 @@ class Recorder:
             call.version = None
         if self.tfs is not None:
             self.tfs.record_call(call)
-        if self.metrics is not None:
-            self.metrics.in_flight[(call.entrypoint, call.protocol)] -= 1
+        metrics = self.metrics
+        if metrics is not None:
+            metrics.in_flight[(call.entrypoint, call.protocol)] -= 1
             labels = (call.model, call.api, call.entrypoint, call.protocol)
-            self.metrics.request_duration.observe(labels, elapsed_s)
+            metrics.request_duration.pending.append((labels, elapsed_s))
             version = "" if call.version is None else str(call.version)
-            self.metrics.requests.inc((call.model, version, *labels[1:], call.status))
+            pending = metrics.requests.pending
+            pending.append((call.model, version, *labels[1:], call.status))
+            if len(pending) > DEFER_LIMIT:
+                metrics.request_duration.fold()
+                metrics.requests.fold()
         span = call.span
         if span is not None and self.tracing is not None:
             span.attributes = {

@@ -243,6 +243,8 @@ class InlineRuns:
                 why = f"its model file cannot be read ({exc})"
             if why:
                 return LoadOutcome(why=why)
+        import onnxruntime  # noqa: F401  # the library's own memory is not the session's
+
         before = resident_bytes()
         session = load_session(path)
         loaded = LoadOutcome(session)
