@@ -7,11 +7,12 @@ straight from its wire form). Then:
 
 - **batching off** (TF Serving's default; ``solo`` options): the call runs alone, at once, on the
   loop: one runtime call (:meth:`InlinePlan.run_one`);
-- **batching on**: the calls of one loop turn join one batch, run at the end of the turn (or
-  ``batch_timeout_micros`` after the first arrived, when set, or at once when the rows reach
-  ``max_batch_size``), cut into runs of at most the version's measured ``max_rows``; each call
-  gets a future of its own rows (:meth:`InlinePlan.join`); a call whose deadline passed or that
-  was cancelled leaves before the run.
+- **batching on** with ``batch_timeout_micros`` 0: the calls of one loop turn join one batch,
+  run at the end of the turn (a turn's calls past ``max_batch_size`` rows start another), cut
+  into runs of at most the version's measured ``max_rows``; each call gets a future of its own
+  rows (:meth:`InlinePlan.join`); a call whose deadline passed or that was cancelled leaves
+  before the run. A timeout asks calls of every size to wait for each other: such a version's
+  calls go through its batch queue to the workers (:meth:`InlinePlans.get` answers None).
 
 Either way the answer is None (:data:`RERUN`) when the run was stopped at the wall-clock limit:
 the caller sends the call to the workers, which hold every version. Batch observers (metrics,
@@ -77,7 +78,6 @@ class InlinePlan:
         """The most rows one run here may have (measured when the version was placed)."""
         self.solo = options.solo
         self.max_batch_rows = options.max_batch_size
-        self.timeout_s = options.batch_timeout_micros / 1e6
         self.observer = observer
         self._compute_span = SpanForm.of("compute", {"tensorgate.model": session.key})
         self._pid = os.getpid()
@@ -153,10 +153,7 @@ class InlinePlan:
         if turn is None:
             turn = self._turn = []
             self._turn_rows = 0
-            if self.timeout_s > 0:
-                loop.call_later(self.timeout_s, self._run_turn, turn)
-            else:
-                loop.call_soon(self._run_turn, turn)
+            loop.call_soon(self._run_turn, turn)
         turn.append(member)
         self._turn_rows += rows
         if self._turn_rows >= self.max_batch_rows:
@@ -270,7 +267,9 @@ class InlinePlans:
         self.runs = runs
         self._policy = policy
         self._observer = observer
-        self._plans: dict[tuple[str, str], InlinePlan] = {}
+        self._plans: dict[tuple[str, str], tuple[InlineSession, InlinePlan | None]] = {}
+        """(servable key, signature) → the session it was made for, and the plan (None: the
+        servable's batching options keep its calls in the batch queue)."""
 
     def get(self, servable: Servable, signature: Signature) -> InlinePlan | None:
         """The plan of ``signature`` when ``servable`` runs here now, else None."""
@@ -278,20 +277,24 @@ class InlinePlans:
         if session is None:
             return None
         key = (servable.key, signature.name)
-        plan = self._plans.get(key)
-        if plan is None or plan.session is not session:
-            try:
-                options = self._policy.for_servable(servable)
-            except ConfigError as exc:
-                raise FailedPrecondition(str(exc)) from None
+        made = self._plans.get(key)
+        if made is not None and made[0] is session:
+            return made[1]
+        try:
+            options = self._policy.for_servable(servable)
+        except ConfigError as exc:
+            raise FailedPrecondition(str(exc)) from None
+        plan = None
+        if options.solo or options.batch_timeout_micros == 0:  # else calls of every size wait
             observer = None if self._observer is None else self._observer(servable, signature.name)
-            plan = self._plans[key] = InlinePlan(session, signature, options, observer)
-            if len(self._plans) > 4 * len(self.runs.sessions) + 16:
-                self._forget_stale()
+            plan = InlinePlan(session, signature, options, observer)
+        self._plans[key] = (session, plan)
+        if len(self._plans) > 4 * len(self.runs.sessions) + 16:
+            self._forget_stale()
         return plan
 
     def _forget_stale(self) -> None:
         sessions = self.runs.sessions
         self._plans = {
-            key: plan for key, plan in self._plans.items() if sessions.get(key[0]) is plan.session
+            key: made for key, made in self._plans.items() if sessions.get(key[0]) is made[0]
         }
