@@ -36,6 +36,7 @@ from typing import Any
 import grpc
 
 from gateway.errors import Code, ServingError, grpc_status
+from gateway.serving.budget import MemoryBudget
 from gateway.transport.admission import CallAdmission
 from gateway.transport.auth import BearerTokens
 from gateway.transport.grpc_errors import status_of
@@ -44,6 +45,9 @@ from gateway.transport.quiet_log import Throttled
 log = logging.getLogger(__name__)
 
 HEALTH_SERVICE = "grpc.health.v1.Health"
+HELD_ANSWER_BYTES = 64 * 1024
+"""Answers from this size on count against the in-flight budget until their call ends (smaller
+ones are bounded by the streams a connection may open and the connections)."""
 AUTHORIZATION = "authorization"
 
 MethodHandler = Any
@@ -79,9 +83,18 @@ def _guarded(deserializer: Callable[[bytes], Any] | None) -> Callable[[bytes], A
 class Gate(CallAdmission):
     """The checks above for one gRPC server; counters are for tests and metrics."""
 
-    def __init__(self, *, auth: BearerTokens | None = None, max_concurrent: int = 0) -> None:
+    def __init__(
+        self,
+        *,
+        auth: BearerTokens | None = None,
+        max_concurrent: int = 0,
+        budget: MemoryBudget | None = None,
+    ) -> None:
         super().__init__(max_concurrent)
         self.auth = auth
+        self.budget = budget
+        """The in-flight bytes (``--max_inflight_bytes``) a large answer counts against until its
+        call ends (None: unbounded)."""
         self._undecodable = Throttled(log, "undecodable gRPC requests answered INVALID_ARGUMENT")
         self._unauthenticated = Throttled(log, "gRPC calls refused without a valid token")
         self._held: asyncio.Event | None = None
@@ -130,6 +143,17 @@ class Gate(CallAdmission):
         return handler._replace(
             request_deserializer=_guarded(handler.request_deserializer), **{kind: replaced}
         )
+
+    def hold_answer(self, answer: bytes, context: Any) -> None:
+        """Count a large ``answer`` against the in-flight budget until its call ends (a client
+        that never reads cannot make unsent answers pile up past the budget);
+        RESOURCE_EXHAUSTED when it does not fit."""
+        budget = self.budget
+        if budget is None:
+            return
+        nbytes = len(answer)
+        budget.reserve(nbytes)  # raises the budget's own refusal
+        context.add_done_callback(lambda _context: budget.release(nbytes))
 
     # -- the checks -------------------------------------------------------------------------------
     def _check(
@@ -223,7 +247,10 @@ def _wrap_behaviour(
         if counted:
             gate.in_flight += 1
         try:
-            return await behaviour(request, context)
+            answer = await behaviour(request, context)
+            if type(answer) is bytes and len(answer) >= HELD_ANSWER_BYTES and gate.budget:
+                gate.hold_answer(answer, context)
+            return answer
         except grpc.aio.AbortError:
             raise
         except Exception as exc:
