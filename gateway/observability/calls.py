@@ -108,21 +108,19 @@ class Recorder:
         call.elapsed_s = elapsed_s = time.perf_counter() - call.start
         if call.ids_token is not None:
             TRACE_IDS.reset(call.ids_token)
-        if call.model and call.model not in self.known_models:  # a caller's word: no series
-            call.model = UNKNOWN_MODEL
-            call.version = None
-        elif call.status != "OK":
-            call.version = None
+        model = call.model
+        version = "" if call.version is None or call.status != "OK" else str(call.version)
+        if model and model not in self.known_models:  # a caller's word: never a series
+            model, version = UNKNOWN_MODEL, ""
         if self.tfs is not None:
-            self.tfs.record_call(call)
+            self.tfs.record_call(call, model)
         metrics = self.metrics
         if metrics is not None:
             metrics.in_flight[(call.entrypoint, call.protocol)] -= 1
-            labels = (call.model, call.api, call.entrypoint, call.protocol)
+            labels = (model, call.api, call.entrypoint, call.protocol)
             metrics.request_duration.pending.append((labels, elapsed_s))
-            version = "" if call.version is None else str(call.version)
             pending = metrics.requests.pending
-            pending.append((call.model, version, *labels[1:], call.status))
+            pending.append((model, version, *labels[1:], call.status))
             if len(pending) > DEFER_LIMIT:
                 metrics.request_duration.fold()
                 metrics.requests.fold()

@@ -109,8 +109,9 @@ class TfServingMetrics:
             key=lambda family: family.path,
         )
 
-    def record_call(self, call: Call) -> None:
-        """The request metrics of one ended call (see the module doc)."""
+    def record_call(self, call: Call, model: str) -> None:
+        """The request metrics of one ended call (see the module doc), labelled ``model``
+        (the call's model when it is served, else a fixed word)."""
         if call.protocol != TF_SERVING:
             return
         if call.entrypoint == "REST":
@@ -119,13 +120,13 @@ class TfServingMetrics:
             api = call.api
         else:
             if call.api == "MultiInference" and call.status == "OK" and call.rows is not None:
-                self.request_example_counts.observe((call.model,), call.rows)
-                self.request_example_count_total.inc((call.model,), call.rows)
+                self.request_example_counts.observe((model,), call.rows)
+                self.request_example_count_total.inc((model,), call.rows)
             return
         pending = self.request_count.pending
-        pending.append((call.model, call.status))
+        pending.append((model, call.status))
         if call.status == "OK":
-            labels = (call.model, api, call.entrypoint)
+            labels = (model, api, call.entrypoint)
             self.request_latency.pending.append((labels, int(call.elapsed_s * 1e6)))
         if len(pending) > DEFER_LIMIT:
             self.request_count.fold()
