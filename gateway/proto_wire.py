@@ -25,7 +25,7 @@ def varint(value: int) -> bytes:
     return bytes(out)
 
 
-def read_varint(data: bytes, pos: int) -> tuple[int, int]:
+def read_varint(data: bytes | memoryview, pos: int) -> tuple[int, int]:
     """The varint at ``data[pos:]`` and the position after it; ValueError when ``data`` ends
     inside it or it runs over 10 bytes (64 bits)."""
     value = shift = 0

@@ -79,6 +79,7 @@ def grpc_options(settings: Settings, *, reuse_port: bool = False) -> list[tuple[
         ("grpc.max_receive_message_length", settings.max_message_bytes),
         ("grpc.max_send_message_length", settings.max_message_bytes),
         ("grpc.max_allowed_incoming_connections", settings.grpc_max_connections),
+        ("grpc.max_concurrent_streams", settings.grpc_max_concurrent_streams),
         ("grpc.max_connection_idle_ms", int(settings.grpc_idle_timeout_seconds * 1000)),
         ("grpc.server_handshake_timeout_ms", int(settings.rest_api_header_timeout_seconds * 1000)),
         ("grpc.keepalive_time_ms", KEEPALIVE_TIME_MS),
@@ -132,7 +133,9 @@ class Servers:
         self.tls = TlsMaterial.load(settings.ssl_config_file) if settings.ssl_config_file else None
         roles = load_roles(settings)
         self.auth, self.admin = roles.serving, roles.admin
-        self.gate = Gate(auth=self.auth, max_concurrent=settings.max_concurrent_requests)
+        self.gate = Gate(
+            auth=self.auth, max_concurrent=settings.max_concurrent_requests, budget=core.budget
+        )
         self._pages = pages
         self._reuse_port = reuse_port
         self._unix_socket = unix_socket

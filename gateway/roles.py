@@ -26,7 +26,6 @@ from dataclasses import dataclass, field, replace
 from typing import Any, Generic, TypeVar, overload
 
 from gateway.batching.clock import Clock
-from gateway.batching.observer import BatchObserver
 from gateway.config.model_config import ModelSpecConfig
 from gateway.config.settings import Settings
 from gateway.config.settings_field import MIB
@@ -37,18 +36,15 @@ from gateway.images.pool import ImageDecoder
 from gateway.models.loader import LoadOptions, Warmup, Workers
 from gateway.models.manager import ModelManager
 from gateway.parallel.dispatcher import Dispatcher
-from gateway.parallel.inline_link import InlineLink
-from gateway.parallel.inline_runs import InlineRuns, OnPlaced
+from gateway.parallel.inline_runs import InlineRuns, OnDemote, OnPlaced
 from gateway.parallel.pool import PoolOptions, WorkerEvents, WorkerPool
 from gateway.serving.core import ServingCore
+from gateway.serving.inline_path import InlinePlans
 from gateway.serving.policy import BatchingPolicy
-from gateway.serving.queues import BatchQueues
+from gateway.serving.queues import BatchQueues, ObserverFactory
 from gateway.serving.registry import Models, Servable
 
 W = TypeVar("W", bound=Workers)
-
-ObserverFactory = Callable[[Servable, str], BatchObserver | None]
-"""Gives each new batch queue, of (servable, signature name), its observer (metrics, traces)."""
 
 
 @dataclass(frozen=True)
@@ -179,8 +175,8 @@ def build(
         workers = WorkerPool(options.pool, dispatcher=dispatcher, on_change=on_change)
     models = _manager(options, specs, workers, on_change, queues.drain, warmup)
     # The front end's core reads the models through the registry.
-    core = _core(options, models, queues)
     inline = inline_runs(options, dispatcher, on_placed)
+    core = _core(options, models, queues, inline, observer)
     return Stack(workers, models, dispatcher, queues, core, inline)
 
 
@@ -250,10 +246,22 @@ def _before_load(options: Options) -> Callable[[str, int, str], None]:
     return check
 
 
-def _core(options: Options, models: Models, queues: BatchQueues) -> ServingCore:
-    """The request core over ``models`` and ``queues`` (both roles' compositions)."""
+def _core(
+    options: Options,
+    models: Models,
+    queues: BatchQueues,
+    inline: InlineRuns,
+    observer: ObserverFactory | None,
+) -> ServingCore:
+    """A front end's core over ``models``: the versions ``inline`` places here on their short
+    path, the others through ``queues`` (both roles' compositions)."""
+    plans = None
+    if options.inline_runs != "never":
+        plans = InlinePlans(inline, options.batching, observer)
     images = ImageDecoder(options.images, options.image_threads)
-    return ServingCore(models, queues, inflight_bytes=options.inflight_bytes, images=images)
+    return ServingCore(
+        models, queues, inline=plans, inflight_bytes=options.inflight_bytes, images=images
+    )
 
 
 @dataclass(frozen=True)
@@ -273,26 +281,30 @@ def build_front_end(
     *,
     observer: ObserverFactory | None = None,
     on_placed: OnPlaced | None = None,
+    on_demote: OnDemote | None = None,
 ) -> FrontEndParts:
     """Queues over ``dispatcher`` (the front end's run links) and a core reading ``models``
-    (the registry the supervisor pushes); ``observer`` and ``on_placed`` as for :func:`build`."""
+    (the registry the supervisor pushes); ``observer`` and ``on_placed`` as for :func:`build`;
+    ``on_demote``: tells the supervisor of a version's stall."""
     queues = BatchQueues(options.batching, dispatcher, observer=observer)
-    core = _core(options, models, queues)
-    return FrontEndParts(queues, core, inline_runs(options, dispatcher, on_placed))
+    inline = inline_runs(options, dispatcher, on_placed, on_demote)
+    core = _core(options, models, queues, inline, observer)
+    return FrontEndParts(queues, core, inline)
 
 
 def inline_runs(
-    options: Options, dispatcher: Dispatcher, on_placed: OnPlaced | None = None
+    options: Options,
+    dispatcher: Dispatcher,
+    on_placed: OnPlaced | None = None,
+    on_demote: OnDemote | None = None,
 ) -> InlineRuns:
-    """The versions a front end runs itself, over ``dispatcher`` (which picks its link first);
-    ``on_placed`` hears where they run."""
-    runs = InlineRuns(
-        InlineLink(),
+    """The versions a front end runs itself (``dispatcher`` times the worker hop they are
+    weighed against); ``on_placed`` hears where they run, ``on_demote`` of each stall."""
+    return InlineRuns(
         mode=options.inline_runs,
         budget_bytes=options.inline_budget_bytes,
         hop_s=dispatcher.hop_s,
+        max_output_bytes=options.pool.output_bytes,
         on_placed=on_placed,
+        on_demote=on_demote,
     )
-    if options.inline_runs != "never":
-        dispatcher.inline = runs.link
-    return runs

@@ -50,3 +50,13 @@ class BatchObserver(Protocol):
     ) -> BatchRecord | None: ...
 
     def on_refused(self, reason: str) -> None: ...
+
+    def alone(self, tag: object) -> bool:
+        """Whether a call run alone at once (no queue) can be recorded by :meth:`on_alone`
+        instead of :meth:`on_batch` and its record (no span to make, no timing to note)."""
+        ...
+
+    def on_alone(self, tag: object, rows: int, compute_s: float | None) -> None:
+        """A call of ``tag`` run alone at once: its ``rows`` and the run's seconds (None: it
+        failed)."""
+        ...

@@ -249,7 +249,7 @@ class BatchScheduler:
             if batch is None or (self._end_of_turn and self._held(batch)):
                 return
             try:
-                link = self._dispatcher.pick(self.servable_key, self, batch.size)
+                link = self._dispatcher.pick(self.servable_key, self)
             except ServingError as exc:
                 results.fail(self._queue.pop(batch), exc)
                 self._check_idle()

@@ -194,6 +194,7 @@ FLAGS: dict[str, FlagSpec] = {
         _impl("rest_api_max_header_bytes", "int32"),
         _impl("rest_api_max_connections_per_peer", "int32"),
         _impl("grpc_max_connections", "int32"),
+        _impl("grpc_max_concurrent_streams", "int32"),
         _impl("grpc_idle_timeout_seconds", "float"),
         _impl("grpc_max_pending_requests", "int32"),
         _impl("auth_token_file", "string"),

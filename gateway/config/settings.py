@@ -128,6 +128,7 @@ def _validate(s: Settings) -> None:
         "rest_api_max_connections_per_peer", s.rest_api_max_connections_per_peer, 0, INT32_MAX
     )
     check_range("grpc_max_connections", s.grpc_max_connections, 1, INT32_MAX)
+    check_range("grpc_max_concurrent_streams", s.grpc_max_concurrent_streams, 1, INT32_MAX)
     check_range("ready_fd", s.ready_fd, -1)
     check_range("shutdown_grace_seconds", s.shutdown_grace_seconds, 0)
     for name in (

@@ -83,6 +83,7 @@ class FrontEnd:
             self.dispatcher,
             observer=self.observability.queue_observer,
             on_placed=self.observability.placement_reporter(),
+            on_demote=self._demote,
         )
         self.queues, self.core, self.inline = parts.queues, parts.core, parts.inline
         self.servers = Servers(
@@ -154,6 +155,8 @@ class FrontEnd:
             return self._drain(message["key"])
         elif op == "ping":
             return _answer({})
+        elif op == "demotions":
+            self.inline.merge({k: (int(c), float(u)) for k, (c, u) in message["records"].items()})
         elif op == "figures":
             return _answer({"figures": self._figures()})
         elif op == "serve":
@@ -189,6 +192,10 @@ class FrontEnd:
                 shm[(worker, "output")] = (channel.output_used, channel.output_capacity)
         obs = self.observability
         return figures.dump(obs.tfs, obs.metrics, shm)
+
+    def _demote(self, key: str, count: int, until: float) -> None:
+        """A version stalled here: the supervisor keeps it out of every front end."""
+        self.link.notify("demote", key=key, count=count, until=until)
 
     def _retire(self, index: int, pid: int, message: str) -> None:
         self.link.notify("retire", index=index, pid=pid, message=message)

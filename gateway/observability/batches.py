@@ -25,8 +25,9 @@ from collections.abc import Sequence
 from dataclasses import dataclass
 
 from gateway.observability.call_record import CURRENT, Call
+from gateway.observability.cells import DEFER_LIMIT
 from gateway.observability.metrics import GatewayMetrics
-from gateway.observability.model_stats import NS, record_run
+from gateway.observability.model_stats import NS, Duration, record_run
 from gateway.observability.server_timing import note_batch
 from gateway.observability.span_records import BatchSpan
 from gateway.observability.tfs_metrics import RUNTIME_APIS, TF_SERVING, TfServingMetrics
@@ -81,6 +82,63 @@ class QueueObserver:
 
     def on_enqueue(self) -> object:
         return CURRENT.get()
+
+    def alone(self, tag: object) -> bool:
+        """Whether a run of this one call alone can be recorded by :meth:`on_alone` (no span to
+        make, no timing to leave on its call record)."""
+        return not self.timed and (
+            self.tracing is None or not isinstance(tag, Call) or tag.span is None
+        )
+
+    def on_alone(self, tag: object, rows: int, compute_s: float | None) -> None:
+        """One call run alone, at once, with no wait (a front end's run with batching off): what
+        :meth:`on_batch` and its record's ``done`` record for a batch of one, in one call.
+        ``compute_s``: None when the run failed."""
+        labels = self.labels
+        key = (labels.model, labels.version)
+        metrics = self.metrics
+        stats = self.stats
+        if stats is not None:
+            stats.queue.count += 1
+        if compute_s is None:
+            if stats is not None:
+                stats.fail.count += 1
+            return
+        compute_ns = int(compute_s * NS)
+        if metrics is not None:
+            pending = metrics.compute.pending
+            pending.append((key, compute_s))
+            metrics.queue_wait.pending.append((key, 0.0))
+            metrics.batch_size.pending.append((key, rows))
+            if len(pending) > DEFER_LIMIT:
+                metrics.compute.fold()
+                metrics.queue_wait.fold()
+                metrics.batch_size.fold()
+        if stats is not None:
+            stats.success.count += 1
+            stats.success.ns += compute_ns
+            stats.compute_infer.count += 1
+            stats.compute_infer.ns += compute_ns
+            stats.inference_count += rows
+            stats.execution_count += 1
+            batch = stats.batches.get(rows)
+            if batch is None:
+                batch = stats.batches[rows] = Duration()
+            batch.count += 1
+            batch.ns += compute_ns
+            stats.last_inference_ms = time.time_ns() // 1_000_000
+        tfs = self.tfs
+        if (
+            tfs is not None
+            and isinstance(tag, Call)
+            and tag.protocol == TF_SERVING
+            and tag.api in RUNTIME_APIS
+        ):
+            series = (labels.model, tag.api, labels.runtime)
+            runtimes = tfs.runtime_latency.pending
+            runtimes.append((series, int(compute_s * 1e6)))
+            if len(runtimes) > DEFER_LIMIT:
+                tfs.runtime_latency.fold()
 
     def on_batch(
         self,

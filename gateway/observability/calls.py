@@ -11,16 +11,23 @@ record to each output that is on: TF Serving's request metrics (an output format
 from __future__ import annotations
 
 import time
+from collections.abc import Iterable
 from contextvars import Token
 
 from opentelemetry.trace import SpanKind
 
 from channel.logs import TRACE_IDS
 from gateway.observability.call_record import CURRENT, Call
+from gateway.observability.cells import DEFER_LIMIT
 from gateway.observability.metrics import GatewayMetrics
 from gateway.observability.span_records import Attributes
 from gateway.observability.tfs_metrics import TfServingMetrics
 from gateway.observability.tracing import Tracing
+
+UNKNOWN_MODEL = "(unknown)"
+"""The model label of a call naming a model that is not configured (the name a caller wrote is
+never a label value: the metrics page stays small whatever callers send); a call naming none
+keeps "", and a failed call's version label is empty."""
 
 
 class Recorder:
@@ -40,12 +47,19 @@ class Recorder:
         self.metrics = metrics
         self.tracing = tracing
         self.timing = timing
+        self.known_models: frozenset[str] = frozenset()
+        """The models configured now (:meth:`models_changed`): the only model names a call's
+        series may carry; any other counts under :data:`UNKNOWN_MODEL`."""
         self.needs_parent = (
             metrics is None and not timing and tracing is not None and not tracing.roots
         )
         """True when only a sampled parent can make a call worth opening (no metrics, and the
         sampler never samples a root): the hooks then pass calls without a traceparent through
         untouched."""
+
+    def models_changed(self, names: Iterable[str]) -> None:
+        """The models configured now are ``names``."""
+        self.known_models = frozenset(names)
 
     def begin(
         self,
@@ -94,14 +108,22 @@ class Recorder:
         call.elapsed_s = elapsed_s = time.perf_counter() - call.start
         if call.ids_token is not None:
             TRACE_IDS.reset(call.ids_token)
+        model = call.model
+        version = "" if call.version is None or call.status != "OK" else str(call.version)
+        if model and model not in self.known_models:  # a caller's word: never a series
+            model, version = UNKNOWN_MODEL, ""
         if self.tfs is not None:
-            self.tfs.record_call(call)
-        if self.metrics is not None:
-            self.metrics.in_flight[(call.entrypoint, call.protocol)] -= 1
-            labels = (call.model, call.api, call.entrypoint, call.protocol)
-            self.metrics.request_duration.observe(labels, elapsed_s)
-            version = "" if call.version is None else str(call.version)
-            self.metrics.requests.inc((call.model, version, *labels[1:], call.status))
+            self.tfs.record_call(call, model)
+        metrics = self.metrics
+        if metrics is not None:
+            metrics.in_flight[(call.entrypoint, call.protocol)] -= 1
+            labels = (model, call.api, call.entrypoint, call.protocol)
+            metrics.request_duration.pending.append((labels, elapsed_s))
+            pending = metrics.requests.pending
+            pending.append((model, version, *labels[1:], call.status))
+            if len(pending) > DEFER_LIMIT:
+                metrics.request_duration.fold()
+                metrics.requests.fold()
         span = call.span
         if span is not None and self.tracing is not None:
             span.attributes = {

@@ -136,9 +136,13 @@ class Observability:
         return self.request_log
 
     def models_changed(self, models: Models) -> None:
-        """The config in force may have changed: the request log follows it."""
+        """The config in force may have changed: the request log follows it, and the calls'
+        series name only the models configured now."""
+        specs = models.specs()
         if self.request_log is not None:
-            self.request_log.configure(models.specs())
+            self.request_log.configure(specs)
+        if self.recorder is not None:
+            self.recorder.models_changed(spec.name for spec in specs)
 
     def routes(
         self, pool: WorkerPool, models: Registry | None = None, cache: CacheReader | None = None

@@ -53,7 +53,7 @@ from gateway.observability.log_files import LogFiles
 from gateway.observability.log_writer import LogWriter, PendingBytes
 from gateway.serving.budget import inputs_nbytes
 from gateway.serving.core import ModelRef, PredictResult
-from gateway.serving.inputs import Decoded, Header
+from gateway.serving.inputs import Arrays, Decoded, Expected, Header
 from gateway.transport.surface import LogAs, LogRecord, Sampled
 
 log = logging.getLogger(__name__)
@@ -158,6 +158,12 @@ class _Captured:
         arrays = self._decoded.arrays()
         self._slot._inputs = arrays
         return arrays
+
+    def fast_arrays(self, expected: Expected) -> tuple[Arrays, int] | None:
+        fast = self._decoded.fast_arrays(expected)
+        if fast is not None:
+            self._slot._inputs = fast[0]
+        return fast
 
 
 REST_LOG: ContextVar[LogSlot | None] = ContextVar("tensorgate_rest_log", default=None)

@@ -34,7 +34,13 @@ from dataclasses import dataclass
 from typing import Literal
 
 from gateway.observability.call_record import Call
-from gateway.observability.cells import Counter, Histogram, Labels, exponential_buckets
+from gateway.observability.cells import (
+    DEFER_LIMIT,
+    Counter,
+    Histogram,
+    Labels,
+    exponential_buckets,
+)
 
 LATENCY_BUCKETS = exponential_buckets(10, 1.8, 33)
 """Microseconds: 10 × 1.8^i, 33 bounds (~20 minutes), upstream's request/runtime/warmup latency."""
@@ -103,8 +109,9 @@ class TfServingMetrics:
             key=lambda family: family.path,
         )
 
-    def record_call(self, call: Call) -> None:
-        """The request metrics of one ended call (see the module doc)."""
+    def record_call(self, call: Call, model: str) -> None:
+        """The request metrics of one ended call (see the module doc), labelled ``model``
+        (the call's model when it is served, else a fixed word)."""
         if call.protocol != TF_SERVING:
             return
         if call.entrypoint == "REST":
@@ -113,13 +120,17 @@ class TfServingMetrics:
             api = call.api
         else:
             if call.api == "MultiInference" and call.status == "OK" and call.rows is not None:
-                self.request_example_counts.observe((call.model,), call.rows)
-                self.request_example_count_total.inc((call.model,), call.rows)
+                self.request_example_counts.observe((model,), call.rows)
+                self.request_example_count_total.inc((model,), call.rows)
             return
-        self.request_count.inc((call.model, call.status))
+        pending = self.request_count.pending
+        pending.append((model, call.status))
         if call.status == "OK":
-            labels = (call.model, api, call.entrypoint)
-            self.request_latency.observe(labels, int(call.elapsed_s * 1e6))
+            labels = (model, api, call.entrypoint)
+            self.request_latency.pending.append((labels, int(call.elapsed_s * 1e6)))
+        if len(pending) > DEFER_LIMIT:
+            self.request_count.fold()
+            self.request_latency.fold()
 
     def record_warmup(self, model_path: str, status: str, micros: float, records: int) -> None:
         """One model warmup (upstream's ``status.ToString()``: ``OK`` or ``<CODE>: message``)."""

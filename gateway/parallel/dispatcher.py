@@ -23,13 +23,12 @@ from collections.abc import Callable
 from gateway.errors import Unavailable
 from gateway.parallel.endpoint import Endpoint
 from gateway.parallel.inline_cost import HOP_S
-from gateway.parallel.inline_link import InlineLink
 from gateway.parallel.input_room import InputRoom
 from gateway.parallel.run_link import RunLink
 from gateway.parallel.watchdog import HangPolicy, RunTimes, hung_run
 
-Link = RunLink | InlineLink
-"""Where a batch runs: a worker, or this front end itself."""
+Link = RunLink
+"""Where a batch runs: a worker's run link."""
 
 
 class Dispatcher:
@@ -45,9 +44,6 @@ class Dispatcher:
         self._listeners: dict[Callable[[], None], None] = {}
         self.room = InputRoom(self.on_capacity, self.wake)
         """The senders waiting for room in a worker's input area, and the workers kept for them."""
-        self.inline: InlineLink | None = None
-        """This front end's own runs (:mod:`gateway.parallel.inline_link`), picked first for the
-        versions it holds; None: every run goes to a worker."""
 
     def hop_s(self) -> float:
         """The worker hop's measured wall time per run (seconds; the links' moving average of a
@@ -109,17 +105,12 @@ class Dispatcher:
         return found
 
     # -- routing --------------------------------------------------------------------------------
-    def pick(self, key: str, sender: object = None, rows: int = 1) -> Link | None:
-        """This front end itself when it runs ``key`` and a batch of ``rows`` fits its loop
-        bound; else the least-loaded live worker hosting ``key`` with a free slot, or None if all
-        are busy or kept for senders waiting for input room ahead of ``sender``.
+    def pick(self, key: str, sender: object = None) -> Link | None:
+        """The least-loaded live worker hosting ``key`` with a free slot, or None if all are
+        busy or kept for senders waiting for input room ahead of ``sender``.
 
         Raises Unavailable when no live worker hosts ``key`` at all.
         """
-        inline = self.inline
-        # routed first: a key the workers serve costs no call into the link
-        if inline is not None and key in inline.routed and inline.fits(key, rows):
-            return inline
         candidates = [link for link in self.links if link.alive and key in link.routed]
         if not candidates:
             raise Unavailable(f"no worker is serving {key} right now; retry later")

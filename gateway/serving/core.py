@@ -7,6 +7,7 @@ back. Nothing here knows about protobuf or HTTP.
 from __future__ import annotations
 
 import logging
+import time
 from collections.abc import Callable, Coroutine, Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any, TypeVar
@@ -14,8 +15,10 @@ from typing import Any, TypeVar
 import numpy as np
 
 from gateway.config.model_config import ModelSpecConfig
+from gateway.errors import DeadlineExceeded
 from gateway.images.pool import ImageDecoder
 from gateway.serving.budget import MemoryBudget, inputs_nbytes
+from gateway.serving.inline_path import InlinePlan, InlinePlans
 from gateway.serving.inputs import (
     TEXT_PLATFORMS,
     Decoded,
@@ -45,7 +48,7 @@ dtypes to convert, as REST JSON does), bounding their sizes; the core validates 
 (:func:`gateway.serving.inputs.validated`). Raises InvalidArgument / ResourceExhausted."""
 
 
-@dataclass(frozen=True)
+@dataclass(slots=True)
 class PredictResult:
     """Outputs of one Predict, with the servable that produced them. ``outputs`` are read-only
     views on a worker's output space, readable only while the encoder given to
@@ -64,18 +67,22 @@ Synchronous: it runs while the outputs' space is held, which is returned as it r
 
 
 class ServingCore:
-    """Validates requests against signatures and runs them through per-queue batch schedulers."""
+    """Validates requests against signatures and runs them: a version placed in this front end
+    on its short path (``inline``: :mod:`gateway.serving.inline_path`), any other through its
+    batch queue to the workers."""
 
     def __init__(
         self,
         models: Models,
         queues: BatchQueues,
         *,
+        inline: InlinePlans | None = None,
         inflight_bytes: int | None = None,
         images: ImageDecoder | None = None,
     ) -> None:
         self.models = models
         self.queues = queues
+        self.inline = inline
         self.budget = MemoryBudget(inflight_bytes) if inflight_bytes is not None else None
         """Bounds the decoded inputs held by in-flight requests (None: unbounded)."""
         self.images = images or ImageDecoder()
@@ -123,11 +130,15 @@ class ServingCore:
         """
         servable = self.models.resolve(ref.name, ref.version, ref.label)
         signature = find_signature(servable.signatures, signature_name)
-        return self.run(
+        inline = self.inline
+        plan = None if inline is None or not check_dtypes else inline.get(servable, signature)
+        if plan is not None:  # :meth:`run`'s choice, written here: one call less per Predict
+            return self._inline(plan, servable, signature, decode, encode, output_filter, deadline)
+        return self._queued(
             servable, signature, decode, encode, output_filter, deadline, check_dtypes=check_dtypes
         )
 
-    async def run(
+    def run(
         self,
         servable: Servable,
         signature: Signature,
@@ -137,18 +148,100 @@ class ServingCore:
         deadline: float | None = None,
         *,
         check_dtypes: bool = True,
-    ) -> R:
+    ) -> Coroutine[Any, Any, R]:
         """:meth:`predict` on a servable and signature already looked up (a protocol that reads
         the model's signature to name it, as V2 does, looks it up once)."""
-        inputs = validated(signature, decode(signature), check_dtypes=check_dtypes)
-        # -- encoded images: JPEG/PNG strings an image input was given become its tensor, decoded
-        # off the loop (gateway.images) before the request is queued; only this caller fails.
-        if signature.image_inputs and carries_images(signature, inputs):
-            inputs = await self.images.decode(servable.directory, signature.image_specs(), inputs)
-        # --
+        inline = self.inline
+        plan = None if inline is None or not check_dtypes else inline.get(servable, signature)
+        if plan is not None:
+            return self._inline(plan, servable, signature, decode, encode, output_filter, deadline)
+        return self._queued(
+            servable, signature, decode, encode, output_filter, deadline, check_dtypes=check_dtypes
+        )
+
+    async def _inline(
+        self,
+        plan: InlinePlan,
+        servable: Servable,
+        signature: Signature,
+        decode: InputsDecoder,
+        encode: PredictEncoder[R],
+        output_filter: Sequence[str],
+        deadline: float | None,
+    ) -> R:
+        """The short path (:mod:`gateway.serving.inline_path`): the request's arrays straight
+        from its codec when they are exactly the plan's, else through the one validation; a
+        call the plan cannot take here (more rows than a run here may have, a stopped run)
+        goes to the workers."""
+        decoded = decode(signature)
+        fast = decoded.fast_arrays(plan)
+        if fast is None:
+            arrays = await self._validated(servable, signature, decoded, True)
+            rows = plan.matches(arrays)
+        else:
+            arrays, rows = fast
+        outputs = signature.select_outputs(output_filter) if output_filter else plan.outputs
+        if not 0 < rows <= plan.max_rows or (not plan.solo and rows > plan.max_batch_rows):
+            return await self._submit(servable, signature, arrays, encode, outputs, deadline)
+        budget = self.budget
+        nbytes = rows * plan.row_bytes
+        if plan.solo:  # the run holds its inputs only while it runs: nothing else runs meanwhile
+            if budget is not None and budget.held_bytes + nbytes > budget.limit_bytes:
+                budget.reserve(nbytes)  # refused, with its text
+            if deadline is not None and time.monotonic() >= deadline:
+                raise DeadlineExceeded("Deadline exceeded before the request was queued")
+            result = plan.run_one(arrays, rows, outputs)
+        elif budget is None:
+            result = await plan.join(arrays, rows, outputs, deadline)
+        else:
+            budget.reserve(nbytes)
+            try:
+                result = await plan.join(arrays, rows, outputs, deadline)
+            finally:
+                budget.release(nbytes)
+        if result is None:  # RERUN: stopped at the wall-clock limit
+            return await self._submit(servable, signature, arrays, encode, outputs, deadline)
+        return encode(PredictResult(servable.model, servable.version, signature.name, result))
+
+    async def _queued(
+        self,
+        servable: Servable,
+        signature: Signature,
+        decode: InputsDecoder,
+        encode: PredictEncoder[R],
+        output_filter: Sequence[str],
+        deadline: float | None,
+        *,
+        check_dtypes: bool,
+    ) -> R:
+        """A call through its batch queue to the workers."""
+        inputs = await self._validated(servable, signature, decode(signature), check_dtypes)
         if servable.platform in TEXT_PLATFORMS:
             check_text(inputs)
         outputs = signature.select_outputs(output_filter)
+        return await self._submit(servable, signature, inputs, encode, outputs, deadline)
+
+    async def _validated(
+        self, servable: Servable, signature: Signature, decoded: Decoded, check_dtypes: bool
+    ) -> dict[str, np.ndarray]:
+        """The request's arrays, validated (:func:`~gateway.serving.inputs.validated`); the
+        JPEG/PNG strings an image input was given decoded into its tensor off the loop
+        (:mod:`gateway.images`), before anything is queued: only this caller fails."""
+        inputs = validated(signature, decoded, check_dtypes=check_dtypes)
+        if signature.image_inputs and carries_images(signature, inputs):
+            inputs = await self.images.decode(servable.directory, signature.image_specs(), inputs)
+        return inputs
+
+    async def _submit(
+        self,
+        servable: Servable,
+        signature: Signature,
+        inputs: dict[str, np.ndarray],
+        encode: PredictEncoder[R],
+        outputs: list[str],
+        deadline: float | None,
+    ) -> R:
+        """Validated ``inputs`` through their batch queue; the encoded answer."""
         scheduler = self.queues.get(servable, signature.name)
         budget = self.budget
         if budget is None:

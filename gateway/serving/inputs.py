@@ -9,17 +9,46 @@ values, and the arrays the codec then converts are known to fit.
 
 from __future__ import annotations
 
+import math
 from collections.abc import Collection, Iterator, Mapping
 from typing import Final, Protocol
 
 import numpy as np
 
-from channel.dtypes import dtype_name
+from channel.dtypes import dtype_name, numpy_dtype
 from gateway.errors import InvalidArgument
 from gateway.serving.signature import Signature
 
 Header = tuple[str, str, tuple[int, ...]]
 """One input's name, canonical dtype name (:mod:`channel.dtypes`) and shape."""
+Arrays = dict[str, np.ndarray]
+
+
+class ExpectedInput:
+    """One input exactly as a compiled signature expects it: its name, dtype, and the dims past
+    the first (fixed)."""
+
+    __slots__ = ("dtype", "dtype_name", "name", "tail", "tail_elements")
+
+    def __init__(self, name: str, dtype_name: str, tail: tuple[int, ...]) -> None:
+        self.name = name
+        self.dtype_name = dtype_name
+        self.dtype = numpy_dtype(dtype_name)
+        self.tail = tail
+        self.tail_elements = math.prod(tail)
+
+
+class Expected(Protocol):
+    """A signature compiled for one check (:class:`~gateway.serving.inline_path.InlinePlan`):
+    its inputs, and :meth:`matches`."""
+
+    @property
+    def inputs(self) -> tuple[ExpectedInput, ...]: ...
+
+    def matches(self, arrays: Arrays) -> int:
+        """The rows of ``arrays`` when they are exactly these inputs (names, dtypes, dims past
+        the first) with as many rows each; else -1."""
+        ...
 
 
 class Decoded(Protocol):
@@ -39,6 +68,12 @@ class Decoded(Protocol):
     def headers(self) -> Iterator[Header]: ...
 
     def arrays(self) -> dict[str, np.ndarray]: ...
+
+    def fast_arrays(self, expected: Expected) -> tuple[Arrays, int] | None:
+        """The arrays and their rows when the request is exactly ``expected`` (and within the
+        codec's bounds), read straight from the wire form; None when it is anything else (the
+        one validation then says what, :func:`validated`). Arrays returned here would pass it."""
+        ...
 
 
 class ConvertedInputs:
@@ -60,6 +95,10 @@ class ConvertedInputs:
 
     def arrays(self) -> dict[str, np.ndarray]:
         return self._arrays
+
+    def fast_arrays(self, expected: Expected) -> tuple[Arrays, int] | None:
+        rows = expected.matches(self._arrays)
+        return None if rows < 0 else (self._arrays, rows)
 
 
 def validated(

@@ -21,6 +21,9 @@ from gateway.serving.registry import Servable
 
 log = logging.getLogger(__name__)
 
+ObserverFactory = Callable[[Servable, str], BatchObserver | None]
+"""Gives each (servable, signature name) its batch observer (metrics, traces), or None."""
+
 
 class BatchQueues:
     """Every batch scheduler, keyed by (servable key, signature name).
@@ -35,7 +38,7 @@ class BatchQueues:
         dispatcher: Dispatcher,
         *,
         clock: Clock | None = None,
-        observer: Callable[[Servable, str], BatchObserver | None] | None = None,
+        observer: ObserverFactory | None = None,
     ) -> None:
         self._policy = policy
         self._dispatcher = dispatcher

@@ -45,6 +45,7 @@ from gateway.lifecycle import report_ready, serve
 from gateway.listen import TlsMaterial
 from gateway.models.config_poll import start_polls
 from gateway.observability.hooks import Observability
+from gateway.parallel.inline_cost import Placement
 from gateway.parallel.shared_load import LoadTable
 from gateway.roles import Options, build_supervisor
 from gateway.serving.registry import Servable
@@ -109,6 +110,9 @@ class Supervisor:
         )
         self.pool, self.models = parts.pool, parts.models
         self.push = RegistryPush(self.models, self.fanout.front_ends)
+        self.placement = Placement()
+        """The versions a front end saw stall (:mod:`gateway.parallel.inline_cost`): kept here so
+        that every front end, a restarted one too, keeps them on the workers for their backoff."""
         self.repository = ModelRepository(
             self.models, management=settings.enable_model_management_api
         )
@@ -284,16 +288,26 @@ class Supervisor:
                 return self._repository_call(str(message["action"]), call)
             if op == "retire":
                 self.fanout.retire(message["index"], message["pid"], str(message["message"]))
+            elif op == "demote":
+                self._demoted(front, str(message["key"]), int(message["count"]), message["until"])
             else:
                 log.warning("front end %d sent an unknown message %r", front.slot, op)
             return None
 
         return handle
 
+    def _demoted(self, source: FrontEndProcess, key: str, count: int, until: float) -> None:
+        """Front end ``source`` saw ``key`` stall: every other front end moves it out too."""
+        self.placement.merge(key, count, float(until))
+        for front in self.fanout.front_ends.values():
+            if front is not source and front.joined.done():
+                front.link.notify("demotions", records=self.placement.as_wire())
+
     async def _hello(self, front: FrontEndProcess) -> Mapping[str, Any]:
-        """Channels to every worker with their routes, then the registry; answered once the
-        front end serves from it. After start, it is then told to serve."""
+        """Channels to every worker with their routes, the demotions, then the registry;
+        answered once the front end serves from it. After start, it is then told to serve."""
         self.fanout.join(front)
+        front.link.notify("demotions", records=self.placement.as_wire())
         await self.push.send(front)
         if not front.joined.done():
             front.joined.set_result(None)

@@ -32,7 +32,6 @@ from gateway.tfserving.codec import inference_messages, messages, response_wire
 from gateway.tfserving.inference import ExampleInference
 from gateway.transport.auth import AdminAccess, authorization_of
 from gateway.transport.gate import MethodHandler
-from gateway.transport.grpc_errors import rpc
 from gateway.transport.grpc_services import unary
 
 log = logging.getLogger(__name__)
@@ -97,27 +96,26 @@ class PredictionService:
             ),
         }
 
-    @rpc
     def Predict(
         self, request: predict_pb2.PredictRequest, context: grpc.aio.ServicerContext
     ) -> Awaitable[bytes]:
         """The PredictResponse, already encoded (see :func:`encoded_response`): the core's
         awaitable (a plain function: one coroutine layer less per call)."""
+        remaining = context.time_remaining()
         return self._core.predict(
             messages.model_ref(request),
             request.model_spec.signature_name,
             functools.partial(
-                messages.predict_inputs,
+                messages.PredictInputs,
                 request,
                 max_elements=self._max_elements,
                 max_bytes=self._max_request_bytes,
             ),
             self._encode,
-            list(request.output_filter),
-            deadline_of(context),
+            request.output_filter,
+            None if remaining is None else time.monotonic() + remaining,
         )
 
-    @rpc
     async def GetModelMetadata(
         self,
         request: get_model_metadata_pb2.GetModelMetadataRequest,
@@ -128,7 +126,6 @@ class PredictionService:
         servable, signatures = self._core.metadata(ref)
         return messages.metadata_response(servable.model, servable.version, signatures)
 
-    @rpc
     async def Classify(
         self,
         request: classification_pb2.ClassificationRequest,
@@ -145,7 +142,6 @@ class PredictionService:
             deadline_of(context),
         )
 
-    @rpc
     async def Regress(
         self, request: regression_pb2.RegressionRequest, context: grpc.aio.ServicerContext
     ) -> regression_pb2.RegressionResponse:
@@ -160,7 +156,6 @@ class PredictionService:
             deadline_of(context),
         )
 
-    @rpc
     async def MultiInference(
         self,
         request: inference_pb2.MultiInferenceRequest,
@@ -205,7 +200,6 @@ class ModelService:
             ),
         }
 
-    @rpc
     async def GetModelStatus(
         self,
         request: get_model_status_pb2.GetModelStatusRequest,
@@ -215,7 +209,6 @@ class ModelService:
         statuses = self._core.status(ref.name, ref.version, ref.label)
         return messages.status_response(ref.name, statuses)
 
-    @rpc
     async def HandleReloadConfigRequest(
         self,
         request: model_management_pb2.ReloadConfigRequest,

@@ -143,7 +143,7 @@ class WarmupPlanner:
             signature = find_signature(servable.signatures, predict.model_spec.signature_name)
             inputs = validated(
                 signature,
-                messages.predict_inputs(
+                messages.PredictInputs(
                     predict, signature, max_elements=self.max_elements, max_bytes=self.max_bytes
                 ),
             )

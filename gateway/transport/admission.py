@@ -43,7 +43,7 @@ class CallAdmission:
         return None
 
     def enter(self) -> None:
-        self.in_flight += 1
+        self.in_flight += 1  # the gRPC gate's wrapper counts inline (one call less per call)
 
     def leave(self) -> None:
         self.in_flight -= 1

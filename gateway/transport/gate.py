@@ -30,16 +30,24 @@ import inspect
 import logging
 from collections.abc import AsyncIterator, Callable
 from dataclasses import dataclass
+from time import monotonic
 from typing import Any
 
+import grpc
+
 from gateway.errors import Code, ServingError, grpc_status
+from gateway.serving.budget import MemoryBudget
 from gateway.transport.admission import CallAdmission
 from gateway.transport.auth import BearerTokens
+from gateway.transport.grpc_errors import status_of
 from gateway.transport.quiet_log import Throttled
 
 log = logging.getLogger(__name__)
 
 HEALTH_SERVICE = "grpc.health.v1.Health"
+HELD_ANSWER_BYTES = 64 * 1024
+"""Answers from this size on count against the in-flight budget until their call ends (smaller
+ones are bounded by the streams a connection may open and the connections)."""
 AUTHORIZATION = "authorization"
 
 MethodHandler = Any
@@ -75,9 +83,18 @@ def _guarded(deserializer: Callable[[bytes], Any] | None) -> Callable[[bytes], A
 class Gate(CallAdmission):
     """The checks above for one gRPC server; counters are for tests and metrics."""
 
-    def __init__(self, *, auth: BearerTokens | None = None, max_concurrent: int = 0) -> None:
+    def __init__(
+        self,
+        *,
+        auth: BearerTokens | None = None,
+        max_concurrent: int = 0,
+        budget: MemoryBudget | None = None,
+    ) -> None:
         super().__init__(max_concurrent)
         self.auth = auth
+        self.budget = budget
+        """The in-flight bytes (``--max_inflight_bytes``) a large answer counts against until its
+        call ends (None: unbounded)."""
         self._undecodable = Throttled(log, "undecodable gRPC requests answered INVALID_ARGUMENT")
         self._unauthenticated = Throttled(log, "gRPC calls refused without a valid token")
         self._held: asyncio.Event | None = None
@@ -114,11 +131,29 @@ class Gate(CallAdmission):
         kind = _kind(handler)
         behaviour = getattr(handler, kind)
         replaced = _wrap_behaviour(
-            behaviour, check, counted, self, path, streaming_in=handler.request_streaming
+            behaviour,
+            check,
+            counted,
+            self,
+            path,
+            streaming_in=handler.request_streaming,
+            plain=open_path and not health,
+            bound=self.max_concurrent if limited else 0,
         )
         return handler._replace(
             request_deserializer=_guarded(handler.request_deserializer), **{kind: replaced}
         )
+
+    def hold_answer(self, answer: bytes, context: Any) -> None:
+        """Count a large ``answer`` against the in-flight budget until its call ends (a client
+        that never reads cannot make unsent answers pile up past the budget);
+        RESOURCE_EXHAUSTED when it does not fit."""
+        budget = self.budget
+        if budget is None:
+            return
+        nbytes = len(answer)
+        budget.reserve(nbytes)  # raises the budget's own refusal
+        context.add_done_callback(lambda _context: budget.release(nbytes))
 
     # -- the checks -------------------------------------------------------------------------------
     def _check(
@@ -161,9 +196,14 @@ def _wrap_behaviour(
     path: str,
     *,
     streaming_in: bool,
+    plain: bool,
+    bound: int,
 ) -> Callable[..., Any]:
     """The same kind of callable (coroutine function or async generator function) as
-    ``behaviour``, running the checks first; grpc.aio dispatches on that kind."""
+    ``behaviour``, running the checks first; grpc.aio dispatches on that kind. A unary answer's
+    failure is the call's status by the error rule (:func:`~gateway.transport.grpc_errors.
+    status_of`). ``plain``: no token is asked for, so only draining and the ``bound`` on calls in
+    flight (0: none) can refuse the call: checked here without a call when neither does."""
 
     def refused(request: Any, context: Any) -> ServingError | None:
         refusal = check(context)
@@ -172,7 +212,7 @@ def _wrap_behaviour(
         return refusal
 
     async def deny(refusal: ServingError, context: Any) -> None:
-        await gate.refusal_due()  # held while the drain's shutdown has not begun
+        await gate.refusal_due()  # held while the drain's shutdown has begun
         await context.abort(grpc_status(refusal.code), refusal.message)
 
     async def admit(request: Any, context: Any) -> Any:
@@ -191,18 +231,37 @@ def _wrap_behaviour(
         return stream
 
     async def call(request: Any, context: Any) -> Any:
-        refusal = refused(request, context)  # admit()'s work without its coroutine per call
-        if refusal is not None:
-            await deny(refusal, context)
+        if (
+            plain
+            and not gate.draining
+            and (not bound or gate.in_flight < bound)
+            and type(request) is not Undecodable
+        ):
+            gate.last_arrival = monotonic()
+        else:
+            refusal = refused(request, context)
+            if refusal is not None:
+                await deny(refusal, context)
         if streaming_in:
             request = _checked_stream(request, context, gate, path)
-        if not counted:
-            return await behaviour(request, context)
-        gate.enter()
+        if counted:
+            gate.in_flight += 1
         try:
-            return await behaviour(request, context)
+            answer = await behaviour(request, context)
+            if type(answer) is bytes and len(answer) >= HELD_ANSWER_BYTES and gate.budget:
+                gate.hold_answer(answer, context)
+            return answer
+        except grpc.aio.AbortError:
+            raise
+        except Exception as exc:
+            failure = status_of(exc, path)
         finally:
-            gate.leave()
+            if counted:
+                gate.leave()
+        # Abort outside the except block: grpc keeps the abort exception, and chained to the
+        # failure its traceback would hold the request's frames (and decoded tensors).
+        await context.abort(*failure)
+        raise AssertionError("unreachable: context.abort raises")
 
     return call
 

@@ -77,6 +77,7 @@ _BY_NAME: Final = {
     for name, canonical, field in _ROWS
 }
 _BY_DTYPE_NAME: Final = {row.dtype_name: row for row in _BY_NAME.values()}
+_FAST: Final = {name: row for name, row in _BY_NAME.items() if name not in ("BOOL", "BYTES")}
 
 DATATYPES: Final = tuple(_BY_NAME)
 """Every V2 datatype tensorgate carries, in the table's order."""
@@ -89,6 +90,12 @@ def lookup(name: str) -> Datatype:
     if row is None:
         raise InvalidArgument(f"invalid datatype '{name}'; known: {', '.join(DATATYPES)}")
     return row
+
+
+def fast_row(name: str) -> Datatype | None:
+    """The row of a V2 datatype string of a fixed-size numeric datatype (the short path's), or
+    None (BOOL, BYTES, and anything unknown)."""
+    return _FAST.get(name)
 
 
 def for_dtype_name(dtype_name: str) -> Datatype:

@@ -23,7 +23,6 @@ from gateway.serving.core import PredictResult
 from gateway.serving.signature import Signature
 from gateway.transport.auth import authorization_of
 from gateway.transport.gate import MethodHandler
-from gateway.transport.grpc_errors import rpc
 from gateway.transport.grpc_services import unary
 from gateway.v2 import errors, grpc_infer, metadata, repository_codec, response_wire, statistics
 from gateway.v2.dataplane import DataPlane
@@ -102,38 +101,32 @@ class GRPCInferenceService:
             ),
         }
 
-    @rpc
     async def ServerLive(
         self, request: pb.ServerLiveRequest, context: grpc.aio.ServicerContext
     ) -> pb.ServerLiveResponse:
         return pb.ServerLiveResponse(live=True)
 
-    @rpc
     async def ServerReady(
         self, request: pb.ServerReadyRequest, context: grpc.aio.ServicerContext
     ) -> pb.ServerReadyResponse:
         return pb.ServerReadyResponse(ready=self._plane.ready())
 
-    @rpc
     async def ModelReady(
         self, request: pb.ModelReadyRequest, context: grpc.aio.ServicerContext
     ) -> pb.ModelReadyResponse:
         return pb.ModelReadyResponse(ready=self._plane.model_ready(request.name, request.version))
 
-    @rpc
     async def ServerMetadata(
         self, request: pb.ServerMetadataRequest, context: grpc.aio.ServicerContext
     ) -> pb.ServerMetadataResponse:
         return metadata.server_metadata(self._plane.options.version)
 
-    @rpc
     async def ModelMetadata(
         self, request: pb.ModelMetadataRequest, context: grpc.aio.ServicerContext
     ) -> pb.ModelMetadataResponse:
         servable, available = self._plane.model_metadata(request.name, request.version)
         return metadata.model_metadata(servable, available)
 
-    @rpc
     async def ModelInfer(
         self, request: pb.ModelInferRequest, context: grpc.aio.ServicerContext
     ) -> bytes:
@@ -152,14 +145,12 @@ class GRPCInferenceService:
         deadline = call.deadline(time.monotonic(), _deadline(context))
         return await self._plane.infer(call, decode, encode, deadline)
 
-    @rpc
     async def ModelStatistics(
         self, request: pb.ModelStatisticsRequest, context: grpc.aio.ServicerContext
     ) -> pb.ModelStatisticsResponse:
         figures = self._plane.statistics(request.name, request.version)
         return statistics.statistics_response(figures)
 
-    @rpc
     async def RepositoryIndex(
         self, request: pb.RepositoryIndexRequest, context: grpc.aio.ServicerContext
     ) -> pb.RepositoryIndexResponse:
@@ -168,7 +159,6 @@ class GRPCInferenceService:
         entries = self._plane.repository.index(ready_only=request.ready)
         return repository_codec.index_response(entries)
 
-    @rpc
     async def RepositoryModelLoad(
         self, request: pb.RepositoryModelLoadRequest, context: grpc.aio.ServicerContext
     ) -> pb.RepositoryModelLoadResponse:
@@ -176,7 +166,6 @@ class GRPCInferenceService:
         await self._plane.load(call, authorization_of(context.invocation_metadata()))
         return pb.RepositoryModelLoadResponse()
 
-    @rpc
     async def RepositoryModelUnload(
         self, request: pb.RepositoryModelUnloadRequest, context: grpc.aio.ServicerContext
     ) -> pb.RepositoryModelUnloadResponse:

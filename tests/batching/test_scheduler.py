@@ -644,11 +644,11 @@ def test_a_batch_whose_members_all_left_is_dropped_before_their_callbacks_run(
         picks = []
         pick = h.dispatcher.pick
 
-        def counting(key: str, sender: object = None, rows: int = 1) -> Any:
+        def counting(key: str, sender: object = None) -> Any:
             picks.append(key)
             if len(picks) > 100:
                 raise _Spinning
-            return pick(key, sender, rows)
+            return pick(key, sender)
 
         monkeypatch.setattr(h.dispatcher, "pick", counting)
         busy = h.send(rows(0, 1))

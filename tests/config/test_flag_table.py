@@ -101,6 +101,7 @@ TENSORGATE_FLAGS = {
     "rest_api_max_header_bytes",
     "rest_api_max_connections_per_peer",
     "grpc_max_connections",
+    "grpc_max_concurrent_streams",
     "grpc_idle_timeout_seconds",
     "grpc_max_pending_requests",
     "auth_token_file",

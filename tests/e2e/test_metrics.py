@@ -119,9 +119,10 @@ def test_tf_serving_exposition_for_a_known_sequence_of_calls(gateway: GatewayPro
         f"# TYPE {tfs}model_warmup_latency histogram",
         f"# TYPE {tfs}model_warmup_records_read counter",
         f"# TYPE {tfs}request_count counter",
+        # a model name that is not served never labels a series (callers chose it)
+        f'{tfs}request_count{{model_name="(unknown)",status="NOT_FOUND"}} 2',
         f'{tfs}request_count{{model_name="mlp",status="INVALID_ARGUMENT"}} 2',
         f'{tfs}request_count{{model_name="mlp",status="OK"}} 6',
-        f'{tfs}request_count{{model_name="nope",status="NOT_FOUND"}} 2',
         f"# TYPE {tfs}request_example_count_total counter",
         f"# TYPE {tfs}request_example_counts histogram",
         f"# TYPE {tfs}request_latency histogram",
@@ -216,3 +217,42 @@ def _watch_until(stream: object, wanted: int) -> None:
         if message.status == wanted:
             return
     raise AssertionError(f"health stream ended before {wanted}")
+
+
+def test_callers_cannot_grow_the_page_with_model_names(model_repo: Path, tmp_path: Path) -> None:
+    """200 token-less REST calls and 200 gRPC calls naming 400 models nobody serves: refused,
+    and counted under one fixed label, so the page is as long as before them."""
+    tokens = tmp_path / "tokens"
+    tokens.write_text("s3cret\n")
+    config = tmp_path / "monitoring.config"
+    config.write_text("prometheus_config { enable: true }\n")
+    args = [
+        "--model_name=mlp",
+        f"--model_base_path={model_repo / 'mlp'}",
+        "--workers=1",
+        "--rest_api_port=-1",
+        f"--auth_token_file={tokens}",
+        f"--monitoring_config_file={config}",
+    ]
+    with running_gateway(args, tmp_path) as gateway, grpc.insecure_channel(gateway.target) as ch:
+        http(gateway, "POST", "/v1/models/warmup:predict", {"instances": [ROW]})
+        grpc_refused = prediction_service_pb2_grpc.PredictionServiceStub(ch).Predict
+        try:
+            grpc_refused(predict_request("warmup", {"x": np.ones((1, 64), np.float32)}))
+        except grpc.RpcError as error:
+            assert error.code() == grpc.StatusCode.UNAUTHENTICATED
+        before = scrape(gateway)
+        x = np.ones((1, 64), np.float32)
+        for i in range(200):
+            assert (
+                http(gateway, "POST", f"/v1/models/m{i:04d}x:predict", {"instances": [ROW]}) == 401
+            )
+            try:
+                grpc_refused(predict_request(f"g{i:04d}x", {"x": x}), timeout=30)
+                raise AssertionError("accepted without a token")
+            except grpc.RpcError as error:
+                assert error.code() == grpc.StatusCode.UNAUTHENTICATED
+        after = scrape(gateway)
+    assert "0x" not in after  # no caller's model name labels anything
+    assert len(after.splitlines()) == len(before.splitlines())
+    assert ':request_count{model_name="(unknown)",status="UNAUTHENTICATED"} 402' in after

@@ -27,6 +27,7 @@ def test_a_call_is_current_while_open_and_its_record_feeds_every_output() -> Non
     tracing, exporter = _tracing(1.0)
     tfs, metrics = TfServingMetrics(), GatewayMetrics()
     recorder = Recorder(tfs, metrics, tracing)
+    recorder.models_changed(["m"])
     assert not recorder.needs_parent
     call, token = recorder.begin(
         "tfserving", "Predict", "GRPC", "svc/Predict", None, None, {"rpc.method": "Predict"}
@@ -69,6 +70,7 @@ def test_at_ratio_0_without_metrics_only_a_sampled_parent_makes_a_span() -> None
 
 def test_metrics_alone_record_without_spans() -> None:
     recorder = Recorder(TfServingMetrics(), GatewayMetrics(), None)
+    recorder.models_changed(["m"])
     assert not recorder.needs_parent
     call, token = recorder.begin("tfserving", "GetModelStatus", "REST", "GET", None, None, {})
     assert call.span is None and TRACE_IDS.get() is None

@@ -32,3 +32,21 @@ def test_series_are_listed_in_label_order() -> None:
     for model in ("z", "a"):
         histogram.observe((model,), 0.5)
     assert [labels for labels, _ in histogram.items()] == [("a",), ("z",)]
+
+
+def test_deferred_counts_and_observations_are_there_whenever_read() -> None:
+    counter = Counter(("m",))
+    counter.inc(("a",))
+    counter.pending.extend([("a",), ("b",)])  # what a hot path appends
+    assert counter.values == {("a",): 2, ("b",): 1}
+    assert not counter.pending
+    counter.pending.append(("b",))
+    assert list(counter.items()) == [(("a",), 2), (("b",), 2)]
+    histogram = Histogram(("m",), (1.0, 2.0), "lt")
+    histogram.observe(("a",), 0.5)
+    histogram.pending.extend([(("a",), 2.0), (("b",), 5.0)])
+    assert histogram.cells[("a",)].counts == [1, 0, 1]  # TF's rule: 2.0 lands above 2
+    assert histogram.cells[("b",)].counts == [0, 0, 1] and histogram.cells[("b",)].total == 5.0
+    histogram.pending.append((("a",), 1.5))
+    assert [labels for labels, _ in histogram.items()] == [("a",), ("b",)]
+    assert histogram.cells[("a",)].counts == [1, 1, 1]

@@ -51,7 +51,9 @@ async def _calls(
     metrics and tensorgate's, and make ``calls``."""
     tfs, metrics = TfServingMetrics(), GatewayMetrics()
     server = grpc.aio.server(options=[("grpc.so_reuseport", 0)])
-    register(server, [service], Gate(), GrpcObserver(Recorder(tfs, metrics, None)))
+    recorder = Recorder(tfs, metrics, None)
+    recorder.models_changed(["m", "abc"])
+    register(server, [service], Gate(), GrpcObserver(recorder))
     port = server.add_insecure_port("127.0.0.1:0")
     await server.start()
     try:
@@ -82,15 +84,16 @@ def test_each_call_reports_its_protocol_model_status_and_rows() -> None:
         assert await _ask(channel, "MultiInference", b"missing") == grpc.StatusCode.NOT_FOUND
 
     tfs, metrics = asyncio.run(_calls(service, calls))
-    assert dict(tfs.request_count.items()) == {("m", "OK"): 1, ("missing", "NOT_FOUND"): 1}
+    # a model not configured never names a series (the caller chose the name)
+    assert dict(tfs.request_count.items()) == {("m", "OK"): 1, ("(unknown)", "NOT_FOUND"): 1}
     assert [labels for labels, _ in tfs.request_latency.items()] == [("m", "Predict", "GRPC")]
     assert dict(tfs.request_example_count_total.items()) == {("abc",): 3}
     durations = {labels: cell.cumulative()[-1] for labels, cell in metrics.request_duration.items()}
     assert durations == {
         ("m", "Predict", "GRPC", "tfserving"): 1,
-        ("missing", "Predict", "GRPC", "tfserving"): 1,
+        ("(unknown)", "Predict", "GRPC", "tfserving"): 1,
         ("abc", "MultiInference", "GRPC", "tfserving"): 1,
-        ("missing", "MultiInference", "GRPC", "tfserving"): 1,
+        ("(unknown)", "MultiInference", "GRPC", "tfserving"): 1,
     }
     assert metrics.in_flight[("GRPC", "tfserving")] == 0
 

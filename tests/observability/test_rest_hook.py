@@ -33,9 +33,13 @@ def _recorder(ratio: float, metrics: bool = True) -> tuple[Recorder, InMemorySpa
     tracing = Tracing(
         SimpleSpanProcessor(RecordExporter(exporter, resource)), Sampling(True, ratio), resource
     )
-    if not metrics:
-        return Recorder(None, None, tracing), exporter
-    return Recorder(TfServingMetrics(), GatewayMetrics(), tracing), exporter
+    recorder = (
+        Recorder(TfServingMetrics(), GatewayMetrics(), tracing)
+        if metrics
+        else Recorder(None, None, tracing)
+    )
+    recorder.models_changed(["m"])
+    return recorder, exporter
 
 
 def _observe(

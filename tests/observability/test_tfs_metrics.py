@@ -123,7 +123,7 @@ def _record(
     call = Call("tfserving", api, entrypoint, 0.0, model="m", status=status, elapsed_s=0.002)
     for name, value in kw.items():
         setattr(call, name, value)
-    metrics.record_call(call)
+    metrics.record_call(call, call.model)
 
 
 @pytest.mark.parametrize(
@@ -169,5 +169,5 @@ def test_a_multi_inference_that_succeeded_counts_its_examples_only() -> None:
 
 def test_only_tf_serving_s_own_calls_count() -> None:
     metrics = TfServingMetrics()
-    metrics.record_call(Call("v2", "Predict", "GRPC", 0.0, model="m"))
+    metrics.record_call(Call("v2", "Predict", "GRPC", 0.0, model="m"), "m")
     assert not metrics.request_count.values

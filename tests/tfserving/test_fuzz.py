@@ -79,7 +79,7 @@ signatures = st.builds(
 
 def _decode_or_client_error(request: predict_pb2.PredictRequest, signature: Signature) -> None:
     try:
-        decoded = messages.predict_inputs(
+        decoded = messages.PredictInputs(
             request, signature, max_elements=MAX_ELEMENTS, max_bytes=MAX_BYTES
         )
         inputs = validated(signature, decoded)

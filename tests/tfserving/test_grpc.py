@@ -28,8 +28,8 @@ from gateway.serving.core import ServingCore
 from gateway.tfserving.grpc import ModelService, deadline_of
 from gateway.tfserving.surface import TfServingOptions, TfServingSurface
 from gateway.transport.gate import Gate
-from gateway.transport.grpc_errors import rpc
 from gateway.transport.grpc_services import register
+from gateway.transport.surface import GrpcService
 from tests.support import onnx_models
 from tests.support.grpc_calls import outputs_of, predict_request
 from tests.support.stack import serving_stack
@@ -128,12 +128,14 @@ def test_failures_become_their_grpc_status(tmp_path: Path) -> None:
     run(tmp_path, scenario)
 
 
+SERVICE_NAME = "tensorflow.serving.ModelService"
+
+
 class _Broken(ModelService):
     """A ModelService whose GetModelStatus fails unexpectedly, noting the call's deadline."""
 
     deadlines: list[float | None] = []
 
-    @rpc
     async def GetModelStatus(self, request: Any, context: grpc.aio.ServicerContext) -> Any:
         self.deadlines.append(deadline_of(context))
         raise RuntimeError("boom")
@@ -144,7 +146,8 @@ def test_unexpected_failures_are_internal_and_the_deadline_is_the_client_s(
 ) -> None:
     async def scenario(channel: grpc.aio.Channel, core: ServingCore) -> None:
         server = grpc.aio.server(options=[("grpc.so_reuseport", 0)])
-        model_service_pb2_grpc.add_ModelServiceServicer_to_server(_Broken(core), server)
+        service = GrpcService(SERVICE_NAME, "tfserving", _Broken(core).handlers())
+        register(server, [service], Gate(), None)  # through the gate, as the server does
         port = server.add_insecure_port("127.0.0.1:0")
         await server.start()
         try:

@@ -14,8 +14,9 @@ import pytest
 from grpc_health.v1 import health_pb2
 
 from gateway.drain import shut_down
+from gateway.serving.budget import MemoryBudget
 from gateway.transport.auth import BearerTokens
-from gateway.transport.gate import Gate
+from gateway.transport.gate import HELD_ANSWER_BYTES, Gate
 from gateway.transport.grpc_services import register
 from gateway.transport.surface import GrpcService
 
@@ -203,3 +204,53 @@ def test_a_refusal_held_into_the_shutdown_is_unavailable_and_the_next_call_never
             assert await g.ask(FREE, _serialized("x")) == grpc.StatusCode.UNAVAILABLE
 
     asyncio.run(scenario())
+
+
+class Unsent:
+    """A call context whose answer is never sent (its client does not read): the callbacks for
+    the call's end are kept, not run, until :meth:`end`."""
+
+    def __init__(self) -> None:
+        self.callbacks: list[Any] = []
+        self.aborted: tuple[grpc.StatusCode, str] | None = None
+
+    def add_done_callback(self, callback: Any) -> None:
+        self.callbacks.append(callback)
+
+    async def abort(self, code: grpc.StatusCode, details: str) -> None:
+        self.aborted = (code, details)
+        raise grpc.aio.AbortError()
+
+    def end(self) -> None:
+        for callback in self.callbacks:
+            callback(self)
+
+
+def test_large_answers_count_against_the_budget_until_their_call_ends() -> None:
+    async def go() -> None:
+        budget = MemoryBudget(3 * HELD_ANSWER_BYTES)
+        answer = b"x" * HELD_ANSWER_BYTES
+
+        async def predict(request: Any, context: Any) -> bytes:
+            return answer if request == b"big" else b"small"
+
+        gate = Gate(budget=budget)
+        handler = gate.wrap(
+            BOUNDED, "Predict", grpc.unary_unary_rpc_method_handler(predict), bounded=True
+        )
+        unread = [Unsent() for _ in range(3)]
+        for context in unread:  # three answers nobody reads fill the budget
+            assert await handler.unary_unary(b"big", context) == answer
+        assert budget.held_bytes == 3 * HELD_ANSWER_BYTES
+        refused = Unsent()
+        with pytest.raises(grpc.aio.AbortError):
+            await handler.unary_unary(b"big", refused)
+        assert refused.aborted is not None
+        assert refused.aborted[0] == grpc.StatusCode.RESOURCE_EXHAUSTED
+        assert "--max_inflight_bytes" in refused.aborted[1]
+        assert await handler.unary_unary(b"small", Unsent()) == b"small"  # small ones are not held
+        unread[0].end()  # an answer sent: its bytes come back
+        assert budget.held_bytes == 2 * HELD_ANSWER_BYTES
+        assert await handler.unary_unary(b"big", Unsent()) == answer
+
+    asyncio.run(go())

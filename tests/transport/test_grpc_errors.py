@@ -1,4 +1,5 @@
-"""gateway.transport.grpc_errors: a servicer method's failure becomes the call's gRPC status."""
+"""gateway.transport.grpc_errors: a servicer method's failure becomes the call's gRPC status, as
+the gate's one wrapper of each method applies it."""
 
 from __future__ import annotations
 
@@ -9,14 +10,13 @@ import grpc
 import pytest
 
 from gateway.errors import NotFound
-from gateway.transport.grpc_errors import rpc
+from gateway.transport.gate import Gate
 
 
 class _Servicer:
     def __init__(self, error: Exception | None) -> None:
         self.error = error
 
-    @rpc
     async def Call(self, request: bytes, context: grpc.aio.ServicerContext) -> bytes:
         if self.error is not None:
             raise self.error
@@ -25,9 +25,10 @@ class _Servicer:
 
 async def _call(error: Exception | None) -> tuple[grpc.StatusCode, str | None, bytes | None]:
     servicer = _Servicer(error)
-    handler = grpc.method_handlers_generic_handler(
-        "t.S", {"Call": grpc.unary_unary_rpc_method_handler(servicer.Call)}
+    gated = Gate().wrap(
+        "t.S", "Call", grpc.unary_unary_rpc_method_handler(servicer.Call), bounded=True
     )
+    handler = grpc.method_handlers_generic_handler("t.S", {"Call": gated})
     server = grpc.aio.server(options=[("grpc.so_reuseport", 0)])
     server.add_generic_rpc_handlers((handler,))
     port = server.add_insecure_port("127.0.0.1:0")

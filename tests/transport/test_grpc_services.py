@@ -22,7 +22,6 @@ from gateway.observability.tfs_metrics import TfServingMetrics
 from gateway.observability.tracing import Sampling, Tracing, default_resource
 from gateway.transport.auth import BearerTokens
 from gateway.transport.gate import Gate, MethodHandler
-from gateway.transport.grpc_errors import rpc
 from gateway.transport.grpc_services import ParentDispatch, register, unary
 from gateway.transport.surface import GrpcService
 
@@ -35,13 +34,11 @@ class _Servicer:
     """``Predict`` answers a message, ``Classify`` wire bytes; the model ``missing`` is NOT_FOUND,
     raised for the error rule to map."""
 
-    @rpc
     async def Predict(self, request: Any, context: Any) -> Any:
         if request.service == "missing":
             raise NotFound("no such model")
         return Response(status=Response.SERVING)
 
-    @rpc
     async def Classify(self, request: Any, context: Any) -> bytes:
         return Response(status=Response.NOT_SERVING).SerializeToString()
 
@@ -61,7 +58,9 @@ def _model_of(request: Any) -> str:
 
 async def _serve_and_call(gate: Gate, tfs: TfServingMetrics) -> dict[str, grpc.StatusCode]:
     server = grpc.aio.server(options=[("grpc.so_reuseport", 0)])
-    register(server, [_service()], gate, GrpcObserver(Recorder(tfs, GatewayMetrics(), None)))
+    recorder = Recorder(tfs, GatewayMetrics(), None)
+    recorder.models_changed(["m", "missing", "refused"])
+    register(server, [_service()], gate, GrpcObserver(recorder))
     port = server.add_insecure_port("127.0.0.1:0")
     await server.start()
     codes: dict[str, grpc.StatusCode] = {}

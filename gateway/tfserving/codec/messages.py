@@ -9,10 +9,11 @@ this module owns the other message envelopes.
 from __future__ import annotations
 
 from collections.abc import Collection, Iterator, Mapping
-from typing import Literal, Protocol
+from typing import Any, Final, Literal, Protocol
 
 import numpy as np
 
+from channel.dtypes import DTYPE_NAMES
 from gateway._pb.tensorflow.core.framework import tensor_shape_pb2
 from gateway._pb.tensorflow.core.framework.tensor_pb2 import TensorProto
 from gateway._pb.tensorflow.core.protobuf import meta_graph_pb2
@@ -30,11 +31,11 @@ from gateway.config.model_config import ConfigError, ModelSpecConfig, model_spec
 from gateway.decoding import Declared, check_total
 from gateway.errors import InvalidArgument
 from gateway.serving.core import ModelRef
-from gateway.serving.inputs import Header
+from gateway.serving.inputs import Arrays, Expected, Header
 from gateway.serving.registry import VersionStatus
 from gateway.serving.signature import Signature, TensorSpec
 from gateway.tfserving.codec import tensor_decode, tensor_types
-from gateway.tfserving.codec.tensor_types import TensorType
+from gateway.tfserving.codec.tensor_types import TensorType, by_name
 
 SIGNATURE_DEF_FIELD = "signature_def"
 
@@ -84,8 +85,15 @@ class PredictInputs:
     __slots__ = ("_headers", "_inputs", "_max_bytes", "_max_elements")
 
     def __init__(
-        self, request: predict_pb2.PredictRequest, *, max_elements: int, max_bytes: int | None
+        self,
+        request: predict_pb2.PredictRequest,
+        signature: object = None,
+        *,
+        max_elements: int,
+        max_bytes: int | None,
     ) -> None:
+        """``signature``: unused (a TensorProto says its own dtype), so that the class itself,
+        its request and bounds given, is the core's ``InputsDecoder``."""
         self._inputs = request.inputs
         self._max_elements = max_elements
         self._max_bytes = max_bytes
@@ -110,6 +118,11 @@ class PredictInputs:
             total += header.nbytes
         check_total(total, self._max_bytes)
 
+    def fast_arrays(self, expected: Expected) -> tuple[dict[str, np.ndarray], int] | None:
+        return fast_arrays(
+            self._inputs, expected, max_elements=self._max_elements, max_bytes=self._max_bytes
+        )
+
     def arrays(self) -> dict[str, np.ndarray]:
         inputs: dict[str, np.ndarray] = {}
         for proto, header in self._headers:
@@ -118,18 +131,6 @@ class PredictInputs:
             except InvalidArgument as exc:
                 raise InvalidArgument(f"input '{header.name}': {exc.message}") from None
         return inputs
-
-
-def predict_inputs(
-    request: predict_pb2.PredictRequest,
-    signature: Signature,
-    *,
-    max_elements: int,
-    max_bytes: int | None = None,
-) -> PredictInputs:
-    """The :data:`~gateway.serving.core.InputsDecoder` of a PredictRequest (``signature`` unused: a
-    TensorProto says its own dtype)."""
-    return PredictInputs(request, max_elements=max_elements, max_bytes=max_bytes)
 
 
 def fill_model_spec(
@@ -235,3 +236,66 @@ def reload_response(
     for name in request.metric_names:
         response.metric.add(name=name, int64_value_increase=0)
     return response
+
+
+_FAST_TYPED: Final = {
+    "float32": "float_val",
+    "float64": "double_val",
+    "int32": "int_val",
+    "int64": "int64_val",
+}
+"""Typed fields read on the fast path: those whose values need no narrowing or pairing."""
+_BY_FAST_NAME: Final = {n: by_name(n) for n in sorted(DTYPE_NAMES - {"bool", "string"})}
+"""Dtypes whose ``tensor_content`` is read as it is on the fast path (bools are normalised and
+strings framed by the general one)."""
+
+
+def fast_arrays(
+    inputs: Any, expected: Expected, *, max_elements: int, max_bytes: int | None
+) -> tuple[Arrays, int] | None:
+    """A PredictRequest's ``inputs`` map as arrays when it is exactly ``expected`` — each input
+    of its dtype and dims past the first, as many rows each, its values whole in
+    ``tensor_content`` or in its plain typed field — within ``max_elements`` per tensor and
+    ``max_bytes`` in all; None for anything else (the general decode then says what)."""
+    specs = expected.inputs
+    if len(inputs) != len(specs):
+        return None
+    arrays: Arrays = {}
+    rows = -1
+    total = 0
+    for spec in specs:
+        name = spec.name
+        if name not in inputs:  # a message map's [] would add the key
+            return None
+        proto = inputs[name]
+        wire = _BY_FAST_NAME.get(spec.dtype_name)
+        if wire is None or proto.dtype != wire.data_type:
+            return None
+        dims = []
+        for dim in proto.tensor_shape.dim:
+            dims.append(dim.size)
+        if not dims or tuple(dims[1:]) != spec.tail or (rows >= 0 and dims[0] != rows):
+            return None
+        rows = dims[0]
+        count = rows * spec.tail_elements
+        nbytes = count * spec.dtype.itemsize
+        total += nbytes
+        if count > max_elements or rows > max_elements:
+            return None
+        content = proto.tensor_content
+        if content:
+            if len(content) != nbytes:
+                return None
+            flat = np.frombuffer(content, dtype=spec.dtype)
+        else:
+            field = _FAST_TYPED.get(spec.dtype_name)
+            if field is None:
+                return None
+            values = getattr(proto, field)
+            if len(values) != count:
+                return None
+            flat = np.array(values, dtype=spec.dtype)
+        arrays[name] = flat.reshape(dims)
+    if max_bytes is not None and total > max_bytes:
+        return None
+    return arrays, rows

@@ -25,7 +25,7 @@ def _decode(
     max_bytes: int | None = None,
 ) -> dict[str, np.ndarray]:
     """The request path's decoding: the codec's headers, validated by the core, then values."""
-    decoded = messages.predict_inputs(
+    decoded = messages.PredictInputs(
         request, signature, max_elements=max_elements, max_bytes=max_bytes
     )
     return validated(signature, decoded)
