@@ -67,6 +67,7 @@ def test_every_row_is_listed_in_order_when_nothing_was_measured() -> None:
     assert [r["case"] for r in placed] == list(PLACED)
     resnet = listed[len(ROWS) + len(PLACED) : -len(CALL_SYSTEMS)]
     assert [r["case"].split(":")[0] for r in resnet] == ["1 pinned core", "2 cores"] * 2
+    assert resnet[0]["case"] == "1 pinned core: tensorgate, tensorgate-ov, tensorgate-ov-bf16"
     assert [r["case"] for r in listed[-len(CALL_SYSTEMS) :]] == [
         f"MLP, c=16: {name}" for name in CALL_SYSTEMS
     ]
