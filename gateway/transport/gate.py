@@ -48,6 +48,9 @@ HEALTH_SERVICE = "grpc.health.v1.Health"
 HELD_ANSWER_BYTES = 64 * 1024
 """Answers from this size on count against the in-flight budget until their call ends (smaller
 ones are bounded by the streams a connection may open and the connections)."""
+HELD_ANSWER_COPIES = 2
+"""How many times an unsent answer's bytes are held until sent: the serialized message and
+grpc's own copy of it (a bare grpc.aio server holds 8 MiB per unread 4 MiB answer)."""
 AUTHORIZATION = "authorization"
 
 MethodHandler = Any
@@ -151,7 +154,7 @@ class Gate(CallAdmission):
         budget = self.budget
         if budget is None:
             return
-        nbytes = len(answer)
+        nbytes = HELD_ANSWER_COPIES * len(answer)
         budget.reserve(nbytes)  # raises the budget's own refusal
         context.add_done_callback(lambda _context: budget.release(nbytes))
 
@@ -241,6 +244,7 @@ def _wrap_behaviour(
         else:
             refusal = refused(request, context)
             if refusal is not None:
+                request = None  # the abort's traceback keeps this frame (see below)
                 await deny(refusal, context)
         if streaming_in:
             request = _checked_stream(request, context, gate, path)
@@ -259,7 +263,10 @@ def _wrap_behaviour(
             if counted:
                 gate.leave()
         # Abort outside the except block: grpc keeps the abort exception, and chained to the
-        # failure its traceback would hold the request's frames (and decoded tensors).
+        # failure its traceback would hold the request's frames (and decoded tensors). Its own
+        # traceback holds this frame, in a cycle through the context that only a full garbage
+        # collection breaks: the request and a refused answer are let go first.
+        request = answer = None
         await context.abort(*failure)
         raise AssertionError("unreachable: context.abort raises")
 

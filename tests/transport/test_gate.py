@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import asyncio
 import contextlib
+import traceback
 from collections.abc import AsyncIterator
 from dataclasses import dataclass
 from typing import Any
@@ -16,7 +17,7 @@ from grpc_health.v1 import health_pb2
 from gateway.drain import shut_down
 from gateway.serving.budget import MemoryBudget
 from gateway.transport.auth import BearerTokens
-from gateway.transport.gate import HELD_ANSWER_BYTES, Gate
+from gateway.transport.gate import HELD_ANSWER_BYTES, HELD_ANSWER_COPIES, Gate
 from gateway.transport.grpc_services import register
 from gateway.transport.surface import GrpcService
 
@@ -228,7 +229,7 @@ class Unsent:
 
 def test_large_answers_count_against_the_budget_until_their_call_ends() -> None:
     async def go() -> None:
-        budget = MemoryBudget(3 * HELD_ANSWER_BYTES)
+        budget = MemoryBudget(3 * HELD_ANSWER_COPIES * HELD_ANSWER_BYTES)
         answer = b"x" * HELD_ANSWER_BYTES
 
         async def predict(request: Any, context: Any) -> bytes:
@@ -241,16 +242,19 @@ def test_large_answers_count_against_the_budget_until_their_call_ends() -> None:
         unread = [Unsent() for _ in range(3)]
         for context in unread:  # three answers nobody reads fill the budget
             assert await handler.unary_unary(b"big", context) == answer
-        assert budget.held_bytes == 3 * HELD_ANSWER_BYTES
+        assert budget.held_bytes == 3 * HELD_ANSWER_COPIES * HELD_ANSWER_BYTES
         refused = Unsent()
-        with pytest.raises(grpc.aio.AbortError):
+        with pytest.raises(grpc.aio.AbortError) as caught:
             await handler.unary_unary(b"big", refused)
+        frames = list(traceback.walk_tb(caught.value.__traceback__))[1:]  # past this test's
+        kept = [value for frame, _ in frames for value in frame.f_locals.values()]
+        assert not any(value is answer for value in kept)  # grpc keeps the abort, not the answer
         assert refused.aborted is not None
         assert refused.aborted[0] == grpc.StatusCode.RESOURCE_EXHAUSTED
         assert "--max_inflight_bytes" in refused.aborted[1]
         assert await handler.unary_unary(b"small", Unsent()) == b"small"  # small ones are not held
         unread[0].end()  # an answer sent: its bytes come back
-        assert budget.held_bytes == 2 * HELD_ANSWER_BYTES
+        assert budget.held_bytes == 2 * HELD_ANSWER_COPIES * HELD_ANSWER_BYTES
         assert await handler.unary_unary(b"big", Unsent()) == answer
 
     asyncio.run(go())
