@@ -1,6 +1,6 @@
 """V2 inference calls as request log records (TF Serving's ``logging_config``): each logged call
 is one ``tensorflow.serving.PredictionLog`` with a ``predict_log``, written as a Predict call's
-record would be (:func:`gateway.tfserving.request_log.tensors`), to the same files as the model's
+record would be (:func:`gateway.tfserving.prediction_log.tensors`), to the same files as the model's
 Predict calls — so a log file stays a valid ``assets.extra/tf_serving_warmup_requests``.
 
 A V2 call as a Predict, read as the servicer reads it (:mod:`gateway.v2.grpc_infer`): the
@@ -33,7 +33,7 @@ from gateway._pb.inference.grpc_service_pb2 import (
 from gateway._pb.tensorflow_serving.apis import predict_pb2
 from gateway.observability.request_log import TensorRequest
 from gateway.serving.core import ModelRef, PredictResult
-from gateway.tfserving import request_log
+from gateway.tfserving import prediction_log
 from gateway.transport.surface import LogAs, LogRecord, Sampled
 from gateway.v2 import raw
 from gateway.v2.declared import Limits, declare
@@ -68,7 +68,7 @@ def as_predict(
     served = PredictResult(
         response.model_name, int(response.model_version), call.options.signature_name, outputs
     )
-    return request_log.as_predict(asked, served)
+    return prediction_log.as_predict(asked, served)
 
 
 def model_infer(request: ModelInferRequest, response: Any, sampled: Sampled) -> bytes:
@@ -76,14 +76,14 @@ def model_infer(request: ModelInferRequest, response: Any, sampled: Sampled) -> 
     ``ModelInferResponse`` or that message's encoding (what the servicer answers)."""
     if not isinstance(response, ModelInferResponse):
         response = ModelInferResponse.FromString(bytes(response))
-    return request_log.predict(*as_predict(request, response), sampled)
+    return prediction_log.predict(*as_predict(request, response), sampled)
 
 
 def _contents_nbytes(contents: InferTensorContents) -> int:
     total = sum(8 * len(getattr(contents, name)) for name in WIDE_CONTENTS)
     total += sum(4 * len(getattr(contents, name)) for name in NARROW_CONTENTS)
     strings = contents.bytes_contents
-    return total + sum(map(len, strings)) + request_log.ITEM_BYTES * len(strings)
+    return total + sum(map(len, strings)) + prediction_log.ITEM_BYTES * len(strings)
 
 
 def model_infer_nbytes(request: ModelInferRequest, response: Any) -> int:
@@ -98,7 +98,7 @@ def model_infer_nbytes(request: ModelInferRequest, response: Any) -> int:
 LOG_AS: dict[str, LogAs] = {"ModelInfer": LogAs(model_infer, model_infer_nbytes)}
 """GRPCInferenceService's method name → how its calls are logged."""
 
-REST_INFER: LogRecord = request_log.tensors
+REST_INFER: LogRecord = prediction_log.tensors
 """How a V2 REST infer is logged (request: a
 :class:`~gateway.observability.request_log.TensorRequest`, response: a
 :class:`~gateway.serving.core.PredictResult` of owned outputs), as its gRPC twin ModelInfer."""

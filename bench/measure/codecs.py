@@ -5,7 +5,7 @@
   reported, not measured), each decoding the bench's JPEGs (:mod:`bench.load.seed_images`) to
   RGB, then again with the resize to 224 × 224 (Pillow's bilinear filter, as the gateway
   resizes); and the gateway's own path for one image (header checks, decode, resize, float32:
-  :func:`gateway.images.tensors.decode_inputs`).
+  :func:`gateway.images.image_tensors.decode_inputs`).
 - **JSON bodies** (:data:`JSON_PATHS`): the seeds' float-row body (the ResNet50 input, 224 ×
   224 × 3 floats in TF Serving's row format, as ``tensorgate-2w-rest`` receives it) read into
   its tensor by TF Serving's REST codec before (orjson, a Python object per number) and now
@@ -33,8 +33,8 @@ from PIL import Image
 
 from bench.load import seed_images
 from bench.systems.models import INPUT_NAMES, RESNET_SIZE, sample_input
+from gateway.images.image_tensors import decode_inputs
 from gateway.images.options import ImageLimits, ImageOptions
-from gateway.images.tensors import decode_inputs
 from gateway.serving.signature import Signature, TensorSpec
 from gateway.tfserving.rest import json_request
 from gateway.v2.declared import Limits

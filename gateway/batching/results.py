@@ -5,9 +5,9 @@ request handed its own rows, or the run's error.
 request alone in unbatched mode), lets the queue's observer note the batch (its trace context
 travels with the run) and posts it over the worker's run link. :func:`finish` resolves every member
 still waiting: each gets its own rows of its own outputs as views sharing the run's lease
-(:meth:`RunResult.share <gateway.parallel.lease.RunResult.share>`), then the run's own reference
-goes back; padding rows and members that left hold none. Every failure resolves every member,
-only ``if not fut.done()``.
+(:meth:`RunResult.share <gateway.worker_channel.lease.RunResult.share>`), then the run's own
+reference goes back; padding rows and members that left hold none. Every failure resolves every
+member, only ``if not fut.done()``.
 """
 
 from __future__ import annotations
@@ -18,12 +18,12 @@ from collections.abc import Sequence
 from typing import NamedTuple
 
 from gateway.batching import merge
+from gateway.batching.formation import Task
 from gateway.batching.observer import BatchObserver, BatchRecord
-from gateway.batching.queue import Task
 from gateway.config.batching_options import BatchingOptions
 from gateway.errors import Internal, ServingError, Unavailable
-from gateway.parallel.dispatcher import Link
-from gateway.parallel.lease import RunResult
+from gateway.runs.dispatcher import Link
+from gateway.worker_channel.lease import RunResult
 
 
 class Posted(NamedTuple):

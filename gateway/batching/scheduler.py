@@ -2,7 +2,8 @@
 
 Contract (see :class:`~gateway.config.batching_options.BatchingOptions` for each option):
 
-- Requests form batches as :mod:`gateway.batching.queue` says. Ready batches go, oldest first, as
+- Requests form batches as :mod:`gateway.batching.formation` says. Ready batches go, oldest first,
+as
   soon as a worker slot is free and fewer than ``num_batch_threads`` of this queue are in flight.
   With a zero timeout a new request does not go at once: the send waits for the end of the
   current loop iteration (``loop.call_soon``), so every request that arrived in the same turn
@@ -14,9 +15,9 @@ Contract (see :class:`~gateway.config.batching_options.BatchingOptions` for each
   INVALID_ARGUMENT (unless splitting is on, which cuts it across batches and reassembles its
   outputs); a full queue or a queue over the latency target → UNAVAILABLE (retryable); a
   request whose deadline ends before its batch could → DEADLINE_EXCEEDED
-  (:mod:`gateway.batching.admission`).
+  (:mod:`gateway.batching.queue_admission`).
 - A batch that does not fit the picked worker's input area now stays first in its queue and
-  waits for room by :mod:`gateway.parallel.input_room`'s rule, bounded by its members' deadlines
+  waits for room by :mod:`gateway.runs.input_room`'s rule, bounded by its members' deadlines
   (``--max_inflight_bytes`` bounds what all requests hold meanwhile). One larger than a whole
   input area goes as two halves; a lone request that large is refused (RESOURCE_EXHAUSTED).
 - An expired request (its deadline timer fires) or a cancelled one leaves its batch before the batch
@@ -25,7 +26,7 @@ Contract (see :class:`~gateway.config.batching_options.BatchingOptions` for each
   rows back, each with its own output selection; padding rows are never returned
   (:mod:`gateway.batching.results`). The rows are read-only views on the worker's output space
   holding one lease reference each: the caller returns it with ``Outputs.release()`` once it has
-  encoded them (:mod:`gateway.parallel.lease`).
+  encoded them (:mod:`gateway.worker_channel.lease`).
 - Every failure resolves every waiting future (only ``if not fut.done()``).
 
 Time comes from an injectable :class:`~gateway.batching.clock.Clock` so tests drive timeouts
@@ -40,11 +41,11 @@ from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 
 from gateway.batching import merge, results
-from gateway.batching.admission import QueueAdmission
 from gateway.batching.clock import Clock, LoopClock, Timer
+from gateway.batching.formation import Batch, BatchQueue, Task
 from gateway.batching.merge import Array, CompatKey
 from gateway.batching.observer import BatchObserver
-from gateway.batching.queue import Batch, BatchQueue, Task
+from gateway.batching.queue_admission import QueueAdmission
 from gateway.batching.window import ConcurrencyWindow
 from gateway.config.batching_options import BatchingOptions
 from gateway.errors import (
@@ -55,8 +56,8 @@ from gateway.errors import (
     ServingError,
     Unavailable,
 )
-from gateway.parallel.dispatcher import Dispatcher, Link
-from gateway.parallel.lease import Outputs, RunResult, gather_chunks, release_result
+from gateway.runs.dispatcher import Dispatcher, Link
+from gateway.worker_channel.lease import Outputs, RunResult, gather_chunks, release_result
 
 
 @dataclass

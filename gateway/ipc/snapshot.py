@@ -39,9 +39,9 @@ from typing import Any
 from gateway.config.model_config import ModelSpecConfig
 from gateway.config.request_logging import RequestLogging
 from gateway.errors import NotFound, from_wire
-from gateway.parallel.warmup import WarmupReport
 from gateway.serving.registry import Models, Servable, State, VersionStatus
 from gateway.serving.signature import Signature, TensorSpec
+from gateway.worker_pool.warmup_replay import WarmupReport
 
 
 @dataclass(frozen=True)

@@ -10,7 +10,7 @@ import pytest
 
 from gateway.config.model_config import ModelSpecConfig
 from gateway.errors import ServingError
-from gateway.frontend.registry import SnapshotModels
+from gateway.frontend.pushed_registry import SnapshotModels
 from gateway.ipc import snapshot
 from gateway.serving.registry import Models, Servable, State, VersionStatus
 from gateway.serving.signature import Signature, TensorSpec

@@ -21,9 +21,9 @@ import pytest
 from gateway.config.model_config import ModelSpecConfig
 from gateway.models.loader import LoadOptions
 from gateway.models.manager import ModelManager
-from gateway.parallel.pool import WorkerPool
-from gateway.parallel.warmup import WarmupRun
 from gateway.serving.registry import Servable, State
+from gateway.worker_pool.pool import WorkerPool
+from gateway.worker_pool.warmup_replay import WarmupRun
 from tests.support import onnx_models
 from tests.support.pool_runs import WAIT_S, options, outputs
 

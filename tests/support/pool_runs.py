@@ -11,10 +11,10 @@ from collections.abc import Awaitable, Callable
 
 import numpy as np
 
-from gateway.parallel.hosting import LoadSpec
-from gateway.parallel.lease import RunResult
-from gateway.parallel.pool import PoolOptions, WorkerPool
-from gateway.parallel.run_link import RunLink
+from gateway.worker_channel.lease import RunResult
+from gateway.worker_channel.run_link import RunLink
+from gateway.worker_pool.hosting import LoadSpec
+from gateway.worker_pool.pool import PoolOptions, WorkerPool
 
 WAIT_S = 60.0
 KEY = "scaled:1"

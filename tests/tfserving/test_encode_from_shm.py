@@ -18,11 +18,11 @@ import pytest
 
 from gateway._pb.tensorflow_serving.apis import predict_pb2
 from gateway.config.model_config import ModelSpecConfig
-from gateway.parallel.lease import Outputs
 from gateway.serving.core import ModelRef, PredictResult
 from gateway.serving.inputs import converted_inputs
 from gateway.tfserving import grpc as grpc_adapter
 from gateway.tfserving.grpc import PredictionService
+from gateway.worker_channel.lease import Outputs
 from tests.support import onnx_models
 from tests.support.grpc_calls import outputs_of, predict_request
 from tests.support.stack import serving_stack

@@ -36,7 +36,7 @@ from google.protobuf import json_format
 
 from gateway._pb.tensorflow_serving.apis import get_model_metadata_pb2, get_model_status_pb2
 from gateway.errors import Internal, InvalidArgument
-from gateway.tfserving.codec.messages import SIGNATURE_DEF_FIELD
+from gateway.tfserving.codec.service_messages import SIGNATURE_DEF_FIELD
 from gateway.tfserving.rest.json_request import Format
 from gateway.tfserving.rest.json_values import BASE64_KEY
 

@@ -71,7 +71,7 @@ from gateway.v2.datatypes import BYTES, Datatype, for_dtype_name
 from gateway.v2.declared import DeclaredInputs, Limits, Wire, declare
 from gateway.v2.parameters import RequestOptions
 from gateway.v2.rest import json_values
-from gateway.v2.versions import target
+from gateway.v2.version_strings import target
 
 INFER_HEADER: Final = "Inference-Header-Content-Length"
 OFF_LOOP_BYTES: Final = 1 << 20

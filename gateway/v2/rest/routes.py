@@ -28,11 +28,11 @@ from gateway.serving.signature import Signature
 from gateway.transport.auth import AUTHORIZATION
 from gateway.transport.http.bounds import CallBounds
 from gateway.transport.http.front import HttpError
+from gateway.transport.http.http_messages import HttpRequest, HttpResponse
 from gateway.transport.http.json_error import failure_response
-from gateway.transport.http.messages import HttpRequest, HttpResponse
 from gateway.transport.http.routes import UNKNOWN_API, ApiCall
 from gateway.transport.surface import LogRecord
-from gateway.v2 import PROTOCOL, errors, metadata, repository_codec, versions
+from gateway.v2 import PROTOCOL, errors, metadata, repository_codec, version_strings
 from gateway.v2 import statistics as stats
 from gateway.v2.dataplane import DataPlane
 from gateway.v2.rest import paths, request_body, response_body
@@ -75,7 +75,7 @@ class V2Rest:
             return ApiCall(PROTOCOL, UNKNOWN_API, refusal=refusal)
         except ServingError as exc:
             return ApiCall(PROTOCOL, UNKNOWN_API, refusal=exc)
-        version = versions.number(call.version)
+        version = version_strings.number(call.version)
         return ApiCall(PROTOCOL, call.api, call.model, version, call.template, detail=call)
 
     async def serve(

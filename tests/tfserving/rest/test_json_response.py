@@ -18,7 +18,7 @@ from channel.dtypes import dtype_name
 from gateway.errors import Internal, InvalidArgument
 from gateway.serving.registry import State, VersionStatus
 from gateway.serving.signature import Signature, TensorSpec
-from gateway.tfserving.codec import messages
+from gateway.tfserving.codec import service_messages
 from gateway.tfserving.rest import json_request, json_response
 from gateway.tfserving.rest.json_request import Format
 from tests.support.rest_json import MAX, decode, sig
@@ -195,7 +195,7 @@ def test_status_json_as_tf_serving() -> None:
         VersionStatus(1, State.AVAILABLE),
         VersionStatus(2, State.END, InvalidArgument("bad model")),
     ]
-    body = json_response.status_body(messages.status_response("m", statuses))
+    body = json_response.status_body(service_messages.status_response("m", statuses))
     assert json.loads(body) == {
         "model_version_status": [
             {
@@ -218,7 +218,7 @@ def test_metadata_json_as_tf_serving() -> None:
         (TensorSpec("x", "float32", (-1, 2)),),
         (TensorSpec("y", "string", None),),
     )
-    response = messages.metadata_response("m", 3, {"serving_default": signature})
+    response = service_messages.metadata_response("m", 3, {"serving_default": signature})
     assert json.loads(json_response.metadata_body(response)) == {
         "model_spec": {"name": "m", "signature_name": "", "version": "3"},
         "metadata": {

@@ -17,7 +17,7 @@ from gateway.v2.call import InferCall, RequestedOutput
 from gateway.v2.declared import Limits
 from gateway.v2.parameters import RequestOptions
 from gateway.v2.rest import request_body
-from gateway.v2.versions import Target
+from gateway.v2.version_strings import Target
 from tests.v2.conftest import signature, validate
 
 SIG = signature({"x": ("float32", (-1, 2)), "s": ("string", (-1,))})

@@ -14,7 +14,7 @@ from gateway.v2.call import InferCall, RequestedOutput
 from gateway.v2.parameters import RequestOptions
 from gateway.v2.rest import response_body
 from gateway.v2.rest.request_body import INFER_HEADER
-from gateway.v2.versions import Target
+from gateway.v2.version_strings import Target
 
 
 def _call(*outputs: RequestedOutput, binary_data_output: bool = False, id: str = "") -> InferCall:
