@@ -41,7 +41,7 @@ from gateway.config.request_logging import RequestLogging
 from gateway.errors import NotFound, from_wire
 from gateway.serving.registry import Models, Servable, State, VersionStatus
 from gateway.serving.signature import Signature, TensorSpec
-from gateway.worker_pool.warmup_replay import WarmupReport
+from gateway.worker_channel.warmup_runs import WarmupReport
 
 
 @dataclass(frozen=True)

@@ -33,8 +33,8 @@ from gateway.models.load_slots import LoadSlots
 from gateway.serving.registry import Servable
 from gateway.serving.signature import IMAGE_PLATFORMS
 from gateway.storage.urls import is_url
+from gateway.worker_channel.warmup_runs import Planner, WarmupReport, WarmupRun
 from gateway.worker_pool.hosting import Loaded, LoadSpec
-from gateway.worker_pool.warmup_replay import Planner, WarmupReport, WarmupRun
 
 log = logging.getLogger(__name__)
 

@@ -18,7 +18,7 @@ from typing import Protocol
 from gateway.config.model_config import ModelSpecConfig
 from gateway.errors import InvalidArgument, ServingError, servable_not_found
 from gateway.serving.signature import Signature
-from gateway.worker_pool.warmup_replay import WarmupReport
+from gateway.worker_channel.warmup_runs import WarmupReport
 
 
 class State(enum.IntEnum):

@@ -4,7 +4,7 @@ TF Serving replays each record of that file (a TFRecord of ``PredictionLog``) ag
 while it loads, before it serves (``servables/tensorflow/saved_model_warmup*.cc``); tensorgate does
 the same for TensorFlow and ONNX versions alike. Here each record is read and decoded the way the
 matching RPC would decode it — predict, classify, regress, or each task of multi_inference, with
-the same validation and error texts — into a :class:`~gateway.worker_pool.warmup_replay.WarmupRun`
+the same validation and error texts — into a :class:`~gateway.worker_channel.warmup_runs.WarmupRun`
 that the worker pool replays on every worker hosting the version (the worker imports no protobuf, so
 decoding happens here). Rules, as TF Serving:
 
@@ -54,7 +54,7 @@ from gateway.tfserving.inference_plans import (
     multi_inference_plans,
     single_plan,
 )
-from gateway.worker_pool.warmup_replay import WarmupRun
+from gateway.worker_channel.warmup_runs import WarmupRun
 
 WARMUP_FILE: Final = os.path.join("assets.extra", "tf_serving_warmup_requests")
 MAX_RECORDS: Final = 1000

@@ -2,8 +2,8 @@
 
 A servable is placed on every worker or on a subset (:mod:`gateway.worker_pool.placement`), loaded
 there over each worker's control link, warmed up there (:mod:`gateway.worker_pool.warmup_replay`),
-and only then routed to (:meth:`Dispatcher.route <gateway.runs.dispatcher.Dispatcher.route>`): a
-worker takes traffic for a servable once it holds it warm, on a first load and after a respawn
+and only then routed to (:meth:`RunRouter.route <gateway.worker_pool.run_router.RunRouter.route>`):
+a worker takes traffic for a servable once it holds it warm, on a first load and after a respawn
 alike. A load is all or nothing: a worker that fails (it died: UNAVAILABLE) stops the load and
 warmup on the others, and the servable is unloaded everywhere.
 """
@@ -18,11 +18,12 @@ from typing import Any
 
 from channel.messages import LoadReply
 from gateway.errors import ServingError, Unavailable
-from gateway.runs.dispatcher import Dispatcher
 from gateway.tasks import gather_all
+from gateway.worker_channel.warmup_runs import Planner, WarmupReport
 from gateway.worker_pool import placement
 from gateway.worker_pool.process import WorkerProcess
-from gateway.worker_pool.warmup_replay import Planner, WarmupReport, warm_up
+from gateway.worker_pool.run_router import RunRouter
+from gateway.worker_pool.warmup_replay import warm_up
 
 log = logging.getLogger(__name__)
 
@@ -63,7 +64,7 @@ class _Load:
 class Hosting:
     """The servables placed on a pool's worker slots; runs are routed by ``dispatcher``."""
 
-    def __init__(self, dispatcher: Dispatcher) -> None:
+    def __init__(self, dispatcher: RunRouter) -> None:
         self._dispatcher = dispatcher
         self._loads: dict[str, _Load] = {}
         self._placed: dict[str, tuple[int, ...]] = {}

@@ -2,13 +2,13 @@
 
 Each worker is a fresh interpreter (``python -m workers``, never a fork of the gateway) attached to
 its own channel (:mod:`gateway.worker_pool.process`). The pool speaks to each over its control link
-(:mod:`gateway.worker_pool.control`) and attaches the channel to the run side it is given, a
-front end's :class:`~gateway.runs.dispatcher.Dispatcher`, which makes the run link that
-requests use. Death is noticed through a pidfd watched by the loop; a hang through a ping that is
-not answered within ``ping_timeout_s``, or a run that computes far longer than its servable's runs
-do (:mod:`gateway.worker_pool.worker_liveness`). Either way the worker's pending requests fail with
-UNAVAILABLE and a new worker is started and given the same servables
-(:mod:`gateway.worker_pool.hosting`).
+(:mod:`gateway.worker_pool.control`) and attaches the channel to the run side it is given
+(:class:`~gateway.worker_pool.run_router.RunRouter`: a front end's dispatcher, or the
+supervisor's fan-out), which makes the run link that requests use. Death is noticed through a pidfd
+watched by the loop; a hang through a ping that is not answered within ``ping_timeout_s``, or a run
+that computes far longer than its servable's runs do (:mod:`gateway.worker_pool.worker_liveness`).
+Either way the worker's pending requests fail with UNAVAILABLE and a new worker is started and given
+the same servables (:mod:`gateway.worker_pool.hosting`).
 
 A worker counts as alive only once it has reported ready *and* its exit has not been seen: one
 that dies as it reports ready fails its own start with UNAVAILABLE. A replacement that fails to
@@ -26,13 +26,13 @@ from dataclasses import dataclass, field
 from typing import Protocol
 
 from gateway.errors import ServingError, Unavailable
-from gateway.runs.dispatcher import Dispatcher
 from gateway.tasks import Tasks, gather_all
+from gateway.worker_channel.warmup_runs import Planner
 from gateway.worker_channel.watchdog import HangPolicy
 from gateway.worker_pool.control import ControlLink
 from gateway.worker_pool.hosting import Hosting, Loaded, LoadSpec
 from gateway.worker_pool.process import WorkerProcess
-from gateway.worker_pool.warmup_replay import Planner
+from gateway.worker_pool.run_router import RunRouter
 from gateway.worker_pool.worker_liveness import Liveness
 
 log = logging.getLogger(__name__)
@@ -83,8 +83,8 @@ class WorkerEvents(Protocol):
 
 
 class WorkerPool:
-    """Owns the worker processes and their control links; ``dispatcher`` (default: a new one)
-    routes runs over their run links.
+    """Owns the worker processes and their control links; ``dispatcher`` (the run side) routes
+    runs over their run links.
 
     ``on_change`` is called (on the loop) whenever a worker becomes ready or dies.
     """
@@ -93,13 +93,13 @@ class WorkerPool:
         self,
         options: PoolOptions,
         *,
-        dispatcher: Dispatcher | None = None,
+        dispatcher: RunRouter,
         on_change: Callable[[], None] | None = None,
         events: WorkerEvents | None = None,
     ) -> None:
         self.options = options
         self.events = events
-        self.dispatcher = dispatcher or Dispatcher()
+        self.dispatcher = dispatcher
         self.restarts = 0
         self._on_change = on_change
         self._hosting = Hosting(self.dispatcher)

@@ -21,10 +21,10 @@ from typing import Any
 
 from channel.shm.channel import Channel
 from gateway.errors import ServingError, Unavailable
-from gateway.runs.dispatcher import Dispatcher
 from gateway.worker_channel.endpoint import Endpoint
 from gateway.worker_channel.run_link import RunLink
 from gateway.worker_pool.control import ControlLink
+from gateway.worker_pool.run_router import RunRouter
 from workers.bootstrap import spawn_worker
 
 log = logging.getLogger(__name__)
@@ -69,7 +69,7 @@ class WorkerProcess:
         input_bytes: int,
         output_bytes: int,
         log_format: str,
-        dispatcher: Dispatcher,
+        dispatcher: RunRouter,
         on_exit: Callable[[WorkerProcess], None],
         handover: bool = False,
     ) -> WorkerProcess:

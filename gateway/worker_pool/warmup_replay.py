@@ -1,7 +1,8 @@
 """Warmup replay on one worker, before it takes traffic for a servable.
 
 The requests themselves are decoded above (``gateway/tfserving/warmup.py`` reads TF Serving's
-``assets.extra/tf_serving_warmup_requests``); here each :class:`WarmupRun` is sent to the worker
+``assets.extra/tf_serving_warmup_requests``) into plain data
+(:mod:`gateway.worker_channel.warmup_runs`); here each :class:`WarmupRun` is sent to the worker
 as an ordinary run, ``iterations`` times, while the servable is loaded in that worker but not yet
 routed to it. The worker counts the runs it sees per servable; its answer to a ``ping`` naming
 the servable ends the replay, so the report carries the worker's own count.
@@ -12,49 +13,18 @@ from __future__ import annotations
 import asyncio
 import logging
 import time
-from collections.abc import Awaitable, Callable, Mapping, Sequence
-from dataclasses import dataclass
-from typing import Any
+from collections.abc import Sequence
 
 import numpy as np
 
 from gateway.errors import InputTooLarge, ResourceExhausted, ServingError
-from gateway.runs.dispatcher import Dispatcher
 from gateway.worker_channel.lease import take
 from gateway.worker_channel.run_link import RunLink
+from gateway.worker_channel.warmup_runs import WarmupReport, WarmupRun
 from gateway.worker_pool.control import ControlLink
+from gateway.worker_pool.run_router import RunRouter
 
 log = logging.getLogger(__name__)
-
-
-@dataclass(frozen=True)
-class WarmupRun:
-    """One warmup request as a worker runs it: the inputs of one signature, fetched ``outputs``
-    (None: all), repeated ``iterations`` times (>= 1). ``what`` names it in errors and logs.
-    A run that is not ``required`` (one tensorgate made up, such as a batch-size warmup) is
-    logged when it fails; a failing required run fails the load."""
-
-    signature: str
-    inputs: Mapping[str, np.ndarray]
-    outputs: tuple[str, ...] | None = None
-    iterations: int = 1
-    what: str = "warmup request"
-    required: bool = True
-
-
-@dataclass(frozen=True)
-class WarmupReport:
-    """Warmup of one servable on one worker: ``runs`` as that worker counted them, and the
-    wall time of the replay in seconds."""
-
-    worker: int
-    runs: int
-    seconds: float
-
-
-Planner = Callable[[Mapping[str, Any]], Awaitable[Sequence[WarmupRun]]]
-"""Given a servable's signature (a worker's ``load`` reply), the warmup runs to replay; raises
-ServingError when the warmup data is unusable (the load then fails)."""
 
 
 async def warm_up(
@@ -62,7 +32,7 @@ async def warm_up(
     control: ControlLink,
     key: str,
     runs: Sequence[WarmupRun],
-    dispatcher: Dispatcher,
+    dispatcher: RunRouter,
 ) -> WarmupReport:
     """Replay ``runs`` over ``link``, one at a time, and ask the worker (over ``control``) how
     many runs of ``key`` it saw. ``dispatcher`` says when a run finished somewhere (room may have
@@ -84,7 +54,7 @@ async def warm_up(
     return WarmupReport(link.index, int(reply.get("runs", 0)), time.monotonic() - started)
 
 
-async def _run_with_room(link: RunLink, key: str, run: WarmupRun, dispatcher: Dispatcher) -> None:
+async def _run_with_room(link: RunLink, key: str, run: WarmupRun, dispatcher: RunRouter) -> None:
     """Submit ``run``; while the worker's input area or ring is full of other servables' runs,
     wait for one of them to finish and try again. Larger than the whole area, or full with
     nothing in flight: it cannot fit.
@@ -111,7 +81,7 @@ async def _run_with_room(link: RunLink, key: str, run: WarmupRun, dispatcher: Di
         return
 
 
-async def _capacity(dispatcher: Dispatcher) -> None:
+async def _capacity(dispatcher: RunRouter) -> None:
     """Return the next time a run finishes somewhere (a slot may have freed)."""
     freed: asyncio.Future[None] = asyncio.get_running_loop().create_future()
 

@@ -3,11 +3,11 @@
 Two signs, each checked periodically over the live workers: a ping over the control link not
 answered within ``ping_timeout_s`` (every ``ping_interval_s``; :mod:`gateway.pings`, one ping
 outstanding per worker), and a run that has computed far longer than its servable's runs do
-(every ``hang.check_s``; the decision is the run side's, :meth:`Dispatcher.hung
-<gateway.runs.dispatcher.Dispatcher.hung>`, from :mod:`gateway.worker_channel.watchdog`). A hung
-run's worker is retired first, so its requests fail with the message that says why, then killed.
-Both loops are supervised (:func:`gateway.tasks.every`): a check that fails is logged and runs
-again.
+(every ``hang.check_s``; the decision is the run side's, :meth:`RunRouter.hung
+<gateway.worker_pool.run_router.RunRouter.hung>`, from :mod:`gateway.worker_channel.watchdog`). A
+hung run's worker is retired first, so its requests fail with the message that says why, then
+killed. Both loops are supervised (:func:`gateway.tasks.every`): a check that fails is logged and
+runs again.
 """
 
 from __future__ import annotations
@@ -18,10 +18,10 @@ from collections.abc import Callable
 
 from gateway.errors import Unavailable
 from gateway.pings import Pinger
-from gateway.runs.dispatcher import Dispatcher
 from gateway.tasks import Tasks, every
 from gateway.worker_channel.watchdog import HangPolicy
 from gateway.worker_pool.process import WorkerProcess
+from gateway.worker_pool.run_router import RunRouter
 
 log = logging.getLogger(__name__)
 
@@ -34,7 +34,7 @@ class Liveness:
     def __init__(
         self,
         live: Callable[[], list[WorkerProcess]],
-        dispatcher: Dispatcher,
+        dispatcher: RunRouter,
         *,
         ping_interval_s: float,
         ping_timeout_s: float,

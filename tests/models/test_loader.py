@@ -16,7 +16,7 @@ from gateway.config.settings import Settings
 from gateway.errors import FailedPrecondition, NotFound
 from gateway.models.loader import LoadOptions, VersionLoader
 from gateway.serving.registry import Servable
-from gateway.worker_pool.warmup_replay import WarmupRun
+from gateway.worker_channel.warmup_runs import WarmupRun
 from tests.support.fakes import FakePool
 from tests.support.idle_loop import settle
 

@@ -14,7 +14,7 @@ from gateway.config.model_config import ModelSpecConfig
 from gateway.errors import Code, FailedPrecondition, InvalidArgument, NotFound, ServingError
 from gateway.models.loader import LoadOptions
 from gateway.serving.registry import Servable, State
-from gateway.worker_pool.warmup_replay import WarmupRun
+from gateway.worker_channel.warmup_runs import WarmupRun
 from tests.models.harness import manager, versions
 from tests.support.fakes import FakePool
 from tests.support.idle_loop import settle

@@ -13,6 +13,7 @@ from gateway.observability.metrics import GatewayCollector, GatewayMetrics, regi
 from gateway.observability.metrics_page import CONTENT_TYPE, DEFAULT_PATH, MetricsPage, metrics_path
 from gateway.observability.tfs_metrics import TfServingMetrics
 from gateway.observability.workers import WorkerFigures
+from gateway.runs.dispatcher import Dispatcher
 from gateway.worker_pool.pool import PoolOptions, WorkerPool
 from tests.support.rest import made_request
 
@@ -42,7 +43,10 @@ def test_a_relative_page_path_is_refused(tmp_path: Path) -> None:
 
 def test_the_page_is_tf_serving_s_metrics_then_tensorgate_s_with_live_worker_figures() -> None:
     async def scrape() -> tuple[str, str]:
-        pool = WorkerPool(PoolOptions(workers=1, input_bytes=1 << 16, output_bytes=1 << 16))
+        pool = WorkerPool(
+            PoolOptions(workers=1, input_bytes=1 << 16, output_bytes=1 << 16),
+            dispatcher=Dispatcher(),
+        )
         await pool.start()
         try:
             tfs, metrics = TfServingMetrics(), GatewayMetrics()

@@ -18,6 +18,7 @@ from gateway.ipc import figures
 from gateway.ipc.link import MessageLink
 from gateway.observability.metrics import GatewayMetrics, set_runs_in
 from gateway.observability.tfs_metrics import TfServingMetrics
+from gateway.runs.dispatcher import Dispatcher
 from gateway.supervisor.fleet_page import FleetPage
 from gateway.worker_pool.pool import PoolOptions, WorkerPool
 
@@ -63,7 +64,9 @@ def run(scenario: Any) -> None:
         fronts = {0: front_end(0), 1: front_end(1)}
         everyone = list(fronts.values())
         own = TfServingMetrics()
-        pool = WorkerPool(PoolOptions(workers=1, input_bytes=4096, output_bytes=4096))
+        pool = WorkerPool(
+            PoolOptions(workers=1, input_bytes=4096, output_bytes=4096), dispatcher=Dispatcher()
+        )
         try:
             await scenario(FleetPage(fronts, pool, own), fronts, own)
         finally:

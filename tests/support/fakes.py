@@ -15,8 +15,8 @@ import numpy as np
 from gateway.errors import ServingError
 from gateway.runs.dispatcher import Dispatcher
 from gateway.worker_channel.lease import OutputLease, RunResult
+from gateway.worker_channel.warmup_runs import WarmupReport
 from gateway.worker_pool.hosting import Loaded
-from gateway.worker_pool.warmup_replay import WarmupReport
 
 
 class FakeTimer:

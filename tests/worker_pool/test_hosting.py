@@ -15,12 +15,13 @@ import numpy as np
 import pytest
 
 from gateway.errors import InvalidArgument, NotFound
+from gateway.worker_channel.warmup_runs import Planner, WarmupRun
 from gateway.worker_pool.hosting import LoadSpec
 from gateway.worker_pool.pool import WorkerPool
-from gateway.worker_pool.warmup_replay import Planner, WarmupRun
 from tests.support.pool_runs import (
     KEY,
     WAIT_S,
+    dispatcher_of,
     link,
     options,
     outputs,
@@ -64,7 +65,7 @@ def test_a_servable_placed_on_one_worker_is_warmed_there_and_comes_back_there(
             LoadSpec(KEY, model, "onnx", 1, 1, workers=1), _warmup_runs(records=3, iterations=2)
         )
         (slot,) = pool.placed(KEY)
-        holders = [link.index for link in pool.dispatcher.links if KEY in link.routed]
+        holders = [link.index for link in dispatcher_of(pool).links if KEY in link.routed]
         assert holders == [slot]
         (report,) = loaded.warmup
         assert (report.worker, report.runs) == (slot, 6)  # counted by that worker
@@ -84,7 +85,7 @@ def test_a_servable_placed_on_one_worker_is_warmed_there_and_comes_back_there(
         assert control.pid != pid
         runs = await asyncio.wait_for(control.ping(KEY), WAIT_S)
         assert runs["runs"] == 6  # warmed up again before it took traffic
-        assert all(KEY not in x.routed for x in pool.dispatcher.links if x.index != slot)
+        assert all(KEY not in x.routed for x in dispatcher_of(pool).links if x.index != slot)
 
     with_pool(options(ping_interval_s=3600, workers=2), scenario)
 

@@ -18,7 +18,8 @@ from channel.shm.channel import Channel
 from gateway.errors import InvalidArgument, ResourceExhausted, ServingError
 from gateway.runs.dispatcher import Dispatcher
 from gateway.worker_channel.lease import OutputLease, RunResult
-from gateway.worker_pool.warmup_replay import WarmupReport, WarmupRun, warm_up
+from gateway.worker_channel.warmup_runs import WarmupReport, WarmupRun
+from gateway.worker_pool.warmup_replay import warm_up
 from tests.support.idle_loop import settle
 
 KEY = "m:1"

@@ -25,6 +25,7 @@ import pytest
 from channel import messages
 from channel.shm.channel import Channel
 from gateway.errors import Unavailable
+from gateway.runs.dispatcher import Dispatcher
 from gateway.worker_pool import process as process_module
 from gateway.worker_pool.pool import WorkerPool
 from tests.support import onnx_models
@@ -64,7 +65,7 @@ def test_a_worker_dead_as_it_reports_ready_fails_the_start_as_unavailable(
     """At start: the pool does not report started with a worker it never saw alive."""
 
     async def main() -> None:
-        pool = WorkerPool(options())
+        pool = WorkerPool(options(), dispatcher=Dispatcher())
         faulty_spawns[0] = 1
         try:
             with pytest.raises(Unavailable, match=r"^worker 0 exited \(code 0\)$"):
@@ -88,7 +89,9 @@ def test_a_respawned_worker_dead_as_it_reports_ready_is_replaced_again(
             lambda _, context: failures.append(context)
         )
         changed = asyncio.Event()
-        pool = WorkerPool(options(restart_delay_s=0.0), on_change=changed.set)
+        pool = WorkerPool(
+            options(restart_delay_s=0.0), dispatcher=Dispatcher(), on_change=changed.set
+        )
         try:
             await asyncio.wait_for(pool.start(), WAIT_S)
             await asyncio.wait_for(pool.load(spec(model)), WAIT_S)
@@ -117,7 +120,9 @@ def test_a_replacement_that_cannot_load_a_servable_serves_without_it(tmp_path: P
 
     async def main() -> None:
         changed = asyncio.Event()
-        pool = WorkerPool(options(restart_delay_s=0.0), on_change=changed.set)
+        pool = WorkerPool(
+            options(restart_delay_s=0.0), dispatcher=Dispatcher(), on_change=changed.set
+        )
         try:
             await asyncio.wait_for(pool.start(), WAIT_S)
             await asyncio.wait_for(pool.load(spec(path)), WAIT_S)
