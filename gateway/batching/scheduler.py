@@ -56,7 +56,8 @@ from gateway.errors import (
     ServingError,
     Unavailable,
 )
-from gateway.runs.dispatcher import Dispatcher, Link
+from gateway.runs.batch_runner import BatchRunner
+from gateway.runs.dispatcher import Dispatcher
 from gateway.worker_channel.lease import Outputs, RunResult, gather_chunks, release_result
 
 
@@ -250,15 +251,15 @@ class BatchScheduler:
             if batch is None or (self._end_of_turn and self._held(batch)):
                 return
             try:
-                link = self._dispatcher.pick(self.servable_key, self)
+                runner = self._dispatcher.pick(self.servable_key, self)
             except ServingError as exc:
                 results.fail(self._queue.pop(batch), exc)
                 self._check_idle()
                 continue
-            if link is None:
+            if runner is None:
                 self._dispatcher.on_capacity(self._pump)
                 return
-            if not self._send(batch, link):
+            if not self._send(batch, runner):
                 return
 
     def _held(self, batch: Batch) -> bool:
@@ -282,8 +283,8 @@ class BatchScheduler:
         self._window_timer = None
         self._pump()
 
-    def _send(self, batch: Batch, link: Link) -> bool:
-        """Post ``batch`` over ``link``; False when it must wait for room in the input area (it
+    def _send(self, batch: Batch, runner: BatchRunner) -> bool:
+        """Post ``batch`` to ``runner``; False when it must wait for room in the input area (it
         stays first in the queue, and this queue is woken when a run finishes)."""
         tasks = self._drop_late(batch)
         if not tasks:
@@ -295,7 +296,7 @@ class BatchScheduler:
             return True
         try:
             future, posted = results.post(
-                link,
+                runner,
                 tasks,
                 key=self.servable_key,
                 signature=self.signature,

@@ -21,14 +21,12 @@ import asyncio
 from collections.abc import Callable
 
 from gateway.errors import Unavailable
+from gateway.runs.batch_runner import BatchRunner
 from gateway.runs.inline_cost import HOP_S
 from gateway.runs.input_room import InputRoom
 from gateway.worker_channel.endpoint import Endpoint
 from gateway.worker_channel.run_link import RunLink
 from gateway.worker_channel.watchdog import HangPolicy, RunTimes, hung_run
-
-Link = RunLink
-"""Where a batch runs: a worker's run link."""
 
 
 class Dispatcher:
@@ -105,9 +103,10 @@ class Dispatcher:
         return found
 
     # -- routing --------------------------------------------------------------------------------
-    def pick(self, key: str, sender: object = None) -> Link | None:
-        """The least-loaded live worker hosting ``key`` with a free slot, or None if all are
-        busy or kept for senders waiting for input room ahead of ``sender``.
+    def pick(self, key: str, sender: object = None) -> BatchRunner | None:
+        """Where ``sender``'s next batch of ``key`` runs: the run link of the least-loaded live
+        worker hosting ``key`` with a free slot, or None if all are busy or kept for senders
+        waiting for input room ahead of ``sender``.
 
         Raises Unavailable when no live worker hosts ``key`` at all.
         """
