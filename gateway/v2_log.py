@@ -36,7 +36,7 @@ from gateway.serving.core import ModelRef, PredictResult
 from gateway.tfserving import prediction_log
 from gateway.transport.surface import LogAs, LogRecord, Sampled
 from gateway.v2 import raw
-from gateway.v2.declared import Limits, declare
+from gateway.v2.declared import Limits, declare_input
 from gateway.v2.grpc_infer import infer_call, infer_inputs
 
 UNBOUNDED = Limits(max_elements=sys.maxsize)
@@ -47,7 +47,7 @@ WIDE_CONTENTS = ("int64_contents", "uint64_contents", "fp64_contents")
 NARROW_CONTENTS = ("bool_contents", "int_contents", "uint_contents", "fp32_contents")
 
 
-def as_predict(
+def infer_as_predict(
     request: ModelInferRequest, response: ModelInferResponse
 ) -> tuple[predict_pb2.PredictRequest, predict_pb2.PredictResponse]:
     """The Predict request and response a successful ModelInfer call stands for."""
@@ -61,7 +61,7 @@ def as_predict(
     )
     outputs = {
         tensor.name: raw.from_raw(
-            declare(tensor.name, tensor.datatype, tensor.shape, UNBOUNDED), data
+            declare_input(tensor.name, tensor.datatype, tensor.shape, UNBOUNDED), data
         )
         for tensor, data in zip(response.outputs, response.raw_output_contents, strict=True)
     }
@@ -76,7 +76,7 @@ def model_infer(request: ModelInferRequest, response: Any, sampled: Sampled) -> 
     ``ModelInferResponse`` or that message's encoding (what the servicer answers)."""
     if not isinstance(response, ModelInferResponse):
         response = ModelInferResponse.FromString(bytes(response))
-    return prediction_log.predict(*as_predict(request, response), sampled)
+    return prediction_log.predict_record(*infer_as_predict(request, response), sampled)
 
 
 def _contents_nbytes(contents: InferTensorContents) -> int:

@@ -162,7 +162,7 @@ def _v2_body() -> bytes:
 
 def _v2_before() -> Work:
     """V2's JSON path as it was: orjson's objects, then the values converted."""
-    from gateway.v2.declared import declare
+    from gateway.v2.declared import declare_input
     from gateway.v2.rest import json_values
 
     body = _v2_body()
@@ -170,7 +170,7 @@ def _v2_before() -> Work:
 
     def read() -> object:
         (item,) = orjson.loads(body)["inputs"]
-        header = declare(item["name"], item["datatype"], item["shape"], limits)
+        header = declare_input(item["name"], item["datatype"], item["shape"], limits)
         return json_values.to_array(item["data"], header)
 
     return read
@@ -182,7 +182,7 @@ def _v2_now() -> Work:
     limits = Limits(1 << 24)
 
     def read() -> object:
-        parsed = request_body.parse(body, None, "resnet50", "")
+        parsed = request_body.parse_infer(body, None, "resnet50", "")
         inputs = request_body.rest_inputs(parsed, signature, limits)
         list(inputs.headers())
         return inputs.arrays()

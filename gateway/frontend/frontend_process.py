@@ -147,7 +147,7 @@ class FrontEnd:
         elif op == "worker_gone":
             self.run_side.gone(message["index"], message["pid"], message["message"])
         elif op == "snapshot":
-            self.models.replace(snapshot.decode(message["snapshot"]))
+            self.models.replace(snapshot.snapshot_from_wire(message["snapshot"]))
             self.observability.models_changed(self.models)
             self._changed()
             return _answer({})

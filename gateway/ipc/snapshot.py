@@ -1,9 +1,10 @@
 """The model registry as the supervisor pushes it to every front end: one JSON snapshot.
 
 The supervisor's model lifecycle (:class:`~gateway.models.manager.ModelManager`) changes the
-registry; each front end serves from a read-only copy. :func:`encode` reads a registry through
-its public protocol only (:class:`~gateway.serving.registry.Models`: names, config in force,
-version states, servables) and :func:`decode` gives back the same values. A snapshot holds::
+registry; each front end serves from a read-only copy. :func:`snapshot_to_wire` reads a registry
+through its public protocol only (:class:`~gateway.serving.registry.Models`: names, config in force,
+version states, servables) and :func:`snapshot_from_wire` gives back the same values. A snapshot
+holds::
 
     {"serial": 7,
      "specs": [{"name": "mlp", "base_path": "/m/mlp", "platform": "onnx", "policy": "all",
@@ -69,7 +70,7 @@ class Snapshot:
 EMPTY = Snapshot(0, (), {})
 
 
-def encode(models: Models, serial: int) -> dict[str, Any]:
+def snapshot_to_wire(models: Models, serial: int) -> dict[str, Any]:
     """The snapshot of ``models`` (see the module doc)."""
     specs = models.specs()
     active = {s.name: s for s in specs}
@@ -99,8 +100,9 @@ def encode(models: Models, serial: int) -> dict[str, Any]:
     return {"serial": serial, "specs": [spec_to_wire(s) for s in specs], "models": out}
 
 
-def decode(message: Mapping[str, Any]) -> Snapshot:
-    """The values :func:`encode` read (KeyError / TypeError / ValueError when malformed)."""
+def snapshot_from_wire(message: Mapping[str, Any]) -> Snapshot:
+    """The values :func:`snapshot_to_wire` read (KeyError / TypeError / ValueError when
+    malformed)."""
     models = {}
     for model in message["models"]:
         servables = {}

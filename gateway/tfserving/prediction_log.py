@@ -70,17 +70,17 @@ def _framed(
     metadata.sampling_config.sampling_rate = sampled.sampling_rate
     metadata.sampling_config.attributes = sampled.attributes
     metadata.timestamp_secs = sampled.timestamp_secs
-    return tfrecord.frame(log.SerializeToString())
+    return tfrecord.frame_record(log.SerializeToString())
 
 
-def predict(request: predict_pb2.PredictRequest, response: Any, sampled: Sampled) -> bytes:
+def predict_record(request: predict_pb2.PredictRequest, response: Any, sampled: Sampled) -> bytes:
     log = PredictionLog()
     log.predict_log.request.CopyFrom(request)
     _fill(log.predict_log.response, response)
     return _framed(log, log.predict_log.response.model_spec, sampled)
 
 
-def classify(
+def classify_record(
     request: classification_pb2.ClassificationRequest, response: Any, sampled: Sampled
 ) -> bytes:
     log = PredictionLog()
@@ -89,14 +89,16 @@ def classify(
     return _framed(log, log.classify_log.response.model_spec, sampled)
 
 
-def regress(request: regression_pb2.RegressionRequest, response: Any, sampled: Sampled) -> bytes:
+def regress_record(
+    request: regression_pb2.RegressionRequest, response: Any, sampled: Sampled
+) -> bytes:
     log = PredictionLog()
     log.regress_log.request.CopyFrom(request)
     _fill(log.regress_log.response, response)
     return _framed(log, log.regress_log.response.model_spec, sampled)
 
 
-def multi_inference(
+def multi_inference_record(
     request: inference_pb2.MultiInferenceRequest, response: Any, sampled: Sampled
 ) -> bytes:
     log = PredictionLog()
@@ -116,7 +118,7 @@ WIDE_FIELDS = ("double_val", "int64_val", "dcomplex_val", "uint64_val")
 NARROW_FIELDS = ("float_val", "int_val", "half_val", "scomplex_val", "bool_val", "uint32_val")
 
 
-def tensor_nbytes(tensor: TensorProto) -> int:
+def tensor_proto_nbytes(tensor: TensorProto) -> int:
     """About the bytes ``tensor``'s values take (its fields' lengths; nothing is serialized)."""
     total = len(tensor.tensor_content)
     for name in WIDE_FIELDS:
@@ -137,9 +139,9 @@ def _encoded_or(response: Any, estimate: Any) -> int:
 
 def predict_nbytes(request: predict_pb2.PredictRequest, response: Any) -> int:
     """A Predict's request tensors, and its response (wire bytes, or a message's tensors)."""
-    asked = sum(tensor_nbytes(t) for t in request.inputs.values())
+    asked = sum(tensor_proto_nbytes(t) for t in request.inputs.values())
     return asked + _encoded_or(
-        response, lambda r: sum(tensor_nbytes(t) for t in r.outputs.values())
+        response, lambda r: sum(tensor_proto_nbytes(t) for t in r.outputs.values())
     )
 
 
@@ -231,7 +233,7 @@ def as_predict(
 def tensors(request: TensorRequest, response: PredictResult, sampled: Sampled) -> bytes:
     """One framed ``predict_log`` record of a tensor call over REST (a
     :data:`~gateway.transport.surface.LogRecord`)."""
-    return predict(*as_predict(request, response), sampled)
+    return predict_record(*as_predict(request, response), sampled)
 
 
 @dataclass(frozen=True, slots=True)
@@ -271,14 +273,14 @@ def _rest_classify(request: ExamplesRequest, response: InferenceResult, sampled:
     asked = classification_pb2.ClassificationRequest()
     _fill_request_spec(asked.model_spec, request.ref, request.signature_name)
     asked.input.CopyFrom(request.input)
-    return classify(asked, inference_messages.classification_response(response), sampled)
+    return classify_record(asked, inference_messages.classification_response(response), sampled)
 
 
 def _rest_regress(request: ExamplesRequest, response: InferenceResult, sampled: Sampled) -> bytes:
     asked = regression_pb2.RegressionRequest()
     _fill_request_spec(asked.model_spec, request.ref, request.signature_name)
     asked.input.CopyFrom(request.input)
-    return regress(asked, inference_messages.regression_response(response), sampled)
+    return regress_record(asked, inference_messages.regression_response(response), sampled)
 
 
 REST_EXAMPLES: dict[str, LogRecord] = {"classify": _rest_classify, "regress": _rest_regress}
@@ -287,9 +289,9 @@ REST_EXAMPLES: dict[str, LogRecord] = {"classify": _rest_classify, "regress": _r
 
 
 LOG_AS: dict[str, LogAs] = {
-    "Predict": LogAs(predict, predict_nbytes),
-    "Classify": LogAs(classify, classify_nbytes),
-    "Regress": LogAs(regress, regress_nbytes),
-    "MultiInference": LogAs(multi_inference, multi_inference_nbytes),
+    "Predict": LogAs(predict_record, predict_nbytes),
+    "Classify": LogAs(classify_record, classify_nbytes),
+    "Regress": LogAs(regress_record, regress_nbytes),
+    "MultiInference": LogAs(multi_inference_record, multi_inference_nbytes),
 }
 """PredictionService's method name → how its calls are logged."""

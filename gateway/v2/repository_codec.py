@@ -108,7 +108,7 @@ def index_ready_only(document: Any) -> bool:
     return bool(document.get("ready", False))
 
 
-def from_proto(
+def call_from_proto(
     request: pb.RepositoryModelLoadRequest | pb.RepositoryModelUnloadRequest, *, unload: bool
 ) -> RepositoryCall:
     if request.repository_name:
@@ -120,7 +120,7 @@ def from_proto(
     return _call(request.model_name, values, unload=unload)
 
 
-def from_json(model: str, document: Any, *, unload: bool) -> RepositoryCall:
+def call_from_json(model: str, document: Any, *, unload: bool) -> RepositoryCall:
     """A REST load or unload body (None for an empty body)."""
     if document is None:
         return _call(model, {}, unload=unload)

@@ -20,7 +20,7 @@ def test_availability_is_what_this_front_end_can_route(tmp_path: Path) -> None:
     dispatcher, (link,) = fake_dispatcher(1)
     link.routed = {"b:4"}
     copy = SnapshotModels(dispatcher, Recorder())
-    copy.replace(snapshot.decode(snapshot.encode(models, serial=1)))
+    copy.replace(snapshot.snapshot_from_wire(snapshot.snapshot_to_wire(models, serial=1)))
     assert (copy.is_available("a"), copy.is_available("b"), copy.all_available()) == (
         False,
         True,
@@ -33,7 +33,7 @@ def test_availability_is_what_this_front_end_can_route(tmp_path: Path) -> None:
 def test_an_older_snapshot_never_replaces_a_newer_one(tmp_path: Path) -> None:
     models = served(tmp_path)
     copy = SnapshotModels(fake_dispatcher(1)[0], Recorder())
-    copy.replace(snapshot.decode(snapshot.encode(models, serial=5)))
+    copy.replace(snapshot.snapshot_from_wire(snapshot.snapshot_to_wire(models, serial=5)))
     copy.replace(snapshot.EMPTY)
     assert copy.snapshot.serial == 5 and copy.model_names() == ["a", "b", "gone"]
 
@@ -52,7 +52,7 @@ def test_v2_load_and_unload_go_to_the_supervisor_and_the_index_is_local(tmp_path
     models = served(tmp_path)
     supervisor = Recorder()
     copy = SnapshotModels(fake_dispatcher(1)[0], supervisor)
-    copy.replace(snapshot.decode(snapshot.encode(models, serial=1)))
+    copy.replace(snapshot.snapshot_from_wire(snapshot.snapshot_to_wire(models, serial=1)))
     repository = ForwardedRepository(copy, supervisor)
     asyncio.run(repository.unload(RepositoryCall("b", unload_dependents=True)))
     asyncio.run(repository.load(RepositoryCall("gone")))

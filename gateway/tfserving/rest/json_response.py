@@ -45,7 +45,7 @@ _NUMPY = orjson.OPT_SERIALIZE_NUMPY
 _BFLOAT16 = np.dtype(ml_dtypes.bfloat16)
 
 
-def predict_response(outputs: Mapping[str, np.ndarray], fmt: Format) -> bytes:
+def predict_json(outputs: Mapping[str, np.ndarray], fmt: Format) -> bytes:
     """The JSON body answering a predict request made in ``fmt``."""
     if not outputs:
         raise InvalidArgument("Cannot convert empty tensor map to JSON")

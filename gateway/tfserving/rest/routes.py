@@ -115,7 +115,7 @@ class TfServingRest:
     async def _predict(
         self, ref: ModelRef, body: bytes, deadline: float, bounds: CallBounds
     ) -> HttpResponse:
-        if json_request.off_loop(body):  # a large body: the loop serves others meanwhile
+        if json_request.read_off_loop(body):  # a large body: the loop serves others meanwhile
             request = await asyncio.to_thread(json_request.loads, body, tensors=True)
         else:
             request = json_request.loads(body, tensors=True)
@@ -138,7 +138,7 @@ class TfServingRest:
         def encode(result: PredictResult) -> bytes:
             if logged is not None:
                 logged.tensors(prediction_log.tensors, ref, name, (), result, request_bytes)
-            return json_response.predict_response(result.outputs, formats[0])
+            return json_response.predict_json(result.outputs, formats[0])
 
         body = await bounds.until(
             deadline, self._core.predict(ref, name, decode, encode, (), deadline)

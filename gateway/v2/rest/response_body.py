@@ -49,7 +49,7 @@ class RestResponse:
         return b"".join(self.chunks)
 
 
-def infer_response(
+def infer_body(
     call: InferCall, model: str, version: int, outputs: Mapping[str, npt.NDArray[Any]]
 ) -> RestResponse:
     """The response to ``call`` for ``outputs`` (in the order given)."""
