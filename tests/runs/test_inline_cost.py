@@ -12,6 +12,7 @@ from gateway.runs.inline_cost import (
     MAX_MEASURED_ROWS,
     MEASURE_BYTES,
     REPEATS,
+    RERUNS,
     Measured,
     Placement,
     RowTime,
@@ -22,20 +23,31 @@ from gateway.runs.inline_cost import (
 
 class Model:
     """Runs that take ``fixed + per_row × rows`` seconds of both clocks (the first of each row
-    count ``cold`` more); ``rows``: what it was run on."""
+    count ``cold`` more); ``preempted``: wall seconds the machine adds to the runs of these
+    indexes (0: the first run); ``rows``: what it was run on."""
 
-    def __init__(self, fixed: float, per_row: float, cold: float = 0.0) -> None:
+    def __init__(
+        self,
+        fixed: float,
+        per_row: float,
+        cold: float = 0.0,
+        preempted: dict[int, float] | None = None,
+    ) -> None:
         self.fixed, self.per_row, self.cold = fixed, per_row, cold
-        self.now = 0.0
+        self.preempted = preempted or {}
+        self.wall = self.cpu = 0.0
         self.rows: list[int] = []
 
     def run(self, rows: int) -> None:
         first = rows not in self.rows
+        self.wall += self.preempted.get(len(self.rows), 0.0)
         self.rows.append(rows)
-        self.now += self.fixed + self.per_row * rows + (self.cold if first else 0.0)
+        spent = self.fixed + self.per_row * rows + (self.cold if first else 0.0)
+        self.wall += spent
+        self.cpu += spent
 
     def clocks(self) -> tuple[float, float]:
-        return self.now, self.now
+        return self.wall, self.cpu
 
 
 def test_rows_grow_until_a_run_passes_the_loop_bound() -> None:
@@ -55,6 +67,23 @@ def test_rows_stop_at_the_byte_and_row_limits() -> None:
     row_bytes = MEASURE_BYTES // 4  # 8 rows would pass the byte limit
     assert measure(wide.run, row_bytes, wide.clocks).max_rows == 1
     assert max(wide.rows) <= 8
+
+
+def test_a_preempted_run_is_run_again_and_a_preempted_cold_run_counts_its_cpu() -> None:
+    light = Model(10e-6, 0.0, preempted={0: 30e-3, 3: 5e-3, 5: 5e-3})
+    measured = measure(light.run, 8, light.clocks)
+    assert measured.max_rows == MAX_MEASURED_ROWS
+    assert measured.cold_s == pytest.approx(10e-6)
+    assert measured.times[0].slowest_s == pytest.approx(10e-6)
+    assert light.rows.count(1) == REPEATS + 2  # the two preempted warm runs, again
+
+
+def test_a_run_slow_on_the_wall_clock_every_time_counts_its_wall_time() -> None:
+    every = {i: 5e-3 for i in range(REPEATS + RERUNS + 1)}
+    slow = Model(10e-6, 0.0, preempted=every)
+    measured = measure(slow.run, 8, slow.clocks)
+    assert measured.max_rows == 0
+    assert measured.times[0].slowest_s == pytest.approx(5e-3 + 10e-6)
 
 
 def _measured(one_row: float, cold: float, slowest: float | None = None) -> Measured:
