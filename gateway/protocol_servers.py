@@ -20,6 +20,7 @@ import grpc
 from grpc_health.v1 import health_pb2, health_pb2_grpc
 from grpc_reflection.v1alpha import reflection, reflection_pb2_grpc
 
+from gateway.batching.queues import BatchQueues
 from gateway.config.settings import Settings
 from gateway.config.settings_field import port_to_bind
 from gateway.drain import Signals, Surface, drain, shut_down
@@ -27,8 +28,7 @@ from gateway.errors import Unavailable
 from gateway.listen import TlsMaterial, UnixSocket, bind_grpc
 from gateway.observability.hooks import Observability
 from gateway.serving.core import ServingCore
-from gateway.serving.queues import BatchQueues
-from gateway.serving.registry import Registry, available_servables
+from gateway.serving.registry import Registry, Servable, available_servables
 from gateway.tfserving.rest import openapi as tfserving_openapi
 from gateway.tfserving.surface import TfServingOptions, TfServingSurface
 from gateway.transport.auth import load_roles
@@ -120,7 +120,7 @@ class Servers:
         self,
         settings: Settings,
         core: ServingCore,
-        queues: BatchQueues,
+        queues: BatchQueues[Servable],
         observability: Observability,
         *,
         pages: Callable[[], dict[str, ExtraRoute]],

@@ -1,10 +1,10 @@
 """Who builds the serving parts, and how they are wired: the supervisor's and a front end's.
 
 The **supervisor** holds the worker processes with their control links
-(:class:`~gateway.parallel.pool.WorkerPool`) and the model lifecycle
+(:class:`~gateway.worker_pool.pool.WorkerPool`) and the model lifecycle
 (:class:`~gateway.models.manager.ModelManager`). A **front end** holds its run side (a
-:class:`~gateway.parallel.dispatcher.Dispatcher`: one run link per worker), its batch queues
-(:class:`~gateway.serving.queues.BatchQueues`) and the request core
+:class:`~gateway.runs.dispatcher.Dispatcher`: one run link per worker), its batch queues
+(:class:`~gateway.batching.queues.BatchQueues`) and the request core
 (:class:`~gateway.serving.core.ServingCore`), which reads the models through the read-only
 registry (:mod:`gateway.serving.registry`). In one process (``--frontends 1``) three wires join
 the two roles: the pool attaches each worker's channel to the front end's dispatcher, the manager
@@ -26,23 +26,23 @@ from dataclasses import dataclass, field, replace
 from typing import Any, Generic, TypeVar, overload
 
 from gateway.batching.clock import Clock
+from gateway.batching.policy import BatchingPolicy
+from gateway.batching.queues import BatchQueues, ObserverFactory
 from gateway.config.model_config import ModelSpecConfig
 from gateway.config.settings import Settings
 from gateway.config.settings_field import MIB
 from gateway.config.sizing import resolve_image_threads, resolve_worker_threads
 from gateway.images import options as image_options
+from gateway.images.decoder import ImageDecoder
 from gateway.images.options import ImageLimits
-from gateway.images.pool import ImageDecoder
 from gateway.models.loader import LoadOptions, Warmup, Workers
 from gateway.models.manager import ModelManager
-from gateway.parallel.dispatcher import Dispatcher
-from gateway.parallel.inline_runs import InlineRuns, OnDemote, OnPlaced
-from gateway.parallel.pool import PoolOptions, WorkerEvents, WorkerPool
+from gateway.runs.dispatcher import Dispatcher
+from gateway.runs.inline_runs import InlineRuns, OnDemote, OnPlaced
 from gateway.serving.core import ServingCore
 from gateway.serving.inline_path import InlinePlans
-from gateway.serving.policy import BatchingPolicy
-from gateway.serving.queues import BatchQueues, ObserverFactory
 from gateway.serving.registry import Models, Servable
+from gateway.worker_pool.pool import PoolOptions, WorkerEvents, WorkerPool
 
 W = TypeVar("W", bound=Workers)
 
@@ -56,7 +56,7 @@ class Options:
     SavedModel MetaGraph to load. ``load``: retries, labels and placement of versions.
     ``inflight_bytes``: the bound on decoded inputs held by in-flight requests (None: unbounded).
     ``inline_runs`` / ``inline_budget_bytes``: where light versions run
-    (:mod:`gateway.parallel.inline_cost`; ``never``, the default here, sends every run to the
+    (:mod:`gateway.runs.inline_cost`; ``never``, the default here, sends every run to the
     workers; the flag's default is ``auto``). ``images`` / ``image_threads``: the bounds on a
     request's encoded images and the front end's threads decoding them.
     """
@@ -113,7 +113,7 @@ class Stack(Generic[W]):
     pool: W
     models: ModelManager
     dispatcher: Dispatcher
-    queues: BatchQueues
+    queues: BatchQueues[Servable]
     core: ServingCore
     inline: InlineRuns
 
@@ -124,7 +124,7 @@ def build(
     specs: Sequence[ModelSpecConfig],
     *,
     on_change: Callable[[], None] | None = ...,
-    observer: ObserverFactory | None = ...,
+    observer: ObserverFactory[Servable] | None = ...,
     on_placed: OnPlaced | None = ...,
     warmup: Warmup | None = ...,
     clock: Clock | None = ...,
@@ -139,7 +139,7 @@ def build(
     workers: W,
     dispatcher: Dispatcher,
     on_change: Callable[[], None] | None = ...,
-    observer: ObserverFactory | None = ...,
+    observer: ObserverFactory[Servable] | None = ...,
     on_placed: OnPlaced | None = ...,
     warmup: Warmup | None = ...,
     clock: Clock | None = ...,
@@ -153,7 +153,7 @@ def build(
     workers: Workers | None = None,
     dispatcher: Dispatcher | None = None,
     on_change: Callable[[], None] | None = None,
-    observer: ObserverFactory | None = None,
+    observer: ObserverFactory[Servable] | None = None,
     on_placed: OnPlaced | None = None,
     warmup: Warmup | None = None,
     clock: Clock | None = None,
@@ -249,9 +249,9 @@ def _before_load(options: Options) -> Callable[[str, int, str], None]:
 def _core(
     options: Options,
     models: Models,
-    queues: BatchQueues,
+    queues: BatchQueues[Servable],
     inline: InlineRuns,
-    observer: ObserverFactory | None,
+    observer: ObserverFactory[Servable] | None,
 ) -> ServingCore:
     """A front end's core over ``models``: the versions ``inline`` places here on their short
     path, the others through ``queues`` (both roles' compositions)."""
@@ -269,7 +269,7 @@ class FrontEndParts:
     """A front-end process's half: its batch queues and core over its run side, and the
     versions it runs itself."""
 
-    queues: BatchQueues
+    queues: BatchQueues[Servable]
     core: ServingCore
     inline: InlineRuns
 
@@ -279,7 +279,7 @@ def build_front_end(
     models: Models,
     dispatcher: Dispatcher,
     *,
-    observer: ObserverFactory | None = None,
+    observer: ObserverFactory[Servable] | None = None,
     on_placed: OnPlaced | None = None,
     on_demote: OnDemote | None = None,
 ) -> FrontEndParts:

@@ -1,6 +1,6 @@
 """V2 inference calls as request log records (TF Serving's ``logging_config``): each logged call
 is one ``tensorflow.serving.PredictionLog`` with a ``predict_log``, written as a Predict call's
-record would be (:func:`gateway.tfserving.request_log.tensors`), to the same files as the model's
+record would be (:func:`gateway.tfserving.prediction_log.tensors`), to the same files as the model's
 Predict calls — so a log file stays a valid ``assets.extra/tf_serving_warmup_requests``.
 
 A V2 call as a Predict, read as the servicer reads it (:mod:`gateway.v2.grpc_infer`): the
@@ -33,10 +33,10 @@ from gateway._pb.inference.grpc_service_pb2 import (
 from gateway._pb.tensorflow_serving.apis import predict_pb2
 from gateway.observability.request_log import TensorRequest
 from gateway.serving.core import ModelRef, PredictResult
-from gateway.tfserving import request_log
+from gateway.tfserving import prediction_log
 from gateway.transport.surface import LogAs, LogRecord, Sampled
 from gateway.v2 import raw
-from gateway.v2.declared import Limits, declare
+from gateway.v2.declared import Limits, declare_input
 from gateway.v2.grpc_infer import infer_call, infer_inputs
 
 UNBOUNDED = Limits(max_elements=sys.maxsize)
@@ -47,7 +47,7 @@ WIDE_CONTENTS = ("int64_contents", "uint64_contents", "fp64_contents")
 NARROW_CONTENTS = ("bool_contents", "int_contents", "uint_contents", "fp32_contents")
 
 
-def as_predict(
+def infer_as_predict(
     request: ModelInferRequest, response: ModelInferResponse
 ) -> tuple[predict_pb2.PredictRequest, predict_pb2.PredictResponse]:
     """The Predict request and response a successful ModelInfer call stands for."""
@@ -61,14 +61,14 @@ def as_predict(
     )
     outputs = {
         tensor.name: raw.from_raw(
-            declare(tensor.name, tensor.datatype, tensor.shape, UNBOUNDED), data
+            declare_input(tensor.name, tensor.datatype, tensor.shape, UNBOUNDED), data
         )
         for tensor, data in zip(response.outputs, response.raw_output_contents, strict=True)
     }
     served = PredictResult(
         response.model_name, int(response.model_version), call.options.signature_name, outputs
     )
-    return request_log.as_predict(asked, served)
+    return prediction_log.as_predict(asked, served)
 
 
 def model_infer(request: ModelInferRequest, response: Any, sampled: Sampled) -> bytes:
@@ -76,14 +76,14 @@ def model_infer(request: ModelInferRequest, response: Any, sampled: Sampled) -> 
     ``ModelInferResponse`` or that message's encoding (what the servicer answers)."""
     if not isinstance(response, ModelInferResponse):
         response = ModelInferResponse.FromString(bytes(response))
-    return request_log.predict(*as_predict(request, response), sampled)
+    return prediction_log.predict_record(*infer_as_predict(request, response), sampled)
 
 
 def _contents_nbytes(contents: InferTensorContents) -> int:
     total = sum(8 * len(getattr(contents, name)) for name in WIDE_CONTENTS)
     total += sum(4 * len(getattr(contents, name)) for name in NARROW_CONTENTS)
     strings = contents.bytes_contents
-    return total + sum(map(len, strings)) + request_log.ITEM_BYTES * len(strings)
+    return total + sum(map(len, strings)) + prediction_log.ITEM_BYTES * len(strings)
 
 
 def model_infer_nbytes(request: ModelInferRequest, response: Any) -> int:
@@ -98,7 +98,7 @@ def model_infer_nbytes(request: ModelInferRequest, response: Any) -> int:
 LOG_AS: dict[str, LogAs] = {"ModelInfer": LogAs(model_infer, model_infer_nbytes)}
 """GRPCInferenceService's method name → how its calls are logged."""
 
-REST_INFER: LogRecord = request_log.tensors
+REST_INFER: LogRecord = prediction_log.tensors
 """How a V2 REST infer is logged (request: a
 :class:`~gateway.observability.request_log.TensorRequest`, response: a
 :class:`~gateway.serving.core.PredictResult` of owned outputs), as its gRPC twin ModelInfer."""

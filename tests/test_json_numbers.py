@@ -17,7 +17,7 @@ from gateway.errors import ServingError
 from gateway.json_numbers import Numbers
 from gateway.serving.signature import Signature, TensorSpec
 from gateway.tfserving.rest import json_request
-from gateway.v2.declared import Limits, declare
+from gateway.v2.declared import Limits, declare_input
 from gateway.v2.rest import json_values as v2_values
 from gateway.v2.rest import request_body
 
@@ -141,7 +141,9 @@ def v2_outcome(data: Any, datatype: str, shape: list[int], fast: bool) -> Any:
     item = (document or orjson.loads(body))["inputs"][0]
     try:
         with np.errstate(over="ignore"):  # V2 rounds past FP16's range to inf, with a warning
-            array = v2_values.to_array(item["data"], declare("x", datatype, shape, Limits(10**6)))
+            array = v2_values.to_array(
+                item["data"], declare_input("x", datatype, shape, Limits(10**6))
+            )
     except ServingError as exc:
         return type(exc).__name__, exc.message
     return str(array.dtype), array.shape, array.tobytes()

@@ -8,15 +8,15 @@ from pathlib import Path
 
 import numpy as np
 
+from gateway.batching.policy import BatchingPolicy
 from gateway.config.batching_options import BatchingOptions
 from gateway.config.model_config import ModelSpecConfig
 from gateway.config.settings import Settings
-from gateway.parallel.pool import PoolOptions, WorkerPool
 from gateway.roles import Options, build
 from gateway.serving.core import ModelRef, PredictResult
 from gateway.serving.inputs import ConvertedInputs
-from gateway.serving.policy import BatchingPolicy
 from gateway.serving.registry import State
+from gateway.worker_pool.pool import PoolOptions, WorkerPool
 from tests.support.fakes import FakePool, fake_dispatcher
 from tests.support.idle_loop import settle
 

@@ -16,7 +16,7 @@ from gateway.tfserving.codec import tfrecord
 from gateway.tfserving.codec.tensor_decode import to_ndarray
 from gateway.transport.surface import Sampled
 from gateway.v2 import datatypes, raw
-from gateway.v2_log import LOG_AS, as_predict
+from gateway.v2_log import LOG_AS, infer_as_predict
 
 SAMPLED = Sampled(sampling_rate=0.5, attributes=3, timestamp_secs=1_700_000_000)
 
@@ -94,7 +94,7 @@ def test_a_label_the_signature_parameter_and_requested_outputs_are_kept() -> Non
     response = ModelInferResponse(model_name="m", model_version="3")
     response.outputs.add(name="y", datatype="INT32", shape=[1])
     response.raw_output_contents.append(np.array([8], np.int32).tobytes())
-    predict, answer = as_predict(request, response)
+    predict, answer = infer_as_predict(request, response)
     assert predict.model_spec.version_label == "stable"
     assert not predict.model_spec.HasField("version")
     assert predict.model_spec.signature_name == answer.model_spec.signature_name == "other"
@@ -107,7 +107,7 @@ def test_the_latest_version_names_none() -> None:
     request = ModelInferRequest(model_name="m")
     request.inputs.add(name="x", datatype="FP32", shape=[0])
     response = ModelInferResponse(model_name="m", model_version="2")
-    predict, answer = as_predict(request, response)
+    predict, answer = infer_as_predict(request, response)
     assert not predict.model_spec.HasField("version") and not predict.model_spec.version_label
     assert answer.model_spec.version.value == 2
     assert to_ndarray(predict.inputs["x"], max_elements=1).shape == (0,)

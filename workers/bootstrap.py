@@ -11,8 +11,8 @@ sets up logging in tensorgate's one format (:mod:`channel.logs`; TensorFlow's st
 out), asks the kernel to SIGKILL it when its parent dies (``PR_SET_PDEATHSIG``; if the parent is
 already gone it exits 1), installs signal handlers that only set a flag (SIGTERM: finish the
 current request, then exit 0; SIGINT is ignored — the gateway decides when workers stop),
-attaches to its channel and runs :func:`workers.worker.serve` over it (and the channels handed
-over later, if any).
+attaches to its channel and runs :func:`workers.worker.serve_channels` over it (and the channels
+handed over later, if any).
 
 Nothing here imports grpc, protobuf or the gateway.
 """
@@ -159,9 +159,9 @@ def main(argv: Sequence[str] | None = None) -> int:
     try:
         # numpy and ONNX Runtime load after THREAD_ENV is set
         from workers.channel_set import ChannelSet
-        from workers.worker import serve
+        from workers.worker import serve_channels
 
-        return serve(ChannelSet(channel, handover, wake_r), stop.stopping)
+        return serve_channels(ChannelSet(channel, handover, wake_r), stop.stopping)
     finally:
         if handover is not None:
             handover.close()

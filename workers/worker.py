@@ -3,9 +3,9 @@ on the channel it came on.
 
 A worker serves a set of channels (:mod:`workers.channel_set`): its supervisor's, and with several
 front ends one per front end, handed over at run time; with one front end the set holds the one
-channel. :func:`serve` waits on all of them at once and takes each wait's requests round-robin
-across channels (:func:`round_robin`), so every front end and the supervisor's control requests
-get their share. Every request gets exactly one reply, success or failure (see
+channel. :func:`serve_channels` waits on all of them at once and takes each wait's requests
+round-robin across channels (:func:`round_robin`), so every front end and the supervisor's control
+requests get their share. Every request gets exactly one reply, success or failure (see
 :mod:`channel.messages`); one that does not decode gets INVALID_ARGUMENT.
 
 The loop ends on ``stop`` (reply, exit 0) or when ``stopping()`` turns true (SIGTERM): the request
@@ -83,14 +83,14 @@ class Worker:
         try:
             request = messages.decode_request(data)
         except BadRequest as exc:
-            post(channel, exc.reply(exc.request_id))
+            post_reply(channel, exc.reply(exc.request_id))
             return False
         if isinstance(request, RunRequest):
             reply = self.run(channel, request)
             self.telemetry.count_run(isinstance(reply, RunReply))
-            post(channel, reply)
+            post_reply(channel, reply)
             return False
-        post(channel, self.control(request))
+        post_reply(channel, self.control(request))
         return request["op"] == "stop"
 
     def run(self, channel: Channel, run: RunRequest) -> RunReply | ErrorReply:
@@ -192,7 +192,7 @@ def _worker_error(exc: Exception, op: str, request_id: int) -> WorkerError:
     return WorkerError("INTERNAL", f"{type(exc).__name__}: {exc}")
 
 
-def post(channel: Channel, reply: Reply) -> None:
+def post_reply(channel: Channel, reply: Reply) -> None:
     """Post ``reply`` on ``channel``, waiting for a free slot; a reply too big for a slot becomes
     INTERNAL."""
     data = messages.encode(reply)
@@ -244,12 +244,12 @@ def round_robin(ready: list[tuple[Channel, list[bytes]]]) -> list[tuple[Channel,
     return taken
 
 
-def serve(channels: ChannelSet, stopping: Callable[[], bool]) -> int:
+def serve_channels(channels: ChannelSet, stopping: Callable[[], bool]) -> int:
     """Announce readiness on the primary channel, then serve every channel of ``channels`` until
     ``stop`` or ``stopping()``; returns the exit status (0)."""
     primary = channels.primary
     worker = Worker(primary.output_capacity)
-    post(primary, messages.ready(os.getpid()))
+    post_reply(primary, messages.ready(os.getpid()))
     try:
         while True:
             arrivals = channels.wait()
@@ -276,5 +276,5 @@ def _refuse(taken: list[tuple[Channel, bytes]], channels: ChannelSet) -> None:
             request_id = messages.request_id(messages.decode_request(data))
         except BadRequest as exc:
             request_id = exc.request_id
-        post(channel, _SHUTTING_DOWN.reply(request_id))
+        post_reply(channel, _SHUTTING_DOWN.reply(request_id))
     log.info("worker %d stopping", channels.primary.index)

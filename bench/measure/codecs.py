@@ -5,7 +5,7 @@
   reported, not measured), each decoding the bench's JPEGs (:mod:`bench.load.seed_images`) to
   RGB, then again with the resize to 224 × 224 (Pillow's bilinear filter, as the gateway
   resizes); and the gateway's own path for one image (header checks, decode, resize, float32:
-  :func:`gateway.images.tensors.decode_inputs`).
+  :func:`gateway.images.image_tensors.decode_inputs`).
 - **JSON bodies** (:data:`JSON_PATHS`): the seeds' float-row body (the ResNet50 input, 224 ×
   224 × 3 floats in TF Serving's row format, as ``tensorgate-2w-rest`` receives it) read into
   its tensor by TF Serving's REST codec before (orjson, a Python object per number) and now
@@ -33,8 +33,8 @@ from PIL import Image
 
 from bench.load import seed_images
 from bench.systems.models import INPUT_NAMES, RESNET_SIZE, sample_input
+from gateway.images.image_tensors import decode_inputs
 from gateway.images.options import ImageLimits, ImageOptions
-from gateway.images.tensors import decode_inputs
 from gateway.serving.signature import Signature, TensorSpec
 from gateway.tfserving.rest import json_request
 from gateway.v2.declared import Limits
@@ -162,7 +162,7 @@ def _v2_body() -> bytes:
 
 def _v2_before() -> Work:
     """V2's JSON path as it was: orjson's objects, then the values converted."""
-    from gateway.v2.declared import declare
+    from gateway.v2.declared import declare_input
     from gateway.v2.rest import json_values
 
     body = _v2_body()
@@ -170,7 +170,7 @@ def _v2_before() -> Work:
 
     def read() -> object:
         (item,) = orjson.loads(body)["inputs"]
-        header = declare(item["name"], item["datatype"], item["shape"], limits)
+        header = declare_input(item["name"], item["datatype"], item["shape"], limits)
         return json_values.to_array(item["data"], header)
 
     return read
@@ -182,7 +182,7 @@ def _v2_now() -> Work:
     limits = Limits(1 << 24)
 
     def read() -> object:
-        parsed = request_body.parse(body, None, "resnet50", "")
+        parsed = request_body.parse_infer(body, None, "resnet50", "")
         inputs = request_body.rest_inputs(parsed, signature, limits)
         list(inputs.headers())
         return inputs.arrays()

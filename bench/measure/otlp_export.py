@@ -33,7 +33,7 @@ from gateway.observability.span_export import HttpSpanExporter
 from gateway.observability.span_records import Record, SpanForms, span_count
 from gateway.observability.tfs_metrics import TF_SERVING
 from gateway.observability.tracing import Sampling, Tracing
-from gateway.parallel.lease import RunResult
+from gateway.worker_channel.lease import RunResult
 
 PREDICT = "tensorflow.serving.PredictionService/Predict"
 SPANS_PER_PREDICT = 6

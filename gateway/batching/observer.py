@@ -11,7 +11,7 @@ from __future__ import annotations
 from collections.abc import Sequence
 from typing import Protocol
 
-from gateway.parallel.lease import RunResult
+from gateway.worker_channel.lease import RunResult
 
 
 class BatchRecord(Protocol):
@@ -28,7 +28,7 @@ class BatchObserver(Protocol):
     """Sees one queue's requests and batches (metrics, traces); every call is on the loop.
 
     ``on_enqueue`` runs in the submitting request's task as it joins the queue; its value becomes
-    the request's :attr:`Task.tag <gateway.batching.queue.Task.tag>`. ``on_batch`` runs once per
+    the request's :attr:`Task.tag <gateway.batching.formation.Task.tag>`. ``on_batch`` runs once per
     batch before its run is posted, with the members' tags, queue waits (seconds) and rows, and
     the batch's padded rows. ``on_refused`` names why a request left without running:
     ``queue_full``, ``deadline`` (refused: it would wait past its deadline) or ``expired``

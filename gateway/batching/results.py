@@ -1,13 +1,14 @@
-"""A batch's run and its results: the batch posted to the worker the scheduler picked, then each
+"""A batch's run and its results: the batch posted to the runner the scheduler picked, then each
 request handed its own rows, or the run's error.
 
 :func:`post` lays the batch out (the members' rows merged and padded to an allowed size, or one
 request alone in unbatched mode), lets the queue's observer note the batch (its trace context
-travels with the run) and posts it over the worker's run link. :func:`finish` resolves every member
-still waiting: each gets its own rows of its own outputs as views sharing the run's lease
-(:meth:`RunResult.share <gateway.parallel.lease.RunResult.share>`), then the run's own reference
-goes back; padding rows and members that left hold none. Every failure resolves every member,
-only ``if not fut.done()``.
+travels with the run) and posts it to the runner (:class:`~gateway.runs.batch_runner.BatchRunner`:
+a worker's run link). :func:`finish` resolves every member still waiting: each gets its own rows of
+its own outputs as views sharing the run's lease (:meth:`RunResult.share
+<gateway.worker_channel.lease.RunResult.share>`), then the run's own reference goes back; padding
+rows and members that left hold none. Every failure resolves every member, only ``if not
+fut.done()``.
 """
 
 from __future__ import annotations
@@ -18,12 +19,12 @@ from collections.abc import Sequence
 from typing import NamedTuple
 
 from gateway.batching import merge
+from gateway.batching.formation import Task
 from gateway.batching.observer import BatchObserver, BatchRecord
-from gateway.batching.queue import Task
 from gateway.config.batching_options import BatchingOptions
 from gateway.errors import Internal, ServingError, Unavailable
-from gateway.parallel.dispatcher import Link
-from gateway.parallel.lease import RunResult
+from gateway.runs.batch_runner import BatchRunner
+from gateway.worker_channel.lease import RunResult
 
 
 class Posted(NamedTuple):
@@ -38,7 +39,7 @@ class Posted(NamedTuple):
 
 
 def post(
-    link: Link,
+    runner: BatchRunner,
     tasks: list[Task],
     *,
     key: str,
@@ -47,10 +48,10 @@ def post(
     observer: BatchObserver | None,
     now: float,
 ) -> tuple[asyncio.Future[RunResult], Posted]:
-    """Post ``tasks`` (live, at least one) as one run of ``key`` over ``link``.
+    """Post ``tasks`` (live, at least one) as one run of ``key`` to ``runner``.
 
     The run's deadline is the latest member's (none when a member has none); its outputs, the
-    union of the members'. Raises the link's ServingError when the run cannot be posted (the
+    union of the members'. Raises the runner's ServingError when the run cannot be posted (the
     observer's record is then done without a result; the tasks are left as they were).
     """
     rows = 0
@@ -69,7 +70,7 @@ def post(
         layout = {n: (a.dtype, a.shape) for n, a in parts[0].items()}
     else:
         layout = merge.batch_layout(parts, padded)
-    link.check_room(layout)  # before the observer counts a batch that must wait for room
+    runner.check_room(layout)  # before the observer counts a batch that must wait for room
     record = None
     if observer is not None:
         tags = [t.tag for t in tasks]
@@ -78,7 +79,7 @@ def post(
             sizes = [t.size for t in tasks]
             record = observer.on_batch(tags, waits, sizes, padded)
     try:
-        future = link.submit(
+        future = runner.submit(
             key,
             layout,
             functools.partial(merge.fill_rows, parts=parts),

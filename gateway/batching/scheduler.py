@@ -2,7 +2,8 @@
 
 Contract (see :class:`~gateway.config.batching_options.BatchingOptions` for each option):
 
-- Requests form batches as :mod:`gateway.batching.queue` says. Ready batches go, oldest first, as
+- Requests form batches as :mod:`gateway.batching.formation` says. Ready batches go, oldest first,
+as
   soon as a worker slot is free and fewer than ``num_batch_threads`` of this queue are in flight.
   With a zero timeout a new request does not go at once: the send waits for the end of the
   current loop iteration (``loop.call_soon``), so every request that arrived in the same turn
@@ -14,9 +15,9 @@ Contract (see :class:`~gateway.config.batching_options.BatchingOptions` for each
   INVALID_ARGUMENT (unless splitting is on, which cuts it across batches and reassembles its
   outputs); a full queue or a queue over the latency target → UNAVAILABLE (retryable); a
   request whose deadline ends before its batch could → DEADLINE_EXCEEDED
-  (:mod:`gateway.batching.admission`).
+  (:mod:`gateway.batching.queue_admission`).
 - A batch that does not fit the picked worker's input area now stays first in its queue and
-  waits for room by :mod:`gateway.parallel.input_room`'s rule, bounded by its members' deadlines
+  waits for room by :mod:`gateway.runs.input_room`'s rule, bounded by its members' deadlines
   (``--max_inflight_bytes`` bounds what all requests hold meanwhile). One larger than a whole
   input area goes as two halves; a lone request that large is refused (RESOURCE_EXHAUSTED).
 - An expired request (its deadline timer fires) or a cancelled one leaves its batch before the batch
@@ -25,7 +26,7 @@ Contract (see :class:`~gateway.config.batching_options.BatchingOptions` for each
   rows back, each with its own output selection; padding rows are never returned
   (:mod:`gateway.batching.results`). The rows are read-only views on the worker's output space
   holding one lease reference each: the caller returns it with ``Outputs.release()`` once it has
-  encoded them (:mod:`gateway.parallel.lease`).
+  encoded them (:mod:`gateway.worker_channel.lease`).
 - Every failure resolves every waiting future (only ``if not fut.done()``).
 
 Time comes from an injectable :class:`~gateway.batching.clock.Clock` so tests drive timeouts
@@ -40,11 +41,11 @@ from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 
 from gateway.batching import merge, results
-from gateway.batching.admission import QueueAdmission
 from gateway.batching.clock import Clock, LoopClock, Timer
+from gateway.batching.formation import Batch, BatchQueue, Task
 from gateway.batching.merge import Array, CompatKey
 from gateway.batching.observer import BatchObserver
-from gateway.batching.queue import Batch, BatchQueue, Task
+from gateway.batching.queue_admission import QueueAdmission
 from gateway.batching.window import ConcurrencyWindow
 from gateway.config.batching_options import BatchingOptions
 from gateway.errors import (
@@ -55,8 +56,9 @@ from gateway.errors import (
     ServingError,
     Unavailable,
 )
-from gateway.parallel.dispatcher import Dispatcher, Link
-from gateway.parallel.lease import Outputs, RunResult, gather_chunks, release_result
+from gateway.runs.batch_runner import BatchRunner
+from gateway.runs.dispatcher import Dispatcher
+from gateway.worker_channel.lease import Outputs, RunResult, gather_chunks, release_result
 
 
 @dataclass
@@ -249,15 +251,15 @@ class BatchScheduler:
             if batch is None or (self._end_of_turn and self._held(batch)):
                 return
             try:
-                link = self._dispatcher.pick(self.servable_key, self)
+                runner = self._dispatcher.pick(self.servable_key, self)
             except ServingError as exc:
                 results.fail(self._queue.pop(batch), exc)
                 self._check_idle()
                 continue
-            if link is None:
+            if runner is None:
                 self._dispatcher.on_capacity(self._pump)
                 return
-            if not self._send(batch, link):
+            if not self._send(batch, runner):
                 return
 
     def _held(self, batch: Batch) -> bool:
@@ -281,8 +283,8 @@ class BatchScheduler:
         self._window_timer = None
         self._pump()
 
-    def _send(self, batch: Batch, link: Link) -> bool:
-        """Post ``batch`` over ``link``; False when it must wait for room in the input area (it
+    def _send(self, batch: Batch, runner: BatchRunner) -> bool:
+        """Post ``batch`` to ``runner``; False when it must wait for room in the input area (it
         stays first in the queue, and this queue is woken when a run finishes)."""
         tasks = self._drop_late(batch)
         if not tasks:
@@ -294,7 +296,7 @@ class BatchScheduler:
             return True
         try:
             future, posted = results.post(
-                link,
+                runner,
                 tasks,
                 key=self.servable_key,
                 signature=self.signature,

@@ -119,7 +119,7 @@ def _shape_list(shape: tensor_shape_pb2.TensorShapeProto) -> list[int] | None:
 def _dtype_name(data_type: int) -> str:
     """Canonical dtype name; the DataType enum's own name (``"DT_VARIANT"``) if not a tensor's."""
     try:
-        return tensor_types.dtype_name(data_type)
+        return tensor_types.canonical_name(data_type)
     except InvalidArgument:
         try:
             return types_pb2.DataType.Name(types_pb2.DataType.ValueType(data_type))

@@ -131,7 +131,7 @@ def _read_text(path: str, type_name: str) -> str:
     if not urls.is_url(path):
         return Path(path).read_text(encoding="utf-8")
     try:
-        data = read_object(urls.parse(path))
+        data = read_object(urls.parse_url(path))
     except (urls.UrlError, StoreError, ServingError) as exc:
         raise ConfigError(f"Could not read {type_name} file {path}: {exc}") from None
     return data.decode("utf-8")
@@ -226,7 +226,7 @@ def _spec(
         raise invalid(f"model {name} has an empty base_path")
     if urls.is_url(base_path):
         try:
-            urls.parse(base_path)
+            urls.parse_url(base_path)
         except urls.UrlError as exc:
             raise invalid(f"model {name}: base_path {exc}") from None
     elif not Path(base_path).is_absolute():

@@ -15,7 +15,7 @@ INLINE_RUNS = ("auto", "always", "never")
 MAX_IMAGE_PIXELS = 89_478_485
 """Pillow's own decompression-bomb bound (``PIL.Image.MAX_IMAGE_PIXELS``): past it Pillow warns
 (and past twice it refuses), so ``--max_image_pixels`` stays within it."""
-"""--inline_runs: where light models run (:mod:`gateway.parallel.inline_cost`)."""
+"""--inline_runs: where light models run (:mod:`gateway.runs.inline_cost`)."""
 
 
 class SettingsError(ValueError):

@@ -28,7 +28,7 @@ from channel import logs
 from gateway.config.flags import FlagError, parse_flags
 from gateway.config.settings import Settings
 from gateway.errors import ServingError
-from gateway.parallel.shared_load import LoadTable
+from gateway.runs.shared_load import LoadTable
 from workers.bootstrap import die_with_parent
 
 log = logging.getLogger(__name__)

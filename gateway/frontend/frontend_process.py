@@ -37,20 +37,20 @@ from channel.handover import Message, close_all
 from gateway.config.settings import Settings
 from gateway.drain import Signals
 from gateway.errors import ServingError
-from gateway.frontend.registry import ForwardedRepository, SnapshotModels
+from gateway.frontend.pushed_registry import ForwardedRepository, SnapshotModels
 from gateway.frontend.run_side import RunSide
 from gateway.ipc import figures, snapshot
 from gateway.ipc.link import MessageLink
 from gateway.lifecycle import settle_heap
 from gateway.observability.hooks import Observability
-from gateway.observability.page import CONTENT_TYPE
+from gateway.observability.metrics_page import CONTENT_TYPE
 from gateway.observability.workers import ShmUse
-from gateway.parallel.shared_load import LoadTable, SharedLoadDispatcher
 from gateway.protocol_servers import Servers
 from gateway.roles import Options, build_front_end
+from gateway.runs.shared_load import LoadTable, SharedLoadDispatcher
 from gateway.serving.registry import available_servables
 from gateway.tasks import Tasks
-from gateway.transport.http.messages import HttpRequest, HttpResponse
+from gateway.transport.http.http_messages import HttpRequest, HttpResponse
 from gateway.transport.http.routes import ExtraRoute
 
 log = logging.getLogger(__name__)
@@ -147,7 +147,7 @@ class FrontEnd:
         elif op == "worker_gone":
             self.run_side.gone(message["index"], message["pid"], message["message"])
         elif op == "snapshot":
-            self.models.replace(snapshot.decode(message["snapshot"]))
+            self.models.replace(snapshot.snapshot_from_wire(message["snapshot"]))
             self.observability.models_changed(self.models)
             self._changed()
             return _answer({})

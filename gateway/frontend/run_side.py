@@ -3,11 +3,11 @@
 The supervisor hands each front end a channel of its own to every worker (``worker``: index,
 pid, the servables routed there, and the channel's four descriptors) and tells it of routes
 (``route`` / ``unroute``) and deaths (``worker_gone``); :class:`RunSide` applies them to the
-front end's :class:`~gateway.parallel.shared_load.SharedLoadDispatcher`, which routes the
+front end's :class:`~gateway.runs.shared_load.SharedLoadDispatcher`, which routes the
 runs. A worker's death fails this front end's runs on it with UNAVAILABLE at once.
 
 Hung runs are noticed here, where the runs are: every ``check_s`` the dispatcher names the
-workers whose current run computed past :mod:`gateway.parallel.watchdog`'s limit; their runs
+workers whose current run computed past :mod:`gateway.worker_channel.watchdog`'s limit; their runs
 fail with that message and the supervisor is asked to retire the worker (``retire``), which it
 kills and replaces, as in one process.
 """
@@ -22,9 +22,9 @@ from collections.abc import Callable
 from channel.handover import close_all
 from channel.shm.channel import Channel
 from gateway.errors import Unavailable
-from gateway.parallel.endpoint import Endpoint
-from gateway.parallel.shared_load import SharedLoadDispatcher
-from gateway.parallel.watchdog import HangPolicy
+from gateway.runs.shared_load import SharedLoadDispatcher
+from gateway.worker_channel.endpoint import Endpoint
+from gateway.worker_channel.watchdog import HangPolicy
 
 log = logging.getLogger(__name__)
 

@@ -4,7 +4,7 @@ numeric NHWC image input (OpenVINO Model Server's "binary inputs" rule).
 Which inputs take them is the signature's rule (:attr:`gateway.serving.signature.Signature.
 image_inputs`); this package turns the strings into the input's tensor, off the event loop:
 :mod:`~gateway.images.codecs` (one image's header and pixels, and the refusals), :mod:`~gateway.
-images.tensors` (a request's images → the input's tensor: sizes, resize, channel order, dtype,
+images.image_tensors` (a request's images → the input's tensor: sizes, resize, channel order, dtype,
 scaling, bounds), :mod:`~gateway.images.options` (a model's ``image_options.json``, and the
-flags' bounds) and :mod:`~gateway.images.pool` (the front end's bounded decoding threads).
+flags' bounds) and :mod:`~gateway.images.decoder` (the front end's bounded decoding threads).
 """

@@ -1,9 +1,10 @@
 """The model registry as the supervisor pushes it to every front end: one JSON snapshot.
 
 The supervisor's model lifecycle (:class:`~gateway.models.manager.ModelManager`) changes the
-registry; each front end serves from a read-only copy. :func:`encode` reads a registry through
-its public protocol only (:class:`~gateway.serving.registry.Models`: names, config in force,
-version states, servables) and :func:`decode` gives back the same values. A snapshot holds::
+registry; each front end serves from a read-only copy. :func:`snapshot_to_wire` reads a registry
+through its public protocol only (:class:`~gateway.serving.registry.Models`: names, config in force,
+version states, servables) and :func:`snapshot_from_wire` gives back the same values. A snapshot
+holds::
 
     {"serial": 7,
      "specs": [{"name": "mlp", "base_path": "/m/mlp", "platform": "onnx", "policy": "all",
@@ -39,9 +40,9 @@ from typing import Any
 from gateway.config.model_config import ModelSpecConfig
 from gateway.config.request_logging import RequestLogging
 from gateway.errors import NotFound, from_wire
-from gateway.parallel.warmup import WarmupReport
 from gateway.serving.registry import Models, Servable, State, VersionStatus
 from gateway.serving.signature import Signature, TensorSpec
+from gateway.worker_channel.warmup_runs import WarmupReport
 
 
 @dataclass(frozen=True)
@@ -69,7 +70,7 @@ class Snapshot:
 EMPTY = Snapshot(0, (), {})
 
 
-def encode(models: Models, serial: int) -> dict[str, Any]:
+def snapshot_to_wire(models: Models, serial: int) -> dict[str, Any]:
     """The snapshot of ``models`` (see the module doc)."""
     specs = models.specs()
     active = {s.name: s for s in specs}
@@ -99,8 +100,9 @@ def encode(models: Models, serial: int) -> dict[str, Any]:
     return {"serial": serial, "specs": [spec_to_wire(s) for s in specs], "models": out}
 
 
-def decode(message: Mapping[str, Any]) -> Snapshot:
-    """The values :func:`encode` read (KeyError / TypeError / ValueError when malformed)."""
+def snapshot_from_wire(message: Mapping[str, Any]) -> Snapshot:
+    """The values :func:`snapshot_to_wire` read (KeyError / TypeError / ValueError when
+    malformed)."""
     models = {}
     for model in message["models"]:
         servables = {}

@@ -30,11 +30,11 @@ from gateway.config.settings_models import model_cache_dir
 from gateway.errors import Cancelled, FailedPrecondition, Internal, ServingError
 from gateway.models import versions
 from gateway.models.load_slots import LoadSlots
-from gateway.parallel.hosting import Loaded, LoadSpec
-from gateway.parallel.warmup import Planner, WarmupReport, WarmupRun
 from gateway.serving.registry import Servable
 from gateway.serving.signature import IMAGE_PLATFORMS
 from gateway.storage.urls import is_url
+from gateway.worker_channel.warmup_runs import Planner, WarmupReport, WarmupRun
+from gateway.worker_pool.hosting import Loaded, LoadSpec
 
 log = logging.getLogger(__name__)
 
@@ -102,7 +102,7 @@ again, for a retried load); ServingError when it cannot be had."""
 
 class Workers(Protocol):
     """What the model lifecycle asks of the workers (a
-    :class:`~gateway.parallel.pool.WorkerPool`)."""
+    :class:`~gateway.worker_pool.pool.WorkerPool`)."""
 
     async def load(self, spec: LoadSpec, warmup: Planner | None = None) -> Loaded:
         """Load, warm up and route a servable; ServingError when it cannot serve."""

@@ -65,7 +65,7 @@ class ModelManager:
         warmup: Warmup | None = None,
         clock: Callable[[], float] = time.monotonic,
     ) -> None:
-        """``workers``: where versions load (a :class:`~gateway.parallel.pool.WorkerPool`).
+        """``workers``: where versions load (a :class:`~gateway.worker_pool.pool.WorkerPool`).
         ``specs``: the models to serve from the first :meth:`reconcile` (no config checks:
         :meth:`apply` them to check). ``on_change``: called whenever a version's state or the
         config in force changes.

@@ -36,7 +36,7 @@ from gateway.storage.cache import CacheFigures, VersionCache, VersionFile
 from gateway.storage.failures import StoreError
 from gateway.storage.objects import ObjectInfo
 from gateway.storage.stores import store_for
-from gateway.storage.urls import ObjectUrl, parse
+from gateway.storage.urls import ObjectUrl, parse_url
 
 log = logging.getLogger(__name__)
 
@@ -157,7 +157,7 @@ class RemoteBasePath:
         serves (for the log line). Uses the listing of :meth:`prefetch` when there is one."""
         ahead, self._ahead = self._ahead, None
         outcome = ahead[1] if ahead and ahead[0] == base_path else await self._try(base_path)
-        model_url = parse(base_path)
+        model_url = parse_url(base_path)
         if outcome is None:
             return None
         if isinstance(outcome, StoreError):
@@ -197,7 +197,7 @@ class RemoteBasePath:
         if self._clock() < self._retry_at:
             return None
         try:
-            return await _list(parse(base_path))
+            return await _list(parse_url(base_path))
         except StoreError as exc:
             return exc
 
@@ -256,6 +256,6 @@ async def _list(url: ObjectUrl) -> list[ObjectInfo]:
 
 
 def _split(version_url: str) -> tuple[ObjectUrl, int]:
-    url = parse(version_url)
+    url = parse_url(version_url)
     model_key, _, version = url.key.rpartition("/")
     return ObjectUrl(url.scheme, url.bucket, model_key, url.account), int(version)

@@ -32,7 +32,7 @@ from gateway.observability.server_timing import note_batch
 from gateway.observability.span_records import BatchSpan
 from gateway.observability.tfs_metrics import RUNTIME_APIS, TF_SERVING, TfServingMetrics
 from gateway.observability.tracing import Tracing
-from gateway.parallel.lease import RunResult
+from gateway.worker_channel.lease import RunResult
 
 RUNTIMES = {
     "tensorflow": "TF1",

@@ -31,16 +31,16 @@ from gateway.observability.metrics import (
     registry_of,
     set_runs_in,
 )
+from gateway.observability.metrics_page import MetricsPage, metrics_path
 from gateway.observability.model_stats import ModelStats
-from gateway.observability.page import MetricsPage, metrics_path
 from gateway.observability.request_log import LogLimits, RequestLog
 from gateway.observability.server_figures import CacheReader, server_families
 from gateway.observability.tfs_metrics import TfServingMetrics
 from gateway.observability.tracing import Tracing
 from gateway.observability.workers import WorkerFigures
-from gateway.parallel.pool import WorkerPool
 from gateway.serving.registry import Models, Registry, Servable, State
 from gateway.transport.http.routes import ExtraRoute, Observe
+from gateway.worker_pool.pool import WorkerPool
 
 log = logging.getLogger(__name__)
 

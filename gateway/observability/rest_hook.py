@@ -23,7 +23,7 @@ from typing import Any
 from gateway.observability import server_timing
 from gateway.observability.calls import Recorder
 from gateway.observability.request_log import RequestLog
-from gateway.transport.http.messages import HttpRequest, HttpResponse
+from gateway.transport.http.http_messages import HttpRequest, HttpResponse
 from gateway.transport.http.routes import Answer, ApiCall, Observe
 
 

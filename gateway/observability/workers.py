@@ -35,7 +35,7 @@ from prometheus_client.core import CounterMetricFamily, GaugeMetricFamily, Metri
 from channel.messages import PingReply
 from channel.telemetry import WorkerStats
 from gateway.errors import ServingError
-from gateway.parallel.pool import WorkerPool
+from gateway.worker_pool.pool import WorkerPool
 
 PING_TIMEOUT_S = 1.0
 """How long a scrape waits for each worker's figures."""

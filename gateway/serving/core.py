@@ -14,9 +14,10 @@ from typing import Any, TypeVar
 
 import numpy as np
 
+from gateway.batching.queues import BatchQueues
 from gateway.config.model_config import ModelSpecConfig
 from gateway.errors import DeadlineExceeded
-from gateway.images.pool import ImageDecoder
+from gateway.images.decoder import ImageDecoder
 from gateway.serving.budget import MemoryBudget, inputs_nbytes
 from gateway.serving.inline_path import InlinePlan, InlinePlans
 from gateway.serving.inputs import (
@@ -26,7 +27,6 @@ from gateway.serving.inputs import (
     check_text,
     validated,
 )
-from gateway.serving.queues import BatchQueues
 from gateway.serving.registry import Models, Servable, VersionStatus
 from gateway.serving.signature import Signature, find_signature
 
@@ -52,7 +52,7 @@ dtypes to convert, as REST JSON does), bounding their sizes; the core validates 
 class PredictResult:
     """Outputs of one Predict, with the servable that produced them. ``outputs`` are read-only
     views on a worker's output space, readable only while the encoder given to
-    :meth:`ServingCore.predict` runs (:mod:`gateway.parallel.lease`)."""
+    :meth:`ServingCore.predict` runs (:mod:`gateway.worker_channel.lease`)."""
 
     model: str
     version: int
@@ -74,7 +74,7 @@ class ServingCore:
     def __init__(
         self,
         models: Models,
-        queues: BatchQueues,
+        queues: BatchQueues[Servable],
         *,
         inline: InlinePlans | None = None,
         inflight_bytes: int | None = None,

@@ -34,17 +34,17 @@ import numpy as np
 from channel.span_wire import SpanForm
 from channel.telemetry import new_span_id
 from gateway.batching.observer import BatchObserver
+from gateway.batching.policy import BatchingPolicy
+from gateway.batching.queues import ObserverFactory
 from gateway.config.batching_options import BatchingOptions
 from gateway.config.model_config import ConfigError
 from gateway.errors import DeadlineExceeded, FailedPrecondition
-from gateway.parallel.inline_runs import InlineRuns
-from gateway.parallel.inline_session import InlineSession
-from gateway.parallel.lease import RunResult
+from gateway.runs.inline_runs import InlineRuns
+from gateway.runs.inline_session import InlineSession
 from gateway.serving.inputs import Arrays, ExpectedInput
-from gateway.serving.policy import BatchingPolicy
-from gateway.serving.queues import ObserverFactory
 from gateway.serving.registry import Servable
 from gateway.serving.signature import Signature
+from gateway.worker_channel.lease import RunResult
 
 RERUN: Final[Any] = None
 """What a stopped run answers: run the call on the workers."""
@@ -262,7 +262,7 @@ class InlinePlans:
         self,
         runs: InlineRuns,
         policy: BatchingPolicy,
-        observer: ObserverFactory | None = None,
+        observer: ObserverFactory[Servable] | None = None,
     ) -> None:
         self.runs = runs
         self._policy = policy

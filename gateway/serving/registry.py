@@ -5,7 +5,7 @@ batch queues and the protocol adapters only read it through :class:`Registry` (t
 :class:`Servable`, :class:`VersionStatus`, :class:`State`), and ask for a new config through
 :class:`ModelControl`. Nothing in :mod:`gateway.serving` imports :mod:`gateway.models`. With
 several front ends, each front end's registry is a copy the supervisor pushes, and its control
-forwards to the supervisor (:mod:`gateway.frontend.registry`).
+forwards to the supervisor (:mod:`gateway.frontend.pushed_registry`).
 """
 
 from __future__ import annotations
@@ -17,8 +17,8 @@ from typing import Protocol
 
 from gateway.config.model_config import ModelSpecConfig
 from gateway.errors import InvalidArgument, ServingError, servable_not_found
-from gateway.parallel.warmup import WarmupReport
 from gateway.serving.signature import Signature
+from gateway.worker_channel.warmup_runs import WarmupReport
 
 
 class State(enum.IntEnum):

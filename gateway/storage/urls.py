@@ -50,7 +50,7 @@ def is_url(path: str) -> bool:
     return "://" in path
 
 
-def parse(url: str, env: Mapping[str, str] | None = None) -> ObjectUrl:
+def parse_url(url: str, env: Mapping[str, str] | None = None) -> ObjectUrl:
     """``url`` as an :class:`ObjectUrl`; UrlError naming the problem (an unknown scheme, no
     bucket, ``..`` or empty segments). ``env``: where Azure's account is configured
     (``os.environ`` by default)."""

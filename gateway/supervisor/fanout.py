@@ -1,8 +1,8 @@
 """What every front end must know of the workers: their channels, their routes, their deaths.
 
 The supervisor's pool tells its run side what happens to the workers (a worker is up, a servable
-is routed to it or not any more; :class:`~gateway.parallel.dispatcher.Dispatcher`'s calls, and
-:class:`~gateway.parallel.pool.WorkerEvents`). :class:`Fanout` is that run side: it keeps its own
+is routed to it or not any more; :class:`~gateway.runs.dispatcher.Dispatcher`'s calls, and
+:class:`~gateway.worker_pool.pool.WorkerEvents`). :class:`Fanout` is that run side: it keeps its own
 run links (the supervisor's warmup runs) and passes each event on to every front end that has
 joined:
 
@@ -27,10 +27,10 @@ from typing import Any
 from channel.shm.segment import create_memfd
 from gateway.errors import Unavailable
 from gateway.ipc.link import MessageLink
-from gateway.parallel.dispatcher import Dispatcher
-from gateway.parallel.process import WorkerProcess
-from gateway.parallel.shared_load import LoadTable
+from gateway.runs.dispatcher import Dispatcher
+from gateway.runs.shared_load import LoadTable
 from gateway.supervisor.frontends import FrontEndProcess
+from gateway.worker_pool.process import WorkerProcess
 
 log = logging.getLogger(__name__)
 

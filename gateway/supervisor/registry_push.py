@@ -52,7 +52,7 @@ class RegistryPush:
         """Send a snapshot now to every joined front end; their acknowledgements."""
         self._dirty = False
         self._serial += 1
-        self._current = snapshot.encode(self._models, self._serial)
+        self._current = snapshot.snapshot_to_wire(self._models, self._serial)
         return [self.send(front) for front in self._front_ends.values()]
 
     def send(self, front: FrontEndProcess) -> asyncio.Future[dict[str, object]]:
@@ -60,7 +60,7 @@ class RegistryPush:
         if self._current is None or self._dirty:
             self._dirty = False
             self._serial += 1
-            self._current = snapshot.encode(self._models, self._serial)
+            self._current = snapshot.snapshot_to_wire(self._models, self._serial)
         return front.link.call("snapshot", snapshot=self._current)
 
     async def sync(self) -> None:

@@ -8,12 +8,12 @@ routes, registry) and told to ``serve`` on the held ports → readiness reported
 pid, ports and the front ends' pids) → file-system and config polling.
 
 While serving: every front end is pinged; one that does not answer in time is killed and replaced
-(:mod:`~gateway.supervisor.liveness`: the bound on every wait for a front end). A front end's
-``apply`` (HandleReloadConfigRequest, V2 load/unload) is carried out here, once, and answered when
-every front end serves from the new registry; ``scrape`` answers the whole server's metrics page
-(:mod:`~gateway.supervisor.page`); ``retire`` kills a worker a front end found hung. A front end
-that dies is replaced (only its own calls failed); a worker that dies is replaced by the pool and
-every front end gets a channel to the new one.
+(:mod:`~gateway.supervisor.frontend_liveness`: the bound on every wait for a front end). A front
+end's ``apply`` (HandleReloadConfigRequest, V2 load/unload) is carried out here, once, and answered
+when every front end serves from the new registry; ``scrape`` answers the whole server's metrics
+page (:mod:`~gateway.supervisor.fleet_page`); ``retire`` kills a worker a front end found hung. A
+front end that dies is replaced (only its own calls failed); a worker that dies is replaced by the
+pool and every front end gets a channel to the new one.
 
 stop (SIGTERM/SIGINT only set events): every front end drains as one process does (``stop``;
 a second signal sends ``hurry``), answering its last refusals only once all have begun their
@@ -45,14 +45,14 @@ from gateway.lifecycle import report_ready, serve
 from gateway.listen import TlsMaterial
 from gateway.models.config_poll import start_polls
 from gateway.observability.hooks import Observability
-from gateway.parallel.inline_cost import Placement
-from gateway.parallel.shared_load import LoadTable
 from gateway.roles import Options, build_supervisor
+from gateway.runs.inline_cost import Placement
+from gateway.runs.shared_load import LoadTable
 from gateway.serving.registry import Servable
 from gateway.supervisor.fanout import Fanout
+from gateway.supervisor.fleet_page import FleetPage
+from gateway.supervisor.frontend_liveness import front_end_pings
 from gateway.supervisor.frontends import FrontEndProcess
-from gateway.supervisor.liveness import front_end_pings
-from gateway.supervisor.page import FleetPage
 from gateway.supervisor.ports import Reservation, reserve
 from gateway.supervisor.registry_push import RegistryPush
 from gateway.supervisor.stop_barrier import StopBarrier
@@ -111,7 +111,7 @@ class Supervisor:
         self.pool, self.models = parts.pool, parts.models
         self.push = RegistryPush(self.models, self.fanout.front_ends)
         self.placement = Placement()
-        """The versions a front end saw stall (:mod:`gateway.parallel.inline_cost`): kept here so
+        """The versions a front end saw stall (:mod:`gateway.runs.inline_cost`): kept here so
         that every front end, a restarted one too, keeps them on the workers for their backoff."""
         self.repository = ModelRepository(
             self.models, management=settings.enable_model_management_api

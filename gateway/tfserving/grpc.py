@@ -1,7 +1,7 @@
 """gRPC adapters: PredictionService and ModelService on grpc.aio, a few lines per method.
 
-Each method converts the request (:mod:`gateway.tfserving.codec.messages`), awaits the core and
-converts back. A :class:`~gateway.errors.ServingError` becomes its gRPC status; anything else is
+Each method converts the request (:mod:`gateway.tfserving.codec.service_messages`), awaits the core
+and converts back. A :class:`~gateway.errors.ServingError` becomes its gRPC status; anything else is
 INTERNAL. HandleReloadConfigRequest answers UNIMPLEMENTED unless the management API is on. Each
 servicer's :meth:`handlers` are its methods' handlers, typed by the methods' own request and
 response types (Predict answers wire bytes, sent as they are).
@@ -28,7 +28,7 @@ from gateway._pb.tensorflow_serving.apis import (
 from gateway.config.management_paths import ManagementPaths
 from gateway.errors import Unimplemented
 from gateway.serving.core import PredictResult, ServingCore
-from gateway.tfserving.codec import inference_messages, messages, response_wire
+from gateway.tfserving.codec import inference_messages, response_wire, service_messages
 from gateway.tfserving.inference import ExampleInference
 from gateway.transport.auth import AdminAccess, authorization_of
 from gateway.transport.gate import MethodHandler
@@ -103,10 +103,10 @@ class PredictionService:
         awaitable (a plain function: one coroutine layer less per call)."""
         remaining = context.time_remaining()
         return self._core.predict(
-            messages.model_ref(request),
+            service_messages.model_ref(request),
             request.model_spec.signature_name,
             functools.partial(
-                messages.PredictInputs,
+                service_messages.PredictInputs,
                 request,
                 max_elements=self._max_elements,
                 max_bytes=self._max_request_bytes,
@@ -121,17 +121,17 @@ class PredictionService:
         request: get_model_metadata_pb2.GetModelMetadataRequest,
         context: grpc.aio.ServicerContext,
     ) -> get_model_metadata_pb2.GetModelMetadataResponse:
-        ref = messages.model_ref(request)
-        messages.check_metadata_fields(request)
+        ref = service_messages.model_ref(request)
+        service_messages.check_metadata_fields(request)
         servable, signatures = self._core.metadata(ref)
-        return messages.metadata_response(servable.model, servable.version, signatures)
+        return service_messages.metadata_response(servable.model, servable.version, signatures)
 
     async def Classify(
         self,
         request: classification_pb2.ClassificationRequest,
         context: grpc.aio.ServicerContext,
     ) -> classification_pb2.ClassificationResponse:
-        ref = messages.model_ref(request)
+        ref = service_messages.model_ref(request)
         examples = inference_messages.examples(request.input)
         signature_name = request.model_spec.signature_name
         return await self._inference.classify(
@@ -145,7 +145,7 @@ class PredictionService:
     async def Regress(
         self, request: regression_pb2.RegressionRequest, context: grpc.aio.ServicerContext
     ) -> regression_pb2.RegressionResponse:
-        ref = messages.model_ref(request)
+        ref = service_messages.model_ref(request)
         examples = inference_messages.examples(request.input)
         signature_name = request.model_spec.signature_name
         return await self._inference.regress(
@@ -205,9 +205,9 @@ class ModelService:
         request: get_model_status_pb2.GetModelStatusRequest,
         context: grpc.aio.ServicerContext,
     ) -> get_model_status_pb2.GetModelStatusResponse:
-        ref = messages.model_ref(request)
+        ref = service_messages.model_ref(request)
         statuses = self._core.status(ref.name, ref.version, ref.label)
-        return messages.status_response(ref.name, statuses)
+        return service_messages.status_response(ref.name, statuses)
 
     async def HandleReloadConfigRequest(
         self,
@@ -224,7 +224,7 @@ class ModelService:
             )
         self._admin.check(authorization_of(context.invocation_metadata()))
         paths = None if self._paths is None else self._paths.keeping(self._core.models.specs())
-        specs = messages.reload_specs(request, paths)
+        specs = service_messages.reload_specs(request, paths)
         log.info("HandleReloadConfigRequest: %d model(s): %s", len(specs), [s.name for s in specs])
         await self._core.reload(specs)
-        return messages.reload_response(request)
+        return service_messages.reload_response(request)

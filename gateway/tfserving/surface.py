@@ -5,7 +5,7 @@ gRPC, the ``/v1/`` REST API, both over one :class:`~gateway.serving.core.Serving
 PredictionService's calls count against ``--max_concurrent_requests``; ModelService's (status,
 reload) do not. Observability learns a call's model from its request's ``model_spec`` (a
 MultiInference's first task's) and a MultiInference's rows from its examples; request logging
-writes PredictionService's calls as :mod:`~gateway.tfserving.request_log` makes them.
+writes PredictionService's calls as :mod:`~gateway.tfserving.prediction_log` makes them.
 """
 
 from __future__ import annotations
@@ -18,9 +18,9 @@ from gateway.config.management_paths import ManagementPaths
 from gateway.config.settings import Settings
 from gateway.serving.core import ServingCore
 from gateway.tfserving import PROTOCOL
-from gateway.tfserving.codec import inference_messages, messages
+from gateway.tfserving.codec import inference_messages, service_messages
 from gateway.tfserving.grpc import ModelService, PredictionService
-from gateway.tfserving.request_log import LOG_AS
+from gateway.tfserving.prediction_log import LOG_AS
 from gateway.tfserving.rest.examples import ClassifyRegressHandler
 from gateway.tfserving.rest.routes import TfServingRest
 from gateway.transport.auth import AdminAccess
@@ -94,7 +94,7 @@ class TfServingSurface:
                 PROTOCOL,
                 prediction.handlers(),
                 bounded=True,
-                model_of=messages.model_name,
+                model_of=service_messages.model_name,
                 rows_of={"MultiInference": inference_messages.example_count},
                 log_as=LOG_AS,
             ),
@@ -102,7 +102,7 @@ class TfServingSurface:
                 MODEL_SERVICE,
                 PROTOCOL,
                 model.handlers(),
-                model_of=messages.model_name,
+                model_of=service_messages.model_name,
             ),
         )
 

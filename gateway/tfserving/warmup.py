@@ -4,8 +4,8 @@ TF Serving replays each record of that file (a TFRecord of ``PredictionLog``) ag
 while it loads, before it serves (``servables/tensorflow/saved_model_warmup*.cc``); tensorgate does
 the same for TensorFlow and ONNX versions alike. Here each record is read and decoded the way the
 matching RPC would decode it — predict, classify, regress, or each task of multi_inference, with
-the same validation and error texts — into a :class:`~gateway.parallel.warmup.WarmupRun` that the
-worker pool replays on every worker hosting the version (the worker imports no protobuf, so
+the same validation and error texts — into a :class:`~gateway.worker_channel.warmup_runs.WarmupRun`
+that the worker pool replays on every worker hosting the version (the worker imports no protobuf, so
 decoding happens here). Rules, as TF Serving:
 
 - no file: nothing to replay; each record is replayed ``iterations`` times
@@ -36,17 +36,16 @@ from google.protobuf import message
 
 from channel.dtypes import STRING, numpy_dtype
 from gateway._pb.tensorflow_serving.apis import prediction_log_pb2
+from gateway.batching.policy import BatchingPolicy
 from gateway.config.model_config import ConfigError
 from gateway.config.settings import Settings
 from gateway.errors import Code, FailedPrecondition, InvalidArgument, ServingError, Unimplemented
+from gateway.images.image_tensors import decode_inputs
 from gateway.images.options import ImageLimits, read_options
-from gateway.images.tensors import decode_inputs
-from gateway.parallel.warmup import WarmupRun
 from gateway.serving.inputs import carries_images, converted_inputs, validated
-from gateway.serving.policy import BatchingPolicy
 from gateway.serving.registry import Servable
 from gateway.serving.signature import Signature, find_signature
-from gateway.tfserving.codec import inference_messages, messages, tfrecord
+from gateway.tfserving.codec import inference_messages, service_messages, tfrecord
 from gateway.tfserving.codec.example import ExampleBatch
 from gateway.tfserving.inference_plans import (
     CLASSIFY_METHOD,
@@ -55,6 +54,7 @@ from gateway.tfserving.inference_plans import (
     multi_inference_plans,
     single_plan,
 )
+from gateway.worker_channel.warmup_runs import WarmupRun
 
 WARMUP_FILE: Final = os.path.join("assets.extra", "tf_serving_warmup_requests")
 MAX_RECORDS: Final = 1000
@@ -143,7 +143,7 @@ class WarmupPlanner:
             signature = find_signature(servable.signatures, predict.model_spec.signature_name)
             inputs = validated(
                 signature,
-                messages.PredictInputs(
+                service_messages.PredictInputs(
                     predict, signature, max_elements=self.max_elements, max_bytes=self.max_bytes
                 ),
             )

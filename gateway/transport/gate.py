@@ -37,8 +37,8 @@ import grpc
 
 from gateway.errors import Code, ServingError, grpc_status
 from gateway.serving.budget import MemoryBudget
-from gateway.transport.admission import CallAdmission
 from gateway.transport.auth import BearerTokens
+from gateway.transport.call_admission import CallAdmission
 from gateway.transport.grpc_errors import status_of
 from gateway.transport.quiet_log import Throttled
 

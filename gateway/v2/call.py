@@ -10,7 +10,7 @@ from __future__ import annotations
 from dataclasses import dataclass
 
 from gateway.v2.parameters import RequestOptions
-from gateway.v2.versions import Target
+from gateway.v2.version_strings import Target
 
 MICROS = 1e-6
 

@@ -7,7 +7,7 @@ a request:
 
 - a model is one signature (the ``signature_name`` parameter's, else the default of
   :func:`gateway.v2.metadata.default_signature`); a version string is a version or a label
-  (:mod:`gateway.v2.versions`);
+  (:mod:`gateway.v2.version_strings`);
 - a model or version that does not serve is NOT_FOUND with Triton's texts; an input whose datatype
   is not the model's is INVALID_ARGUMENT with V2 datatype names (the core's one validation,
   said V2's way: :func:`gateway.v2.errors.datatype_mismatch`);
@@ -31,13 +31,13 @@ from gateway.serving.core import InputsDecoder, ModelRef, PredictEncoder, Servin
 from gateway.serving.registry import Servable, State
 from gateway.serving.signature import DtypeMismatch
 from gateway.transport.auth import AdminAccess
-from gateway.v2 import errors, metadata, statistics, versions
+from gateway.v2 import errors, metadata, statistics, version_strings
 from gateway.v2.call import InferCall
 from gateway.v2.declared import Limits
 from gateway.v2.model_control import ModelRepository
 from gateway.v2.repository_codec import RepositoryCall
 from gateway.v2.statistics import ModelFigures
-from gateway.v2.versions import Target
+from gateway.v2.version_strings import Target
 
 R = TypeVar("R")
 
@@ -81,7 +81,7 @@ class DataPlane:
 
     def model_ready(self, name: str, version: str) -> bool:
         try:
-            self.servable(versions.target(name, version))
+            self.servable(version_strings.target(name, version))
         except ServingError:
             return False
         return True
@@ -95,7 +95,7 @@ class DataPlane:
 
     def model_metadata(self, name: str, version: str) -> tuple[Servable, list[int]]:
         """The servable and its model's available versions."""
-        servable = self.servable(versions.target(name, version))
+        servable = self.servable(version_strings.target(name, version))
         return servable, self._available(servable.model)
 
     # -- inference ------------------------------------------------------------------------------
@@ -146,7 +146,7 @@ class DataPlane:
         if not name:
             pairs = [(m, v) for m in self._core.models.model_names() for v in self._available(m)]
         else:
-            target = versions.target(name, version)
+            target = version_strings.target(name, version)
             if target.version is None and target.label is None:
                 found = self._available(name)
                 if not found:
@@ -170,7 +170,7 @@ class DataPlane:
 
     def _unknown(self, target: Target) -> NotFound:
         configured = any(s.name == target.name for s in self._core.models.specs())
-        unknown = versions.unknown(target, no_versions=configured)
+        unknown = version_strings.unknown(target, no_versions=configured)
         reason = self._why_not(target.name) if configured else ""
         return NotFound(f"{unknown.message}: {reason}") if reason else unknown
 

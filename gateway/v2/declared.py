@@ -36,7 +36,7 @@ class Limits:
     max_bytes: int | None = None
 
 
-def declare(
+def declare_input(
     name: str, datatype: str, shape: Sequence[int], limits: Limits, wire_bytes: int = 0
 ) -> Declared[Datatype]:
     """One input's header (``wire_bytes``: a BYTES tensor's strings' own bytes);
@@ -95,7 +95,7 @@ class DeclaredInputs(Generic[P]):
         total = 0
         for item in self._wire:
             wire_bytes = self._wire_bytes(item)
-            header = declare(item.name, item.datatype, item.shape, self._limits, wire_bytes)
+            header = declare_input(item.name, item.datatype, item.shape, self._limits, wire_bytes)
             declared.append(header)
             total += header.nbytes
             yield header.name, header.wire_type.dtype_name, header.shape

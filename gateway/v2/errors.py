@@ -68,7 +68,7 @@ HEALTH_FALSE_STATUS: Final = 400
 """What a health or readiness route answers when the answer is "no" (Triton's)."""
 
 
-def http_status(code: Code) -> int:
+def v2_http_status(code: Code) -> int:
     """The HTTP status of a V2 REST response failing with ``code``."""
     return _HTTP[code]
 

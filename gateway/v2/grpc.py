@@ -162,14 +162,14 @@ class GRPCInferenceService:
     async def RepositoryModelLoad(
         self, request: pb.RepositoryModelLoadRequest, context: grpc.aio.ServicerContext
     ) -> pb.RepositoryModelLoadResponse:
-        call = repository_codec.from_proto(request, unload=False)
+        call = repository_codec.call_from_proto(request, unload=False)
         await self._plane.load(call, authorization_of(context.invocation_metadata()))
         return pb.RepositoryModelLoadResponse()
 
     async def RepositoryModelUnload(
         self, request: pb.RepositoryModelUnloadRequest, context: grpc.aio.ServicerContext
     ) -> pb.RepositoryModelUnloadResponse:
-        call = repository_codec.from_proto(request, unload=True)
+        call = repository_codec.call_from_proto(request, unload=True)
         await self._plane.unload(call, authorization_of(context.invocation_metadata()))
         return pb.RepositoryModelUnloadResponse()
 

@@ -43,7 +43,7 @@ from gateway.v2 import parameters, raw
 from gateway.v2.call import InferCall, RequestedOutput
 from gateway.v2.datatypes import BYTES, Datatype
 from gateway.v2.declared import DeclaredInputs, Limits, Wire
-from gateway.v2.versions import target
+from gateway.v2.version_strings import target
 
 _FIELDS = tuple(f.name for f in InferTensorContents.DESCRIPTOR.fields)
 NO_OPTIONS = parameters.request_options({})

@@ -39,7 +39,7 @@ from gateway._pb.inference import grpc_service_pb2 as pb
 from gateway.errors import InvalidArgument
 from gateway.serving.registry import Servable
 from gateway.serving.signature import DEFAULT_SIGNATURE, Signature, TensorSpec, find_signature
-from gateway.v2 import datatypes, versions
+from gateway.v2 import datatypes, version_strings
 
 SERVER_NAME: Final = "tensorgate"
 PLATFORMS: Final = {"onnx": "onnx_onnxv1", "tensorflow": "tensorflow_savedmodel"}
@@ -93,7 +93,7 @@ def model_metadata(servable: Servable, available: Iterable[int]) -> pb.ModelMeta
     inputs, outputs = _tensors(servable)
     response = pb.ModelMetadataResponse(
         name=servable.model,
-        versions=versions.version_strings(available),
+        versions=version_strings.version_strings(available),
         platform=platform(servable),
     )
     for name, datatype, shape in inputs:
@@ -108,7 +108,7 @@ def model_metadata_json(servable: Servable, available: Iterable[int]) -> dict[st
     inputs, outputs = _tensors(servable)
     return {
         "name": servable.model,
-        "versions": versions.version_strings(available),
+        "versions": version_strings.version_strings(available),
         "platform": platform(servable),
         "inputs": [{"name": n, "datatype": d, "shape": s} for n, d, s in inputs],
         "outputs": [{"name": n, "datatype": d, "shape": s} for n, d, s in outputs],

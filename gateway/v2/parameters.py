@@ -29,7 +29,7 @@ from typing import Any, Final, TypeVar
 
 from gateway._pb.inference.grpc_service_pb2 import InferParameter
 from gateway.errors import InvalidArgument, Unimplemented
-from gateway.v2.versions import INT64_MAX
+from gateway.v2.version_strings import INT64_MAX
 
 Value = bool | int | str | float
 _T = TypeVar("_T")

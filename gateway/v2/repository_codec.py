@@ -36,7 +36,7 @@ from typing import Any, Final
 from gateway._pb.inference import grpc_service_pb2 as pb
 from gateway.errors import InvalidArgument
 from gateway.serving.registry import State, VersionStatus
-from gateway.v2 import versions
+from gateway.v2 import version_strings
 from gateway.v2.errors import not_supported
 
 _STATES: Final = {
@@ -77,7 +77,9 @@ def index(models: Mapping[str, Iterable[VersionStatus]], *, ready_only: bool) ->
             reason = ""
             if status.state == State.END:
                 reason = status.error.message if status.error is not None else "unloaded"
-            entries.append(IndexEntry(name, versions.version_string(status.version), state, reason))
+            entries.append(
+                IndexEntry(name, version_strings.version_string(status.version), state, reason)
+            )
     return entries
 
 
@@ -106,7 +108,7 @@ def index_ready_only(document: Any) -> bool:
     return bool(document.get("ready", False))
 
 
-def from_proto(
+def call_from_proto(
     request: pb.RepositoryModelLoadRequest | pb.RepositoryModelUnloadRequest, *, unload: bool
 ) -> RepositoryCall:
     if request.repository_name:
@@ -118,7 +120,7 @@ def from_proto(
     return _call(request.model_name, values, unload=unload)
 
 
-def from_json(model: str, document: Any, *, unload: bool) -> RepositoryCall:
+def call_from_json(model: str, document: Any, *, unload: bool) -> RepositoryCall:
     """A REST load or unload body (None for an empty body)."""
     if document is None:
         return _call(model, {}, unload=unload)

@@ -17,7 +17,7 @@ from typing import Any
 import numpy.typing as npt
 
 from gateway.proto_wire import field, field_head, varint
-from gateway.v2 import datatypes, raw, versions
+from gateway.v2 import datatypes, raw, version_strings
 
 _heads: dict[tuple[str, str, tuple[int, ...]], bytes] = {}
 _HEADS_MAX = 4096
@@ -30,7 +30,7 @@ def infer_response(
     """The encoded response for ``outputs`` (in the order given). UNIMPLEMENTED for an output
     whose dtype has no V2 datatype."""
     parts = [field(1, model.encode()) if model else b""]
-    parts.append(field(2, versions.version_string(version).encode()))
+    parts.append(field(2, version_strings.version_string(version).encode()))
     if request_id:
         parts.append(field(3, request_id.encode("utf-8", "surrogatepass")))
     contents: list[bytes] = []

@@ -32,7 +32,7 @@ from typing import Any
 from gateway._pb.inference import grpc_service_pb2 as pb
 from gateway.observability import model_stats
 from gateway.observability.model_stats import Duration
-from gateway.v2 import versions
+from gateway.v2 import version_strings
 
 
 @dataclass(frozen=True)
@@ -102,7 +102,7 @@ def statistics_response(figures: Iterable[ModelFigures]) -> pb.ModelStatisticsRe
     for model in figures:
         entry = response.model_stats.add(
             name=model.name,
-            version=versions.version_string(model.version),
+            version=version_strings.version_string(model.version),
             last_inference=model.last_inference_ms,
             inference_count=model.inference_count,
             execution_count=model.execution_count,
@@ -137,7 +137,7 @@ def statistics_json(figures: Iterable[ModelFigures]) -> dict[str, Any]:
         stats.append(
             {
                 "name": model.name,
-                "version": versions.version_string(model.version),
+                "version": version_strings.version_string(model.version),
                 "last_inference": model.last_inference_ms,
                 "inference_count": model.inference_count,
                 "execution_count": model.execution_count,

@@ -21,9 +21,9 @@ from channel.shm.channel import Channel
 from gateway.batching.scheduler import BatchScheduler
 from gateway.config.batching_options import BatchingOptions
 from gateway.errors import DeadlineExceeded, ResourceExhausted, Unavailable
-from gateway.parallel.dispatcher import Dispatcher
-from gateway.parallel.endpoint import Endpoint
-from gateway.parallel.lease import Outputs
+from gateway.runs.dispatcher import Dispatcher
+from gateway.worker_channel.endpoint import Endpoint
+from gateway.worker_channel.lease import Outputs
 from tests.support.fakes import FakeClock
 from tests.support.idle_loop import settle
 from tests.support.worker_end import WorkerEnd

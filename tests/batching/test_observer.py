@@ -13,7 +13,7 @@ import pytest
 from gateway.batching.scheduler import BatchScheduler
 from gateway.config.batching_options import BatchingOptions
 from gateway.errors import Internal, Unavailable
-from gateway.parallel.lease import RunResult
+from gateway.worker_channel.lease import RunResult
 from tests.support.fakes import FakeClock, fake_dispatcher
 from tests.support.idle_loop import settle
 

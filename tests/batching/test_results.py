@@ -13,10 +13,10 @@ import pytest
 
 from channel.shm.channel import Channel
 from gateway.batching import results
-from gateway.batching.queue import Task
+from gateway.batching.formation import Task
 from gateway.config.batching_options import BatchingOptions
 from gateway.errors import Internal, InvalidArgument, ResourceExhausted, Unavailable
-from gateway.parallel.lease import OutputLease, RunResult
+from gateway.worker_channel.lease import OutputLease, RunResult
 from tests.support.fakes import FakeLink
 
 OUT_END = 4096

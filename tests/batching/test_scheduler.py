@@ -9,7 +9,7 @@ from typing import Any
 import numpy as np
 import pytest
 
-from gateway.batching.admission import QUEUE_FULL
+from gateway.batching.queue_admission import QUEUE_FULL
 from gateway.batching.scheduler import BatchScheduler
 from gateway.batching.window import WINDOW_S
 from gateway.config.batching_options import BatchingOptions

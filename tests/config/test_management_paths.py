@@ -16,7 +16,7 @@ from gateway.config.request_logging import RequestLogging
 from gateway.config.settings import Settings
 from gateway.config.validation import SettingsError
 from gateway.errors import InvalidArgument
-from gateway.tfserving.codec.messages import reload_specs
+from gateway.tfserving.codec.service_messages import reload_specs
 
 
 @pytest.fixture

@@ -14,7 +14,7 @@ from gateway.config.model_config import ConfigError, load_model_server_config, m
 from gateway.config.request_logging import RequestLogging
 from gateway.errors import InvalidArgument
 from gateway.ipc.snapshot import spec_from_wire, spec_to_wire
-from gateway.tfserving.codec.messages import reload_specs
+from gateway.tfserving.codec.service_messages import reload_specs
 
 
 def _config(tmp_path: Path, logging: str) -> Path:

@@ -33,7 +33,7 @@ from gateway.config.model_config import (
 )
 from gateway.config.settings_field import MIB
 from gateway.config.sizing import resolve_frontends, resolve_worker_threads
-from gateway.parallel.pool import PoolOptions
+from gateway.worker_pool.pool import PoolOptions
 from tests.support import tools
 from tests.support.gateway_proc import start_gateway
 from tests.support.paths import REPO_ROOT

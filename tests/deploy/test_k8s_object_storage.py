@@ -18,7 +18,7 @@ from google.protobuf import text_format
 
 from gateway.config.flags import parse_flags
 from gateway.config.model_config import ModelServerConfig, model_specs
-from gateway.storage.urls import is_url, parse
+from gateway.storage.urls import is_url, parse_url
 from tests.support import tools
 from tests.support.paths import REPO_ROOT
 
@@ -96,7 +96,7 @@ def test_object_urls_are_served_and_cached_on_a_writable_volume(rendered: Path) 
     specs = model_specs(text_format.Parse(text, ModelServerConfig()))
     assert specs and all(is_url(s.base_path) for s in specs)
     for spec in specs:
-        parse(spec.base_path)
+        parse_url(spec.base_path)
     mounts = {m["mountPath"]: m for m in container["volumeMounts"]}
     mount = mounts[settings.model_cache_dir]
     assert not mount.get("readOnly", False)

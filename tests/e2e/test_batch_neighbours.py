@@ -22,7 +22,7 @@ from gateway._pb.inference import grpc_service_pb2 as pb
 from gateway._pb.inference import grpc_service_pb2_grpc as pb_grpc
 from gateway.v2 import raw
 from gateway.v2.datatypes import lookup
-from gateway.v2.declared import Limits, declare
+from gateway.v2.declared import Limits, declare_input
 from tests.support import onnx_models
 from tests.support.gateway_proc import GatewayProcess, running_gateway
 from tests.support.triton_gateway import sample, scrape
@@ -62,7 +62,7 @@ def _infer(value: bytes) -> pb.ModelInferRequest:
 
 
 def _strings(response: pb.ModelInferResponse) -> list[bytes]:
-    declared = declare("y", "BYTES", (1, 1), Limits(1))
+    declared = declare_input("y", "BYTES", (1, 1), Limits(1))
     return raw.from_raw(declared, response.raw_output_contents[0]).ravel().tolist()
 
 

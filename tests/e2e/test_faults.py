@@ -60,7 +60,7 @@ def test_worker_killed_mid_request_fails_it_and_is_respawned(tmp_path: Path) -> 
                 )
             )
             await asyncio.sleep(0)  # the request runs up to its await: submitted to the worker
-            assert pool.dispatcher.links[0].runs_in_flight == 1
+            assert stack.dispatcher.links[0].runs_in_flight == 1
             os.kill(old_pid, signal.SIGKILL)
             with pytest.raises(Unavailable, match="exited"):
                 await task

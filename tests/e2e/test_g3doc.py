@@ -35,7 +35,7 @@ from bench.systems.models import save_graph
 from gateway.config.batching_options import load_options
 from gateway.config.flags import parse_flags
 from gateway.config.model_config import load_model_server_config, model_specs
-from gateway.observability.page import metrics_path
+from gateway.observability.metrics_page import metrics_path
 from tests.support import onnx_models, rest_models
 from tests.support.gateway_proc import GatewayProcess, gateway_command, running_gateway
 from tests.support.grpc_calls import predict_request

@@ -38,7 +38,7 @@ from gateway._pb.tensorflow.core.protobuf import meta_graph_pb2
 from gateway.errors import InvalidArgument
 from gateway.serving.inputs import ConvertedInputs, validated
 from gateway.serving.signature import Signature, TensorSpec, find_signature
-from gateway.tfserving.codec import messages
+from gateway.tfserving.codec import service_messages
 from tests.support.paths import SUPPORT
 from tests.support.tf_compat import MODELS, TWO_VERSIONS, VERSION_LABEL, Served
 from tests.support.tf_compat_models_script import SIGNATURE_DEFS
@@ -375,6 +375,6 @@ def test_unservable_signature_is_listed_verbatim_and_refused() -> None:
         "definition": base64.b64encode(declared.SerializeToString()).decode(),
     }
     init_op = Signature.from_wire("__saved_model_init_op", wire, check_shapes=False)
-    assert messages.signature_def(init_op) == declared
+    assert service_messages.signature_def(init_op) == declared
     with pytest.raises(InvalidArgument, match="cannot be run: it is an op, not a tensor"):
         find_signature({init_op.name: init_op}, "__saved_model_init_op")

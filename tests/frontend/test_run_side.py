@@ -13,7 +13,7 @@ from typing import Any
 import pytest
 
 from gateway.frontend.run_side import RunSide
-from gateway.parallel.shared_load import LoadTable, SharedLoadDispatcher
+from gateway.runs.shared_load import LoadTable, SharedLoadDispatcher
 from gateway.supervisor.fanout import channel_fds
 
 

@@ -10,7 +10,7 @@ import pytest
 
 from gateway.config.model_config import ModelSpecConfig
 from gateway.errors import ServingError
-from gateway.frontend.registry import SnapshotModels
+from gateway.frontend.pushed_registry import SnapshotModels
 from gateway.ipc import snapshot
 from gateway.serving.registry import Models, Servable, State, VersionStatus
 from gateway.serving.signature import Signature, TensorSpec
@@ -50,11 +50,11 @@ QUERIES = [
 
 def test_a_front_end_answers_every_query_as_the_supervisor_does(tmp_path: Path) -> None:
     models = served(tmp_path)
-    wire = json.loads(json.dumps(snapshot.encode(models, serial=1)))  # what crosses
+    wire = json.loads(json.dumps(snapshot.snapshot_to_wire(models, serial=1)))  # what crosses
     dispatcher, (link,) = fake_dispatcher(1)
     link.routed = {"a:1", "a:2", "b:4"}
     copy = SnapshotModels(dispatcher, Recorder())
-    copy.replace(snapshot.decode(wire))
+    copy.replace(snapshot.snapshot_from_wire(wire))
     for query in QUERIES:
         assert _answer(copy, query) == _answer(models, query)
 
@@ -87,8 +87,8 @@ def test_a_front_end_answers_every_query_as_the_supervisor_does(tmp_path: Path) 
 def test_signatures_cross_unchanged(signature: Signature) -> None:
     signatures = {signature.name: signature}
     servable = Servable("m", 1, "m:1", "tensorflow", signatures, "/m/1", "openvino_bf16")
-    wire = json.loads(json.dumps(snapshot.encode(OneServable(servable), serial=1)))
-    copy = snapshot.decode(wire).models["m"].servables[1]
+    wire = json.loads(json.dumps(snapshot.snapshot_to_wire(OneServable(servable), serial=1)))
+    copy = snapshot.snapshot_from_wire(wire).models["m"].servables[1]
     assert copy == servable
     assert copy.signatures[signature.name].image_inputs == signature.image_inputs
 

@@ -15,8 +15,8 @@ from gateway.config.model_runtimes import RuntimeChoice
 from gateway.config.settings import Settings
 from gateway.errors import FailedPrecondition, NotFound
 from gateway.models.loader import LoadOptions, VersionLoader
-from gateway.parallel.warmup import WarmupRun
 from gateway.serving.registry import Servable
+from gateway.worker_channel.warmup_runs import WarmupRun
 from tests.support.fakes import FakePool
 from tests.support.idle_loop import settle
 

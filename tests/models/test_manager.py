@@ -13,8 +13,8 @@ import pytest
 from gateway.config.model_config import ModelSpecConfig
 from gateway.errors import Code, FailedPrecondition, InvalidArgument, NotFound, ServingError
 from gateway.models.loader import LoadOptions
-from gateway.parallel.warmup import WarmupRun
 from gateway.serving.registry import Servable, State
+from gateway.worker_channel.warmup_runs import WarmupRun
 from tests.models.harness import manager, versions
 from tests.support.fakes import FakePool
 from tests.support.idle_loop import settle

@@ -21,9 +21,10 @@ import pytest
 from gateway.config.model_config import ModelSpecConfig
 from gateway.models.loader import LoadOptions
 from gateway.models.manager import ModelManager
-from gateway.parallel.pool import WorkerPool
-from gateway.parallel.warmup import WarmupRun
+from gateway.runs.dispatcher import Dispatcher
 from gateway.serving.registry import Servable, State
+from gateway.worker_channel.warmup_runs import WarmupRun
+from gateway.worker_pool.pool import WorkerPool
 from tests.support import onnx_models
 from tests.support.pool_runs import WAIT_S, options, outputs
 
@@ -62,7 +63,8 @@ def test_a_worker_killed_during_warmup_fails_that_attempt_and_the_retry_serves(
     spec = ModelSpecConfig("scaled", str(tmp_path / "scaled"))
 
     async def main() -> None:
-        pool = WorkerPool(options(workers=2, restart_delay_s=0.0))
+        dispatcher = Dispatcher()
+        pool = WorkerPool(options(workers=2, restart_delay_s=0.0), dispatcher=dispatcher)
         inputs = KillAt(pool, at=30)
 
         async def warmup(servable: Servable) -> list[WarmupRun]:
@@ -84,7 +86,7 @@ def test_a_worker_killed_during_warmup_fails_that_attempt_and_the_retry_serves(
             assert (status.state, status.error) == (State.AVAILABLE, None)
             await asyncio.wait_for(pool.wait_all_alive(), WAIT_S)
             assert inputs.killed not in pool.pids() and pool.hosts(KEY)
-            for link in pool.dispatcher.links:  # both workers serve it: the replacement too
+            for link in dispatcher.links:  # both workers serve it: the replacement too
                 assert KEY in link.routed
                 result = await outputs(link.submit(KEY, {"x": (np.dtype(np.float32), (1, 2))},
                                                    _fill, None, None))  # fmt: skip

@@ -11,7 +11,7 @@ from opentelemetry.sdk.trace.export.in_memory_span_exporter import InMemorySpanE
 from gateway.config.settings import Settings
 from gateway.observability.grpc_hook import GrpcObserver
 from gateway.observability.hooks import Observability
-from gateway.observability.page import MetricsPage
+from gateway.observability.metrics_page import MetricsPage
 from gateway.observability.span_export import RecordExporter
 from gateway.observability.tracing import Sampling, Tracing, default_resource
 from gateway.serving.registry import Servable

@@ -14,7 +14,7 @@ from collections.abc import Iterator
 from pathlib import Path
 
 from gateway.observability.log_files import LogFiles
-from gateway.tfserving.codec.tfrecord import frame, read_records
+from gateway.tfserving.codec.tfrecord import frame_record, read_records
 
 
 def _records(path: Path) -> list[bytes]:
@@ -36,10 +36,10 @@ def _ours(directory: Path, base: str = "log") -> list[Path]:
 
 
 def test_names_carry_pid_and_a_random_token_and_files_rotate_whole(tmp_path: Path) -> None:
-    record = frame(b"x" * 100)
+    record = frame_record(b"x" * 100)
     files = LogFiles(str(tmp_path / "log"), max_file_bytes=2 * len(record))
     for i in range(5):
-        files.write(frame(bytes([i]) * 100))
+        files.write(frame_record(bytes([i]) * 100))
     files.release()
     names = [p.name for p in _ours(tmp_path)]
     (token,) = {
@@ -63,9 +63,9 @@ def test_a_leftover_file_or_symlink_at_an_earlier_process_name_is_left_alone(
     target = tmp_path / "elsewhere"
     target.write_bytes(b"")
     (tmp_path / f"log-{pid}-00001.tfrecord").symlink_to(target)
-    files = LogFiles(str(tmp_path / "log"), max_file_bytes=len(frame(b"r")))
+    files = LogFiles(str(tmp_path / "log"), max_file_bytes=len(frame_record(b"r")))
     for _ in range(3):
-        files.write(frame(b"r"))
+        files.write(frame_record(b"r"))
     files.release()
     assert leftover.read_bytes() == b"an earlier process's partial rec"
     assert target.read_bytes() == b""
@@ -84,7 +84,7 @@ def test_a_name_already_taken_draws_a_new_token_never_opening_what_is_there(
     (tmp_path / f"log-{pid}-cccccccc-00000.tfrecord").write_bytes(b"someone's")
     draw = _draw("aaaaaaaa", "bbbbbbbb", "cccccccc", "dddddddd")
     files = LogFiles(str(tmp_path / "log"), max_file_bytes=1 << 20, draw=draw)
-    files.write(frame(b"mine"))
+    files.write(frame_record(b"mine"))
     assert files.current == str(tmp_path / f"log-{pid}-dddddddd-00000.tfrecord")
     files.release()
     assert target.read_bytes() == b""
@@ -94,11 +94,11 @@ def test_a_name_already_taken_draws_a_new_token_never_opening_what_is_there(
 
 def test_a_file_removed_while_written_is_replaced_by_a_new_one(tmp_path: Path) -> None:
     files = LogFiles(str(tmp_path / "log"), max_file_bytes=1 << 20)
-    files.write(frame(b"first"))
+    files.write(frame_record(b"first"))
     first = files.current
     assert first is not None
     os.unlink(first)
-    files.write(frame(b"second"))
+    files.write(frame_record(b"second"))
     assert files.current != first
     files.release()
     (path,) = _ours(tmp_path)
@@ -108,7 +108,7 @@ def test_a_file_removed_while_written_is_replaced_by_a_new_one(tmp_path: Path) -
 def test_the_cap_removes_the_oldest_files_of_the_prefix_first(tmp_path: Path) -> None:
     """Files of another process of the same prefix count and go first (they are older); other
     names, and links that match the pattern, are never removed."""
-    record = frame(b"y" * 1000)
+    record = frame_record(b"y" * 1000)
     size = len(record)
     older = tmp_path / "log-1-0123abcd-00000.tfrecord"
     older.write_bytes(record)
@@ -119,7 +119,7 @@ def test_the_cap_removes_the_oldest_files_of_the_prefix_first(tmp_path: Path) ->
     link.symlink_to(unrelated)
     files = LogFiles(str(tmp_path / "log"), max_file_bytes=size, max_total_bytes=3 * size)
     for i in range(10):
-        files.write(frame(bytes([i]) * 1000))
+        files.write(frame_record(bytes([i]) * 1000))
         os.utime(files.current or "", ns=(10 + i, 10 + i))  # distinct ages, in order
     files.release()
     assert files.removed == 8  # the other process's file, then this one's oldest
@@ -138,9 +138,9 @@ def test_a_write_that_fails_leaves_the_file_with_its_whole_records_only(tmp_path
         f"""
         import resource, signal
         from gateway.observability.log_files import LogFiles
-        from gateway.tfserving.codec.tfrecord import frame
+        from gateway.tfserving.codec.tfrecord import frame_record
         signal.signal(signal.SIGXFSZ, signal.SIG_IGN)
-        record = frame(b"z" * 1000)
+        record = frame_record(b"z" * 1000)
         resource.setrlimit(resource.RLIMIT_FSIZE, (2 * len(record) + 500, resource.RLIM_INFINITY))
         files = LogFiles({str(prefix)!r}, max_file_bytes=1 << 20)
         files.write(record)
@@ -160,25 +160,25 @@ def test_a_write_that_fails_leaves_the_file_with_its_whole_records_only(tmp_path
     assert done.stdout.startswith("failed")
     (path,) = _ours(tmp_path)
     assert _records(path) == [b"z" * 1000] * 2
-    assert path.stat().st_size == 2 * len(frame(b"z" * 1000))
+    assert path.stat().st_size == 2 * len(frame_record(b"z" * 1000))
 
 
 def test_a_directory_recreated_after_a_failure_is_found_again(tmp_path: Path) -> None:
     logs = tmp_path / "logs"
     logs.mkdir()
-    files = LogFiles(str(logs / "log"), max_file_bytes=len(frame(b"a")))
-    files.write(frame(b"a"))
+    files = LogFiles(str(logs / "log"), max_file_bytes=len(frame_record(b"a")))
+    files.write(frame_record(b"a"))
     for path in logs.iterdir():
         path.unlink()
     logs.rmdir()
     try:
-        files.write(frame(b"lost"))
+        files.write(frame_record(b"lost"))
     except FileNotFoundError:
         pass
     else:
         raise AssertionError("a file was created in a removed directory")
     logs.mkdir()
-    files.write(frame(b"b"))
+    files.write(frame_record(b"b"))
     files.release()
     (path,) = _ours(logs)
     assert _records(path) == [b"b"]

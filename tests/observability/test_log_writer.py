@@ -13,7 +13,7 @@ import pytest
 
 from gateway.observability.log_files import LogFiles
 from gateway.observability.log_writer import FIRST_PAUSE_S, LogWriter, PendingBytes
-from gateway.tfserving.codec.tfrecord import frame, read_records
+from gateway.tfserving.codec.tfrecord import frame_record, read_records
 
 
 def _records(directory: Path, base: str = "log") -> list[bytes]:
@@ -25,7 +25,7 @@ def _records(directory: Path, base: str = "log") -> list[bytes]:
 
 
 def _job(data: bytes):  # type: ignore[no-untyped-def]
-    return lambda: frame(data)
+    return lambda: frame_record(data)
 
 
 def _writer(prefix: Path, *, max_pending: int = 8, budget: int = 1 << 20, **kw) -> LogWriter:  # type: ignore[no-untyped-def]
@@ -42,7 +42,7 @@ class _Held:
     def __call__(self) -> bytes:
         self.taken.set()
         assert self.release.wait(60)
-        return frame(self.data)
+        return frame_record(self.data)
 
 
 def test_records_are_written_whole_and_in_order(tmp_path: Path) -> None:
@@ -134,7 +134,7 @@ def test_an_outage_is_logged_once_paused_and_its_records_dropped_unbuilt(
     def job(data: bytes):  # type: ignore[no-untyped-def]
         def build() -> bytes:
             built.append(data)
-            return frame(data)
+            return frame_record(data)
 
         return build
 

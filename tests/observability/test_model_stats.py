@@ -8,7 +8,7 @@ from gateway.observability.call_record import Call
 from gateway.observability.metrics import GatewayMetrics
 from gateway.observability.model_stats import Duration, ModelStats, VersionStats, record_run
 from gateway.observability.tfs_metrics import TfServingMetrics
-from gateway.parallel.lease import RunResult
+from gateway.worker_channel.lease import RunResult
 
 LABELS = QueueLabels("m", "3", "ONNX", 1, None)
 

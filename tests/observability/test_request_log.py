@@ -19,7 +19,7 @@ from gateway.config.model_config import ModelSpecConfig
 from gateway.config.request_logging import RequestLogging
 from gateway.observability.cells import Counter
 from gateway.observability.request_log import REST_LOG, LogLimits, RequestLog
-from gateway.tfserving.codec.tfrecord import frame, read_records
+from gateway.tfserving.codec.tfrecord import frame_record, read_records
 from gateway.transport.surface import LogAs, Sampled
 
 LIMITS = LogLimits(max_pending=16, max_pending_bytes=1 << 20, max_file_bytes=1 << 20)
@@ -30,7 +30,9 @@ def _spec(name: str, logging: RequestLogging | None) -> ModelSpecConfig:
 
 
 def _record(request: Any, response: Any, sampled: Sampled) -> bytes:
-    return frame(f"{request}:{response}:{sampled.sampling_rate}:{sampled.attributes}".encode())
+    return frame_record(
+        f"{request}:{response}:{sampled.sampling_rate}:{sampled.attributes}".encode()
+    )
 
 
 LOG_AS = LogAs(_record, lambda request, response: 1)
@@ -110,7 +112,7 @@ def test_a_prefix_no_longer_configured_has_its_writer_finished(tmp_path: Path) -
     log.configure([_spec("m", None)])
     assert log.writers == {}
     for writer in retired:
-        assert not writer.put(lambda: frame(b"late"), 1)  # finished: it takes no more
+        assert not writer.put(lambda: frame_record(b"late"), 1)  # finished: it takes no more
         assert writer.close(60)
     assert threading.active_count() == baseline
     asyncio.run(log.close())
@@ -125,7 +127,7 @@ def test_a_full_writer_drops_and_counts_per_model(tmp_path: Path) -> None:
     def held(request: Any, response: Any, sampled: Sampled) -> bytes:
         taken.set()
         release.wait(30)
-        return frame(b"held")
+        return frame_record(b"held")
 
     counter = Counter(("model_name",))
     logging_ = RequestLogging("file", str(tmp_path / "m"), 1.0)
@@ -150,7 +152,7 @@ def test_the_bytes_a_call_holds_count_against_the_process_budget(tmp_path: Path)
     def held(request: Any, response: Any, sampled: Sampled) -> bytes:
         taken.set()
         release.wait(30)
-        return frame(b"held")
+        return frame_record(b"held")
 
     limits = LogLimits(max_pending=1000, max_pending_bytes=1000, max_file_bytes=1 << 20)
     log = _log([_spec("m", RequestLogging("file", str(tmp_path / "m"), 1.0))], [], limits)
@@ -211,7 +213,7 @@ def _stuck_log(tmp_path: Path) -> tuple[RequestLog, threading.Event]:
     def held(request: Any, response: Any, sampled: Sampled) -> bytes:
         taken.set()
         release.wait(60)
-        return frame(b"held")
+        return frame_record(b"held")
 
     log = _log([_spec("m", RequestLogging("file", str(tmp_path / "m"), 1.0))], [])
     log.offer("m", LogAs(held, lambda q, r: 1), "x", "r")

@@ -17,8 +17,8 @@ from gateway.observability.rest_hook import observer
 from gateway.observability.span_export import RecordExporter
 from gateway.observability.tfs_metrics import TfServingMetrics
 from gateway.observability.tracing import Sampling, Tracing, default_resource
+from gateway.transport.http.http_messages import HttpResponse
 from gateway.transport.http.json_error import failure_response
-from gateway.transport.http.messages import HttpResponse
 from gateway.transport.http.routes import UNKNOWN_API, ApiCall
 from tests.support.rest import made_request
 

@@ -10,7 +10,7 @@ from gateway.observability import server_timing
 from gateway.observability.batches import BatchNote, QueueLabels, QueueObserver
 from gateway.observability.call_record import Call
 from gateway.observability.calls import Recorder
-from gateway.parallel.lease import RunResult
+from gateway.worker_channel.lease import RunResult
 
 LABELS = QueueLabels("m", "1", "ONNX", 1, None)
 

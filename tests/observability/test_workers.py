@@ -11,7 +11,7 @@ from collections.abc import Awaitable, Callable
 from prometheus_client.core import Metric
 
 from gateway.observability.workers import WorkerFigures
-from gateway.parallel.pool import PoolOptions, WorkerPool
+from gateway.worker_pool.pool import PoolOptions, WorkerPool
 from tests.support.pool_runs import with_pool
 from tests.support.waits import until_notified
 

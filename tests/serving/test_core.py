@@ -12,15 +12,15 @@ from pathlib import Path
 import numpy as np
 import pytest
 
+from gateway.batching.policy import BatchingPolicy
 from gateway.config.batching_options import BatchingOptions
 from gateway.config.model_config import ModelSpecConfig
 from gateway.errors import InvalidArgument, NotFound, ResourceExhausted
-from gateway.parallel.pool import PoolOptions
 from gateway.roles import Options, build
 from gateway.serving.core import ModelRef, PredictResult, ServingCore
 from gateway.serving.inputs import ConvertedInputs, Decoded, Header
-from gateway.serving.policy import BatchingPolicy
 from gateway.serving.signature import Signature
+from gateway.worker_pool.pool import PoolOptions
 from tests.support.fakes import FakeLink, FakePool, fake_dispatcher
 from tests.support.idle_loop import settle
 

@@ -14,8 +14,8 @@ import pytest
 
 from gateway.config.batching_options import BatchingOptions
 from gateway.errors import DeadlineExceeded
-from gateway.parallel.inline_session import InlineSession, load_session
-from gateway.parallel.inline_watch import InlineWatch
+from gateway.runs.inline_session import InlineSession, load_session
+from gateway.runs.inline_watch import InlineWatch
 from gateway.serving.inline_path import InlinePlan
 from gateway.serving.signature import Signature
 from tests.support import onnx_models

@@ -16,7 +16,7 @@ import pytest
 from channel.handover import Message, close_all
 from gateway.errors import ServingError
 from gateway.ipc.link import MessageLink
-from gateway.parallel.shared_load import LoadTable
+from gateway.runs.shared_load import LoadTable
 from gateway.supervisor.fanout import Fanout, channel_fds
 
 

@@ -10,7 +10,7 @@ import asyncio
 import os
 
 from gateway.ipc.link import MessageHandler
-from gateway.parallel.shared_load import LoadTable
+from gateway.runs.shared_load import LoadTable
 from gateway.supervisor.frontends import FrontEndProcess
 
 WAIT_S = 60.0

@@ -84,7 +84,7 @@ def test_one_loop_turn_s_changes_go_out_as_one_snapshot(tmp_path: Path) -> None:
         await push.sync()  # the next one, after everything sent before it
         for front in fronts.values():
             assert _ops(front) == [("snapshot", 1), ("snapshot", 2)]
-            assert front.seen[0][1]["snapshot"] == snapshot.encode(models, 1)
+            assert front.seen[0][1]["snapshot"] == snapshot.snapshot_to_wire(models, 1)
 
     run(tmp_path, scenario)
 

@@ -13,10 +13,10 @@ from typing import Any
 import numpy as np
 
 from gateway.errors import ServingError
-from gateway.parallel.dispatcher import Dispatcher
-from gateway.parallel.hosting import Loaded
-from gateway.parallel.lease import OutputLease, RunResult
-from gateway.parallel.warmup import WarmupReport
+from gateway.runs.dispatcher import Dispatcher
+from gateway.worker_channel.lease import OutputLease, RunResult
+from gateway.worker_channel.warmup_runs import WarmupReport
+from gateway.worker_pool.hosting import Loaded
 
 
 class FakeTimer:

@@ -11,10 +11,11 @@ from collections.abc import Awaitable, Callable
 
 import numpy as np
 
-from gateway.parallel.hosting import LoadSpec
-from gateway.parallel.lease import RunResult
-from gateway.parallel.pool import PoolOptions, WorkerPool
-from gateway.parallel.run_link import RunLink
+from gateway.runs.dispatcher import Dispatcher
+from gateway.worker_channel.lease import RunResult
+from gateway.worker_channel.run_link import RunLink
+from gateway.worker_pool.hosting import LoadSpec
+from gateway.worker_pool.pool import PoolOptions, WorkerPool
 
 WAIT_S = 60.0
 KEY = "scaled:1"
@@ -44,9 +45,16 @@ async def outputs(run: asyncio.Future[RunResult]) -> dict[str, np.ndarray]:
         result.release()
 
 
+def dispatcher_of(pool: WorkerPool) -> Dispatcher:
+    """The dispatcher ``pool`` reports its workers to (every pool here is given one)."""
+    dispatcher = pool.dispatcher
+    assert isinstance(dispatcher, Dispatcher)
+    return dispatcher
+
+
 def link(pool: WorkerPool) -> RunLink:
     """The run link the dispatcher picks for ``KEY`` now."""
-    picked = pool.dispatcher.pick(KEY)
+    picked = dispatcher_of(pool).pick(KEY)
     assert picked is not None
     return picked
 
@@ -58,7 +66,7 @@ def with_pool(
 
     async def main() -> None:
         changed = asyncio.Event()
-        pool = WorkerPool(options, on_change=changed.set)
+        pool = WorkerPool(options, dispatcher=Dispatcher(), on_change=changed.set)
         try:
             await asyncio.wait_for(pool.start(), WAIT_S)
             await scenario(pool, changed)

@@ -16,7 +16,7 @@ from multidict import CIMultiDict
 
 from gateway.serving.core import ServingCore
 from gateway.tfserving.rest.routes import ClassifyRegress, TfServingRest
-from gateway.transport.http.messages import HttpRequest
+from gateway.transport.http.http_messages import HttpRequest
 from gateway.transport.http.routes import Routes
 from gateway.transport.http.server import HttpServer
 

@@ -7,11 +7,11 @@ from __future__ import annotations
 import contextlib
 from collections.abc import AsyncIterator, Sequence
 
+from gateway.batching.policy import BatchingPolicy
 from gateway.config.batching_options import BatchingOptions
 from gateway.config.model_config import ModelSpecConfig
-from gateway.parallel.pool import PoolOptions, WorkerPool
 from gateway.roles import Options, Stack, build
-from gateway.serving.policy import BatchingPolicy
+from gateway.worker_pool.pool import PoolOptions, WorkerPool
 
 ARENA_BYTES = 2**22
 

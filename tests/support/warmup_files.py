@@ -11,7 +11,7 @@ import numpy as np
 
 from gateway._pb.tensorflow_serving.apis import prediction_log_pb2
 from gateway.tfserving.codec import tensor_encode
-from gateway.tfserving.codec.tfrecord import frame
+from gateway.tfserving.codec.tfrecord import frame_record
 from gateway.tfserving.warmup import WARMUP_FILE
 
 PredictionLog = prediction_log_pb2.PredictionLog
@@ -23,7 +23,9 @@ def write_warmup(version_dir: Path, records: Iterable[PredictionLog | bytes]) ->
     path = version_dir / WARMUP_FILE
     path.parent.mkdir(parents=True, exist_ok=True)
     path.write_bytes(
-        b"".join(frame(r if isinstance(r, bytes) else r.SerializeToString()) for r in records)
+        b"".join(
+            frame_record(r if isinstance(r, bytes) else r.SerializeToString()) for r in records
+        )
     )
     return path
 

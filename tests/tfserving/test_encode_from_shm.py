@@ -18,11 +18,11 @@ import pytest
 
 from gateway._pb.tensorflow_serving.apis import predict_pb2
 from gateway.config.model_config import ModelSpecConfig
-from gateway.parallel.lease import Outputs
 from gateway.serving.core import ModelRef, PredictResult
 from gateway.serving.inputs import converted_inputs
 from gateway.tfserving import grpc as grpc_adapter
 from gateway.tfserving.grpc import PredictionService
+from gateway.worker_channel.lease import Outputs
 from tests.support import onnx_models
 from tests.support.grpc_calls import outputs_of, predict_request
 from tests.support.stack import serving_stack
@@ -69,7 +69,7 @@ def test_outputs_are_read_only_views_and_their_space_is_not_reused_while_held(
 ) -> None:
     async def scenario() -> None:
         async with serving_stack([spec]) as stack:
-            (link,) = stack.pool.dispatcher.links
+            (link,) = stack.dispatcher.links
             first = await _held(stack, 1.0)
             y = first["y"]
             owner = _shared_memory(y)
@@ -97,7 +97,7 @@ def test_the_core_returns_the_space_when_the_encoder_fails(spec: ModelSpecConfig
 
     async def scenario() -> None:
         async with serving_stack([spec]) as stack:
-            (link,) = stack.pool.dispatcher.links
+            (link,) = stack.dispatcher.links
             decode = lambda _signature: converted_inputs({"x": _x(1.0)})  # noqa: E731
             with pytest.raises(ValueError, match="the encoder failed"):
                 await asyncio.wait_for(
@@ -141,7 +141,7 @@ def test_the_grpc_encoder_reads_shared_memory_and_the_lease_ends_with_the_call(
 
     async def scenario() -> None:
         async with serving_stack([spec]) as stack:
-            (link,) = stack.pool.dispatcher.links
+            (link,) = stack.dispatcher.links
             holder["channel"] = link.channel
             service = PredictionService(stack.core, max_elements=1 << 20, as_tensor_content=True)
             request = predict_request("scaled", {"x": _x(3.0)})

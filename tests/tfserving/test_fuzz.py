@@ -23,7 +23,7 @@ from gateway._pb.tensorflow_serving.apis import predict_pb2
 from gateway.errors import Code, ServingError
 from gateway.serving.inputs import ConvertedInputs, validated
 from gateway.serving.signature import Signature, TensorSpec
-from gateway.tfserving.codec import messages, tensor_types
+from gateway.tfserving.codec import service_messages, tensor_types
 from gateway.tfserving.rest import json_request
 
 CLIENT_ERRORS = {Code.INVALID_ARGUMENT, Code.RESOURCE_EXHAUSTED, Code.UNIMPLEMENTED}
@@ -79,7 +79,7 @@ signatures = st.builds(
 
 def _decode_or_client_error(request: predict_pb2.PredictRequest, signature: Signature) -> None:
     try:
-        decoded = messages.PredictInputs(
+        decoded = service_messages.PredictInputs(
             request, signature, max_elements=MAX_ELEMENTS, max_bytes=MAX_BYTES
         )
         inputs = validated(signature, decoded)

@@ -6,7 +6,7 @@ import pytest
 
 from gateway.v2.call import InferCall, RequestedOutput
 from gateway.v2.parameters import RequestOptions
-from gateway.v2.versions import Target
+from gateway.v2.version_strings import Target
 
 
 def test_deadline_from_the_timeout_parameter() -> None:

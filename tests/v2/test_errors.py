@@ -9,16 +9,16 @@ from gateway.v2 import errors
 
 
 def test_error_table() -> None:
-    assert errors.http_status(Code.INVALID_ARGUMENT) == 400
-    assert errors.http_status(Code.NOT_FOUND) == 404
-    assert errors.http_status(Code.UNAVAILABLE) == 503
-    assert errors.http_status(Code.UNIMPLEMENTED) == 501
-    assert errors.http_status(Code.INTERNAL) == 500
-    assert errors.http_status(Code.FAILED_PRECONDITION) == 400
-    assert errors.http_status(Code.RESOURCE_EXHAUSTED) == 429
-    assert errors.http_status(Code.DEADLINE_EXCEEDED) == 504
-    assert errors.http_status(Code.CANCELLED) == 400
-    assert {errors.http_status(code) for code in Code} <= {
+    assert errors.v2_http_status(Code.INVALID_ARGUMENT) == 400
+    assert errors.v2_http_status(Code.NOT_FOUND) == 404
+    assert errors.v2_http_status(Code.UNAVAILABLE) == 503
+    assert errors.v2_http_status(Code.UNIMPLEMENTED) == 501
+    assert errors.v2_http_status(Code.INTERNAL) == 500
+    assert errors.v2_http_status(Code.FAILED_PRECONDITION) == 400
+    assert errors.v2_http_status(Code.RESOURCE_EXHAUSTED) == 429
+    assert errors.v2_http_status(Code.DEADLINE_EXCEEDED) == 504
+    assert errors.v2_http_status(Code.CANCELLED) == 400
+    assert {errors.v2_http_status(code) for code in Code} <= {
         200,
         400,
         401,

@@ -18,7 +18,7 @@ from gateway.errors import (
 )
 from gateway.v2 import grpc_infer, response_wire
 from gateway.v2.declared import Limits
-from gateway.v2.versions import Target
+from gateway.v2.version_strings import Target
 from tests.v2.conftest import signature, validate
 
 SIG = signature(

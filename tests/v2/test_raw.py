@@ -19,7 +19,7 @@ from gateway.v2.declared import Limits
 
 
 def _header(datatype: str, shape: tuple[int, ...]) -> Declared[Datatype]:
-    return declared.declare("x", datatype, shape, Limits(10**6))
+    return declared.declare_input("x", datatype, shape, Limits(10**6))
 
 
 def test_raw_layout_examples() -> None:

@@ -35,26 +35,26 @@ def test_repository_index_states() -> None:
 def test_repository_load_and_unload() -> None:
     from gateway._pb.inference import grpc_service_pb2 as pb
 
-    assert repository_codec.from_json("m", None, unload=False) == repository_codec.RepositoryCall(
-        "m"
-    )
-    unload = repository_codec.from_json(
+    assert repository_codec.call_from_json(
+        "m", None, unload=False
+    ) == repository_codec.RepositoryCall("m")
+    unload = repository_codec.call_from_json(
         "m", {"parameters": {"unload_dependents": True}}, unload=True
     )
     assert unload == repository_codec.RepositoryCall("m", True)
     request = pb.RepositoryModelLoadRequest(model_name="m")
-    assert repository_codec.from_proto(request, unload=False) == repository_codec.RepositoryCall(
-        "m"
-    )
+    assert repository_codec.call_from_proto(
+        request, unload=False
+    ) == repository_codec.RepositoryCall("m")
     request.parameters["config"].string_param = "{}"
     with pytest.raises(ServingError, match="load parameter 'config'") as info:
-        repository_codec.from_proto(request, unload=False)
+        repository_codec.call_from_proto(request, unload=False)
     assert info.value.code == Code.UNIMPLEMENTED
     named = pb.RepositoryModelUnloadRequest(repository_name="r", model_name="m")
     with pytest.raises(ServingError, match="'repository_name' specification") as info:
-        repository_codec.from_proto(named, unload=True)
+        repository_codec.call_from_proto(named, unload=True)
     assert info.value.code == Code.UNIMPLEMENTED
     with pytest.raises(InvalidArgument, match="unknown parameter 'x' for load"):
-        repository_codec.from_json("m", {"parameters": {"x": 1}}, unload=False)
+        repository_codec.call_from_json("m", {"parameters": {"x": 1}}, unload=False)
     with pytest.raises(InvalidArgument, match="'unload_dependents' must be a boolean"):
-        repository_codec.from_json("m", {"parameters": {"unload_dependents": 1}}, unload=True)
+        repository_codec.call_from_json("m", {"parameters": {"unload_dependents": 1}}, unload=True)

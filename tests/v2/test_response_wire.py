@@ -11,7 +11,7 @@ import numpy.typing as npt
 import pytest
 
 from gateway._pb.inference.grpc_service_pb2 import ModelInferResponse
-from gateway.v2 import datatypes, raw, response_wire, versions
+from gateway.v2 import datatypes, raw, response_wire, version_strings
 
 OUTPUTS = {
     "f": np.arange(6, dtype=np.float32).reshape(2, 3),
@@ -29,7 +29,7 @@ def _protobuf(
     """The same response built as a protobuf message (every output's values raw, in order) and
     serialized by protobuf."""
     response = ModelInferResponse(
-        model_name=model, model_version=versions.version_string(version), id=request_id
+        model_name=model, model_version=version_strings.version_string(version), id=request_id
     )
     for name, array in outputs.items():
         row = datatypes.for_numpy(array.dtype)

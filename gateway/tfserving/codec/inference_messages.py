@@ -15,7 +15,7 @@ from gateway._pb.tensorflow_serving.apis import (
     regression_pb2,
 )
 from gateway.tfserving.codec.example import ExampleBatch
-from gateway.tfserving.codec.messages import fill_model_spec, model_ref
+from gateway.tfserving.codec.service_messages import fill_model_spec, model_ref
 from gateway.tfserving.inference import InferenceResult
 from gateway.tfserving.inference_plans import InferenceTask
 from gateway.tfserving.inference_results import Classifications, Regressions

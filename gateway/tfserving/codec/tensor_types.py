@@ -111,7 +111,7 @@ def for_numpy(dtype: np.dtype[Any]) -> TensorType:
         raise InvalidArgument(f"unsupported numpy dtype {dtype} for a tensor") from None
 
 
-def dtype_name(data_type: int) -> str:
+def canonical_name(data_type: int) -> str:
     """DataType enum value → canonical name; INVALID_ARGUMENT naming the enum if unsupported."""
     return lookup(data_type).name
 
@@ -124,8 +124,3 @@ def data_type(name: str) -> types_pb2.DataType.ValueType:
 def data_type_name(name: str) -> str:
     """Canonical name → TensorFlow's DataType name (``float32`` → ``DT_FLOAT``)."""
     return types_pb2.DataType.Name(by_name(name).data_type)
-
-
-def numpy_dtype(name: str) -> np.dtype[Any]:
-    """Canonical name → numpy dtype ("string" → object, holding ``bytes``)."""
-    return by_name(name).dtype

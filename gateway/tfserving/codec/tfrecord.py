@@ -35,7 +35,7 @@ def masked_crc32c(data: bytes) -> int:
     return (((crc >> 15) | (crc << 17)) + _MASK_DELTA) & 0xFFFFFFFF
 
 
-def frame(data: bytes) -> bytes:
+def frame_record(data: bytes) -> bytes:
     """One record as a TFRecord writer frames it (for writing warmup files)."""
     length = _LENGTH.pack(len(data))
     return length + _CRC.pack(masked_crc32c(length)) + data + _CRC.pack(masked_crc32c(data))

@@ -29,7 +29,7 @@ from gateway.tfserving.codec import example as example_codec
 from gateway.tfserving.codec.example import ExampleBatch
 from gateway.tfserving.inference import ExampleInference, InferenceResult
 from gateway.tfserving.inference_results import Classifications
-from gateway.tfserving.request_log import (
+from gateway.tfserving.prediction_log import (
     REST_EXAMPLES,
     ExamplesRequest,
     input_nbytes,

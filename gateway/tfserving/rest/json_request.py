@@ -40,7 +40,7 @@ A predict body of :data:`NUMBERS_BYTES` or more is first read by :mod:`gateway.j
 (``loads(..., tensors=True)``): a dense array of numbers at a tensor's place (``instances``,
 ``inputs``, ``inputs.<name>``) goes straight into one buffer and becomes the tensor with numpy,
 by the same rules; whatever that reader cannot vouch for takes the path above, with its
-messages. A body over :data:`OFF_LOOP_BYTES` is read in a thread (:func:`off_loop`).
+messages. A body over :data:`OFF_LOOP_BYTES` is read in a thread (:func:`read_off_loop`).
 """
 
 from __future__ import annotations
@@ -86,7 +86,7 @@ class Format(enum.Enum):
 NUMBERS_BYTES = 1 << 15
 """Predict bodies of this size (32 KiB) or more are read by :mod:`gateway.json_numbers`."""
 OFF_LOOP_BYTES = 1 << 20
-"""Predict bodies larger than this (1 MiB) are read off the loop (:func:`off_loop`)."""
+"""Predict bodies larger than this (1 MiB) are read off the loop (:func:`read_off_loop`)."""
 TENSOR_PLACES: tuple[json_numbers.Pattern, ...] = (("instances",), ("inputs",), ("inputs", str))
 """Where a predict body keeps its tensors' values."""
 
@@ -95,7 +95,7 @@ class _NumberTooBig(Exception):
     pass
 
 
-def off_loop(body: bytes) -> bool:
+def read_off_loop(body: bytes) -> bool:
     """Whether a predict body is read (:func:`loads` with ``tensors``) in a thread: over
     :data:`OFF_LOOP_BYTES`, so the front end's loop serves other calls meanwhile."""
     return len(body) > OFF_LOOP_BYTES

@@ -36,7 +36,7 @@ from google.protobuf import json_format
 
 from gateway._pb.tensorflow_serving.apis import get_model_metadata_pb2, get_model_status_pb2
 from gateway.errors import Internal, InvalidArgument
-from gateway.tfserving.codec.messages import SIGNATURE_DEF_FIELD
+from gateway.tfserving.codec.service_messages import SIGNATURE_DEF_FIELD
 from gateway.tfserving.rest.json_request import Format
 from gateway.tfserving.rest.json_values import BASE64_KEY
 
@@ -45,7 +45,7 @@ _NUMPY = orjson.OPT_SERIALIZE_NUMPY
 _BFLOAT16 = np.dtype(ml_dtypes.bfloat16)
 
 
-def predict_response(outputs: Mapping[str, np.ndarray], fmt: Format) -> bytes:
+def predict_json(outputs: Mapping[str, np.ndarray], fmt: Format) -> bytes:
     """The JSON body answering a predict request made in ``fmt``."""
     if not outputs:
         raise InvalidArgument("Cannot convert empty tensor map to JSON")

@@ -23,12 +23,12 @@ from gateway.observability.request_log import REST_LOG
 from gateway.serving.core import ModelRef, PredictResult, ServingCore
 from gateway.serving.inputs import ConvertedInputs, Decoded
 from gateway.serving.signature import Signature
-from gateway.tfserving import PROTOCOL, request_log
-from gateway.tfserving.codec import messages
+from gateway.tfserving import PROTOCOL, prediction_log
+from gateway.tfserving.codec import service_messages
 from gateway.tfserving.rest import json_request, json_response, paths
 from gateway.transport.http.bounds import CallBounds
 from gateway.transport.http.front import HttpError
-from gateway.transport.http.messages import HttpRequest, HttpResponse
+from gateway.transport.http.http_messages import HttpRequest, HttpResponse
 from gateway.transport.http.routes import UNKNOWN_API, ApiCall
 
 ClassifyRegress = Callable[[str, ModelRef, dict[str, Any], float], Awaitable[dict[str, Any]]]
@@ -115,7 +115,7 @@ class TfServingRest:
     async def _predict(
         self, ref: ModelRef, body: bytes, deadline: float, bounds: CallBounds
     ) -> HttpResponse:
-        if json_request.off_loop(body):  # a large body: the loop serves others meanwhile
+        if json_request.read_off_loop(body):  # a large body: the loop serves others meanwhile
             request = await asyncio.to_thread(json_request.loads, body, tensors=True)
         else:
             request = json_request.loads(body, tensors=True)
@@ -137,8 +137,8 @@ class TfServingRest:
 
         def encode(result: PredictResult) -> bytes:
             if logged is not None:
-                logged.tensors(request_log.tensors, ref, name, (), result, request_bytes)
-            return json_response.predict_response(result.outputs, formats[0])
+                logged.tensors(prediction_log.tensors, ref, name, (), result, request_bytes)
+            return json_response.predict_json(result.outputs, formats[0])
 
         body = await bounds.until(
             deadline, self._core.predict(ref, name, decode, encode, (), deadline)
@@ -158,10 +158,10 @@ class TfServingRest:
 
     def _status(self, call: paths.RestCall) -> HttpResponse:
         statuses = self._core.status(call.model, call.version, call.label)
-        body = json_response.status_body(messages.status_response(call.model, statuses))
+        body = json_response.status_body(service_messages.status_response(call.model, statuses))
         return HttpResponse(200, body)
 
     def _metadata(self, ref: ModelRef) -> HttpResponse:
         servable, signatures = self._core.metadata(ref)
-        response = messages.metadata_response(servable.model, servable.version, signatures)
+        response = service_messages.metadata_response(servable.model, servable.version, signatures)
         return HttpResponse(200, json_response.metadata_body(response))

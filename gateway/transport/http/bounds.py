@@ -37,7 +37,7 @@ from typing import TypeVar
 from gateway.errors import DeadlineExceeded, InvalidArgument, ResourceExhausted
 from gateway.serving.budget import MemoryBudget
 from gateway.transport.http.front import HttpError
-from gateway.transport.http.messages import HttpRequest
+from gateway.transport.http.http_messages import HttpRequest
 
 T = TypeVar("T")
 

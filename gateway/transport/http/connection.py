@@ -1,7 +1,7 @@
 """One REST connection: requests read (:class:`~.reading.RequestReader`) and served in order.
 
 Each request's task awaits the server's handler and writes the answer with one
-``transport.write`` of the head (:func:`~.messages.head`) and the body.
+``transport.write`` of the head (:func:`~.http_messages.head`) and the body.
 
 - **Order**: pipelined requests are answered in order, one at a time; while one is served, the
   next heads wait and reading pauses. A connection whose client does not take the answer
@@ -21,8 +21,8 @@ import logging
 from collections import deque
 
 from gateway.transport.http.connections import Connections
+from gateway.transport.http.http_messages import HttpRequest, HttpResponse, head
 from gateway.transport.http.json_error import error_body
-from gateway.transport.http.messages import HttpRequest, HttpResponse, head
 from gateway.transport.http.reading import Phase, RequestReader
 
 log = logging.getLogger(__name__)

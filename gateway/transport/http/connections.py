@@ -30,7 +30,7 @@ from email.utils import formatdate
 from typing import Protocol
 
 from gateway.config.settings import Settings
-from gateway.transport.http.messages import HttpRequest, HttpResponse
+from gateway.transport.http.http_messages import HttpRequest, HttpResponse
 from gateway.transport.http.reading import Phase
 from gateway.transport.quiet_log import Throttled
 

@@ -30,7 +30,7 @@ import numpy as np
 
 from channel.dtypes import DTYPE_NAMES, numpy_dtype
 from gateway.transport.http.front import check_probe_method
-from gateway.transport.http.messages import JSON, HttpRequest, HttpResponse
+from gateway.transport.http.http_messages import JSON, HttpRequest, HttpResponse
 from gateway.transport.http.routes import ExtraRoute, Routes
 
 Document = Callable[[], Mapping[str, Any]]

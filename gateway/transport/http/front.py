@@ -13,10 +13,10 @@
 
 from __future__ import annotations
 
-from gateway.transport.admission import CallAdmission
 from gateway.transport.auth import BearerTokens
+from gateway.transport.call_admission import CallAdmission
+from gateway.transport.http.http_messages import HttpResponse
 from gateway.transport.http.json_error import error_response
-from gateway.transport.http.messages import HttpResponse
 
 PROBE_METHODS = ("GET", "HEAD")
 

@@ -2,7 +2,7 @@
 with the failure's HTTP status (TF Serving's, :func:`gateway.errors.http_status`, unless the
 protocol maps codes its own way), ``Retry-After`` on the retryable ones (429, 503),
 ``X-Content-Type-Options: nosniff`` (a browser never reads an error as anything but JSON), and
-the canonical code name as the answer's :attr:`~.messages.HttpResponse.code` for observability.
+the canonical code name as the answer's :attr:`~.http_messages.HttpResponse.code` for observability.
 Messages never quote the request's bytes."""
 
 from __future__ import annotations
@@ -10,7 +10,7 @@ from __future__ import annotations
 import orjson
 
 from gateway.errors import ServingError, http_status
-from gateway.transport.http.messages import JSON, HttpResponse
+from gateway.transport.http.http_messages import JSON, HttpResponse
 
 RETRY_AFTER_S = "1"
 NOSNIFF = "X-Content-Type-Options"

@@ -4,7 +4,7 @@ they arrive, bodies kept on their request (:class:`RequestReader`, the base of
 
 The per-request path is short on purpose (every step is a Python call per request): the parser
 calls :meth:`RequestReader.on_url`, :meth:`~RequestReader.on_header` per header,
-:meth:`~RequestReader.on_headers_complete` (the :class:`~.messages.HttpRequest` is made and
+:meth:`~RequestReader.on_headers_complete` (the :class:`~.http_messages.HttpRequest` is made and
 handed on), :meth:`~RequestReader.on_body` and :meth:`~RequestReader.on_message_complete`. A
 request whose bytes all came in one read has its body complete before its handler runs.
 
@@ -31,7 +31,7 @@ import enum
 import httptools
 
 from gateway.transport.http import chunks
-from gateway.transport.http.messages import HttpRequest
+from gateway.transport.http.http_messages import HttpRequest
 
 MAX_FIELD_BYTES = 8190
 """Longest request line or header line (nginx's 8 KiB buffers less CRLF)."""

@@ -30,7 +30,7 @@ from dataclasses import dataclass
 from typing import Any, Generic, Protocol, TypeVar
 
 from gateway.transport.http.bounds import CallBounds
-from gateway.transport.http.messages import HttpRequest, HttpResponse
+from gateway.transport.http.http_messages import HttpRequest, HttpResponse
 
 KEPT_PARSES = 1024
 UNKNOWN_API = "unknown"

@@ -22,8 +22,8 @@ deadline).
 An ``observe`` hook (observability) wraps each API call with the call's parse. Failures are
 ``{"error": "<message>"}`` with :func:`gateway.errors.http_status`; 429 and 503 carry
 ``Retry-After: 1``; a failed call's answer carries its canonical code name
-(:attr:`~gateway.transport.http.messages.HttpResponse.code`). With ``enable_cors``, every answer
-carries ``Access-Control-Allow-Origin: *`` and TF Serving's other CORS headers, with
+(:attr:`~gateway.transport.http.http_messages.HttpResponse.code`). With ``enable_cors``, every
+answer carries ``Access-Control-Allow-Origin: *`` and TF Serving's other CORS headers, with
 ``Server-Timing`` exposed to pages, and an ``OPTIONS`` preflight on any path is answered 200.
 
 Small JSON bodies are read on the loop; the body size limit bounds them. A protocol may read a
@@ -47,8 +47,8 @@ from gateway.transport.http.bounds import CallBounds
 from gateway.transport.http.connection import HttpConnection
 from gateway.transport.http.connections import ConnectionLimits, Connections
 from gateway.transport.http.front import Front, HttpError, check_probe_method
+from gateway.transport.http.http_messages import TEXT, HttpRequest, HttpResponse
 from gateway.transport.http.json_error import failure_response
-from gateway.transport.http.messages import TEXT, HttpRequest, HttpResponse
 from gateway.transport.http.routes import ApiCall, HttpApi, Observe, Routes
 
 log = logging.getLogger(__name__)

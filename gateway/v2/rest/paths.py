@@ -1,7 +1,7 @@
 """The Open Inference Protocol's REST URL grammar: pure functions from (method, raw path) to a call.
 
 The API lives under ``/v2`` (case-sensitive, as Triton's routes); ``{m}`` and ``{v}`` are
-percent-decoded, ``{v}`` a version string (:mod:`gateway.v2.versions`: digits or a label)::
+percent-decoded, ``{v}`` a version string (:mod:`gateway.v2.version_strings`: digits or a label)::
 
     GET  /v2                                          ServerMetadata
     GET  /v2/health/live | /v2/health/ready           ServerLive | ServerReady

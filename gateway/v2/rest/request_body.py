@@ -68,14 +68,14 @@ from gateway.serving.signature import Signature
 from gateway.v2 import parameters, raw
 from gateway.v2.call import InferCall, RequestedOutput
 from gateway.v2.datatypes import BYTES, Datatype, for_dtype_name
-from gateway.v2.declared import DeclaredInputs, Limits, Wire, declare
+from gateway.v2.declared import DeclaredInputs, Limits, Wire, declare_input
 from gateway.v2.parameters import RequestOptions
 from gateway.v2.rest import json_values
-from gateway.v2.versions import target
+from gateway.v2.version_strings import target
 
 INFER_HEADER: Final = "Inference-Header-Content-Length"
 OFF_LOOP_BYTES: Final = 1 << 20
-"""Bodies larger than this (1 MiB) are parsed and converted off the loop (:func:`off_loop`)."""
+"""Bodies larger than this (1 MiB) are parsed and converted off the loop (:func:`read_off_loop`)."""
 NUMBERS_BYTES: Final = 1 << 15
 """JSON of this size (32 KiB) or more is read by :mod:`gateway.json_numbers` first."""
 TENSOR_PLACES: Final[tuple[json_numbers.Pattern, ...]] = (("inputs", int, "data"),)
@@ -113,8 +113,8 @@ class RestInfer:
 def header_length(value: str | None, body_length: int) -> int | None:
     """The ``Inference-Header-Content-Length`` header's value, None when it is absent;
     INVALID_ARGUMENT when it is not an integer (ASCII digits, a sign, spaces around) in
-    [0, ``body_length``]. Read once per request: the JSON bound, :func:`off_loop` and
-    :func:`parse` take its answer."""
+    [0, ``body_length``]. Read once per request: the JSON bound, :func:`read_off_loop` and
+    :func:`parse_infer` take its answer."""
     if value is None:
         return None
     text = value.strip()
@@ -131,7 +131,7 @@ def header_length(value: str | None, body_length: int) -> int | None:
     return length
 
 
-def parse(body: bytes, header_length: int | None, model: str, version: str) -> RestInfer:
+def parse_infer(body: bytes, header_length: int | None, model: str, version: str) -> RestInfer:
     """Parse an infer body (``header_length``: :func:`header_length`'s answer for it)."""
     view = memoryview(body)
     if not body and header_length is None:
@@ -158,7 +158,7 @@ def parse(body: bytes, header_length: int | None, model: str, version: str) -> R
     return RestInfer(InferCall(target(model, version), request_id, options, outputs), inputs)
 
 
-def off_loop(body: bytes, header_length: int | None) -> bool:
+def read_off_loop(body: bytes, header_length: int | None) -> bool:
     """Whether a body is read with :func:`parse_converted` in a thread: over
     :data:`OFF_LOOP_BYTES`, and not a raw binary request (whose bytes are a view)."""
     return len(body) > OFF_LOOP_BYTES and header_length != 0
@@ -167,9 +167,10 @@ def off_loop(body: bytes, header_length: int | None) -> bool:
 def parse_converted(
     body: bytes, header_length: int | None, model: str, version: str, limits: Limits
 ) -> RestInfer:
-    """:func:`parse`, then each JSON input's values converted (:mod:`gateway.v2.rest.json_values`)
-    for the header it declares; a header or value the core would refuse is left for it."""
-    parsed = parse(body, header_length, model, version)
+    """:func:`parse_infer`, then each JSON input's values converted
+    (:mod:`gateway.v2.rest.json_values`) for the header it declares; a header or value the core
+    would refuse is left for it."""
+    parsed = parse_infer(body, header_length, model, version)
     return replace(parsed, inputs=tuple(_converted(item, limits) for item in parsed.inputs))
 
 
@@ -177,7 +178,7 @@ def _converted(item: RestInput, limits: Limits) -> RestInput:
     if item.binary is not None:
         return item
     try:
-        header = declare(item.name, item.datatype, item.shape, limits)
+        header = declare_input(item.name, item.datatype, item.shape, limits)
         check_total(header.nbytes, limits.max_bytes)
     except ServingError:
         return item  # the core says it, in its turn

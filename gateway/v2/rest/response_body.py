@@ -27,7 +27,7 @@ from typing import Any, Final
 import numpy.typing as npt
 import orjson
 
-from gateway.v2 import datatypes, raw, versions
+from gateway.v2 import datatypes, raw, version_strings
 from gateway.v2.call import InferCall
 from gateway.v2.parameters import BINARY_DATA_SIZE
 from gateway.v2.rest import json_values
@@ -49,7 +49,7 @@ class RestResponse:
         return b"".join(self.chunks)
 
 
-def infer_response(
+def infer_body(
     call: InferCall, model: str, version: int, outputs: Mapping[str, npt.NDArray[Any]]
 ) -> RestResponse:
     """The response to ``call`` for ``outputs`` (in the order given)."""
@@ -74,7 +74,7 @@ def infer_response(
         entries.append(entry)
     document: dict[str, Any] = {
         "model_name": model,
-        "model_version": versions.version_string(version),
+        "model_version": version_strings.version_string(version),
     }
     if call.id:
         document["id"] = call.id

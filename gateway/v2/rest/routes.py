@@ -5,7 +5,7 @@ each — read the request (:mod:`gateway.v2.rest.request_body`), await the
 The grammar is :mod:`gateway.v2.rest.paths`, applied once per request (:meth:`V2Rest.parse`).
 Answers are the protocol's JSON (infer: JSON, or JSON then binary tensors); health and readiness
 answer 200 when true and 400 when false (Triton's). A failed call answers ``{"error": ...}`` with
-the V2 HTTP status of its code (:func:`gateway.v2.errors.http_status`), ``Retry-After`` on 429
+the V2 HTTP status of its code (:func:`gateway.v2.errors.v2_http_status`), ``Retry-After`` on 429
 and 503. Each call's body and deadline are the core's
 :class:`~gateway.transport.http.bounds.CallBounds`; an infer's ``timeout`` parameter tightens the
 deadline.
@@ -28,11 +28,11 @@ from gateway.serving.signature import Signature
 from gateway.transport.auth import AUTHORIZATION
 from gateway.transport.http.bounds import CallBounds
 from gateway.transport.http.front import HttpError
+from gateway.transport.http.http_messages import HttpRequest, HttpResponse
 from gateway.transport.http.json_error import failure_response
-from gateway.transport.http.messages import HttpRequest, HttpResponse
 from gateway.transport.http.routes import UNKNOWN_API, ApiCall
 from gateway.transport.surface import LogRecord
-from gateway.v2 import PROTOCOL, errors, metadata, repository_codec, versions
+from gateway.v2 import PROTOCOL, errors, metadata, repository_codec, version_strings
 from gateway.v2 import statistics as stats
 from gateway.v2.dataplane import DataPlane
 from gateway.v2.rest import paths, request_body, response_body
@@ -75,7 +75,7 @@ class V2Rest:
             return ApiCall(PROTOCOL, UNKNOWN_API, refusal=refusal)
         except ServingError as exc:
             return ApiCall(PROTOCOL, UNKNOWN_API, refusal=exc)
-        version = versions.number(call.version)
+        version = version_strings.number(call.version)
         return ApiCall(PROTOCOL, call.api, call.model, version, call.template, detail=call)
 
     async def serve(
@@ -115,12 +115,12 @@ class V2Rest:
         header = request_body.header_length(request.header(request_body.INFER_HEADER), len(body))
         bounds.check_json(len(body) if header is None else header)  # the JSON's bytes
         limits = self._plane.limits
-        if request_body.off_loop(body, header):  # a large JSON body: the loop serves meanwhile
+        if request_body.read_off_loop(body, header):  # a large JSON body: the loop serves meanwhile
             parsed = await asyncio.to_thread(
                 request_body.parse_converted, body, header, call.model, call.version, limits
             )
         else:
-            parsed = request_body.parse(body, header, call.model, call.version)
+            parsed = request_body.parse_infer(body, header, call.model, call.version)
 
         record = self._log_record
         logged = None if record is None else REST_LOG.get()  # sampled by the request log
@@ -135,7 +135,7 @@ class V2Rest:
                 ref = ModelRef(target.name, target.version, target.label)
                 filtered = parsed.call.output_filter()
                 logged.tensors(record, ref, options.signature_name, filtered, result, len(body))
-            return response_body.infer_response(
+            return response_body.infer_body(
                 parsed.call, result.model, result.version, result.outputs
             )
 
@@ -159,20 +159,20 @@ class V2Rest:
 
     async def _load(self, request: HttpRequest, call: V2Call, bounds: CallBounds) -> Any:
         document = await _body_json(request, bounds)
-        asked = repository_codec.from_json(call.model, document, unload=False)
+        asked = repository_codec.call_from_json(call.model, document, unload=False)
         await self._plane.load(asked, request.headers.get(AUTHORIZATION))
         return HttpResponse(200, b"", None)
 
     async def _unload(self, request: HttpRequest, call: V2Call, bounds: CallBounds) -> Any:
         document = await _body_json(request, bounds)
-        asked = repository_codec.from_json(call.model, document, unload=True)
+        asked = repository_codec.call_from_json(call.model, document, unload=True)
         await self._plane.unload(asked, request.headers.get(AUTHORIZATION))
         return HttpResponse(200, b"", None)
 
 
 def failure(error: ServingError) -> HttpResponse:
     """A failed V2 call's answer (see the module doc); carries its code for observability."""
-    return failure_response(error, errors.http_status(error.code))
+    return failure_response(error, errors.v2_http_status(error.code))
 
 
 def _health_status(answer: bool) -> int:

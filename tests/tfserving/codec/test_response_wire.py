@@ -12,7 +12,7 @@ from hypothesis import strategies as st
 
 from gateway._pb.tensorflow_serving.apis import predict_pb2
 from gateway.errors import ResourceExhausted
-from gateway.tfserving.codec import messages, response_wire, tensor_encode
+from gateway.tfserving.codec import response_wire, service_messages, tensor_encode
 
 DTYPES = [
     np.float32,
@@ -50,7 +50,7 @@ def _protobuf(
 ) -> bytes:
     """The same response built as a protobuf message and serialized by protobuf."""
     response = predict_pb2.PredictResponse()
-    messages.fill_model_spec(response.model_spec, model, version, signature)
+    service_messages.fill_model_spec(response.model_spec, model, version, signature)
     for name, array in outputs.items():
         response.outputs[name].CopyFrom(
             tensor_encode.from_ndarray(array, as_tensor_content=content)

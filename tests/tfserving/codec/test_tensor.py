@@ -13,6 +13,7 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 from hypothesis.extra import numpy as hnp
 
+from channel.dtypes import numpy_dtype
 from gateway._pb.tensorflow.core.framework.tensor_pb2 import TensorProto
 from gateway.tfserving.codec import tensor_decode, tensor_encode, tensor_types
 from tests.tfserving.codec.tensor_cases import NAMES, assert_identical, decode, tensor_proto
@@ -36,7 +37,7 @@ def _from_bits(dtype: np.dtype[Any], shape: tuple[int, ...]) -> st.SearchStrateg
 
 
 def _arrays(name: str, shape: tuple[int, ...]) -> st.SearchStrategy[npt.NDArray[Any]]:
-    dtype = tensor_types.numpy_dtype(name)
+    dtype = numpy_dtype(name)
     if name == "string":
         return _strings(shape)
     if name == "bool":
@@ -132,7 +133,7 @@ def test_half_val_holds_float16_and_bfloat16_bit_patterns() -> None:
 CODEC_NAMES = {
     tensor_decode: ("declared", "to_ndarray", "values"),
     tensor_encode: ("MAX_PROTO_BYTES", "from_ndarray"),
-    tensor_types: ("data_type", "data_type_name", "dtype_name", "numpy_dtype"),
+    tensor_types: ("by_name", "canonical_name", "data_type", "data_type_name"),
 }
 """The codec's public names, each under the part that defines it (importers import from there)."""
 
@@ -150,7 +151,7 @@ def test_each_public_name_is_defined_by_its_part_alone(part: Any, name: str) -> 
 def test_a_signalling_nan_keeps_its_bits_in_tensor_content_and_turns_quiet_in_a_typed_field(
     name: str,
 ) -> None:
-    dtype = tensor_types.numpy_dtype(name)
+    dtype = numpy_dtype(name)
     words = np.array([0x7FA00000, 0x3F800000], dtype=np.uint32)  # a signalling NaN, then 1.0
     array = words.view(dtype)
     assert_identical(_round_trip(array, as_tensor_content=True), array)

@@ -12,6 +12,7 @@ import numpy as np
 import numpy.typing as npt
 import pytest
 
+from channel.dtypes import numpy_dtype
 from gateway import decoding
 from gateway._pb.tensorflow.core.framework import types_pb2
 from gateway._pb.tensorflow.core.framework.tensor_pb2 import TensorProto
@@ -66,7 +67,7 @@ def test_short_typed_lists_repeat_their_last_value() -> None:
 
 @pytest.mark.parametrize("name", NAMES)
 def test_empty_typed_list_means_zeros(name: str) -> None:
-    dtype = tensor_types.numpy_dtype(name)
+    dtype = numpy_dtype(name)
     expected = np.full((2, 3), b"", dtype=object) if name == "string" else np.zeros((2, 3), dtype)
     assert_identical(decode(tensor_proto(name, [2, 3])), expected)
 
@@ -178,7 +179,7 @@ def test_unsupported_dtypes_are_rejected_by_name(enum_name: str) -> None:
     with pytest.raises(InvalidArgument, match=f"unsupported tensor dtype {enum_name}$"):
         decode(proto)
     with pytest.raises(InvalidArgument, match=enum_name):
-        tensor_types.dtype_name(value)
+        tensor_types.canonical_name(value)
 
 
 @pytest.mark.parametrize(
@@ -201,9 +202,9 @@ def test_out_of_range_narrow_ints_are_rejected(name: str, field: str, bad: list[
 
 @pytest.mark.parametrize("name", ["int8", "int16", "uint8", "uint16"])
 def test_narrow_int_boundaries_are_accepted(name: str) -> None:
-    info = np.iinfo(tensor_types.numpy_dtype(name))
+    info = np.iinfo(numpy_dtype(name))
     decoded = decode(tensor_proto(name, [2], int_val=[int(info.min), int(info.max)]))
-    assert_identical(decoded, np.array([info.min, info.max], tensor_types.numpy_dtype(name)))
+    assert_identical(decoded, np.array([info.min, info.max], numpy_dtype(name)))
 
 
 def test_declared_reads_dtype_shape_and_size_without_decoding() -> None:

@@ -10,6 +10,7 @@ import numpy as np
 import numpy.typing as npt
 import pytest
 
+from channel.dtypes import numpy_dtype
 from gateway._pb.tensorflow.core.framework.tensor_pb2 import TensorProto
 from gateway.errors import InvalidArgument, ResourceExhausted
 from gateway.tfserving.codec import tensor_decode, tensor_encode, tensor_types
@@ -48,7 +49,7 @@ def test_shape_is_always_set(shape: tuple[int, ...]) -> None:
 def test_packed_fast_path_serializes_like_extend(name: str, field: str) -> None:
     """The raw packed record parses into exactly what ``extend`` would have built."""
     values = np.random.default_rng(7).standard_normal(3000) * 1e30
-    array = values.astype(tensor_types.numpy_dtype(name))
+    array = values.astype(numpy_dtype(name))
     if name.startswith("complex"):
         array = array + 1j * array[::-1]
     slow = TensorProto(dtype=tensor_types.data_type(name))

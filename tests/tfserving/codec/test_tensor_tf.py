@@ -20,8 +20,9 @@ import numpy as np
 import numpy.typing as npt
 import pytest
 
+from channel.dtypes import numpy_dtype
 from gateway._pb.tensorflow.core.framework.tensor_pb2 import TensorProto
-from gateway.tfserving.codec import tensor_decode, tensor_encode, tensor_types
+from gateway.tfserving.codec import tensor_decode, tensor_encode
 from tests.support import tools
 
 pytestmark = pytest.mark.tfclient
@@ -154,7 +155,7 @@ def _decode(item: dict[str, Any]) -> npt.NDArray[Any]:
         flat = np.empty(len(item["items"]), dtype=object)
         flat[:] = [base64.b64decode(text) for text in item["items"]]
         return flat.reshape(shape)
-    dtype = tensor_types.numpy_dtype(item["dtype"])
+    dtype = numpy_dtype(item["dtype"])
     return np.frombuffer(base64.b64decode(item["data"]), dtype=dtype).reshape(shape)
 
 

@@ -15,16 +15,16 @@ from tests.tfserving.codec.tensor_cases import NAMES
 
 def test_unknown_enum_number_is_rejected() -> None:
     with pytest.raises(InvalidArgument, match="unsupported tensor dtype DataType 999"):
-        tensor_types.dtype_name(999)
+        tensor_types.canonical_name(999)
 
 
 def test_name_tables_agree() -> None:
     for name in NAMES:
-        assert tensor_types.dtype_name(tensor_types.data_type(name)) == name
+        assert tensor_types.canonical_name(tensor_types.data_type(name)) == name
     assert tensor_types.data_type("float32") == types_pb2.DT_FLOAT
     assert tensor_types.data_type("float16") == types_pb2.DT_HALF
-    assert tensor_types.numpy_dtype("bfloat16") == np.dtype(ml_dtypes.bfloat16)
-    assert tensor_types.numpy_dtype("string") == np.dtype(object)
+    assert tensor_types.by_name("bfloat16").dtype == np.dtype(ml_dtypes.bfloat16)
+    assert tensor_types.by_name("string").dtype == np.dtype(object)
     with pytest.raises(InvalidArgument, match="unknown dtype name 'float8'"):
         tensor_types.data_type("float8")
 

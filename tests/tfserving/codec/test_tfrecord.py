@@ -9,7 +9,7 @@ from hypothesis import given
 from hypothesis import strategies as st
 
 from gateway.errors import Code, ServingError
-from gateway.tfserving.codec.tfrecord import frame, masked_crc32c, read_records
+from gateway.tfserving.codec.tfrecord import frame_record, masked_crc32c, read_records
 
 
 def test_masked_crc32c_is_tensorflows() -> None:
@@ -20,7 +20,7 @@ def test_masked_crc32c_is_tensorflows() -> None:
 
 @given(st.lists(st.binary(max_size=300), max_size=8))
 def test_records_round_trip(records: list[bytes]) -> None:
-    data = b"".join(frame(r) for r in records)
+    data = b"".join(frame_record(r) for r in records)
     assert list(read_records(io.BytesIO(data))) == records
 
 
@@ -36,7 +36,7 @@ def test_records_round_trip(records: list[bytes]) -> None:
     ],
 )
 def test_damage_is_data_loss(damage: object, message: str) -> None:
-    data = damage(frame(b"hello"))  # type: ignore[operator]
+    data = damage(frame_record(b"hello"))  # type: ignore[operator]
     with pytest.raises(ServingError) as info:
         list(read_records(io.BytesIO(data)))
     assert info.value.code == Code.DATA_LOSS

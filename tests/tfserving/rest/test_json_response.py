@@ -18,7 +18,7 @@ from channel.dtypes import dtype_name
 from gateway.errors import Internal, InvalidArgument
 from gateway.serving.registry import State, VersionStatus
 from gateway.serving.signature import Signature, TensorSpec
-from gateway.tfserving.codec import messages
+from gateway.tfserving.codec import service_messages
 from gateway.tfserving.rest import json_request, json_response
 from gateway.tfserving.rest.json_request import Format
 from tests.support.rest_json import MAX, decode, sig
@@ -31,7 +31,7 @@ JSON_DTYPES = [
 
 
 def encode(outputs: dict[str, np.ndarray], fmt: Format) -> Any:
-    return json.loads(json_response.predict_response(outputs, fmt))
+    return json.loads(json_response.predict_json(outputs, fmt))
 
 
 def test_single_output_drops_its_name() -> None:
@@ -53,13 +53,13 @@ def test_several_outputs_are_keyed_by_name() -> None:
 
 def test_float32_in_shortest_form_and_non_finite_literals() -> None:
     y = np.array([[0.1, np.nan], [np.inf, -np.inf]], np.float32)
-    body = json_response.predict_response({"y": y}, Format.COLUMNAR)
+    body = json_response.predict_json({"y": y}, Format.COLUMNAR)
     assert body == b'{"outputs":[[0.1,NaN],[Infinity,-Infinity]]}'
     two = {"y": y, "z": np.array([np.nan, 1], np.float64)}
-    assert json_response.predict_response(two, Format.ROW) == (
+    assert json_response.predict_json(two, Format.ROW) == (
         b'{"predictions":[{"y":[0.1,NaN],"z":NaN},{"y":[Infinity,-Infinity],"z":1.0}]}'
     )
-    assert json_response.predict_response({"y": np.array(np.nan)}, Format.COLUMNAR) == (
+    assert json_response.predict_json({"y": np.array(np.nan)}, Format.COLUMNAR) == (
         b'{"outputs":NaN}'
     )
 
@@ -76,7 +76,7 @@ def test_bytes_outputs_are_b64_and_strings_utf8() -> None:
         ]
     }
     with pytest.raises(Internal, match=r"not valid UTF-8; name outputs .* '_bytes' suffix"):
-        json_response.predict_response({"raw": np.array([b"\xff"], object)}, Format.COLUMNAR)
+        json_response.predict_json({"raw": np.array([b"\xff"], object)}, Format.COLUMNAR)
 
 
 def test_other_dtypes_and_layouts() -> None:
@@ -93,18 +93,18 @@ def test_other_dtypes_and_layouts() -> None:
         ]
     }
     with pytest.raises(InvalidArgument, match="tensor type: complex64"):
-        json_response.predict_response({"c": np.zeros(1, np.complex64)}, Format.COLUMNAR)
+        json_response.predict_json({"c": np.zeros(1, np.complex64)}, Format.COLUMNAR)
 
 
 def test_row_format_needs_one_batch_size() -> None:
     with pytest.raises(InvalidArgument, match="has no shape information"):
-        json_response.predict_response({"y": np.array(1.0)}, Format.ROW)
+        json_response.predict_json({"y": np.array(1.0)}, Format.ROW)
     with pytest.raises(InvalidArgument, match="has invalid batch size: 0"):
-        json_response.predict_response({"y": np.zeros((0, 2))}, Format.ROW)
+        json_response.predict_json({"y": np.zeros((0, 2))}, Format.ROW)
     with pytest.raises(InvalidArgument, match="inconsistent batch size: 3 expecting: 2"):
-        json_response.predict_response({"y": np.zeros(2), "z": np.zeros(3)}, Format.ROW)
+        json_response.predict_json({"y": np.zeros(2), "z": np.zeros(3)}, Format.ROW)
     with pytest.raises(InvalidArgument, match="empty tensor map"):
-        json_response.predict_response({}, Format.ROW)
+        json_response.predict_json({}, Format.ROW)
 
 
 FLOAT32_EXTREMES = [
@@ -147,7 +147,7 @@ def _arrays(dtype: str, name: str, shape: tuple[int, ...]) -> st.SearchStrategy[
 
 def _round_trip(outputs: dict[str, np.ndarray], fmt: Format) -> dict[str, np.ndarray]:
     """The response body's own text sent back as a request (its key renamed) and decoded."""
-    response = json_response.predict_response(outputs, fmt)
+    response = json_response.predict_json(outputs, fmt)
     key = b'{"predictions":' if fmt is Format.ROW else b'{"outputs":'
     assert response.startswith(key)
     request = b'{"' + fmt.value.encode() + b'":' + response[len(key) :]
@@ -195,7 +195,7 @@ def test_status_json_as_tf_serving() -> None:
         VersionStatus(1, State.AVAILABLE),
         VersionStatus(2, State.END, InvalidArgument("bad model")),
     ]
-    body = json_response.status_body(messages.status_response("m", statuses))
+    body = json_response.status_body(service_messages.status_response("m", statuses))
     assert json.loads(body) == {
         "model_version_status": [
             {
@@ -218,7 +218,7 @@ def test_metadata_json_as_tf_serving() -> None:
         (TensorSpec("x", "float32", (-1, 2)),),
         (TensorSpec("y", "string", None),),
     )
-    response = messages.metadata_response("m", 3, {"serving_default": signature})
+    response = service_messages.metadata_response("m", 3, {"serving_default": signature})
     assert json.loads(json_response.metadata_body(response)) == {
         "model_spec": {"name": "m", "signature_name": "", "version": "3"},
         "metadata": {
@@ -262,5 +262,5 @@ def test_b64_round_trip_of_random_bytes() -> None:
     text = base64.b64encode(data).decode()
     inputs, _ = decode(f'{{"inputs": [{{"b64": "{text}"}}]}}', sig(("s", "string")))
     assert inputs["s"][0] == data
-    body = json_response.predict_response({"s_bytes": inputs["s"]}, Format.COLUMNAR)
+    body = json_response.predict_json({"s_bytes": inputs["s"]}, Format.COLUMNAR)
     assert json.loads(body) == {"outputs": [{"b64": text}]}

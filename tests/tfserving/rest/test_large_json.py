@@ -38,7 +38,7 @@ def test_healthz_is_answered_while_a_large_body_is_read(
     onnx_models.scaled(tmp_path / "m" / "1" / "model.onnx", 2.0)
     spec = ModelSpecConfig(name="m", base_path=str(tmp_path / "m"))
     body = orjson.dumps({"instances": [[0.5, float(i % 7)] for i in range(ROWS)]})
-    assert json_request.off_loop(body)
+    assert json_request.read_off_loop(body)
     reading, healthz_answered, pause_over = threading.Event(), threading.Event(), []
     real = json_numbers.read
     reads: list[Any] = []

@@ -34,7 +34,6 @@ from gateway._pb.tensorflow_serving.apis import (
 )
 from gateway.config.model_config import ModelSpecConfig
 from gateway.errors import InvalidArgument
-from gateway.parallel.pool import WorkerPool
 from gateway.serving.core import ModelRef, ServingCore
 from gateway.tfserving import PROTOCOL
 from gateway.tfserving.rest.routes import TfServingRest
@@ -43,6 +42,7 @@ from gateway.transport.gate import Gate
 from gateway.transport.grpc_services import register
 from gateway.transport.http.front import HttpError
 from gateway.transport.http.routes import UNKNOWN_API
+from gateway.worker_pool.pool import WorkerPool
 from tests.support import onnx_models, rest_models
 from tests.support.grpc_calls import outputs_of, predict_request
 from tests.support.onnx_models import IDENTITY_DTYPES

@@ -13,7 +13,7 @@ import pytest
 from gateway.errors import DeadlineExceeded
 from gateway.transport.http.bounds import CallBounds
 from gateway.transport.http.connections import ConnectionLimits
-from gateway.transport.http.messages import HttpRequest, HttpResponse
+from gateway.transport.http.http_messages import HttpRequest, HttpResponse
 from gateway.transport.http.routes import Routes
 from gateway.transport.http.server import HttpServer
 

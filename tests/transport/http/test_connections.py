@@ -16,7 +16,7 @@ import pytest
 from gateway.config.settings import Settings
 from gateway.transport.http.connection import HttpConnection
 from gateway.transport.http.connections import ConnectionLimits, rest_limits, sweep_interval
-from gateway.transport.http.messages import HttpRequest, HttpResponse
+from gateway.transport.http.http_messages import HttpRequest, HttpResponse
 from gateway.transport.http.routes import Routes
 from gateway.transport.http.server import HttpServer
 from tests.support.idle_loop import settle

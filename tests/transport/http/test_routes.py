@@ -7,7 +7,7 @@ from typing import Any
 import pytest
 
 from gateway.transport.http.bounds import CallBounds
-from gateway.transport.http.messages import HttpRequest, HttpResponse
+from gateway.transport.http.http_messages import HttpRequest, HttpResponse
 from gateway.transport.http.routes import KEPT_PARSES, ApiCall, Routes
 
 

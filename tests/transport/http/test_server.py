@@ -20,11 +20,11 @@ import pytest
 
 from gateway.errors import InvalidArgument, from_wire
 from gateway.serving.budget import MemoryBudget
-from gateway.transport.admission import DRAINING
 from gateway.transport.auth import BearerTokens
+from gateway.transport.call_admission import DRAINING
 from gateway.transport.http.bounds import CallBounds
 from gateway.transport.http.front import Front, HttpError
-from gateway.transport.http.messages import HttpRequest, HttpResponse
+from gateway.transport.http.http_messages import HttpRequest, HttpResponse
 from gateway.transport.http.routes import UNKNOWN_API, Answer, ApiCall, Observe, Routes
 from gateway.transport.http.server import HttpServer
 from tests.support.rest import Reply, request

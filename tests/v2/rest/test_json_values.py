@@ -13,7 +13,7 @@ from hypothesis import strategies as st
 from hypothesis.extra import numpy as hnp
 
 from gateway.errors import InvalidArgument
-from gateway.v2.declared import Limits, declare
+from gateway.v2.declared import Limits, declare_input
 from gateway.v2.rest import json_values
 
 
@@ -32,7 +32,7 @@ from gateway.v2.rest import json_values
     ],
 )
 def test_json_values_per_datatype(datatype: str, data: list[Any], expected: list[Any]) -> None:
-    header = declare("v", datatype, [2], Limits(100))
+    header = declare_input("v", datatype, [2], Limits(100))
     array = json_values.to_array(data, header)
     assert array.dtype == header.wire_type.numpy
     assert array.tolist() == expected
@@ -54,11 +54,11 @@ def test_json_values_per_datatype(datatype: str, data: list[Any], expected: list
 )
 def test_json_value_errors(datatype: str, data: Any, message: str) -> None:
     with pytest.raises(InvalidArgument, match=message):
-        json_values.to_array(data, declare("v", datatype, [2], Limits(100)))
+        json_values.to_array(data, declare_input("v", datatype, [2], Limits(100)))
 
 
 def test_scalars_and_deep_nesting() -> None:
-    assert json_values.to_array(3, declare("v", "INT32", [], Limits(10))).tolist() == 3
+    assert json_values.to_array(3, declare_input("v", "INT32", [], Limits(10))).tolist() == 3
     deep: Any = [7]
     for _ in range(5000):  # deeper than any recursion limit
         deep = [deep]
@@ -82,7 +82,7 @@ _JSON_DATATYPES = [
 
 @given(st.sampled_from(_JSON_DATATYPES), st.data())
 def test_json_values_round_trip(datatype: str, data: st.DataObject) -> None:
-    header = declare("v", datatype, [3], Limits(100))
+    header = declare_input("v", datatype, [3], Limits(100))
     row = header.wire_type
     bits = data.draw(hnp.arrays(np.uint8, (3 * row.itemsize,)))
     array = np.frombuffer(bits.tobytes(), dtype=row.numpy)

@@ -17,7 +17,7 @@ from gateway.v2.call import InferCall, RequestedOutput
 from gateway.v2.declared import Limits
 from gateway.v2.parameters import RequestOptions
 from gateway.v2.rest import request_body
-from gateway.v2.versions import Target
+from gateway.v2.version_strings import Target
 from tests.v2.conftest import signature, validate
 
 SIG = signature({"x": ("float32", (-1, 2)), "s": ("string", (-1,))})
@@ -30,7 +30,7 @@ def _binary_body(header: dict[str, Any], *payloads: bytes) -> tuple[bytes, str]:
 
 def _decode(body: bytes, header: str | None, sig: Any = SIG) -> dict[str, Any]:
     """``body`` read as the route reads it, ``header`` the inference header's value."""
-    parsed = request_body.parse(body, request_body.header_length(header, len(body)), "m", "")
+    parsed = request_body.parse_infer(body, request_body.header_length(header, len(body)), "m", "")
     return validate(sig, request_body.rest_inputs(parsed, sig, Limits(1000, 100_000)))
 
 
@@ -44,7 +44,7 @@ def test_json_request_flat_and_nested() -> None:
         ],
         "outputs": [{"name": "y", "parameters": {"binary_data": True}}, {"name": "z"}],
     }
-    parsed = request_body.parse(orjson.dumps(body), None, "m", "3")
+    parsed = request_body.parse_infer(orjson.dumps(body), None, "m", "3")
     assert parsed.call == InferCall(
         Target("m", version=3),
         "42",
@@ -119,7 +119,9 @@ def test_header_length_is_read_once_for_every_use(value: str | None, length: int
     (header 0 in any spelling is a raw binary request, served on the loop)."""
     assert request_body.header_length(value, 2) == length
     big = bytes(request_body.OFF_LOOP_BYTES + 1)
-    assert request_body.off_loop(big, request_body.header_length(value, len(big))) == (length != 0)
+    assert request_body.read_off_loop(big, request_body.header_length(value, len(big))) == (
+        length != 0
+    )
 
 
 @pytest.mark.parametrize("value", ["", "1_0", "\u0663", "0x1", "1.0", "1" * 5000])
@@ -147,7 +149,7 @@ def test_a_header_that_is_no_decimal_integer_is_refused(value: str) -> None:
 )
 def test_malformed_bodies_are_invalid(body: bytes, message: str) -> None:
     with pytest.raises(InvalidArgument, match=message):
-        request_body.parse(body, None, "m", "")
+        request_body.parse_infer(body, None, "m", "")
 
 
 def test_nan_and_infinity_literals_are_read() -> None:
@@ -162,7 +164,7 @@ def test_nan_and_infinity_literals_are_read() -> None:
 def test_raw_binary_request_deduces_the_shape() -> None:
     one = signature({"x": ("float32", (-1, 2))})
     body = struct.pack("<4f", 1, 2, 3, 4)
-    parsed = request_body.parse(body, 0, "m", "")
+    parsed = request_body.parse_infer(body, 0, "m", "")
     assert parsed.call.options.binary_data_output
     assert validate(one, request_body.rest_inputs(parsed, one, Limits(100)))["x"].tolist() == [
         [1, 2],
@@ -174,7 +176,7 @@ def test_raw_binary_request_deduces_the_shape() -> None:
         4,
     )
     strings = signature({"s": ("string", (-1,))})
-    parsed = request_body.parse(struct.pack("<I", 2) + b"ok", 0, "m", "")
+    parsed = request_body.parse_infer(struct.pack("<I", 2) + b"ok", 0, "m", "")
     assert validate(strings, request_body.rest_inputs(parsed, strings, Limits(100)))[
         "s"
     ].tolist() == [b"ok"]
@@ -225,7 +227,7 @@ def test_an_empty_body_is_no_raw_request() -> None:
     """Without the header an empty body is no JSON; with header 0 it holds no input bytes
     (Triton: 400 for both)."""
     with pytest.raises(InvalidArgument, match="the inference request is empty"):
-        request_body.parse(b"", None, "m", "")
+        request_body.parse_infer(b"", None, "m", "")
     one = signature({"x": ("float32", (-1, 4))})
     with pytest.raises(InvalidArgument, match="input byte size mismatch for input 'x'"):
         _decode(b"", "0", one)
@@ -244,9 +246,9 @@ def test_a_large_body_converts_ahead_and_keeps_errors_for_the_core() -> None:
     parsed = request_body.parse_converted(orjson.dumps(bad), None, "m", "", Limits(100))
     with pytest.raises(InvalidArgument, match="is not a number"):
         validate(X_ONLY, request_body.rest_inputs(parsed, X_ONLY, Limits(100)))
-    assert request_body.off_loop(bytes(request_body.OFF_LOOP_BYTES + 1), None)
-    assert not request_body.off_loop(bytes(request_body.OFF_LOOP_BYTES + 1), 0)
-    assert not request_body.off_loop(b"{}", None)
+    assert request_body.read_off_loop(bytes(request_body.OFF_LOOP_BYTES + 1), None)
+    assert not request_body.read_off_loop(bytes(request_body.OFF_LOOP_BYTES + 1), 0)
+    assert not request_body.read_off_loop(b"{}", None)
 
 
 def test_a_large_body_counts_its_strings_bytes_with_the_conversion() -> None:
@@ -261,7 +263,7 @@ def test_a_large_body_counts_its_strings_bytes_with_the_conversion() -> None:
     assert converted.inputs[0].data is None and converted.inputs[0].converted_bytes == 3
     exact = Limits(100, 3 * decoding.STRING_ELEMENT_BYTES + 3)
     under = Limits(100, 3 * decoding.STRING_ELEMENT_BYTES + 2)
-    for parsed in (converted, request_body.parse(body, None, "m", "")):
+    for parsed in (converted, request_body.parse_infer(body, None, "m", "")):
         assert validate(strings, request_body.rest_inputs(parsed, strings, exact))[
             "s"
         ].tolist() == [b"ab", b"c", b""]

@@ -14,7 +14,7 @@ from gateway.v2.call import InferCall, RequestedOutput
 from gateway.v2.parameters import RequestOptions
 from gateway.v2.rest import response_body
 from gateway.v2.rest.request_body import INFER_HEADER
-from gateway.v2.versions import Target
+from gateway.v2.version_strings import Target
 
 
 def _call(*outputs: RequestedOutput, binary_data_output: bool = False, id: str = "") -> InferCall:
@@ -31,7 +31,7 @@ def test_json_response() -> None:
         "s": np.array([b"hi"], dtype=object),
         "h": np.array([0.5], ml_dtypes.bfloat16),
     }
-    response = response_body.infer_response(_call(id="42"), "m", 3, outputs)
+    response = response_body.infer_body(_call(id="42"), "m", 3, outputs)
     assert response.headers == {"Content-Type": "application/json"}
     document = json.loads(response.body)  # the standard library reads the NaN literals
     assert document["model_name"] == "m" and document["model_version"] == "3"
@@ -41,13 +41,13 @@ def test_json_response() -> None:
     assert y["data"][0] == 1.5 and np.isnan(y["data"][1]) and y["data"][2:] == [np.inf, -np.inf]
     assert (n["data"], b["data"], s["data"], h["data"]) == ([1, 2], [True], ["hi"], [0.5])
     assert h["datatype"] == "BF16"
-    assert "id" not in json.loads(response_body.infer_response(_call(), "m", 3, outputs).body)
+    assert "id" not in json.loads(response_body.infer_body(_call(), "m", 3, outputs).body)
 
 
 def test_binary_response_by_flag_and_default() -> None:
     outputs = {"y": np.array([1.0, 2.0], np.float32), "n": np.array([5], np.int32)}
     call = _call(RequestedOutput("y", True), RequestedOutput("n", None))
-    response = response_body.infer_response(call, "m", 1, outputs)
+    response = response_body.infer_body(call, "m", 1, outputs)
     length = int(response.headers[INFER_HEADER])
     assert response.headers["Content-Type"] == "application/octet-stream"
     document = json.loads(response.body[:length])
@@ -56,13 +56,13 @@ def test_binary_response_by_flag_and_default() -> None:
     assert document["outputs"][1]["data"] == [5]
     assert response.body[length:] == struct.pack("<2f", 1, 2)
     everything = _call(RequestedOutput("n", False), binary_data_output=True)
-    document = json.loads(response_body.infer_response(everything, "m", 1, outputs).chunks[0])
+    document = json.loads(response_body.infer_body(everything, "m", 1, outputs).chunks[0])
     assert "parameters" in document["outputs"][0] and document["outputs"][1]["data"] == [5]
 
 
 def test_bytes_that_are_not_utf8_go_as_binary() -> None:
     outputs = {"s": np.array([b"\xff", b"ok"], dtype=object)}
-    response = response_body.infer_response(_call(), "m", 1, outputs)
+    response = response_body.infer_body(_call(), "m", 1, outputs)
     length = int(response.headers[INFER_HEADER])
     assert json.loads(response.body[:length])["outputs"][0]["parameters"] == {
         "binary_data_size": 11
@@ -72,5 +72,5 @@ def test_bytes_that_are_not_utf8_go_as_binary() -> None:
 
 def test_complex_outputs_are_unimplemented() -> None:
     with pytest.raises(ServingError) as info:
-        response_body.infer_response(_call(), "m", 1, {"c": np.zeros(1, np.complex128)})
+        response_body.infer_body(_call(), "m", 1, {"c": np.zeros(1, np.complex128)})
     assert info.value.code == Code.UNIMPLEMENTED
