@@ -91,6 +91,7 @@ def summary_text(results: Mapping[str, Any]) -> str:
     """The goal rows as plain lines (what the command prints)."""
     lines = []
     for goal in probes_report.goal_rows(dict(results)):
-        met = {True: "met", False: "NOT MET", None: "n/a"}[goal["met"]]
+        word = probes_report.met_word(goal)
+        met = word.upper() if word == "not met" else word
         lines.append(f"[{met}] {goal['goal']} — {goal['case']}: {goal['value']}")
     return "\n".join(lines) + "\n"

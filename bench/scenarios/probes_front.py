@@ -11,7 +11,8 @@ connection caps are a front end's own) with the light MLP or the 4 MiB-answer mo
   with a short ``--grpc_idle_timeout_seconds``, re-opening and not.
 - :func:`unread_answers`: Predicts with 4 MiB answers on one HTTP/2 connection whose receive
   window never opens (:class:`~bench.load.raw_grpc.RawGrpc`): how each call is answered, and
-  the gateway's memory, against a bare grpc.aio server answering as much.
+  the gateway's memory (with ``--inline_runs`` ``auto`` and ``never``), against a bare grpc.aio
+  server answering as much.
 """
 
 from __future__ import annotations
@@ -407,12 +408,16 @@ def unread_answers(plan: ProbesPlan, root: Path, models: Mapping[str, Path]) -> 
     budget = plan.inflight_mib * MIB
     flags = ["--max_concurrent_requests=50", f"--max_inflight_bytes={budget}"]
     request = predict_payload("tiled", {"x": np.ones((1, 1), np.float32)})
-    gateway = start_gateway(root, "unread", {"tiled": models["tiled"]}, flags)
-    try:
-        log.info("%d unread 4 MiB answers on tensorgate", plan.unread_calls)
-        measured = _unread(gateway.grpc_port, gateway.pid, request, plan.unread_calls)
-    finally:
-        gateway.stop()
+    measured = {}
+    for mode in ("auto", "never"):  # never: the same with no run in the front end
+        gateway = start_gateway(
+            root, f"unread-{mode}", {"tiled": models["tiled"]}, [*flags, f"--inline_runs={mode}"]
+        )
+        try:
+            log.info("%d unread 4 MiB answers on tensorgate (%s)", plan.unread_calls, mode)
+            measured[mode] = _unread(gateway.grpc_port, gateway.pid, request, plan.unread_calls)
+        finally:
+            gateway.stop()
     argv = [sys.executable, "-m", "bench.systems.peers.echo_server", "--port=0",
             f"--answer_bytes={plan.answer_mib * MIB}"]  # fmt: skip
     server, _ = start_with_ready_fd("echo-unread", argv, root / "echo-unread.log")
@@ -424,6 +429,7 @@ def unread_answers(plan: ProbesPlan, root: Path, models: Mapping[str, Path]) -> 
     return {
         "answer_mib": plan.answer_mib,
         "max_inflight_mib": plan.inflight_mib,
-        "tensorgate": measured,
+        "tensorgate": measured["auto"],
+        "tensorgate_never": measured["never"],
         "grpc_aio": baseline,
     }

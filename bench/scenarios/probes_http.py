@@ -31,6 +31,7 @@ import grpc
 import numpy as np
 
 from bench.load.calls import PREDICT_METHOD, predict_payload
+from bench.load.raw_grpc import readable
 from bench.scenarios.probe_gateway import start_gateway
 from bench.scenarios.probes_plan import ProbesPlan
 
@@ -160,18 +161,27 @@ def _padded_lines(total: int, line: int) -> bytes:
     return b"".join(lines)
 
 
-def _answer(sock: socket.socket, timeout_s: float) -> str:
-    """The status a server answered on ``sock`` (``closed`` when it closed without one,
-    ``open`` when nothing came)."""
-    sock.settimeout(timeout_s)
-    try:
-        data = sock.recv(256)
-    except TimeoutError:
-        return "open"
-    except OSError:
-        return "reset"
-    parts = data.split(b" ")
-    return parts[1].decode(errors="replace") if len(parts) > 1 else "closed"
+def parked_answers(socks: Sequence[socket.socket], timeout_s: float) -> Counter[str]:
+    """How the server answered each of ``socks``, all at once (one at a time, the last ones
+    would be read after the header timeout): the status it sent, ``closed`` when it closed
+    without one, ``reset``, or ``open`` when nothing came within ``timeout_s``."""
+    ready = set(readable([sock.fileno() for sock in socks], timeout_s))
+    found: Counter[str] = Counter()
+    for sock in socks:
+        if sock.fileno() not in ready:
+            found["open"] += 1
+            continue
+        try:
+            data = sock.recv(256)
+        except BlockingIOError:
+            found["open"] += 1
+            continue
+        except OSError:
+            found["reset"] += 1
+            continue
+        parts = data.split(b" ")
+        found[parts[1].decode(errors="replace") if len(parts) > 1 else "closed"] += 1
+    return found
 
 
 def _park(port: int, count: int, head: bytes) -> tuple[list[socket.socket], int]:
@@ -204,7 +214,7 @@ def large_heads(plan: ProbesPlan, root: Path, models: Mapping[str, Path]) -> dic
             try:
                 time.sleep(1.0)  # the server reads what was sent
                 held = sum(gateway.front_end_rss_mb())
-                answers = Counter(_answer(sock, 0.05) for sock in socks)
+                answers = parked_answers(socks, 0.2)
             finally:
                 for sock in socks:
                     sock.close()

@@ -4,6 +4,7 @@ calls, and the command's refusals. The probes themselves run in ``python -m benc
 
 from __future__ import annotations
 
+import socket
 from collections.abc import Iterator
 from pathlib import Path
 
@@ -19,6 +20,7 @@ from bench.scenarios.probes_front import (
     grpc_token_predict,
     token_predict,
 )
+from bench.scenarios.probes_http import parked_answers
 from bench.scenarios.probes_inline import in_front, placement, worker_runs
 from bench.scenarios.probes_plan import ProbesPlan, build_models
 from tests.support import waits
@@ -97,4 +99,20 @@ def test_the_command_refuses_unknown_probes_and_prints_its_goals(tmp_path: Path)
         run(PLAN, tmp_path, ["stalls", "nope"])
     assert {"stalls", "kills", "unread_answers", "unread_rest"} <= set(PROBES)
     text = summary_text({"run": {"plan": vars(PLAN)}, "probes": {}})
-    assert text.count("[n/a]") == len(text.splitlines()) > 10
+    assert text.count("[n/a]") == len(text.splitlines()) > 10  # nothing measured
+
+
+def test_parked_connections_are_read_all_at_once_for_how_they_were_answered() -> None:
+    pairs = [socket.socketpair() for _ in range(4)]
+    ours = [mine for mine, _ in pairs]
+    try:
+        for mine, _ in pairs:
+            mine.setblocking(False)
+        pairs[0][1].sendall(b"HTTP/1.1 431 Request Header Fields Too Large\r\n\r\n")
+        pairs[1][1].sendall(b"HTTP/1.1 503 Service Unavailable\r\n\r\n")
+        pairs[2][1].close()  # closed without an answer
+        assert parked_answers(ours, 0.0) == {"431": 1, "503": 1, "closed": 1, "open": 1}
+    finally:
+        for mine, theirs in pairs:
+            mine.close()
+            theirs.close()
