@@ -19,9 +19,14 @@ from collections.abc import Mapping
 from pathlib import Path
 from typing import Any
 
+from matplotlib.figure import Figure
+
 from bench.report.goal_rows import row
+from bench.report.plots import PLOT_DPI
 
 GROUP = "probes"
+PLOT = "stalls.png"
+"""The report's one plot: :func:`stall_figure`."""
 STALL_MS = 100.0
 """The longest a bystander may wait on a front end while hostile calls run (ms)."""
 RSS_RATIO = 1.5
@@ -38,9 +43,57 @@ Results = dict[str, Any]
 
 
 def write(results: Results, out: Path) -> None:
+    """``results.json``, ``README.md`` and, when the stall probe ran, :data:`PLOT`."""
     out.mkdir(parents=True, exist_ok=True)
     (out / "results.json").write_text(json.dumps(results, indent=1) + "\n")
+    figure = stall_figure(results)
+    if figure is not None:
+        figure.savefig(out / PLOT, dpi=PLOT_DPI)
     (out / "README.md").write_text(markdown(results))
+
+
+STALL_KEYS = ("quiet", "loop", "gram", "failing", "rows")
+"""The stall probe's windows: the bystanders alone, then each kind of hostile call."""
+
+
+def stall_waits(results: Results) -> dict[str, list[float | None]]:
+    """Per ``--inline_runs`` mode, the bystanders' longest wait (ms) in each of
+    :data:`STALL_KEYS`' windows (None: not measured)."""
+    stalls = _get(results, "probes", "stalls") or {}
+    waits: dict[str, list[float | None]] = {}
+    for mode in stalls:
+        found: list[float | None] = []
+        for key in STALL_KEYS:
+            if key == "quiet":
+                window = _get(stalls, mode, "quiet")
+                found.append(max((s.get("max_ms", 0) for s in window.values()), default=0)
+                             if window else None)  # fmt: skip
+            else:
+                found.append(_get(stalls, mode, key, "longest_wait_ms"))
+        waits[mode] = found
+    return waits
+
+
+def stall_figure(results: Results) -> Figure | None:
+    """Bars of :func:`stall_waits` by mode, log scale, the bar at :data:`STALL_MS`; None when
+    the stall probe did not run."""
+    waits = stall_waits(results)
+    if not waits:
+        return None
+    fig = Figure(figsize=(7.0, 3.6), layout="constrained")
+    ax = fig.subplots()
+    width = 0.8 / len(waits)
+    for n, (mode, found) in enumerate(waits.items()):
+        xs = [i + (n - (len(waits) - 1) / 2) * width for i in range(len(STALL_KEYS))]
+        ax.bar(xs, [w or 0 for w in found], width, label=f"--inline_runs={mode}")
+    ax.axhline(STALL_MS, color="black", linestyle="--", linewidth=1, label="the bar")
+    ax.set_xticks(range(len(STALL_KEYS)), STALL_KEYS)
+    ax.set_yscale("log")
+    ax.set_ylabel("bystanders' longest wait (ms)")
+    ax.set_title("A front end's other callers while hostile calls run")
+    ax.grid(alpha=0.3, axis="y")
+    ax.legend(fontsize=7)
+    return fig
 
 
 def rebuild(out: Path) -> None:
@@ -508,15 +561,10 @@ def markdown(results: Results) -> str:
             "| hostile calls | " + " | ".join(stalls) + " |",
             "|---|" + "---|" * len(stalls),
         ]
-        for key in ("quiet", "loop", "gram", "failing", "rows"):
-            cells = []
-            for mode in stalls:
-                if key == "quiet":
-                    window = _get(stalls, mode, "quiet") or {}
-                    cells.append(_ms(max((s.get("max_ms", 0) for s in window.values()), default=0)))
-                else:
-                    cells.append(_ms(_get(stalls, mode, key, "longest_wait_ms")))
-            lines.append(f"| {key} | " + " | ".join(cells) + " |")
+        waits = stall_waits(results)
+        for i, key in enumerate(STALL_KEYS):
+            lines.append(f"| {key} | " + " | ".join(_ms(waits[m][i]) for m in stalls) + " |")
+        lines += ["", f"![bystanders' longest waits by mode]({PLOT})"]
         lines += ["", "Where each version ran after the probes (front ends in front / workers):"]
         for mode in stalls:
             lines.append(f"- {mode}: {_cell(_get(stalls, mode, 'placed_after'))}")

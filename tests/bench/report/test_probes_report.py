@@ -9,7 +9,13 @@ from pathlib import Path
 from typing import Any
 
 from bench.cli import rebuild_report
-from bench.report.probes_report import goal_rows, markdown, met_word
+from bench.report.probes_report import (
+    goal_rows,
+    markdown,
+    met_word,
+    stall_figure,
+    stall_waits,
+)
 from bench.scenarios.probes_plan import ProbesPlan
 
 
@@ -203,3 +209,14 @@ def test_the_cli_rebuilds_a_probes_directory(tmp_path: Path) -> None:
     assert text.startswith("# Hostile-caller probes — test-probes")
     assert text.count("| met |") == len(goal_rows(results()))  # the header, every row but one
     assert text.count("| observed |") == 1
+    assert (tmp_path / "stalls.png").stat().st_size > 1000 and "(stalls.png)" in text
+
+
+def test_the_stall_waits_are_read_per_mode_and_window() -> None:
+    waits = stall_waits(results())
+    assert waits == {"auto": [3.0, 20.0, 20.0, 20.0, 20.0], "never": [3.0, 30.0, 30.0, 30.0, 30.0]}
+    partial = results()
+    del partial["probes"]["stalls"]["never"]["gram"]
+    assert stall_waits(partial)["never"][2] is None
+    del partial["probes"]["stalls"]
+    assert stall_waits(partial) == {} and stall_figure(partial) is None
