@@ -58,6 +58,8 @@ BYSTANDER_MODEL = "light"
 """The bystanders' and the ordinary traffic's model: the lightest there is (2x), which
 ``auto`` places in front however noisy the machine."""
 LIGHT_INPUT = np.zeros((1, 1), np.float32)
+LIGHT_MODELS = (BYSTANDER_MODEL, "doubled")
+"""Two copies of the lightest model (``doubled`` also takes the many-rows call, later)."""
 
 
 def bystanders(gateway: ProbeGateway, connections: int = 1) -> Bystanders:
@@ -140,13 +142,16 @@ def load_average() -> float:
 
 
 def _steady(gateway: ProbeGateway, plan: ProbesPlan) -> dict[str, Any]:
-    """Ordinary traffic alone: one light Predict every 1/``steady_rate`` s."""
+    """Ordinary traffic alone: one light Predict every 1/``steady_rate`` s, of the first of
+    :data:`LIGHT_MODELS` placed in front (a busy machine may time one of them out of it)."""
     runs_before = worker_runs(gateway)
-    before = {"placement": placement(gateway), "worker_runs": runs_before}
+    placed = placement(gateway)
+    before = {"placement": placed, "worker_runs": runs_before}
+    model = next((m for m in LIGHT_MODELS if in_front(placed.get(m, {}))), BYSTANDER_MODEL)
     call, close = grpc_caller(
         gateway.target,
         PREDICT_METHOD,
-        predict_payload(BYSTANDER_MODEL, {"x": LIGHT_INPUT}),
+        predict_payload(model, {"x": LIGHT_INPUT}),
     )
     statuses: dict[str, int] = {}
     began = time.monotonic()
@@ -168,7 +173,7 @@ def _steady(gateway: ProbeGateway, plan: ProbesPlan) -> dict[str, Any]:
         "before": before,
         "after": after,
         "worker_runs_added": runs_after - runs_before,
-        "model": BYSTANDER_MODEL,
+        "model": model,
     }
 
 
@@ -295,7 +300,8 @@ def idle_memory(
     found: dict[str, Any] = {}
     for mode in ("auto", "never"):
         gateway = start_gateway(
-            root, f"memory-{case}-{mode}", models, [f"--inline_runs={mode}"],
+            root, f"memory-{case}-{mode}", models,
+            [f"--inline_runs={mode}", f"--inline_budget_mb={plan.inline_budget_mb}"],
             frontends=2, workers=1, metrics=True,
         )  # fmt: skip
         try:

@@ -49,6 +49,8 @@ class ProbesPlan:
     """``--frontend_ping_interval_seconds`` and ``--frontend_ping_timeout_seconds`` there."""
     external_mib: int = 96
     """External weights beside a tiny model file."""
+    inline_budget_mb: int = 64
+    """``--inline_budget_mb`` of the idle-memory gateways (its default)."""
     mlp_count: int = 50
     mlp_hidden: int = 512
     """Small MLPs served at once, and their hidden width (~1.2 MB of file each)."""

@@ -136,10 +136,11 @@ def test_every_acceptance_line_has_a_row_and_a_met_run_meets_them_all() -> None:
     rows = goal_rows(results())
     goals = [r["goal"] for r in rows]
     assert goals.count("a hostile call stalls no front end") == 5
-    assert goals.count("idle front-end memory for models it does not run") == 3
+    assert goals.count("idle front-end memory for models it does not run") == 2
     assert goals.count("a token holder is served while every connection slot is held") == 3
     for goal in (
         "no front end killed",
+        "a front end's runs within --inline_budget_mb",
         "the workers' output bound applies in front",
         "ordinary traffic moves no version",
         "no metric series from unknown names",
@@ -165,6 +166,7 @@ def test_each_goal_is_judged_from_its_own_figures() -> None:
         (("stalls", "auto", "gram", "longest_wait_ms"), 180.0, "(xᵀx)²"),
         (("kills", "auto", "restarts_counted"), 1.0, "no front end killed"),
         (("idle_memory", "conv", "auto", "front_end_rss_mb"), [130, 125], "Conv"),
+        (("idle_memory", "small_mlps", "auto", "front_end_rss_mb"), [150, 145], "small MLPs"),
         (("stalls", "auto", "wide_output", "status"), 200, "output bound"),
         (("stalls", "auto", "steady", "worker_runs_added"), 40.0, "ordinary traffic"),
         (("unknown_names", "names_on_page"), 3, "unknown names"),
@@ -185,6 +187,16 @@ def test_each_goal_is_judged_from_its_own_figures() -> None:
         misses = _misses(changed)
         assert len(misses) == 1 and word in misses[0], (path, misses)
     assert probes == results()["probes"]  # the cases changed copies
+
+
+def test_a_light_version_placed_out_at_load_leaves_ordinary_traffic_unjudged() -> None:
+    placed_out = results()
+    steady = placed_out["probes"]["stalls"]["auto"]["steady"]
+    for side in ("before", "after"):
+        steady[side]["placement"] = {"mlp": {"workers": 1}}
+    steady["worker_runs_added"] = 300.0
+    (traffic,) = [r for r in goal_rows(placed_out) if r["goal"].startswith("ordinary traffic")]
+    assert met_word(traffic) == "observed" and "nothing to move" in traffic["value"]
 
 
 def test_a_probe_not_run_is_not_measured_and_the_report_says_which_failed() -> None:
