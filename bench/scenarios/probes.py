@@ -21,7 +21,7 @@ from typing import Any
 
 from bench.report import probes_report
 from bench.scenarios import probes_front, probes_http, probes_inline
-from bench.scenarios.probes_plan import ProbesPlan, build_models
+from bench.scenarios.probes_plan import ProbesPlan, build_models, models_folder
 from bench.scenarios.runner import CACHE, run_header
 from bench.systems.procs import StartFailed
 
@@ -66,7 +66,7 @@ def run(plan: ProbesPlan, out: Path, only: Sequence[str] = ()) -> dict[str, Any]
         raise ValueError(f"unknown probe(s) {', '.join(unknown)}; known: {', '.join(PROBES)}")
     began = time.monotonic()
     root = CACHE / "probes" / out.name
-    models = build_models(root / "models", plan)
+    models = build_models(CACHE / "probes" / models_folder(plan), plan)
     results: dict[str, Any] = {
         "kind": "probes",
         "run": run_header(out.name, plan),

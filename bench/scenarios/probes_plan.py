@@ -108,3 +108,9 @@ def build_models(root: Path, plan: ProbesPlan) -> dict[str, Path]:
             build(path)
         paths[name] = root / name
     return paths
+
+
+def models_folder(plan: ProbesPlan) -> str:
+    """The name of the folder the models of ``plan`` are kept in between runs: one per set of
+    the sizes that change a model's file (more MLPs only add files)."""
+    return f"models-{plan.external_mib}mib-{plan.mlp_hidden}wide-{plan.answer_mib}mib"

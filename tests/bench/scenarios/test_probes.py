@@ -22,7 +22,7 @@ from bench.scenarios.probes_front import (
 )
 from bench.scenarios.probes_http import parked_answers
 from bench.scenarios.probes_inline import in_front, placement, worker_runs
-from bench.scenarios.probes_plan import ProbesPlan, build_models
+from bench.scenarios.probes_plan import ProbesPlan, build_models, models_folder
 from tests.support import waits
 
 PLAN = ProbesPlan(mlp_count=2, external_mib=1)
@@ -54,6 +54,12 @@ def test_every_model_the_probes_serve_is_built(models: dict[str, Path]) -> None:
     for name, base in models.items():
         assert (base / "1" / "model.onnx").is_file(), name
     assert (models["external"] / "1" / "weights.bin").stat().st_size == 2**20
+
+
+def test_models_are_kept_apart_by_the_sizes_that_change_them() -> None:
+    assert models_folder(PLAN) == models_folder(ProbesPlan(mlp_count=50, external_mib=1))
+    assert models_folder(PLAN) != models_folder(ProbesPlan(external_mib=2))
+    assert models_folder(PLAN) != models_folder(ProbesPlan(answer_mib=8))
 
 
 def test_a_config_serves_every_model_named() -> None:
