@@ -283,9 +283,10 @@ def grpc_token_predict(target: str, request: bytes) -> tuple[str, float]:
     return status, time.monotonic() - began
 
 
-def _token_tries(try_once: Any, seconds: float) -> dict[str, Any]:
+def _token_tries(try_once: Any, seconds: float, opened: float | None = None) -> dict[str, Any]:
     """``try_once()`` → (status, seconds) once a second for ``seconds``: statuses, and when
-    (seconds from the first try) the first success came."""
+    the first success came (seconds from the first try, and from ``opened``, the
+    ``time.monotonic()`` the holders began to open, when given)."""
     began = time.monotonic()
     tries: list[tuple[float, Any, float]] = []
     while time.monotonic() - began < seconds:
@@ -299,6 +300,9 @@ def _token_tries(try_once: Any, seconds: float) -> dict[str, Any]:
         "served": len(good),
         "statuses": dict(Counter(str(status) for _, status, _ in tries)),
         "first_served_s": round(good[0], 1) if good else None,
+        "first_served_after_open_s": round(good[0] + began - opened, 1)
+        if good and opened is not None
+        else None,
         "max_ms": round(max(took for _, _, took in tries) * 1e3, 1) if tries else None,
     }
 
@@ -333,11 +337,12 @@ def held_connections(plan: ProbesPlan, root: Path, models: Mapping[str, Path]) -
     try:
         for reopen in (True, False):
             log.info("Watch holders, idle timeout %g s, re-opening: %s", plan.short_idle_s, reopen)
+            opened = time.monotonic()
             with WatchHolders(gateway.grpc_port, plan.watch_connections, reopen=reopen) as w:
                 time.sleep(1.0)
                 watching = w.watching()
                 tries = _token_tries(
-                    lambda: grpc_token_predict(gateway.target, request), plan.hold_s
+                    lambda: grpc_token_predict(gateway.target, request), plan.hold_s, opened
                 )
                 result[f"grpc_short_idle_{'reopening' if reopen else 'passive'}"] = {
                     "connections": plan.watch_connections,
