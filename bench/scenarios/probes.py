@@ -20,6 +20,7 @@ from pathlib import Path
 from typing import Any
 
 from bench.report import probes_report
+from bench.report.probe_text import met_word
 from bench.scenarios import probes_front, probes_http, probes_inline
 from bench.scenarios.probes_plan import ProbesPlan, build_models, models_folder
 from bench.scenarios.runner import CACHE, run_header
@@ -91,7 +92,7 @@ def summary_text(results: Mapping[str, Any]) -> str:
     """The goal rows as plain lines (what the command prints)."""
     lines = []
     for goal in probes_report.goal_rows(dict(results)):
-        word = probes_report.met_word(goal)
+        word = met_word(goal)
         met = word.upper() if word == "not met" else word
         lines.append(f"[{met}] {goal['goal']} — {goal['case']}: {goal['value']}")
     return "\n".join(lines) + "\n"

@@ -9,13 +9,8 @@ from pathlib import Path
 from typing import Any
 
 from bench.cli import rebuild_report
-from bench.report.probes_report import (
-    goal_rows,
-    markdown,
-    met_word,
-    stall_figure,
-    stall_waits,
-)
+from bench.report.probe_text import dig, met_word, ms, size, statuses
+from bench.report.probes_report import goal_rows, markdown, stall_figure, stall_waits
 from bench.scenarios.probes_plan import ProbesPlan
 
 
@@ -245,3 +240,12 @@ def test_the_stall_waits_are_read_per_mode_and_window() -> None:
     assert stall_waits(partial)["never"][2] is None
     del partial["probes"]["stalls"]
     assert stall_waits(partial) == {} and stall_figure(partial) is None
+
+
+def test_figures_are_read_and_written_plainly() -> None:
+    tree = {"a": {"b": {"c": 3}}, "n": None}
+    assert dig(tree, "a", "b", "c") == 3
+    assert dig(tree, "a", "x", "c") is None and dig(tree, "n", "c") is None
+    assert [ms(None), ms(8.5), ms(123.4)] == ["—", "8.50 ms", "123 ms"]
+    assert [size(3500), size(3 * 2**20)] == ["3.5 kB", "3.0 MiB"]
+    assert statuses({"503": 3, "200": 12}) == "200 12, 503 3" and statuses(None) == "none"
