@@ -68,8 +68,14 @@ def _stall_rows(results: Results) -> list[dict[str, Any]]:
             "; ".join(
                 note
                 for note in [
-                    *(f"{m}: {ms(dig(kills, m, 'longest_wait_ms'))}" for m in kills if m != "auto"),
                     _by_bystander(dig(kills, "auto", "bystanders")),
+                    *(
+                        f"{m}: {ms(dig(kills, m, 'longest_wait_ms'))} ("
+                        + _by_bystander(dig(kills, m, "bystanders"), "")
+                        + ")"
+                        for m in kills
+                        if m != "auto"
+                    ),
                     _cpu_note(kills.get("auto")),
                 ]
                 if note
@@ -97,12 +103,15 @@ def _stall_rows(results: Results) -> list[dict[str, Any]]:
     return rows
 
 
-def _by_bystander(window: Mapping[str, Any] | None) -> str:
-    """Each bystander's longest wait in a window (auto), e.g. ``/healthz 12 ms``."""
+def _by_bystander(
+    window: Mapping[str, Any] | None, lead: str = "longest by bystander (auto): "
+) -> str:
+    """Each bystander's longest wait in a window, e.g. ``/healthz 12 ms`` (a Predict on the
+    workers waits for them too, not only for the front end)."""
     waits = [
         f"{name} {ms(f.get('max_ms'))}" for name, f in (window or {}).items() if f.get("calls")
     ]
-    return "longest by bystander (auto): " + ", ".join(waits) if waits else ""
+    return lead + ", ".join(waits) if waits else ""
 
 
 def _cpu_note(found: Mapping[str, Any] | None) -> str:
