@@ -84,7 +84,7 @@ def rebuild(out: Path) -> None:
 
 
 def goal_rows(results: Results) -> list[dict[str, Any]]:
-    """One row per acceptance line, in the order of the module doc."""
+    """Every goal row: the in-front-end runs', then the rest of the front end's."""
     return [*inline_rows(results), *front_rows(results)]
 
 

@@ -1,4 +1,4 @@
-"""bench.report.probes_report: one goal row per acceptance line, each judged from the run's own
+"""bench.report.probes_report: one goal row per hostile caller, each judged from the run's own
 figures, and the report rebuilt from results.json."""
 
 from __future__ import annotations
@@ -132,7 +132,7 @@ def results() -> dict[str, Any]:
     }
 
 
-def test_every_acceptance_line_has_a_row_and_a_met_run_meets_them_all() -> None:
+def test_every_goal_has_a_row_and_a_met_run_meets_them_all() -> None:
     rows = goal_rows(results())
     goals = [r["goal"] for r in rows]
     assert goals.count("a hostile call stalls no front end") == 5
