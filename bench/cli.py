@@ -16,6 +16,7 @@
     python -m bench model-download       # ResNet50 from a local S3 server: boto3, obstore, restart
     python -m bench codecs               # JPEG decoders and JSON body readers, CPU per call
     python -m bench seed-images DIR      # the seeds' test's JPEGs, for a Locust run by hand
+    python -m bench probes               # hostile callers against real gateways, goal rows
 
 Results go to ``bench/results/<date>-<plan>/`` (results.json, README.md, PNGs); logs and models
 to ``bench/.cache/``; the peers' virtualenvs to ``bench/.venvs/``.
@@ -162,6 +163,17 @@ def _parser() -> argparse.ArgumentParser:
     co.add_argument("--round-cpu", type=float, default=0.2, help="CPU seconds per round, at least")
     co.add_argument(
         "--out", type=Path, help="result directory (default bench/results/<date>-codecs)"
+    )
+    pr = sub.add_parser(
+        "probes",
+        help="hostile callers against real gateways: stalls, kills, memory, metrics, slots",
+        description="Re-measure how callers could stall, kill or bloat a front end, each probe "
+        "against gateways started for it (127.0.0.1), with its baseline where there is one; "
+        "report in bench/results/<date>-probes/ (about 12 minutes on 2 CPUs).",
+    )
+    pr.add_argument("--only", default="", help="comma-separated subset of the probes")
+    pr.add_argument(
+        "--out", type=Path, help="result directory (default bench/results/<date>-probes)"
     )
     si = sub.add_parser("seed-images", help="write the seeds' test's JPEGs into a folder")
     si.add_argument("folder", type=Path)
@@ -341,6 +353,18 @@ def codecs_command(args: argparse.Namespace, console: Console) -> int:
     return 0
 
 
+def probes_command(args: argparse.Namespace, console: Console) -> int:
+    """``python -m bench probes``: run them, write the report, print its goal rows."""
+    from bench.scenarios.probes import run, summary_text
+    from bench.scenarios.probes_plan import ProbesPlan
+
+    out = args.out or RESULTS / f"{datetime.date.today().isoformat()}-probes"
+    results = run(ProbesPlan(), out, [n for n in args.only.split(",") if n])
+    sys.stdout.write(summary_text(results))
+    log.info("report: %s", out / "README.md")
+    return 0
+
+
 def seed_images_command(folder: Path) -> int:
     from bench.load import seed_images
 
@@ -351,9 +375,14 @@ def seed_images_command(folder: Path) -> int:
 
 
 def rebuild_report(directory: Path) -> None:
-    """Re-render a report directory: a ``python -m bench grpcio``, ``otlp`` or ``codecs`` one,
-    or a ``run`` one."""
+    """Re-render a report directory: a ``python -m bench grpcio``, ``otlp``, ``codecs`` or
+    ``probes`` one, or a ``run`` one."""
     results = json.loads((directory / "results.json").read_text())
+    if results.get("kind") == "probes":
+        from bench.report import probes_report
+
+        probes_report.rebuild(directory)
+        return
     if results.get("kind") == "codecs":
         from bench.report import codecs_report
 
@@ -440,6 +469,8 @@ def main(argv: Sequence[str] | None = None) -> int:
             return codecs_command(args, console)
         if args.command == "seed-images":
             return seed_images_command(args.folder)
+        if args.command == "probes":
+            return probes_command(args, console)
         if args.command == "models":
             from bench.scenarios.runner import CACHE
             from bench.systems.models import ensure_models

@@ -78,6 +78,13 @@ def status_bytes(pid: int, field: str) -> int:
     return 0
 
 
+def reset_peak(pid: int) -> None:
+    """Start ``pid``'s peak resident memory (``VmHWM``) afresh from its present memory (writes
+    ``5`` to its ``clear_refs``; nothing when it is gone or not ours)."""
+    with contextlib.suppress(OSError), open(f"/proc/{pid}/clear_refs", "w") as refs:
+        refs.write("5")
+
+
 def pss_bytes(pid: int) -> int:
     """Proportional set size of one process in bytes: its private pages and its share of those
     it maps with others (0 if it is gone)."""

@@ -1,7 +1,8 @@
 """The transport ceiling: a bare grpc.aio server (uvloop) that echoes each request's bytes.
 
 Serves every unary method (``/tensorflow.serving.PredictionService/Predict`` included) with no
-parsing: the request bytes are the response. Usage::
+parsing: the request bytes are the response (with ``--answer_bytes=N``, N bytes made for each
+call instead, written so that they are resident: a bare server's large answers). Usage::
 
     python -m bench.systems.peers.echo_server --port=0 --ready_fd=N
 
@@ -26,11 +27,17 @@ async def _echo(request: bytes, context: Any) -> bytes:
 
 
 class _EchoHandler(grpc.GenericRpcHandler):  # type: ignore[misc]
+    def __init__(self, answer_bytes: int = 0) -> None:
+        async def answer(request: bytes, context: Any) -> bytes:
+            return b"\x01" * answer_bytes
+
+        self._behaviour = answer if answer_bytes else _echo
+
     def service(self, handler_call_details: Any) -> grpc.RpcMethodHandler:
-        return grpc.unary_unary_rpc_method_handler(_echo)
+        return grpc.unary_unary_rpc_method_handler(self._behaviour)
 
 
-async def serve(port: int, ready_fd: int) -> None:
+async def serve(port: int, ready_fd: int, answer_bytes: int = 0) -> None:
     server = grpc.aio.server(
         options=[
             ("grpc.so_reuseport", 0),
@@ -38,7 +45,7 @@ async def serve(port: int, ready_fd: int) -> None:
             ("grpc.max_send_message_length", 256 * 1024 * 1024),
         ]
     )
-    server.add_generic_rpc_handlers((_EchoHandler(),))
+    server.add_generic_rpc_handlers((_EchoHandler(answer_bytes),))
     bound = server.add_insecure_port(f"127.0.0.1:{port}")
     await server.start()
     stop = asyncio.Event()
@@ -56,8 +63,9 @@ def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__)
     parser.add_argument("--port", type=int, default=0)
     parser.add_argument("--ready_fd", type=int, default=-1)
+    parser.add_argument("--answer_bytes", type=int, default=0, help="answer this many bytes")
     args = parser.parse_args()
-    uvloop.run(serve(args.port, args.ready_fd))
+    uvloop.run(serve(args.port, args.ready_fd, args.answer_bytes))
 
 
 if __name__ == "__main__":
