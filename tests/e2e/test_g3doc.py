@@ -31,7 +31,6 @@ import pytest
 from google.protobuf import text_format
 from onnx import TensorProto, helper
 
-from bench.systems.models import save_graph
 from gateway.config.batching_options import load_options
 from gateway.config.flags import parse_flags
 from gateway.config.model_config import load_model_server_config, model_specs
@@ -40,6 +39,7 @@ from tests.support import onnx_models, rest_models
 from tests.support.gateway_proc import GatewayProcess, gateway_command, running_gateway
 from tests.support.grpc_calls import predict_request
 from tests.support.lifecycle import predict, reload, status
+from tests.support.onnx_models import save_graph
 from tests.support.tf_compat import Served
 from tests.support.tf_compat_models_script import WARMUP_RECORDS
 

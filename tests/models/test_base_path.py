@@ -69,7 +69,7 @@ def test_a_long_outage_is_logged_once_a_minute_and_its_end_once(
     assert len(found) == 1 and found[0].levelno == logging.INFO
 
 
-def test_a_config_rewrite_naming_a_base_path_that_does_not_exist_keeps_the_model_serving(
+async def test_a_config_rewrite_naming_a_base_path_that_does_not_exist_keeps_the_model_serving(
     tmp_path: Path, caplog: pytest.LogCaptureFixture
 ) -> None:
     versions(tmp_path / "models" / "m", 1)
@@ -77,15 +77,12 @@ def test_a_config_rewrite_naming_a_base_path_that_does_not_exist_keeps_the_model
     models = manager(pool)
     typo = ModelSpecConfig("m", str(tmp_path / "mdoels" / "m"))
 
-    async def scenario() -> None:
-        await models.apply([ModelSpecConfig("m", str(tmp_path / "models" / "m"))])
-        await models.apply([typo])  # answered OK, as TF Serving's ReloadConfig
-        assert models.specs() == [typo]
-        assert models.resolve("m").version == 1
-        assert [(s.version, s.state) for s in models.statuses("m")] == [(1, State.AVAILABLE)]
-        assert pool.calls == [("load", "m:1")]
-
-    asyncio.run(scenario())
+    await models.apply([ModelSpecConfig("m", str(tmp_path / "models" / "m"))])
+    await models.apply([typo])  # answered OK, as TF Serving's ReloadConfig
+    assert models.specs() == [typo]
+    assert models.resolve("m").version == 1
+    assert [(s.version, s.state) for s in models.statuses("m")] == [(1, State.AVAILABLE)]
+    assert pool.calls == [("load", "m:1")]
     (line,) = missing_lines(caplog)
     assert f"Could not find base path {typo.base_path} for servable m" in line
 

@@ -16,7 +16,7 @@ from tests.models.harness import versions
 from tests.support.fakes import FakePool
 
 
-def test_a_rewritten_file_is_applied_and_a_bad_one_ignored(
+async def test_a_rewritten_file_is_applied_and_a_bad_one_ignored(
     tmp_path: Path, caplog: pytest.LogCaptureFixture
 ) -> None:
     versions(tmp_path / "a", 1)
@@ -29,7 +29,7 @@ def test_a_rewritten_file_is_applied_and_a_bad_one_ignored(
     def config(name: str) -> str:
         return f'model_config_list {{ config {{ name: "{name}" base_path: "{tmp_path / name}" }} }}'
 
-    async def scenario() -> None:
+    with caplog.at_level(logging.INFO, logger="gateway.models.config_poll"):
         await models.reconcile()
         path.write_text(config("a"))
         poll = ConfigFilePoll(str(path), models)
@@ -44,9 +44,6 @@ def test_a_rewritten_file_is_applied_and_a_bad_one_ignored(
         assert await poll.reload()
         assert [s.name for s in models.specs()] == ["b"]
         assert pool.calls[1:] == [("unload", "a:1"), ("load", "b:1")]
-
-    with caplog.at_level(logging.INFO, logger="gateway.models.config_poll"):
-        asyncio.run(scenario())
     assert "Failed to read ModelServerConfig file: Error parsing text-format" in caplog.text
     assert "Taking no action for empty config" in caplog.text
     assert "Could not read tensorflow.serving.ModelServerConfig file" in caplog.text

@@ -105,24 +105,21 @@ def test_a_failed_load_is_retried_then_its_last_error_stands(tmp_path: Path) -> 
     assert pool.calls == [("load", "m:3")] * 3  # 1 + retries
 
 
-def test_a_superseded_model_stops_waiting_to_retry(tmp_path: Path) -> None:
+async def test_a_superseded_model_stops_waiting_to_retry(tmp_path: Path) -> None:
     directory = _version(tmp_path)
     pool = FakePool(fail={"m:3": NotFound("corrupt")})
     options = LoadOptions(retries=5, retry_interval_s=3600.0)
     loader = VersionLoader(pool, 1, 1, options=options)  # type: ignore[arg-type]
 
-    async def scenario() -> None:
-        superseded = asyncio.Event()
-        spec = ModelSpecConfig("m", str(tmp_path))
-        loading = asyncio.create_task(loader.load(spec, 3, directory, superseded))
-        await settle()
-        assert pool.calls == [("load", "m:3")] and not loading.done()  # waits an hour to retry
-        superseded.set()
-        with pytest.raises(NotFound, match="corrupt"):
-            await asyncio.wait_for(loading, WAIT_S)
-        assert pool.calls == [("load", "m:3")]
-
-    asyncio.run(scenario())
+    superseded = asyncio.Event()
+    spec = ModelSpecConfig("m", str(tmp_path))
+    loading = asyncio.create_task(loader.load(spec, 3, directory, superseded))
+    await settle()
+    assert pool.calls == [("load", "m:3")] and not loading.done()  # waits an hour to retry
+    superseded.set()
+    with pytest.raises(NotFound, match="corrupt"):
+        await asyncio.wait_for(loading, WAIT_S)
+    assert pool.calls == [("load", "m:3")]
 
 
 def test_load_options_from_the_flags() -> None:

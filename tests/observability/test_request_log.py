@@ -165,7 +165,7 @@ def test_the_bytes_a_call_holds_count_against_the_process_budget(tmp_path: Path)
     assert len(_read(tmp_path / "m")) == 4
 
 
-def test_a_sampled_rest_call_is_logged_from_what_its_handler_left(tmp_path: Path) -> None:
+async def test_a_sampled_rest_call_is_logged_from_what_its_handler_left(tmp_path: Path) -> None:
     """The slot exists only inside a sampled call; a call that fails, or whose handler left
     nothing, logs nothing."""
     log = _log(
@@ -186,16 +186,13 @@ def test_a_sampled_rest_call_is_logged_from_what_its_handler_left(tmp_path: Path
         slot.fill(_record, "failed", "answer", 10)
         raise RuntimeError("the call failed")
 
-    async def calls() -> None:
-        assert await log.logged("m", lambda: served("first")) == "first"
-        assert await log.logged("off", lambda: served("unsampled")) == "unsampled"
-        assert await log.logged("", lambda: served("no model")) == "no model"
-        with pytest.raises(RuntimeError):
-            await log.logged("m", failed)
-        assert REST_LOG.get() is None
-        await log.close()
-
-    asyncio.run(calls())
+    assert await log.logged("m", lambda: served("first")) == "first"
+    assert await log.logged("off", lambda: served("unsampled")) == "unsampled"
+    assert await log.logged("", lambda: served("no model")) == "no model"
+    with pytest.raises(RuntimeError):
+        await log.logged("m", failed)
+    assert REST_LOG.get() is None
+    await log.close()
     assert seen == [True, False, False]
     assert _read(tmp_path / "m") == [b"first:answer:1.0:0"]
 
@@ -236,16 +233,15 @@ def test_closing_a_stuck_writer_ends_at_the_bound_and_says_what_was_dropped(
     )
 
 
-def test_a_second_signal_skips_the_flush(tmp_path: Path, caplog: pytest.LogCaptureFixture) -> None:
+async def test_a_second_signal_skips_the_flush(
+    tmp_path: Path, caplog: pytest.LogCaptureFixture
+) -> None:
     log, release = _stuck_log(tmp_path)
     caplog.set_level(logging.INFO, logger="gateway.observability.request_log")
 
-    async def close() -> None:
-        hurry = asyncio.Event()
-        hurry.set()
-        await log.close(None, hurry)  # no time bound: only the signal ends it
-
-    asyncio.run(close())
+    hurry = asyncio.Event()
+    hurry.set()
+    await log.close(None, hurry)  # no time bound: only the signal ends it
     release.set()
     (line,) = _lines(caplog)
     assert line.endswith("4 still queued at exit: the flush was skipped (second signal))")

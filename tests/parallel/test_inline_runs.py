@@ -104,31 +104,28 @@ def runs(heard: Heard, clock: Clock) -> Iterator[InlineRuns]:
     runs.close()
 
 
-def test_a_light_version_runs_here_and_leaves_when_no_longer_served(
+async def test_a_light_version_runs_here_and_leaves_when_no_longer_served(
     runs: InlineRuns, models: dict[str, Version], heard: Heard
 ) -> None:
-    async def go() -> None:
-        scaled = models["scaled"]
-        tf = Version("t:1", scaled.directory, scaled.signatures, platform="tensorflow")
-        chosen = Version("o:1", scaled.directory, scaled.signatures, runtime="openvino_fp32")
-        runs.sync([scaled, tf, chosen])
-        assert runs.placed == {
-            "scaled:1": WORKERS,
-            "t:1": WORKERS,
-            "o:1": WORKERS,
-        }  # until measured
-        await runs.loaded()
-        assert runs.placed == {"scaled:1": FRONTEND, "t:1": WORKERS, "o:1": WORKERS}
-        session = runs.sessions["scaled:1"]
-        assert session.max_rows >= 64
-        outputs = session.run({"x": np.array([[1, 2]], np.float32)}, ["y"])
-        assert outputs is not None
-        np.testing.assert_array_equal(outputs["y"], [[3, 6]])
-        runs.sync([tf])
-        assert runs.placed == {"t:1": WORKERS} and not runs.sessions
-        assert heard.placed[-1] == {"t:1": WORKERS}
-
-    asyncio.run(go())
+    scaled = models["scaled"]
+    tf = Version("t:1", scaled.directory, scaled.signatures, platform="tensorflow")
+    chosen = Version("o:1", scaled.directory, scaled.signatures, runtime="openvino_fp32")
+    runs.sync([scaled, tf, chosen])
+    assert runs.placed == {
+        "scaled:1": WORKERS,
+        "t:1": WORKERS,
+        "o:1": WORKERS,
+    }  # until measured
+    await runs.loaded()
+    assert runs.placed == {"scaled:1": FRONTEND, "t:1": WORKERS, "o:1": WORKERS}
+    session = runs.sessions["scaled:1"]
+    assert session.max_rows >= 64
+    outputs = session.run({"x": np.array([[1, 2]], np.float32)}, ["y"])
+    assert outputs is not None
+    np.testing.assert_array_equal(outputs["y"], [[3, 6]])
+    runs.sync([tf])
+    assert runs.placed == {"t:1": WORKERS} and not runs.sessions
+    assert heard.placed[-1] == {"t:1": WORKERS}
 
 
 @pytest.mark.parametrize(
@@ -143,7 +140,7 @@ def test_a_light_version_runs_here_and_leaves_when_no_longer_served(
     ],
     ids=lambda v: v if isinstance(v, str) else None,
 )
-def test_versions_that_stay_on_the_workers(
+async def test_versions_that_stay_on_the_workers(
     models: dict[str, Version],
     heard: Heard,
     clock: Clock,
@@ -153,17 +150,14 @@ def test_versions_that_stay_on_the_workers(
     hop: float,
     why: str,
 ) -> None:
-    async def go() -> None:
-        runs = _runs(mode, heard, clock, budget=budget, hop=hop)
-        try:
-            runs.sync([models[model]])
-            await runs.loaded()
-            assert runs.placed == {f"{model}:1": WORKERS}, why
-            assert not runs.sessions
-        finally:
-            runs.close()
-
-    asyncio.run(go())
+    runs = _runs(mode, heard, clock, budget=budget, hop=hop)
+    try:
+        runs.sync([models[model]])
+        await runs.loaded()
+        assert runs.placed == {f"{model}:1": WORKERS}, why
+        assert not runs.sessions
+    finally:
+        runs.close()
 
 
 def test_the_budget_counts_external_weights(tmp_path: Path, heard: Heard, clock: Clock) -> None:
@@ -195,53 +189,44 @@ def test_the_budget_counts_external_weights(tmp_path: Path, heard: Heard, clock:
     asyncio.run(go())
 
 
-def test_a_stall_moves_a_version_out_until_its_backoff_ends(
+async def test_a_stall_moves_a_version_out_until_its_backoff_ends(
     runs: InlineRuns, models: dict[str, Version], heard: Heard, clock: Clock
 ) -> None:
-    async def go() -> None:
-        runs.sync([models["scaled"]])
-        await runs.loaded()
-        assert runs.placed == {"scaled:1": FRONTEND}
-        runs.stalled("scaled:1")
-        assert runs.placed == {"scaled:1": WORKERS} and runs.moves == 1
-        assert heard.demoted == [("scaled:1", 1, clock.now + BACKOFF_S[0])]
-        runs.retry_due()  # not yet
-        await runs.loaded()
-        assert runs.placed == {"scaled:1": WORKERS}
-        clock.now += BACKOFF_S[0]
-        runs.retry_due()
-        await runs.loaded()  # measured afresh
-        assert runs.placed == {"scaled:1": FRONTEND}
-
-    asyncio.run(go())
+    runs.sync([models["scaled"]])
+    await runs.loaded()
+    assert runs.placed == {"scaled:1": FRONTEND}
+    runs.stalled("scaled:1")
+    assert runs.placed == {"scaled:1": WORKERS} and runs.moves == 1
+    assert heard.demoted == [("scaled:1", 1, clock.now + BACKOFF_S[0])]
+    runs.retry_due()  # not yet
+    await runs.loaded()
+    assert runs.placed == {"scaled:1": WORKERS}
+    clock.now += BACKOFF_S[0]
+    runs.retry_due()
+    await runs.loaded()  # measured afresh
+    assert runs.placed == {"scaled:1": FRONTEND}
 
 
-def test_the_supervisor_s_demotions_move_a_version_out_here_too(
+async def test_the_supervisor_s_demotions_move_a_version_out_here_too(
     runs: InlineRuns, models: dict[str, Version], clock: Clock
 ) -> None:
-    async def go() -> None:
-        runs.sync([models["scaled"]])
-        await runs.loaded()
-        runs.merge({"scaled:1": (1, clock.now + 5.0)})
-        assert runs.placed == {"scaled:1": WORKERS}
-        clock.now += 5.0
-        runs.retry_due()
-        await runs.loaded()
-        assert runs.placed == {"scaled:1": FRONTEND}
-
-    asyncio.run(go())
+    runs.sync([models["scaled"]])
+    await runs.loaded()
+    runs.merge({"scaled:1": (1, clock.now + 5.0)})
+    assert runs.placed == {"scaled:1": WORKERS}
+    clock.now += 5.0
+    runs.retry_due()
+    await runs.loaded()
+    assert runs.placed == {"scaled:1": FRONTEND}
 
 
-def test_a_demoted_version_is_not_placed_when_it_arrives(
+async def test_a_demoted_version_is_not_placed_when_it_arrives(
     runs: InlineRuns, models: dict[str, Version], clock: Clock
 ) -> None:
-    async def go() -> None:
-        runs.merge({"scaled:1": (2, clock.now + 5.0)})  # a restarted front end hears it first
-        runs.sync([models["scaled"]])
-        await runs.loaded()
-        assert runs.placed == {"scaled:1": WORKERS}
-
-    asyncio.run(go())
+    runs.merge({"scaled:1": (2, clock.now + 5.0)})  # a restarted front end hears it first
+    runs.sync([models["scaled"]])
+    await runs.loaded()
+    assert runs.placed == {"scaled:1": WORKERS}
 
 
 # -- one session under the wall-clock watch -------------------------------------------------------

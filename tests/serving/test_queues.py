@@ -52,43 +52,37 @@ def test_a_bad_per_model_batching_file_fails_the_request_not_the_server(tmp_path
         queues.get(_servable(directory=str(tmp_path)), "serving_default")
 
 
-def test_drain_runs_what_is_queued_then_forgets_the_servables_queues() -> None:
-    async def scenario() -> None:
-        dispatcher, (link,) = fake_dispatcher()
-        queues = BatchQueues(BatchingPolicy(BatchingOptions.unbatched(), 1), dispatcher)
-        queue = queues.get(_servable(), "serving_default")
-        kept = queues.get(_servable(2), "serving_default")
-        call = asyncio.create_task(queue.submit({"x": X}, ("y",), None))
-        await settle()
-        draining = asyncio.create_task(queues.drain(_servable()))
-        await settle()
-        assert not draining.done()  # its run is still in flight
-        link.complete(0, lambda inputs: {"y": inputs["x"]})
-        await draining
-        (await call).release()
-        assert queues.get(_servable(), "serving_default") is not queue  # forgotten
-        assert queues.get(_servable(2), "serving_default") is kept
-
-    asyncio.run(scenario())
+async def test_drain_runs_what_is_queued_then_forgets_the_servables_queues() -> None:
+    dispatcher, (link,) = fake_dispatcher()
+    queues = BatchQueues(BatchingPolicy(BatchingOptions.unbatched(), 1), dispatcher)
+    queue = queues.get(_servable(), "serving_default")
+    kept = queues.get(_servable(2), "serving_default")
+    call = asyncio.create_task(queue.submit({"x": X}, ("y",), None))
+    await settle()
+    draining = asyncio.create_task(queues.drain(_servable()))
+    await settle()
+    assert not draining.done()  # its run is still in flight
+    link.complete(0, lambda inputs: {"y": inputs["x"]})
+    await draining
+    (await call).release()
+    assert queues.get(_servable(), "serving_default") is not queue  # forgotten
+    assert queues.get(_servable(2), "serving_default") is kept
 
 
-def test_flush_sends_open_batches_and_fail_all_fails_what_is_queued() -> None:
-    async def scenario() -> None:
-        dispatcher, (link,) = fake_dispatcher()
-        options = BatchingOptions(max_batch_size=8, batch_timeout_micros=10**9, num_batch_threads=1)
-        queues = BatchQueues(BatchingPolicy(options, 1), dispatcher)
-        queue = queues.get(_servable(), "serving_default")
-        first = asyncio.create_task(queue.submit({"x": X}, ("y",), None))
-        await settle()
-        assert link.sent == []  # the batch waits for its (long) timeout
-        queues.flush()
-        await settle()
-        assert len(link.sent) == 1
-        second = asyncio.create_task(queue.submit({"x": X}, ("y",), None))
-        await settle()
-        queues.fail_all(Unavailable("the server is shutting down"))
-        for call in (first, second):
-            with pytest.raises(Unavailable, match="shutting down"):
-                await call
-
-    asyncio.run(scenario())
+async def test_flush_sends_open_batches_and_fail_all_fails_what_is_queued() -> None:
+    dispatcher, (link,) = fake_dispatcher()
+    options = BatchingOptions(max_batch_size=8, batch_timeout_micros=10**9, num_batch_threads=1)
+    queues = BatchQueues(BatchingPolicy(options, 1), dispatcher)
+    queue = queues.get(_servable(), "serving_default")
+    first = asyncio.create_task(queue.submit({"x": X}, ("y",), None))
+    await settle()
+    assert link.sent == []  # the batch waits for its (long) timeout
+    queues.flush()
+    await settle()
+    assert len(link.sent) == 1
+    second = asyncio.create_task(queue.submit({"x": X}, ("y",), None))
+    await settle()
+    queues.fail_all(Unavailable("the server is shutting down"))
+    for call in (first, second):
+        with pytest.raises(Unavailable, match="shutting down"):
+            await call

@@ -5,9 +5,24 @@ from __future__ import annotations
 from pathlib import Path
 
 import numpy as np
+import onnx
 from onnx import TensorProto, helper, numpy_helper
 
-from bench.systems.models import save_graph
+OPSET = 17
+"""The ONNX opset of every model the tests build."""
+
+
+def save_graph(graph: onnx.GraphProto, path: Path) -> Path:
+    """``graph`` as a checked opset-17, IR 8 model at ``path`` (its folder made; written to a
+    temporary name, then renamed)."""
+    model = helper.make_model(graph, opset_imports=[helper.make_opsetid("", OPSET)])
+    model.ir_version = 8
+    onnx.checker.check_model(model)
+    path.parent.mkdir(parents=True, exist_ok=True)
+    tmp = path.with_suffix(".tmp")
+    onnx.save(model, str(tmp))
+    tmp.replace(path)
+    return path
 
 
 def mlp(

@@ -111,14 +111,11 @@ def test_without_the_management_api_load_and_unload_are_triton_s_refusal() -> No
     assert repository.index(ready_only=False) == [IndexEntry("a", "1", "READY")]
 
 
-def test_changes_run_one_at_a_time() -> None:
+async def test_changes_run_one_at_a_time() -> None:
     """Two unloads at once each take their own model out (neither undoes the other)."""
     repository, models = _repository(A, B)
 
-    async def both() -> None:
-        await asyncio.gather(
-            repository.unload(RepositoryCall("a")), repository.unload(RepositoryCall("b"))
-        )
-
-    asyncio.run(both())
+    await asyncio.gather(
+        repository.unload(RepositoryCall("a")), repository.unload(RepositoryCall("b"))
+    )
     assert models.config == []

@@ -20,42 +20,36 @@ from gateway.transport.http.server import HttpServer
 BOUNDS = CallBounds(timeout_ms=250, max_body_bytes=100, body_timeout_s=0.2)
 
 
-def test_a_call_past_its_deadline_is_deadline_exceeded_and_cancelled() -> None:
-    async def scenario() -> bool:
-        started = asyncio.Event()
-        cancelled = []
+async def test_a_call_past_its_deadline_is_deadline_exceeded_and_cancelled() -> None:
+    started = asyncio.Event()
+    cancelled = []
 
-        async def work() -> None:
-            started.set()
-            try:
-                await asyncio.Event().wait()
-            except asyncio.CancelledError:
-                cancelled.append(True)
-                raise
+    async def work() -> None:
+        started.set()
+        try:
+            await asyncio.Event().wait()
+        except asyncio.CancelledError:
+            cancelled.append(True)
+            raise
 
-        with pytest.raises(DeadlineExceeded) as info:
-            await BOUNDS.until(time.monotonic() - 1, work())
-        assert info.value.message == (
-            "Deadline exceeded: the call took longer than 250 ms (--rest_api_timeout_in_ms)"
-        )
-        return bool(cancelled) or not started.is_set()
-
-    assert asyncio.run(scenario())
+    with pytest.raises(DeadlineExceeded) as info:
+        await BOUNDS.until(time.monotonic() - 1, work())
+    assert info.value.message == (
+        "Deadline exceeded: the call took longer than 250 ms (--rest_api_timeout_in_ms)"
+    )
+    assert bool(cancelled) or not started.is_set()
 
 
-def test_a_call_in_time_returns_its_value_and_its_own_timeouts_are_its_own() -> None:
+async def test_a_call_in_time_returns_its_value_and_its_own_timeouts_are_its_own() -> None:
     async def answer() -> int:
         return 42
 
     async def times_out() -> None:
         raise TimeoutError("the call's own")
 
-    async def scenario() -> None:
-        assert await BOUNDS.until(BOUNDS.deadline(), answer()) == 42
-        with pytest.raises(TimeoutError, match="the call's own"):
-            await BOUNDS.until(BOUNDS.deadline(), times_out())
-
-    asyncio.run(scenario())
+    assert await BOUNDS.until(BOUNDS.deadline(), answer()) == 42
+    with pytest.raises(TimeoutError, match="the call's own"):
+        await BOUNDS.until(BOUNDS.deadline(), times_out())
     assert 0 < BOUNDS.deadline() - time.monotonic() <= 0.25
 
 
