@@ -66,7 +66,7 @@ def _strings(response: pb.ModelInferResponse) -> list[bytes]:
     return raw.from_raw(declared, response.raw_output_contents[0]).ravel().tolist()
 
 
-def test_a_bad_string_fails_only_its_own_request(neighbours: GatewayProcess) -> None:
+async def test_a_bad_string_fails_only_its_own_request(neighbours: GatewayProcess) -> None:
     before = scrape(neighbours)
 
     async def calls() -> list[object]:
@@ -79,7 +79,7 @@ def test_a_bad_string_fails_only_its_own_request(neighbours: GatewayProcess) -> 
             second = stub.ModelInfer(_infer(b"b"), timeout=DEADLINE_S)
             return [*bad, *await asyncio.gather(first, second, return_exceptions=True)]
 
-    refused, first, second = asyncio.run(calls())
+    refused, first, second = await calls()
     after = scrape(neighbours)
     assert isinstance(refused, grpc.RpcError), refused
     assert refused.code() == grpc.StatusCode.INVALID_ARGUMENT

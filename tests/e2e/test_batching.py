@@ -44,7 +44,7 @@ def batching_gateway(
         yield process
 
 
-def test_concurrent_random_sizes_each_get_their_own_rows(
+async def test_concurrent_random_sizes_each_get_their_own_rows(
     batching_gateway: GatewayProcess, model_repo: Path
 ) -> None:
     rng = np.random.default_rng(21)
@@ -69,7 +69,7 @@ def test_concurrent_random_sizes_each_get_their_own_rows(
 
             return await asyncio.gather(*(one(i) for i in range(REQUESTS)))
 
-    responses = asyncio.run(send_all())
+    responses = await send_all()
     model = model_repo / "mlp" / "1" / "model.onnx"
     for i, response in enumerate(responses):
         if i in bad:
@@ -93,7 +93,7 @@ def test_request_over_max_batch_size(batching_gateway: GatewayProcess) -> None:
         assert info.value.details() == "Task size 33 is larger than maximum input batch size 32"
 
 
-def test_strings_and_every_dtype_batch_too(batching_gateway: GatewayProcess) -> None:
+async def test_strings_and_every_dtype_batch_too(batching_gateway: GatewayProcess) -> None:
     inputs = {
         f"in_{d}": (
             np.array([[b"x", b"yy"]], dtype=object) if d == "string" else np.ones((1, 2), dtype=d)
@@ -109,7 +109,7 @@ def test_strings_and_every_dtype_batch_too(batching_gateway: GatewayProcess) -> 
             ]
             return await asyncio.gather(*calls)
 
-    for response in asyncio.run(send()):
+    for response in await send():
         got = outputs_of(response)  # type: ignore[arg-type]
         assert got["out_string"].tolist() == [[b"x", b"yy"]]
         assert got["out_int64"].tolist() == [[1, 1]]

@@ -16,7 +16,7 @@ from tests.support.ort import run_reference
 REQUESTS = 300
 
 
-def test_concurrent_requests_each_get_their_own_rows(
+async def test_concurrent_requests_each_get_their_own_rows(
     gateway: GatewayProcess, model_repo: Path
 ) -> None:
     rng = np.random.default_rng(11)
@@ -39,7 +39,7 @@ def test_concurrent_requests_each_get_their_own_rows(
 
             return await asyncio.gather(*(one(i) for i in range(REQUESTS)))
 
-    responses = asyncio.run(send_all())
+    responses = await send_all()
     model = model_repo / "mlp" / "2" / "model.onnx"
     for i, response in enumerate(responses):
         if i in bad:

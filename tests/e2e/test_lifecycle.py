@@ -133,7 +133,9 @@ def test_reload_refusals_keep_the_running_config(managed: GatewayProcess, repo: 
         assert (version, state) == (1, State.END) and "cannot load ONNX model" in error
 
 
-def test_reload_under_steady_load_fails_no_request(managed: GatewayProcess, repo: Path) -> None:
+async def test_reload_under_steady_load_fails_no_request(
+    managed: GatewayProcess, repo: Path
+) -> None:
     """Eight requests in flight at every moment while the config swaps version 1 for 2."""
 
     async def scenario() -> tuple[list[int], list[BaseException]]:
@@ -172,7 +174,7 @@ def test_reload_under_steady_load_fails_no_request(managed: GatewayProcess, repo
             await asyncio.wait_for(asyncio.gather(*clients), WAIT_S)
             return versions, errors
 
-    versions, errors = asyncio.run(scenario())
+    versions, errors = await scenario()
     assert errors == []
     assert set(versions) == {1, 2}
 

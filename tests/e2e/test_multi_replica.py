@@ -144,11 +144,11 @@ async def load_and_drain(targets: list[str], drained: GatewayProcess) -> tuple[T
     return tally, exit_code[0]
 
 
-def test_draining_one_replica_under_load_fails_nothing_but_refusals(
+async def test_draining_one_replica_under_load_fails_nothing_but_refusals(
     replicas: list[GatewayProcess],
 ) -> None:
     drained, *others = replicas
-    tally, code = asyncio.run(load_and_drain([g.target for g in replicas], drained))
+    tally, code = await load_and_drain([g.target for g in replicas], drained)
 
     assert code == 0, drained.log()
     assert tally.sent < MAX_REQUESTS, f"the drained replica did not exit: {tally}"

@@ -108,7 +108,9 @@ def test_a_base_path_gone_for_a_while_or_mistyped_keeps_the_model_serving(tmp_pa
         assert status(channel, "scaled") == [(1, State.AVAILABLE, "")]
 
 
-def test_large_requests_that_fit_the_input_area_one_at_a_time_all_succeed(tmp_path: Path) -> None:
+async def test_large_requests_that_fit_the_input_area_one_at_a_time_all_succeed(
+    tmp_path: Path,
+) -> None:
     """Defect 7: with 1 MiB input areas, 800 KB requests, six in flight on one worker: each
     waits for room instead of RESOURCE_EXHAUSTED "input area is full; retry later"."""
     onnx_models.scaled(tmp_path / "scaled" / "1" / "model.onnx", 2.0)
@@ -134,4 +136,4 @@ def test_large_requests_that_fit_the_input_area_one_at_a_time_all_succeed(tmp_pa
             return await asyncio.gather(*(call(i) for i in range(6)))
 
     with running_gateway(args, tmp_path) as gateway:
-        assert asyncio.run(scenario(gateway.target)) == [0.0, 2.0, 4.0, 6.0, 8.0, 10.0]
+        assert await scenario(gateway.target) == [0.0, 2.0, 4.0, 6.0, 8.0, 10.0]

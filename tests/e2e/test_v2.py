@@ -257,7 +257,7 @@ def _grown(before: str, after: str, name: str, **labels: str) -> float:
     return sample(after, name, **labels) - sample(before, name, **labels)
 
 
-def test_a_v2_and_a_tf_serving_request_share_one_batch(
+async def test_a_v2_and_a_tf_serving_request_share_one_batch(
     v2_gateway: V2Gateway,  # noqa: F811
     tmp_path: Path,
 ) -> None:
@@ -279,7 +279,7 @@ def test_a_v2_and_a_tf_serving_request_share_one_batch(
             )
             return await asyncio.gather(tf_call, v2_call)
 
-    tf_response, (results, outputs) = asyncio.run(both())
+    tf_response, (results, outputs) = await both()
     after = scrape(gateway)
     assert _grown(before, after, "tensorgate_worker_runs_total") == 1
     held = {"model_name": "held", "version": "1"}

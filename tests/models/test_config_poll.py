@@ -3,7 +3,6 @@ config in place (a fake worker pool at the one seam)."""
 
 from __future__ import annotations
 
-import asyncio
 import logging
 from pathlib import Path
 
@@ -49,7 +48,7 @@ async def test_a_rewritten_file_is_applied_and_a_bad_one_ignored(
     assert "Could not read tensorflow.serving.ModelServerConfig file" in caplog.text
 
 
-def test_the_file_is_compared_with_the_file_last_read_not_the_config_in_force(
+async def test_the_file_is_compared_with_the_file_last_read_not_the_config_in_force(
     tmp_path: Path,
 ) -> None:
     """An unload made another way (V2's repository) is not undone while the file is unchanged;
@@ -84,4 +83,4 @@ def test_the_file_is_compared_with_the_file_last_read_not_the_config_in_force(
         assert await poll.reload()
         assert sorted(s.name for s in models.specs()) == ["b", "c"] and ["b", "c"] in pushed
 
-    asyncio.run(scenario())
+    await scenario()

@@ -24,7 +24,7 @@ def test_calls_are_records_by_identity_with_fixed_fields() -> None:
         first.extra = 1  # type: ignore[attr-defined]
 
 
-def test_current_is_the_call_of_the_task_that_set_it() -> None:
+async def test_current_is_the_call_of_the_task_that_set_it() -> None:
     async def handle(name: str, seen: dict[str, str], both_set: asyncio.Barrier) -> None:
         CURRENT.set(Call("tfserving", name, "GRPC", 0.0))
         await both_set.wait()
@@ -39,4 +39,4 @@ def test_current_is_the_call_of_the_task_that_set_it() -> None:
         assert CURRENT.get() is None  # nothing leaks into the caller's context
         return seen
 
-    assert asyncio.run(go()) == {"Predict": "Predict", "Classify": "Classify"}
+    assert await go() == {"Predict": "Predict", "Classify": "Classify"}

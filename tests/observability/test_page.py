@@ -3,7 +3,6 @@ Serving's metrics exactly as TF Serving does, then tensorgate's own — for a re
 
 from __future__ import annotations
 
-import asyncio
 from pathlib import Path
 
 import pytest
@@ -40,7 +39,9 @@ def test_a_relative_page_path_is_refused(tmp_path: Path) -> None:
         metrics_path(str(config))
 
 
-def test_the_page_is_tf_serving_s_metrics_then_tensorgate_s_with_live_worker_figures() -> None:
+async def test_the_page_is_tf_serving_s_metrics_then_tensorgate_s_with_live_worker_figures() -> (
+    None
+):
     async def scrape() -> tuple[str, str]:
         pool = WorkerPool(PoolOptions(workers=1, input_bytes=1 << 16, output_bytes=1 << 16))
         await pool.start()
@@ -57,7 +58,7 @@ def test_the_page_is_tf_serving_s_metrics_then_tensorgate_s_with_live_worker_fig
         finally:
             await pool.close()
 
-    content_type, text = asyncio.run(scrape())
+    content_type, text = await scrape()
     assert content_type == CONTENT_TYPE
     tf_part, _, own = text.partition("# HELP")
     assert (

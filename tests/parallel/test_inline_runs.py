@@ -4,7 +4,6 @@ the wall-clock limit, demoted by a stall and back after its backoff."""
 
 from __future__ import annotations
 
-import asyncio
 from collections.abc import Iterator
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -160,7 +159,9 @@ async def test_versions_that_stay_on_the_workers(
         runs.close()
 
 
-def test_the_budget_counts_external_weights(tmp_path: Path, heard: Heard, clock: Clock) -> None:
+async def test_the_budget_counts_external_weights(
+    tmp_path: Path, heard: Heard, clock: Clock
+) -> None:
     async def go() -> None:
         """A tiny model.onnx whose weights lie in another file of the version directory."""
         path = tmp_path / "ext" / "1" / "model.onnx"
@@ -186,7 +187,7 @@ def test_the_budget_counts_external_weights(tmp_path: Path, heard: Heard, clock:
             tight.close()
             roomy.close()
 
-    asyncio.run(go())
+    await go()
 
 
 async def test_a_stall_moves_a_version_out_until_its_backoff_ends(

@@ -58,7 +58,7 @@ def front_end(serial: int) -> FrontEnd:
 
 
 def run(tmp_path: Path, scenario: Any) -> None:
-    models = served(tmp_path)
+    models = await served(tmp_path)
 
     async def go() -> None:
         fronts = {0: front_end(1), 1: front_end(2)}

@@ -134,7 +134,7 @@ async def test_draining_refuses_every_call_but_health_and_waits_for_the_running_
 
 
 @pytest.mark.parametrize("service", [BOUNDED, FREE])
-def test_only_bounded_services_count_against_the_bound(service: str) -> None:
+async def test_only_bounded_services_count_against_the_bound(service: str) -> None:
     async def scenario() -> grpc.StatusCode:
         async with gated(Gate(max_concurrent=1)) as g:
             busy = asyncio.create_task(g.ask(BOUNDED, _serialized("gate")))
@@ -145,7 +145,7 @@ def test_only_bounded_services_count_against_the_bound(service: str) -> None:
             assert await busy == grpc.StatusCode.OK
             return second
 
-    status = asyncio.run(scenario())
+    status = await scenario()
     assert status == (grpc.StatusCode.UNAVAILABLE if service == BOUNDED else grpc.StatusCode.OK)
 
 

@@ -4,7 +4,6 @@ handler a call finds when only a traced call is observed (a recording server sta
 
 from __future__ import annotations
 
-import asyncio
 from typing import Any, NamedTuple
 
 import grpc
@@ -94,13 +93,13 @@ async def _serve_and_call(gate: Gate, tfs: TfServingMetrics) -> dict[str, grpc.S
     return codes
 
 
-def test_observation_records_the_gate_s_refusals_and_the_error_rule_s_codes() -> None:
+async def test_observation_records_the_gate_s_refusals_and_the_error_rule_s_codes() -> None:
     """The order of the chain: observation outside the gate (a refused call is recorded with the
     gate's code), the error rule inside observation (a servicer's error is recorded with the code
     it maps to, not UNKNOWN)."""
     tfs = TfServingMetrics()
     gate = Gate(auth=BearerTokens(["secret"]), max_concurrent=1)
-    codes = asyncio.run(_serve_and_call(gate, tfs))
+    codes = await _serve_and_call(gate, tfs)
     assert codes == {
         "served": grpc.StatusCode.OK,
         "servicer error": grpc.StatusCode.NOT_FOUND,

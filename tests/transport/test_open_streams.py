@@ -21,7 +21,7 @@ async def _serving(server: grpc.aio.Server) -> str:
     return f"127.0.0.1:{port}"
 
 
-def test_a_health_watch_ends_with_the_status_it_sent() -> None:
+async def test_a_health_watch_ends_with_the_status_it_sent() -> None:
     async def scenario() -> list[int]:
         server = grpc.aio.server()
         health_pb2_grpc.add_HealthServicer_to_server(BoundedHealth(STREAM_S), server)
@@ -36,10 +36,10 @@ def test_a_health_watch_ends_with_the_status_it_sent() -> None:
         finally:
             await server.stop(0)
 
-    assert asyncio.run(scenario()) == [health_pb2.HealthCheckResponse.SERVING]
+    assert await scenario() == [health_pb2.HealthCheckResponse.SERVING]
 
 
-def test_a_reflection_stream_held_open_ends_after_answering() -> None:
+async def test_a_reflection_stream_held_open_ends_after_answering() -> None:
     async def scenario() -> list[str]:
         server = grpc.aio.server()
         reflecting = BoundedReflection(["grpc.health.v1.Health"], STREAM_S)
@@ -66,4 +66,4 @@ def test_a_reflection_stream_held_open_ends_after_answering() -> None:
             held.set()
             await server.stop(0)
 
-    assert asyncio.run(scenario()) == ["grpc.health.v1.Health"]
+    assert await scenario() == ["grpc.health.v1.Health"]

@@ -32,7 +32,7 @@ PAUSE_S = 15.0
 ROWS = 1 << 17  # 2 x 131072 float32 values in the row format: a body of about 1.6 MB
 
 
-def test_healthz_is_answered_while_a_large_body_is_read(
+async def test_healthz_is_answered_while_a_large_body_is_read(
     tmp_path: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:
     onnx_models.scaled(tmp_path / "m" / "1" / "model.onnx", 2.0)
@@ -72,7 +72,7 @@ def test_healthz_is_answered_while_a_large_body_is_read(
             finally:
                 await server.stop(1.0)
 
-    status, answered_during_pause, answer = asyncio.run(go())
+    status, answered_during_pause, answer = await go()
     assert status == 200
     assert answered_during_pause, "/healthz waited for the body's read"
     assert reads and reads[0] is not None and type(reads[0]["instances"]) is json_numbers.Numbers

@@ -66,7 +66,7 @@ def test_bounds_must_be_positive(options: dict[str, Any]) -> None:
         CallBounds(**options)
 
 
-def test_a_body_that_stalls_gets_408() -> None:
+async def test_a_body_that_stalls_gets_408() -> None:
     routes = Routes()
     server = HttpServer(
         routes,
@@ -94,7 +94,7 @@ def test_a_body_that_stalls_gets_408() -> None:
         head, _, body = answer.partition(b"\r\n\r\n")
         return head.split(b"\r\n")[0], json.loads(body)
 
-    status_line, document = asyncio.run(scenario())
+    status_line, document = await scenario()
     assert status_line == b"HTTP/1.1 408 Request Timeout"
     assert document == {
         "error": "the request body was not received within 0.2 s (--rest_api_body_timeout_seconds)"

@@ -240,7 +240,7 @@ async def test_a_chunk_declared_over_the_body_limit_is_refused_at_once() -> None
         )
 
 
-def test_pipelined_requests_are_answered_in_order() -> None:
+async def test_pipelined_requests_are_answered_in_order() -> None:
     async def scenario() -> list[int]:
         async with serving(ConnectionLimits()) as (port, _, _):
             reader, writer = await asyncio.open_connection("127.0.0.1", port)
@@ -253,10 +253,10 @@ def test_pipelined_requests_are_answered_in_order() -> None:
             writer.close()
             return sizes
 
-    assert asyncio.run(scenario()) == list(range(200))
+    assert await scenario() == list(range(200))
 
 
-def test_closed_connections_leave_nothing_behind() -> None:
+async def test_closed_connections_leave_nothing_behind() -> None:
     """What a connection parked (a partial head, a body) goes with it once it closes."""
 
     async def scenario() -> list[weakref.ref[HttpConnection]]:
@@ -275,5 +275,5 @@ def test_closed_connections_leave_nothing_behind() -> None:
             assert not server.connections.open
             return refs
 
-    refs = asyncio.run(scenario())
+    refs = await scenario()
     assert len(refs) == 20 and not [r for r in refs if r() is not None]

@@ -148,7 +148,7 @@ async def serving(
 
 
 # -- bodies, deadlines, errors ---------------------------------------------------------------------
-def test_expect_100_continue_is_answered() -> None:
+async def test_expect_100_continue_is_answered() -> None:
     body = json.dumps({"inputs": [[1, 2]] * 500})
 
     async def scenario() -> tuple[int, Any]:
@@ -158,7 +158,7 @@ def test_expect_100_continue_is_answered() -> None:
         ):
             return response.status, await response.json()
 
-    assert asyncio.run(scenario()) == (200, {"model": "m", "verb": "run", "bytes": len(body)})
+    assert await scenario() == (200, {"model": "m", "verb": "run", "bytes": len(body)})
 
 
 async def _turns_until(check: Callable[[], bool], turns: int = 100_000) -> None:
@@ -239,12 +239,12 @@ async def test_limits_of_body_size() -> None:
         ("DEADLINE_EXCEEDED", 504),
     ],
 )
-def test_error_codes_map_to_tf_serving_http_statuses(code: str, status: int) -> None:
+async def test_error_codes_map_to_tf_serving_http_statuses(code: str, status: int) -> None:
     async def scenario() -> Reply:
         async with serving() as served:
             return await served.ask("POST", "/t/m:run", {"raise": code})
 
-    reply = asyncio.run(scenario())
+    reply = await scenario()
     assert reply.status == status
     assert reply.error() == f"hook says {code}"
     assert reply.headers.get("Retry-After") == ("1" if status in (429, 503) else None)
@@ -319,14 +319,14 @@ def _ipv6_loopback() -> bool:
     return True
 
 
-def test_port_0_on_every_interface_is_one_port_for_ipv4_and_ipv6() -> None:
+async def test_port_0_on_every_interface_is_one_port_for_ipv4_and_ipv6() -> None:
     async def scenario() -> list[int]:
         async with serving(host="") as served:
             port = served.url.rsplit(":", 1)[1]
             urls = [served.url, *([f"http://[::1]:{port}"] if _ipv6_loopback() else [])]
             return [(await request(served.session, "GET", f"{url}/healthz")).status for url in urls]
 
-    assert set(asyncio.run(scenario())) == {200}
+    assert set(await scenario()) == {200}
 
 
 async def test_readiness_follows_the_core_and_draining_and_probes_take_get_and_head() -> None:
@@ -366,7 +366,7 @@ async def test_a_refused_request_line_is_answered_after_the_token_and_the_bound(
         assert front.in_flight == 0
 
 
-def test_each_api_call_is_parsed_once_and_observed_with_that_parse() -> None:
+async def test_each_api_call_is_parsed_once_and_observed_with_that_parse() -> None:
     seen: list[tuple[str, str, str | None, int]] = []
 
     async def observe(request: HttpRequest, call: ApiCall[Any], answer: Answer) -> HttpResponse:
@@ -384,7 +384,7 @@ def test_each_api_call_is_parsed_once_and_observed_with_that_parse() -> None:
                 await served.ask("GET", path)
             return served.api.parses
 
-    assert asyncio.run(scenario()) == 4
+    assert await scenario() == 4
     assert seen == [
         ("Run", "m", None, 200),
         ("Run", "n", "NOT_FOUND", 404),

@@ -36,7 +36,7 @@ PAUSE_S = 15.0
 ROWS = 1 << 17  # 2 x 131072 FP32 values: a JSON body of 1.3 MB, over OFF_LOOP_BYTES
 
 
-def test_healthz_is_answered_while_a_large_json_body_converts(
+async def test_healthz_is_answered_while_a_large_json_body_converts(
     tmp_path: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:
     onnx_models.scaled(tmp_path / "m" / "1" / "model.onnx", 2.0)
@@ -80,7 +80,7 @@ def test_healthz_is_answered_while_a_large_json_body_converts(
             finally:
                 await server.stop(1.0)
 
-    status, answered_during_pause, answer = asyncio.run(go())
+    status, answered_during_pause, answer = await go()
     assert status == 200
     assert answered_during_pause, "/healthz waited for the body's conversion"
     assert answer["outputs"][0]["shape"] == [ROWS, 2]
