@@ -7,7 +7,8 @@ request's future, bounded by WAIT_S, which is never reached when things work.
 from __future__ import annotations
 
 import asyncio
-from collections.abc import Awaitable, Callable
+from collections.abc import AsyncIterator
+from contextlib import asynccontextmanager
 
 import numpy as np
 
@@ -51,18 +52,13 @@ def link(pool: WorkerPool) -> RunLink:
     return picked
 
 
-def with_pool(
-    options: PoolOptions, scenario: Callable[[WorkerPool, asyncio.Event], Awaitable[None]]
-) -> None:
-    """Run ``scenario`` with a started pool; the event is set on each of its notifications."""
-
-    async def main() -> None:
-        changed = asyncio.Event()
-        pool = WorkerPool(options, on_change=changed.set)
-        try:
-            await asyncio.wait_for(pool.start(), WAIT_S)
-            await scenario(pool, changed)
-        finally:
-            await pool.close()
-
-    asyncio.run(main())
+@asynccontextmanager
+async def started_pool(options: PoolOptions) -> AsyncIterator[tuple[WorkerPool, asyncio.Event]]:
+    """A started pool, and an event set on each of its notifications (closed at the end)."""
+    changed = asyncio.Event()
+    pool = WorkerPool(options, on_change=changed.set)
+    try:
+        await asyncio.wait_for(pool.start(), WAIT_S)
+        yield pool, changed
+    finally:
+        await pool.close()

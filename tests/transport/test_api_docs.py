@@ -7,7 +7,6 @@ them."""
 
 from __future__ import annotations
 
-import asyncio
 import json
 from typing import Any
 
@@ -113,7 +112,7 @@ async def test_the_docs_routes_answer_get_and_head_and_refuse_other_methods(path
     assert json.loads(response.body) == {"error": f"{path} answers GET and HEAD, not POST"}
 
 
-def test_a_document_is_built_once_until_the_served_versions_change() -> None:
+async def test_a_document_is_built_once_until_the_served_versions_change() -> None:
     """Building a document walks every model's signatures on the loop: a GET must not."""
     served: list[object] = [object()]
     builds: list[int] = []
@@ -129,15 +128,15 @@ def test_a_document_is_built_once_until_the_served_versions_change() -> None:
     route, public = found
     assert not public  # the document lists the models: it needs a token when tokens are on
 
-    def title() -> str:
-        answer = asyncio.run(route(made_request("GET", "/v1/docs/openapi.json")))
+    async def title() -> str:
+        answer = await route(made_request("GET", "/v1/docs/openapi.json"))
         return str(json.loads(answer.body)["info"]["title"])
 
-    assert [title(), title(), title()] == ["1", "1", "1"]
+    assert [await title(), await title(), await title()] == ["1", "1", "1"]
     served.append(object())  # a version loaded
-    assert [title(), title()] == ["2", "2"]
+    assert [await title(), await title()] == ["2", "2"]
     served[0] = object()  # another version in its place
-    assert title() == "3"
+    assert await title() == "3"
 
 
 async def test_with_tokens_the_page_is_public_and_the_documents_declare_bearer_auth() -> None:
