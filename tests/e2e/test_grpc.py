@@ -190,11 +190,8 @@ async def test_package_client_sync_and_async(gateway: GatewayProcess, model_repo
     assert meta["signature_def"]["serving_default"]["inputs"]["x"]["shape"] == [-1, 64]
     assert [s["state"] for s in status] == ["AVAILABLE", "AVAILABLE"]
 
-    async def call() -> dict[str, np.ndarray]:
-        async with AsyncClient(gateway.target) as client:
-            return await client.predict("mlp", {"x": x}, version_label="stable")
-
-    got = await call()
+    async with AsyncClient(gateway.target) as async_client:
+        got = await async_client.predict("mlp", {"x": x}, version_label="stable")
     np.testing.assert_array_equal(got["logits"], expected["logits"])
 
 

@@ -270,16 +270,13 @@ async def test_a_v2_and_a_tf_serving_request_share_one_batch(
     grpc_target, http_target = targets(gateway)
     before = scrape(gateway)
 
-    async def both() -> tuple[Any, Any]:
-        async with grpc.aio.insecure_channel(gateway.target) as channel:
-            stub = prediction_service_pb2_grpc.PredictionServiceStub(channel)
-            tf_call = stub.Predict(predict_request("held", {"x": x_tf}), timeout=60)
-            v2_call = triton_client.run_calls(
-                grpc_target, http_target, plan.calls, plan.arrays, tmp_path
-            )
-            return await asyncio.gather(tf_call, v2_call)
-
-    tf_response, (results, outputs) = await both()
+    async with grpc.aio.insecure_channel(gateway.target) as channel:
+        stub = prediction_service_pb2_grpc.PredictionServiceStub(channel)
+        tf_call = stub.Predict(predict_request("held", {"x": x_tf}), timeout=60)
+        v2_call = triton_client.run_calls(
+            grpc_target, http_target, plan.calls, plan.arrays, tmp_path
+        )
+        tf_response, (results, outputs) = await asyncio.gather(tf_call, v2_call)
     after = scrape(gateway)
     assert _grown(before, after, "tensorgate_worker_runs_total") == 1
     held = {"model_name": "held", "version": "1"}

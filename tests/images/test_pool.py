@@ -46,11 +46,8 @@ async def test_images_are_decoded_off_the_event_loops_thread(tmp_path: Path) -> 
     decoder = ImageDecoder(threads=1)
     inputs = ReadBy(x=one_image())
 
-    async def decode() -> dict[str, np.ndarray]:
-        return await decoder.decode(str(tmp_path), [SPEC], inputs)
-
     try:
-        out = await decode()
+        out = await decoder.decode(str(tmp_path), [SPEC], inputs)
     finally:
         decoder.close()
     assert out["x"].shape == (1, 4, 4, 3)

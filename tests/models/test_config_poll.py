@@ -72,15 +72,12 @@ async def test_the_file_is_compared_with_the_file_last_read_not_the_config_in_fo
         on_change=lambda: pushed.append(sorted(s.name for s in models.specs())),
     )
 
-    async def scenario() -> None:
-        await models.reconcile()
-        poll = ConfigFilePoll(str(path), models)
-        await models.apply([a])  # V2: unload b
-        pushed.clear()
-        assert not await poll.reload()  # the file did not change: b stays unloaded
-        assert [s.name for s in models.specs()] == ["a"] and pushed == []
-        path.write_text(path.read_text().replace('name: "a"', 'name: "c"').replace("/a", "/b"))
-        assert await poll.reload()
-        assert sorted(s.name for s in models.specs()) == ["b", "c"] and ["b", "c"] in pushed
-
-    await scenario()
+    await models.reconcile()
+    poll = ConfigFilePoll(str(path), models)
+    await models.apply([a])  # V2: unload b
+    pushed.clear()
+    assert not await poll.reload()  # the file did not change: b stays unloaded
+    assert [s.name for s in models.specs()] == ["a"] and pushed == []
+    path.write_text(path.read_text().replace('name: "a"', 'name: "c"').replace("/a", "/b"))
+    assert await poll.reload()
+    assert sorted(s.name for s in models.specs()) == ["b", "c"] and ["b", "c"] in pushed

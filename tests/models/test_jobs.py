@@ -107,25 +107,22 @@ async def test_at_most_num_load_threads_attempts_run_at_once(tmp_path: Path) -> 
     pool = FakePool()
     models = manager(pool, options=LoadOptions(threads=1, initial_threads=2))
 
-    async def scenario() -> None:
-        pool.gate = asyncio.Event()
-        start = asyncio.create_task(models.apply(specs))
-        await settle()
-        assert pool.loading == 2 and len(pool.calls) == 2  # the third waits for a slot
-        pool.gate.set()
-        await asyncio.wait_for(start, WAIT_S)
-        assert pool.peak == 2 and models.all_available()
-        pool.gate, pool.peak = asyncio.Event(), 0
-        for name in "abc":
-            versions(tmp_path / name, 2)
-        poll = asyncio.create_task(models.reconcile())
-        await settle()
-        assert pool.loading == 1  # one at a time, as TF Serving's default num_load_threads 0
-        pool.gate.set()
-        await asyncio.wait_for(poll, WAIT_S)
-        assert pool.peak == 1 and [models.resolve(x).version for x in "abc"] == [2, 2, 2]
-
-    await scenario()
+    pool.gate = asyncio.Event()
+    start = asyncio.create_task(models.apply(specs))
+    await settle()
+    assert pool.loading == 2 and len(pool.calls) == 2  # the third waits for a slot
+    pool.gate.set()
+    await asyncio.wait_for(start, WAIT_S)
+    assert pool.peak == 2 and models.all_available()
+    pool.gate, pool.peak = asyncio.Event(), 0
+    for name in "abc":
+        versions(tmp_path / name, 2)
+    poll = asyncio.create_task(models.reconcile())
+    await settle()
+    assert pool.loading == 1  # one at a time, as TF Serving's default num_load_threads 0
+    pool.gate.set()
+    await asyncio.wait_for(poll, WAIT_S)
+    assert pool.peak == 1 and [models.resolve(x).version for x in "abc"] == [2, 2, 2]
 
 
 async def test_a_new_config_stops_a_load_still_waiting_for_a_slot(tmp_path: Path) -> None:

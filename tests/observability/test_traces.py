@@ -235,7 +235,7 @@ async def test_rest_calls_get_http_server_spans_and_json_logs_carry_their_ids(
     old_level = rest_log.level
     rest_log.setLevel(logging.DEBUG)
 
-    async def scenario() -> None:
+    try:
         traced = await start(model, tmp_path, rest_api_port=OS_CHOSEN_PORT)
         port = traced.gateway.rest_port
         try:
@@ -273,9 +273,6 @@ async def test_rest_calls_get_http_server_spans_and_json_logs_carry_their_ids(
         assert line["trace_id"] == f"{TRACE_ID:032x}"
         assert line["span_id"] == f"{missing_server.context.span_id:016x}"
         assert line["process"] == "gateway" and line["level"] == "DEBUG"
-
-    try:
-        await scenario()
     finally:
         rest_log.removeHandler(handler)
         rest_log.setLevel(old_level)

@@ -162,32 +162,30 @@ async def test_versions_that_stay_on_the_workers(
 async def test_the_budget_counts_external_weights(
     tmp_path: Path, heard: Heard, clock: Clock
 ) -> None:
-    async def go() -> None:
-        """A tiny model.onnx whose weights lie in another file of the version directory."""
-        path = tmp_path / "ext" / "1" / "model.onnx"
-        path.parent.mkdir(parents=True)
-        onnx_models.mlp(path, features=64, hidden=512)
-        model = onnx.load(str(path))
-        onnx.save_model(
-            model, str(path), save_as_external_data=True, location="weights.bin", size_threshold=0
-        )
-        weights = (path.parent / "weights.bin").stat().st_size
-        assert path.stat().st_size < 4096 < weights
-        version = Version("ext:1", str(path.parent), _signature(path))
-        tight = _runs("auto", heard, clock, budget=weights // 2)
-        roomy = _runs("auto", heard, clock, budget=weights * 64)
-        try:
-            tight.sync([version])
-            roomy.sync([version])
-            await tight.loaded()
-            await roomy.loaded()
-            assert tight.placed == {"ext:1": WORKERS}  # model.onnx alone would fit
-            assert roomy.placed == {"ext:1": FRONTEND}
-        finally:
-            tight.close()
-            roomy.close()
-
-    await go()
+    """The budget counts the weights of a tiny model.onnx whose weights lie in another file
+    of its version directory."""
+    path = tmp_path / "ext" / "1" / "model.onnx"
+    path.parent.mkdir(parents=True)
+    onnx_models.mlp(path, features=64, hidden=512)
+    model = onnx.load(str(path))
+    onnx.save_model(
+        model, str(path), save_as_external_data=True, location="weights.bin", size_threshold=0
+    )
+    weights = (path.parent / "weights.bin").stat().st_size
+    assert path.stat().st_size < 4096 < weights
+    version = Version("ext:1", str(path.parent), _signature(path))
+    tight = _runs("auto", heard, clock, budget=weights // 2)
+    roomy = _runs("auto", heard, clock, budget=weights * 64)
+    try:
+        tight.sync([version])
+        roomy.sync([version])
+        await tight.loaded()
+        await roomy.loaded()
+        assert tight.placed == {"ext:1": WORKERS}  # model.onnx alone would fit
+        assert roomy.placed == {"ext:1": FRONTEND}
+    finally:
+        tight.close()
+        roomy.close()
 
 
 async def test_a_stall_moves_a_version_out_until_its_backoff_ends(

@@ -135,17 +135,14 @@ async def test_draining_refuses_every_call_but_health_and_waits_for_the_running_
 
 @pytest.mark.parametrize("service", [BOUNDED, FREE])
 async def test_only_bounded_services_count_against_the_bound(service: str) -> None:
-    async def scenario() -> grpc.StatusCode:
-        async with gated(Gate(max_concurrent=1)) as g:
-            busy = asyncio.create_task(g.ask(BOUNDED, _serialized("gate")))
-            await g.backend.entered.wait()
-            assert g.gate.in_flight == 1
-            second = await g.ask(service, _serialized("x"))
-            g.backend.release.set()
-            assert await busy == grpc.StatusCode.OK
-            return second
-
-    status = await scenario()
+    async with gated(Gate(max_concurrent=1)) as g:
+        busy = asyncio.create_task(g.ask(BOUNDED, _serialized("gate")))
+        await g.backend.entered.wait()
+        assert g.gate.in_flight == 1
+        second = await g.ask(service, _serialized("x"))
+        g.backend.release.set()
+        assert await busy == grpc.StatusCode.OK
+        status = second
     assert status == (grpc.StatusCode.UNAVAILABLE if service == BOUNDED else grpc.StatusCode.OK)
 
 

@@ -27,16 +27,13 @@ async def test_the_handler_answers_classify_and_regress_with_tf_serving_s_json(
     spec = ModelSpecConfig(name="examples", base_path=str(tmp_path / "examples"))
     body = {"examples": [{"x": 2.0, "n": 1}, {"x": 4.0, "n": 0}]}
 
-    async def scenario() -> list[bytes]:
-        async with serving_stack([spec]) as stack:
-            handler = ClassifyRegressHandler(stack.core)
-            ref = ModelRef("examples")
-            answers = [await handler(m, ref, body, None) for m in ("classify", "regress")]
-            with pytest.raises(NotFound, match="unknown method :predict"):
-                await handler("predict", ref, body, None)
-            return [dumps(answer) for answer in answers]
-
-    classified, regressed = await scenario()
+    async with serving_stack([spec]) as stack:
+        handler = ClassifyRegressHandler(stack.core)
+        ref = ModelRef("examples")
+        answers = [await handler(m, ref, body, None) for m in ("classify", "regress")]
+        with pytest.raises(NotFound, match="unknown method :predict"):
+            await handler("predict", ref, body, None)
+        classified, regressed = [dumps(answer) for answer in answers]
     assert regressed == b'{"results":[4.0,4.0]}'
     assert json.loads(classified) == {"results": [[["", 4.0], ["", -4.0]], [["", 4.0], ["", -4.0]]]}
 

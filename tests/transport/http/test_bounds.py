@@ -82,19 +82,16 @@ async def test_a_body_that_stalls_gets_408() -> None:
 
     routes.add_exact("/x", handler)
 
-    async def scenario() -> tuple[bytes, dict[str, Any]]:
-        port = await server.start("127.0.0.1", 0)
-        try:
-            reader, writer = await asyncio.open_connection("127.0.0.1", port)
-            writer.write(b"POST /x HTTP/1.1\r\nHost: x\r\nContent-Length: 10\r\n\r\nabc")
-            answer = await reader.read()  # the server answers, then closes
-            writer.close()
-        finally:
-            await server.stop(1)
-        head, _, body = answer.partition(b"\r\n\r\n")
-        return head.split(b"\r\n")[0], json.loads(body)
-
-    status_line, document = await scenario()
+    port = await server.start("127.0.0.1", 0)
+    try:
+        reader, writer = await asyncio.open_connection("127.0.0.1", port)
+        writer.write(b"POST /x HTTP/1.1\r\nHost: x\r\nContent-Length: 10\r\n\r\nabc")
+        answer = await reader.read()  # the server answers, then closes
+        writer.close()
+    finally:
+        await server.stop(1)
+    head, _, body = answer.partition(b"\r\n\r\n")
+    status_line, document = head.split(b"\r\n")[0], json.loads(body)
     assert status_line == b"HTTP/1.1 408 Request Timeout"
     assert document == {
         "error": "the request body was not received within 0.2 s (--rest_api_body_timeout_seconds)"

@@ -14,7 +14,6 @@ from typing import Any
 import pytest
 
 from gateway.config.settings import Settings
-from gateway.transport.http.connection import HttpConnection
 from gateway.transport.http.connections import ConnectionLimits, rest_limits, sweep_interval
 from gateway.transport.http.messages import HttpRequest, HttpResponse
 from gateway.transport.http.routes import Routes
@@ -241,39 +240,32 @@ async def test_a_chunk_declared_over_the_body_limit_is_refused_at_once() -> None
 
 
 async def test_pipelined_requests_are_answered_in_order() -> None:
-    async def scenario() -> list[int]:
-        async with serving(ConnectionLimits()) as (port, _, _):
-            reader, writer = await asyncio.open_connection("127.0.0.1", port)
-            requests = b"".join(
-                b"POST /ok HTTP/1.1\r\nHost: x\r\nContent-Length: %d\r\n\r\n%s" % (n, b"a" * n)
-                for n in range(200)
-            )
-            writer.write(requests)
-            sizes = [json.loads((await _answer(reader))[2])["bytes"] for _ in range(200)]
-            writer.close()
-            return sizes
-
-    assert await scenario() == list(range(200))
+    async with serving(ConnectionLimits()) as (port, _, _):
+        reader, writer = await asyncio.open_connection("127.0.0.1", port)
+        requests = b"".join(
+            b"POST /ok HTTP/1.1\r\nHost: x\r\nContent-Length: %d\r\n\r\n%s" % (n, b"a" * n)
+            for n in range(200)
+        )
+        writer.write(requests)
+        sizes = [json.loads((await _answer(reader))[2])["bytes"] for _ in range(200)]
+        writer.close()
+    assert sizes == list(range(200))
 
 
 async def test_closed_connections_leave_nothing_behind() -> None:
     """What a connection parked (a partial head, a body) goes with it once it closes."""
 
-    async def scenario() -> list[weakref.ref[HttpConnection]]:
-        async with serving(ConnectionLimits()) as (port, _, server):
-            writers = []
-            for _ in range(20):
-                _, writer = await asyncio.open_connection("127.0.0.1", port)
-                writer.write(b"POST /ok HTTP/1.1\r\nHost: x\r\nX: " + b"a" * 8000)
-                writers.append(writer)
-            await settle()
-            assert len(server.connections.open) == 20
-            refs = [weakref.ref(c) for c in server.connections.open]
-            for writer in writers:
-                writer.close()
-            await settle()
-            assert not server.connections.open
-            return refs
-
-    refs = await scenario()
+    async with serving(ConnectionLimits()) as (port, _, server):
+        writers = []
+        for _ in range(20):
+            _, writer = await asyncio.open_connection("127.0.0.1", port)
+            writer.write(b"POST /ok HTTP/1.1\r\nHost: x\r\nX: " + b"a" * 8000)
+            writers.append(writer)
+        await settle()
+        assert len(server.connections.open) == 20
+        refs = [weakref.ref(c) for c in server.connections.open]
+        for writer in writers:
+            writer.close()
+        await settle()
+        assert not server.connections.open
     assert len(refs) == 20 and not [r for r in refs if r() is not None]

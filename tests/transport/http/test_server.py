@@ -151,14 +151,12 @@ async def serving(
 async def test_expect_100_continue_is_answered() -> None:
     body = json.dumps({"inputs": [[1, 2]] * 500})
 
-    async def scenario() -> tuple[int, Any]:
-        async with (
-            serving() as served,
-            served.session.post(f"{served.url}/t/m:run", data=body, expect100=True) as response,
-        ):
-            return response.status, await response.json()
-
-    assert await scenario() == (200, {"model": "m", "verb": "run", "bytes": len(body)})
+    async with (
+        serving() as served,
+        served.session.post(f"{served.url}/t/m:run", data=body, expect100=True) as response,
+    ):
+        status_and_body = response.status, await response.json()
+    assert status_and_body == (200, {"model": "m", "verb": "run", "bytes": len(body)})
 
 
 async def _turns_until(check: Callable[[], bool], turns: int = 100_000) -> None:
@@ -240,11 +238,8 @@ async def test_limits_of_body_size() -> None:
     ],
 )
 async def test_error_codes_map_to_tf_serving_http_statuses(code: str, status: int) -> None:
-    async def scenario() -> Reply:
-        async with serving() as served:
-            return await served.ask("POST", "/t/m:run", {"raise": code})
-
-    reply = await scenario()
+    async with serving() as served:
+        reply = await served.ask("POST", "/t/m:run", {"raise": code})
     assert reply.status == status
     assert reply.error() == f"hook says {code}"
     assert reply.headers.get("Retry-After") == ("1" if status in (429, 503) else None)
@@ -320,13 +315,11 @@ def _ipv6_loopback() -> bool:
 
 
 async def test_port_0_on_every_interface_is_one_port_for_ipv4_and_ipv6() -> None:
-    async def scenario() -> list[int]:
-        async with serving(host="") as served:
-            port = served.url.rsplit(":", 1)[1]
-            urls = [served.url, *([f"http://[::1]:{port}"] if _ipv6_loopback() else [])]
-            return [(await request(served.session, "GET", f"{url}/healthz")).status for url in urls]
-
-    assert set(await scenario()) == {200}
+    async with serving(host="") as served:
+        port = served.url.rsplit(":", 1)[1]
+        urls = [served.url, *([f"http://[::1]:{port}"] if _ipv6_loopback() else [])]
+        statuses = [(await request(served.session, "GET", f"{url}/healthz")).status for url in urls]
+    assert set(statuses) == {200}
 
 
 async def test_readiness_follows_the_core_and_draining_and_probes_take_get_and_head() -> None:
@@ -374,17 +367,15 @@ async def test_each_api_call_is_parsed_once_and_observed_with_that_parse() -> No
         seen.append((call.api, call.model, response.code, response.status))
         return response
 
-    async def scenario() -> int:
-        async with serving(extra=True, observe=observe) as served:
-            await served.ask("POST", "/t/m:run", {})
-            await served.ask("POST", "/t/n:run", {"raise": "NOT_FOUND"})
-            await served.ask("GET", "/t/m")
-            await served.ask("POST", "/t/m")
-            for path in ("/healthz", "/extra", "/nope"):
-                await served.ask("GET", path)
-            return served.api.parses
-
-    assert await scenario() == 4
+    async with serving(extra=True, observe=observe) as served:
+        await served.ask("POST", "/t/m:run", {})
+        await served.ask("POST", "/t/n:run", {"raise": "NOT_FOUND"})
+        await served.ask("GET", "/t/m")
+        await served.ask("POST", "/t/m")
+        for path in ("/healthz", "/extra", "/nope"):
+            await served.ask("GET", path)
+        parses = served.api.parses
+    assert parses == 4
     assert seen == [
         ("Run", "m", None, 200),
         ("Run", "n", "NOT_FOUND", 404),
