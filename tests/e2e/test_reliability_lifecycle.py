@@ -122,8 +122,8 @@ async def test_large_requests_that_fit_the_input_area_one_at_a_time_all_succeed(
     ]
     rows = 100_000  # x float32[rows, 2]: 800 KB
 
-    async def scenario(target: str) -> list[float]:
-        async with grpc.aio.insecure_channel(target) as channel:
+    with running_gateway(args, tmp_path) as gateway:
+        async with grpc.aio.insecure_channel(gateway.target) as channel:
             stub = prediction_service_pb2_grpc.PredictionServiceStub(channel)
 
             async def call(i: int) -> float:
@@ -133,7 +133,5 @@ async def test_large_requests_that_fit_the_input_area_one_at_a_time_all_succeed(
                 assert y.shape == (rows, 2)
                 return float(y[-1, -1])
 
-            return await asyncio.gather(*(call(i) for i in range(6)))
-
-    with running_gateway(args, tmp_path) as gateway:
-        assert await scenario(gateway.target) == [0.0, 2.0, 4.0, 6.0, 8.0, 10.0]
+            lasts = await asyncio.gather(*(call(i) for i in range(6)))
+        assert lasts == [0.0, 2.0, 4.0, 6.0, 8.0, 10.0]

@@ -44,6 +44,11 @@ def _read(prefix: Path) -> list[bytes]:
     return out
 
 
+def _named(folder: Path, pattern: str) -> list[Path]:
+    """The files in ``folder`` whose names match ``pattern``."""
+    return list(folder.glob(pattern))
+
+
 @pytest.fixture
 def draws() -> Iterator[list[float]]:
     yield []
@@ -74,7 +79,7 @@ async def test_the_rate_samples_each_call_with_one_draw(tmp_path: Path, draws: l
     await log.close()
     assert _read(tmp_path / "half") == [b"h0:r:0.5:2", b"h2:r:0.5:2"]
     assert _read(tmp_path / "every") == [b"e0:r:1.0:0"]
-    assert not list(tmp_path.glob("never*"))
+    assert not _named(tmp_path, "never*")
 
 
 async def test_a_new_config_takes_effect_at_the_next_call(tmp_path: Path) -> None:
