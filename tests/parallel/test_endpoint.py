@@ -5,7 +5,6 @@ from __future__ import annotations
 
 import asyncio
 import logging
-import time
 from collections.abc import AsyncIterator, Iterator
 from contextlib import asynccontextmanager
 from dataclasses import dataclass, field
@@ -17,7 +16,7 @@ from channel.messages import Reply
 from channel.shm.channel import Channel
 from gateway.errors import ResourceExhausted, ServingError, Unavailable
 from gateway.parallel.endpoint import Endpoint
-from tests.support.waits import until_notified
+from tests.support.waits import until, until_notified
 from tests.support.worker_end import WAIT_S, WorkerEnd
 
 
@@ -165,7 +164,4 @@ async def test_a_loop_turn_of_posts_rings_the_sleeping_worker_once_at_its_end(
 
 
 def _until_asleep(channel: Channel) -> None:
-    deadline = time.monotonic() + WAIT_S
-    while not channel.worker_sleeps:
-        assert time.monotonic() < deadline, "the worker's end never slept"
-        time.sleep(0.0005)
+    until(lambda: channel.worker_sleeps, "the worker's end sleeping")
