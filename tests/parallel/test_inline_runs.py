@@ -19,6 +19,7 @@ from gateway.parallel.inline_session import InlineSession, load_session
 from gateway.parallel.inline_watch import InlineWatch
 from gateway.serving.signature import Signature
 from tests.support import onnx_models
+from tests.support.fakes import FakeClock
 from workers.backends import onnx as onnx_backend
 
 
@@ -59,14 +60,6 @@ def models(tmp_path_factory: pytest.TempPathFactory) -> dict[str, Version]:
 
 
 @dataclass
-class Clock:
-    now: float = 1000.0
-
-    def __call__(self) -> float:
-        return self.now
-
-
-@dataclass
 class Heard:
     placed: list[dict[str, str]] = field(default_factory=list)
     demoted: list[tuple[str, int, float]] = field(default_factory=list)
@@ -78,12 +71,12 @@ def heard() -> Heard:
 
 
 @pytest.fixture
-def clock() -> Clock:
-    return Clock()
+def clock() -> FakeClock:
+    return FakeClock()
 
 
 def _runs(
-    mode: str, heard: Heard, clock: Clock, *, budget: int = 2**26, hop: float = 1.0
+    mode: str, heard: Heard, clock: FakeClock, *, budget: int = 2**26, hop: float = 1.0
 ) -> InlineRuns:
     return InlineRuns(
         mode=mode,
@@ -92,12 +85,12 @@ def _runs(
         max_output_bytes=2**20,
         on_placed=heard.placed.append,
         on_demote=lambda key, count, until: heard.demoted.append((key, count, until)),
-        clock=clock,
+        clock=clock.now,
     )
 
 
 @pytest.fixture
-def runs(heard: Heard, clock: Clock) -> Iterator[InlineRuns]:
+def runs(heard: Heard, clock: FakeClock) -> Iterator[InlineRuns]:
     runs = _runs("auto", heard, clock)
     yield runs
     runs.close()
@@ -142,7 +135,7 @@ async def test_a_light_version_runs_here_and_leaves_when_no_longer_served(
 async def test_versions_that_stay_on_the_workers(
     models: dict[str, Version],
     heard: Heard,
-    clock: Clock,
+    clock: FakeClock,
     model: str,
     mode: str,
     budget: int,
@@ -160,7 +153,7 @@ async def test_versions_that_stay_on_the_workers(
 
 
 async def test_the_budget_counts_external_weights(
-    tmp_path: Path, heard: Heard, clock: Clock
+    tmp_path: Path, heard: Heard, clock: FakeClock
 ) -> None:
     """The budget counts the weights of a tiny model.onnx whose weights lie in another file
     of its version directory."""
@@ -189,40 +182,40 @@ async def test_the_budget_counts_external_weights(
 
 
 async def test_a_stall_moves_a_version_out_until_its_backoff_ends(
-    runs: InlineRuns, models: dict[str, Version], heard: Heard, clock: Clock
+    runs: InlineRuns, models: dict[str, Version], heard: Heard, clock: FakeClock
 ) -> None:
     runs.sync([models["scaled"]])
     await runs.loaded()
     assert runs.placed == {"scaled:1": FRONTEND}
     runs.stalled("scaled:1")
     assert runs.placed == {"scaled:1": WORKERS} and runs.moves == 1
-    assert heard.demoted == [("scaled:1", 1, clock.now + BACKOFF_S[0])]
+    assert heard.demoted == [("scaled:1", 1, clock.now() + BACKOFF_S[0])]
     runs.retry_due()  # not yet
     await runs.loaded()
     assert runs.placed == {"scaled:1": WORKERS}
-    clock.now += BACKOFF_S[0]
+    clock.advance(BACKOFF_S[0])
     runs.retry_due()
     await runs.loaded()  # measured afresh
     assert runs.placed == {"scaled:1": FRONTEND}
 
 
 async def test_the_supervisor_s_demotions_move_a_version_out_here_too(
-    runs: InlineRuns, models: dict[str, Version], clock: Clock
+    runs: InlineRuns, models: dict[str, Version], clock: FakeClock
 ) -> None:
     runs.sync([models["scaled"]])
     await runs.loaded()
-    runs.merge({"scaled:1": (1, clock.now + 5.0)})
+    runs.merge({"scaled:1": (1, clock.now() + 5.0)})
     assert runs.placed == {"scaled:1": WORKERS}
-    clock.now += 5.0
+    clock.advance(5.0)
     runs.retry_due()
     await runs.loaded()
     assert runs.placed == {"scaled:1": FRONTEND}
 
 
 async def test_a_demoted_version_is_not_placed_when_it_arrives(
-    runs: InlineRuns, models: dict[str, Version], clock: Clock
+    runs: InlineRuns, models: dict[str, Version], clock: FakeClock
 ) -> None:
-    runs.merge({"scaled:1": (2, clock.now + 5.0)})  # a restarted front end hears it first
+    runs.merge({"scaled:1": (2, clock.now() + 5.0)})  # a restarted front end hears it first
     runs.sync([models["scaled"]])
     await runs.loaded()
     assert runs.placed == {"scaled:1": WORKERS}

@@ -24,17 +24,11 @@ from gateway.serving.inputs import converted_inputs
 from gateway.tfserving import grpc as grpc_adapter
 from gateway.tfserving.grpc import PredictionService
 from tests.support import onnx_models
+from tests.support.fakes import FakeContext
 from tests.support.grpc_calls import outputs_of, predict_request
 from tests.support.stack import serving_stack
 
 WAIT_S = 60.0
-
-
-class _Context:
-    """The one thing the servicer asks of a grpc.aio context on success: no deadline."""
-
-    def time_remaining(self) -> float | None:
-        return None
 
 
 def _shared_memory(array: np.ndarray) -> Any:
@@ -140,7 +134,7 @@ async def test_the_grpc_encoder_reads_shared_memory_and_the_lease_ends_with_the_
         request = predict_request("scaled", {"x": _x(3.0)})
         for _ in range(3):
             response = await asyncio.wait_for(
-                service.Predict(request, _Context()),  # type: ignore[arg-type]
+                service.Predict(request, FakeContext()),  # type: ignore[arg-type]
                 WAIT_S,
             )
             assert isinstance(response, bytes)  # encoded here, passed through by the gate

@@ -19,6 +19,7 @@ from gateway.transport.auth import BearerTokens
 from gateway.transport.gate import HELD_ANSWER_BYTES, Gate
 from gateway.transport.grpc_services import register
 from gateway.transport.surface import GrpcService
+from tests.support.fakes import FakeContext
 
 BOUNDED = "test.Bounded"
 FREE = "test.Free"
@@ -190,26 +191,6 @@ async def test_a_refusal_held_into_the_shutdown_is_unavailable_and_the_next_call
         assert await g.ask(FREE, _serialized("x")) == grpc.StatusCode.UNAVAILABLE
 
 
-class Unsent:
-    """A call context whose answer is never sent (its client does not read): the callbacks for
-    the call's end are kept, not run, until :meth:`end`."""
-
-    def __init__(self) -> None:
-        self.callbacks: list[Any] = []
-        self.aborted: tuple[grpc.StatusCode, str] | None = None
-
-    def add_done_callback(self, callback: Any) -> None:
-        self.callbacks.append(callback)
-
-    async def abort(self, code: grpc.StatusCode, details: str) -> None:
-        self.aborted = (code, details)
-        raise grpc.aio.AbortError()
-
-    def end(self) -> None:
-        for callback in self.callbacks:
-            callback(self)
-
-
 async def test_large_answers_count_against_the_budget_until_their_call_ends() -> None:
     budget = MemoryBudget(3 * HELD_ANSWER_BYTES)
     answer = b"x" * HELD_ANSWER_BYTES
@@ -221,17 +202,17 @@ async def test_large_answers_count_against_the_budget_until_their_call_ends() ->
     handler = gate.wrap(
         BOUNDED, "Predict", grpc.unary_unary_rpc_method_handler(predict), bounded=True
     )
-    unread = [Unsent() for _ in range(3)]
+    unread = [FakeContext() for _ in range(3)]
     for context in unread:  # three answers nobody reads fill the budget
         assert await handler.unary_unary(b"big", context) == answer
     assert budget.held_bytes == 3 * HELD_ANSWER_BYTES
-    refused = Unsent()
+    refused = FakeContext()
     with pytest.raises(grpc.aio.AbortError):
         await handler.unary_unary(b"big", refused)
-    assert refused.aborted is not None
-    assert refused.aborted[0] == grpc.StatusCode.RESOURCE_EXHAUSTED
-    assert "--max_inflight_bytes" in refused.aborted[1]
-    assert await handler.unary_unary(b"small", Unsent()) == b"small"  # small ones are not held
+    assert refused.status is not None
+    assert refused.status[0] == grpc.StatusCode.RESOURCE_EXHAUSTED
+    assert "--max_inflight_bytes" in refused.status[1]
+    assert await handler.unary_unary(b"small", FakeContext()) == b"small"  # small ones are not held
     unread[0].end()  # an answer sent: its bytes come back
     assert budget.held_bytes == 2 * HELD_ANSWER_BYTES
-    assert await handler.unary_unary(b"big", Unsent()) == answer
+    assert await handler.unary_unary(b"big", FakeContext()) == answer

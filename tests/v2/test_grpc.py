@@ -18,32 +18,8 @@ from gateway.transport.grpc_errors import status_of
 from gateway.v2.dataplane import DataPlane, V2Options
 from gateway.v2.grpc import GRPCInferenceService
 from tests.support import onnx_models
+from tests.support.fakes import FakeContext
 from tests.support.stack import serving_stack
-
-
-class Aborted(Exception):
-    """What the fake context's ``abort`` raises, as grpc.aio's does."""
-
-
-class FakeContext:
-    """A servicer context: the remaining time it reports, and the status an abort sets."""
-
-    def __init__(self, remaining: float | None = None, broken: bool = False) -> None:
-        self.remaining = remaining
-        self.broken = broken
-        self.status: tuple[grpc.StatusCode, str] | None = None
-
-    def invocation_metadata(self) -> tuple[tuple[str, str], ...]:
-        return ()
-
-    def time_remaining(self) -> float | None:
-        if self.broken:
-            raise RuntimeError("context broke")
-        return self.remaining
-
-    async def abort(self, code: grpc.StatusCode, details: str) -> None:
-        self.status = (code, details)
-        raise Aborted
 
 
 @pytest.fixture
@@ -67,7 +43,7 @@ async def _status(call: Awaitable[object], context: FakeContext) -> tuple[grpc.S
     """The status the call ends with, by the error rule the gate applies to what it raises."""
     try:
         await call
-    except Aborted:  # the servicer aborted the call itself
+    except grpc.aio.AbortError:  # the servicer aborted the call itself
         assert context.status is not None
         return context.status
     except Exception as exc:
