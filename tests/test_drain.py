@@ -9,6 +9,7 @@ import logging
 import os
 import signal
 import time
+from typing import Any
 
 import pytest
 
@@ -40,7 +41,7 @@ async def _not_ready(events: list[str]) -> None:
 
 async def test_readiness_goes_first_then_every_surface_drains_and_finishes() -> None:
     events: list[str] = []
-    surfaces = [_Surface(events), _Surface(events)]
+    surfaces: list[Any] = [_Surface(events), _Surface(events)]
     task = asyncio.create_task(
         drain(
             surfaces,

@@ -62,6 +62,12 @@ class Observer:
     def on_refused(self, reason: str) -> None:
         self.refused.append(reason)
 
+    def alone(self, tag: object) -> bool:
+        return False  # every call is recorded by on_batch
+
+    def on_alone(self, tag: object, rows: int, compute_s: float | None) -> None:
+        raise AssertionError("not called: alone() is False")
+
 
 def _scheduler(
     options: BatchingOptions, observer: Observer

@@ -178,7 +178,7 @@ def tf_container(
 
 def official_client(target: str, model: str, inputs: dict[str, np.ndarray], tmp: Path) -> dict:
     """Predict and GetModelStatus by tensorflow_serving.apis, in a process of its own."""
-    np.savez(tmp / "inputs.npz", **inputs)
+    np.savez(tmp / "inputs.npz", **inputs)  # type: ignore[arg-type]  # stub: as allow_pickle
     done = subprocess.run(
         [sys.executable, str(TF_CLIENT), target, model, str(tmp / "inputs.npz"), str(tmp / "out")],
         capture_output=True,

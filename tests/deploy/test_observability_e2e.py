@@ -29,7 +29,7 @@ import os
 import signal
 import time
 import urllib.request
-from collections.abc import Callable, Iterator
+from collections.abc import Callable, Iterator, Mapping
 from concurrent.futures import Future
 from pathlib import Path
 from typing import Any
@@ -176,7 +176,7 @@ def exactly(
     return check
 
 
-def bounded(labels: tuple[str, ...], want: dict[tuple[str, ...], tuple[float, float]]) -> Check:
+def bounded(labels: tuple[str, ...], want: Mapping[Any, tuple[float, float]]) -> Check:
     """Each series' value within [low, high) (NaN: the bounds are both NaN)."""
 
     def check(result: Series, _: float) -> None:

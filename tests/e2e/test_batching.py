@@ -103,7 +103,7 @@ async def test_strings_and_every_dtype_batch_too(batching_gateway: GatewayProces
         calls = [stub.Predict(predict_request("identities", inputs), timeout=60) for _ in range(8)]
         responses = await asyncio.gather(*calls)
     for response in responses:
-        got = outputs_of(response)  # type: ignore[arg-type]
+        got = outputs_of(response)
         assert got["out_string"].tolist() == [[b"x", b"yy"]]
         assert got["out_int64"].tolist() == [[1, 1]]
 

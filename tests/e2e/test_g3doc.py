@@ -137,7 +137,10 @@ def test_api_rest_binary_classify_example(served: Served) -> None:
 # -- api_rest.md request formats, on ONNX models ---------------------------------------------------
 def named_inputs(path: Path) -> Path:
     """tag string[-1], signal float32[-1, 5], sensor float32[-1, 2, 2] → *_out identities."""
-    shapes = {"tag": (TensorProto.STRING, ["n"]), "signal": (TensorProto.FLOAT, ["n", 5])}
+    shapes: dict[str, tuple[int, list[str | int | None]]] = {
+        "tag": (TensorProto.STRING, ["n"]),
+        "signal": (TensorProto.FLOAT, ["n", 5]),
+    }
     shapes["sensor"] = (TensorProto.FLOAT, ["n", 2, 2])
     graph = helper.make_graph(
         [helper.make_node("Identity", [n], [f"{n}_out"]) for n in shapes],
@@ -382,7 +385,7 @@ model_config_list {
 def test_serving_config_batching_and_monitoring_files(tmp_path: Path) -> None:
     path = tmp_path / "batching.config"
     path.write_text(BATCHING_FILE)
-    options = load_options(path)
+    options = load_options(str(path))
     assert (options.max_batch_size, options.batch_timeout_micros) == (128, 0)
     assert (options.max_enqueued_batches, options.num_batch_threads) == (1000000, 8)
     monitoring = tmp_path / "monitoring.config"

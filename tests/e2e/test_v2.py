@@ -220,9 +220,10 @@ def _stats(entry: dict[str, Any], name: str, version: str) -> dict[str, Any]:
 
 
 def _count(stats: dict[str, Any], *path: str) -> int:
+    value: Any = stats
     for key in path:
-        stats = stats.get(key, {})
-    return int(stats or 0)  # protobuf's JSON leaves zeros out and writes uint64 as strings
+        value = value.get(key, {})
+    return int(value or 0)  # protobuf's JSON leaves zeros out and writes uint64 as strings
 
 
 def test_statistics_count_this_session_s_inferences(

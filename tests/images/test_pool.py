@@ -27,7 +27,7 @@ class ReadBy(dict[str, np.ndarray]):
         super().__init__(arrays)
         self.threads: set[int] = set()
 
-    def get(self, key: str, default: object = None) -> np.ndarray:  # type: ignore[override]
+    def get(self, key: str, default: object = None) -> np.ndarray:
         self.threads.add(threading.get_ident())
         return super().get(key)  # type: ignore[return-value]
 

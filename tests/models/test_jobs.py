@@ -158,8 +158,8 @@ def _jobs(pool: FakePool, events: list[str]) -> tuple[VersionJobs, ModelState]:
     async def before_unload(servable: Servable) -> None:
         events.append(f"drain {servable.key}")
 
-    loader = VersionLoader(workers=pool, intra_op=1, inter_op=1)  # type: ignore[arg-type]
-    jobs = VersionJobs(loader, pool, lambda: events.append("changed"), before_unload)  # type: ignore[arg-type]
+    loader = VersionLoader(workers=pool, intra_op=1, inter_op=1)
+    jobs = VersionJobs(loader, pool, lambda: events.append("changed"), before_unload)
     model = ModelState(ModelSpecConfig("m", "unused"), BasePathWatch("m"))
     return jobs, model
 

@@ -40,7 +40,7 @@ async def test_the_workers_load_what_the_version_folder_and_options_say(tmp_path
         return [WarmupRun("serving_default", {"x": np.zeros((1, 4), np.float32)}, iterations=2)]
 
     loader = VersionLoader(
-        pool,  # type: ignore[arg-type]
+        pool,
         intra_op=2,
         inter_op=1,
         tags=("serve", "gpu"),
@@ -77,7 +77,7 @@ async def test_the_check_before_load_can_refuse_an_attempt(tmp_path: Path) -> No
         checked.append((model, version, folder))
         raise FailedPrecondition("bad batching_params.pbtxt")
 
-    loader = VersionLoader(pool, 1, 1, before_load=before_load)  # type: ignore[arg-type]
+    loader = VersionLoader(pool, 1, 1, before_load=before_load)
     with pytest.raises(FailedPrecondition, match=r"bad batching_params\.pbtxt"):
         await loader.load(ModelSpecConfig("m", str(tmp_path)), 3, directory, asyncio.Event())
     assert checked == [("m", 3, directory)] and pool.calls == []
@@ -98,7 +98,7 @@ class Failing(FakePool):
 async def test_a_failed_load_is_retried_then_its_last_error_stands(tmp_path: Path) -> None:
     directory = _version(tmp_path)
     pool = Failing(NotFound("first"), NotFound("second"), NotFound("third"))
-    loader = VersionLoader(pool, 1, 1, options=LoadOptions(retries=2))  # type: ignore[arg-type]
+    loader = VersionLoader(pool, 1, 1, options=LoadOptions(retries=2))
     spec = ModelSpecConfig("m", str(tmp_path))
     with pytest.raises(NotFound, match=r"^third$"):
         await loader.load(spec, 3, directory, asyncio.Event())
@@ -109,7 +109,7 @@ async def test_a_superseded_model_stops_waiting_to_retry(tmp_path: Path) -> None
     directory = _version(tmp_path)
     pool = FakePool(fail={"m:3": NotFound("corrupt")})
     options = LoadOptions(retries=5, retry_interval_s=3600.0)
-    loader = VersionLoader(pool, 1, 1, options=options)  # type: ignore[arg-type]
+    loader = VersionLoader(pool, 1, 1, options=options)
 
     superseded = asyncio.Event()
     spec = ModelSpecConfig("m", str(tmp_path))
@@ -147,12 +147,12 @@ async def test_the_runtime_flag_reaches_the_workers(tmp_path: Path) -> None:
     runtimes = Settings(
         model_base_path="/m", model_runtimes="m=openvino:bf16"
     ).model_runtime_choices
-    loader = VersionLoader(pool, intra_op=1, inter_op=1, options=LoadOptions(runtimes=runtimes))  # type: ignore[arg-type]
+    loader = VersionLoader(pool, intra_op=1, inter_op=1, options=LoadOptions(runtimes=runtimes))
     await loader.load(ModelSpecConfig("m", str(tmp_path)), 3, directory, asyncio.Event())
     assert (pool.specs["m:3"].runtime, pool.specs["m:3"].precision) == ("openvino", "bf16")
 
     native = LoadOptions(runtimes={"*": RuntimeChoice("onnxruntime")})
-    loader = VersionLoader(pool, intra_op=1, inter_op=1, options=native)  # type: ignore[arg-type]
+    loader = VersionLoader(pool, intra_op=1, inter_op=1, options=native)
     await loader.load(ModelSpecConfig("n", str(tmp_path)), 3, directory, asyncio.Event())
     assert (pool.specs["n:3"].runtime, pool.specs["n:3"].precision) == ("", "")
 
@@ -162,7 +162,7 @@ async def test_a_runtime_that_cannot_serve_the_platform_fails_the_load(tmp_path:
     runtimes = Settings(model_base_path="/m", model_runtimes="*=tensorflow").model_runtime_choices
     loader = VersionLoader(
         FakePool(), intra_op=1, inter_op=1, options=LoadOptions(runtimes=runtimes)
-    )  # type: ignore[arg-type]
+    )
     with pytest.raises(FailedPrecondition) as raised:
         await loader.load(ModelSpecConfig("m", str(tmp_path)), 3, directory, asyncio.Event())
     assert raised.value.message == (

@@ -23,7 +23,7 @@ from gateway.transport.http.routes import UNKNOWN_API, ApiCall
 from tests.support.rest import made_request
 
 TRACEPARENT = "00-4bf92f3577b34da6a3ce929d0e0e4736-00f067aa0ba902b7-01"
-PREDICT = ApiCall(
+PREDICT: ApiCall[Any] = ApiCall(
     "tfserving", "Predict", "m", 2, "/v1/models/{model_name}/versions/{version}:predict"
 )
 
@@ -50,7 +50,7 @@ async def _observe(
     async def respond() -> HttpResponse:
         if isinstance(answer, BaseException):
             raise answer
-        return answer  # type: ignore[no-any-return]
+        return answer
 
     return await observer(recorder)(request, call, respond)
 
@@ -84,7 +84,7 @@ async def test_a_call_is_recorded_with_its_api_s_meaning_and_its_answer() -> Non
 
 async def test_an_unparsed_call_and_a_cancelled_one() -> None:
     recorder, exporter = _recorder(1.0)
-    unparsed = ApiCall("tfserving", UNKNOWN_API)
+    unparsed: ApiCall[Any] = ApiCall("tfserving", UNKNOWN_API)
     assert (await _observe(recorder, unparsed, HttpResponse(405))).status == 405
     with pytest.raises(asyncio.CancelledError):
         await _observe(recorder, PREDICT, asyncio.CancelledError())

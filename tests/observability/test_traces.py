@@ -100,8 +100,8 @@ def check_request_tree(spans: Sequence[ReadableSpan], server_name: str, worker_p
     server = named[server_name]
     assert server.kind == SpanKind.SERVER and server.context is not None
     for child in ("decode", "queue wait", "batch", "encode"):
-        assert named[child].parent is not None
-        assert named[child].parent.span_id == server.context.span_id, child
+        parent = named[child].parent
+        assert parent is not None and parent.span_id == server.context.span_id, child
     compute, batch = named["compute"], named["batch"]
     assert compute.parent is not None and batch.context is not None
     assert compute.parent.span_id == batch.context.span_id

@@ -8,6 +8,7 @@ import logging
 from collections.abc import AsyncIterator, Iterator
 from contextlib import asynccontextmanager
 from dataclasses import dataclass, field
+from typing import Any
 
 import pytest
 
@@ -24,7 +25,7 @@ from tests.support.worker_end import WAIT_S, WorkerEnd
 class Recorder:
     """A link that records what the endpoint hands it; ``got`` is set on each reply."""
 
-    replies: list[Reply] = field(default_factory=list)
+    replies: list[Any] = field(default_factory=list)  # ping and ok replies are read by key
     drains: int = 0
     failed: list[ServingError] = field(default_factory=list)
     got: asyncio.Event = field(default_factory=asyncio.Event)

@@ -245,7 +245,7 @@ def test_a_run_past_the_wall_clock_limit_is_stopped_and_counts_as_a_stall(
     session = _session(models["looped"], watch, stalls)
     x = np.zeros((1, 2), np.float32)
     assert session.run({"x": x, "k": np.array([3], np.int64)}, ["y"]) is not None
-    endless = {"x": x, "k": np.array([10**9], np.int64)}  # hours of loop
+    endless: dict[str, np.ndarray] = {"x": x, "k": np.array([10**9], np.int64)}  # hours of loop
     assert session.run(endless, ["y"]) is None  # stopped: run it on a worker
     assert session.stops == 1 and watch.stopped == 1
     assert stalls == ["looped:1"]  # it was computing, not waiting for the core
@@ -261,7 +261,11 @@ def test_a_run_that_fails_after_its_work_counts_as_a_stall(models: dict[str, Ver
     x = np.zeros((1, 2), np.float32)
     trips = 1
     while True:  # enough trips to pass the stall bound, fewer than the watch allows
-        feeds = {"x": x, "k": np.array([trips], np.int64), "z": np.zeros((1, 3), np.float32)}
+        feeds: dict[str, np.ndarray] = {
+            "x": x,
+            "k": np.array([trips], np.int64),
+            "z": np.zeros((1, 3), np.float32),
+        }
         with pytest.raises(InvalidArgument):  # z's width 3 does not broadcast: after the loop
             session.run(feeds, ["y"])
         if stalls or trips > 10**6:

@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import asyncio
 from collections.abc import Iterator
+from typing import Any
 
 import numpy as np
 import pytest
@@ -153,7 +154,7 @@ async def test_each_request_holds_one_reference_and_padding_holds_none(channel: 
     (batch,) = link.sent
     assert batch.inputs["x"].shape == (4, 2)  # three rows and one of padding
     lease = OutputLease(channel, OUT_END)
-    outputs = {}
+    outputs: dict[str, Any] = {}
     link.complete(0, lambda x: outputs.setdefault("run", _twice(x)), lease)
     results: list[Outputs] = [await call for call in calls]
     assert lease.refs == 3  # one per request; the run's own went back, padding holds none

@@ -45,7 +45,7 @@ def _ready_then_dead(channel: Channel) -> subprocess.Popen[bytes]:
 def faulty_spawns(monkeypatch: pytest.MonkeyPatch) -> list[int]:
     """The next spawn (only that one) starts a worker that dies as it reports ready; the list
     says how many faulty ones were started (set its first item to arm it)."""
-    real = process_module.spawn_worker
+    real = process_module.spawn_worker  # type: ignore[attr-defined]  # patched where it is used
     armed = [0]
 
     def spawn(channel: Channel, **kwargs: Any) -> subprocess.Popen[bytes]:

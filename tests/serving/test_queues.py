@@ -32,7 +32,7 @@ def test_a_queue_per_servable_and_signature_made_once_with_the_policys_options()
     queues = BatchQueues(
         BatchingPolicy(options, workers=3),
         dispatcher,
-        observer=lambda servable, name: seen.append((servable.key, name)) or None,
+        observer=lambda servable, name: seen.append((servable.key, name)),
     )
     first = queues.get(_servable(), "serving_default")
     assert queues.get(_servable(), "serving_default") is first

@@ -82,9 +82,9 @@ def table() -> Iterator[LoadTable]:
     os.close(memfd)
 
 
-WorkerMaker = Callable[[int, int, set[str]], tuple[Worker, Peer]]
+WorkerMaker = Callable[[int, int, set[str]], tuple[Any, Peer]]  # a fake WorkerProcess
 """(index, pid, routed) → a stand-in worker and the test's end of its socket."""
-FrontEndMaker = Callable[[int, int], tuple[FrontEnd, Peer]]
+FrontEndMaker = Callable[[int, int], tuple[Any, Peer]]  # a fake FrontEndProcess
 """(slot, serial) → a stand-in front end and the test's end of its socket."""
 
 

@@ -62,7 +62,7 @@ def front_end(slot: int) -> FrontEnd:
 @asynccontextmanager
 async def fleet() -> AsyncIterator[tuple[FleetPage, dict[int, FrontEnd], TfServingMetrics]]:
     """The supervisor's page over two stand-in front ends, and its own TF Serving metrics."""
-    fronts = {0: front_end(0), 1: front_end(1)}
+    fronts: dict[int, Any] = {0: front_end(0), 1: front_end(1)}
     everyone = list(fronts.values())
     own = TfServingMetrics()
     pool = WorkerPool(PoolOptions(workers=1, input_bytes=4096, output_bytes=4096))

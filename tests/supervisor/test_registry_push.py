@@ -117,7 +117,7 @@ async def test_a_joining_front_end_gets_the_latest_snapshot_and_a_pending_one_fi
     tmp_path: Path,
 ) -> None:
     async with pushing(tmp_path) as (models, fronts):
-        push = RegistryPush(models, {})  # type: ignore[arg-type]
+        push = RegistryPush(models, {})
         await push.send(fronts[0])  # type: ignore[arg-type]
         await push.send(fronts[0])  # type: ignore[arg-type]  # unchanged: the same snapshot
         push.changed()

@@ -98,7 +98,7 @@ def add_two(path: Path) -> Path:
         helper.make_node("Add", ["a", "b"], ["sum"]),
         helper.make_node("Sub", ["a", "b"], ["diff"]),
     ]
-    spec = ["batch", 3]
+    spec: list[str | int | None] = ["batch", 3]
     graph = helper.make_graph(
         nodes,
         "add_two",

@@ -9,6 +9,7 @@ from __future__ import annotations
 import asyncio
 from collections.abc import AsyncIterator
 from contextlib import asynccontextmanager
+from typing import Any
 
 import numpy as np
 
@@ -25,7 +26,7 @@ def spec(path: str) -> LoadSpec:
     return LoadSpec(key=KEY, path=path, platform="onnx", intra_op=1, inter_op=1)
 
 
-def options(workers: int = 1, **kw: float) -> PoolOptions:
+def options(workers: int = 1, **kw: Any) -> PoolOptions:
     return PoolOptions(workers=workers, input_bytes=1 << 16, output_bytes=1 << 16, **kw)
 
 

@@ -134,7 +134,7 @@ async def test_the_grpc_encoder_reads_shared_memory_and_the_lease_ends_with_the_
         request = predict_request("scaled", {"x": _x(3.0)})
         for _ in range(3):
             response = await asyncio.wait_for(
-                service.Predict(request, FakeContext()),  # type: ignore[arg-type]
+                service.Predict(request, FakeContext()),
                 WAIT_S,
             )
             assert isinstance(response, bytes)  # encoded here, passed through by the gate

@@ -179,7 +179,7 @@ def _register(sampling: Sampling) -> tuple[_Server, grpc.RpcMethodHandler]:
     resource = default_resource()
     processor = SimpleSpanProcessor(RecordExporter(InMemorySpanExporter(), resource))
     observer = GrpcObserver(Recorder(None, None, Tracing(processor, sampling, resource)))
-    server = _Server()
+    server: Any = _Server()
     handler = grpc.unary_unary_rpc_method_handler(_echo)
     services = [
         GrpcService(PREDICT, "tfserving", {"Predict": handler}, model_of=_model_of),
@@ -216,7 +216,7 @@ def test_when_roots_are_sampled_every_call_of_an_observed_service_is_wrapped() -
 def test_without_observation_each_service_is_registered_generic_and_by_name(
     observer: GrpcObserver | None,
 ) -> None:
-    server = _Server()
+    server: Any = _Server()
     handler = grpc.unary_unary_rpc_method_handler(_echo)
     service = GrpcService(PREDICT, "tfserving", {"Predict": handler}, model_of=_model_of)
     register(server, [service], _Unchecked(), observer)

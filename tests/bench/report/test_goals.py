@@ -157,7 +157,7 @@ def test_report_shows_the_goal_table_with_target_ratio_range_and_verdict() -> No
 def test_tracing_rows_judge_the_median_of_the_paired_rounds() -> None:
     from bench.scenarios.tracing import paired_cost
 
-    rounds = {
+    rounds: dict[str, Any] = {
         "off": [{"rps": 1000.0}, {"rps": 600.0}, {"rps": 900.0}],
         "ratio 0": [{"rps": 995.0}, {"rps": 597.0}, {"rps": 890.0}],
         "ratio 0.01": [{"rps": 984.0}, {"rps": 591.6}, {"error": "x"}],

@@ -216,7 +216,7 @@ async def test_an_answer_never_taken_aborts_its_connection() -> None:
     limits = ConnectionLimits(write_timeout_s=5)
     async with serving(limits) as (port, _, server):
         _, writer = await asyncio.open_connection("127.0.0.1", port, limit=1024)
-        writer.transport.pause_reading()  # it never reads
+        writer.transport.pause_reading()  # type: ignore[attr-defined]  # it never reads
         writer.write(b"GET /big HTTP/1.1\r\nHost: x\r\n\r\n")
         await settle()  # the answer is written, most of it waits in the server's buffer
         now = asyncio.get_running_loop().time()
