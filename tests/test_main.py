@@ -103,7 +103,7 @@ def test_an_unexpected_error_at_start_is_one_line_status_one_and_no_ready_line(
     monkeypatch: pytest.MonkeyPatch,
     capfd: pytest.CaptureFixture[str],
 ) -> None:
-    """Issue 30, defect 2: a raw exception at start ended the process with a bare traceback,
+    """A raw exception at start once ended the process with a bare traceback,
     and the ready fd closed only with the process. Now: one line naming the failure (its
     traceback attached to it), exit status 1, and --ready_fd closed without a line at once;
     the one-process gateway and the supervisor of several front ends alike."""

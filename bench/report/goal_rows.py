@@ -11,19 +11,28 @@ from __future__ import annotations
 
 from typing import Any
 
-ISSUE = "issue 12"
-TRACING = "issue 10"
-EARLIER = "earlier"
-RELIABILITY = "issue 14"
-FRONTENDS = "issue 27"
-COST = "issue 26"
-V2 = "issue 28"
-FLOOR = "issue 33"
-OPENVINO = "issue 36"
-"""Goal groups, each a table of the report: issue 12's goal table, issue 10's tracing goals, the
-earlier issues' goals still open (overload, memory), issue 14's reliability goals, issue 27's
-front-end goals, issue 26's cost goals, issue 28's v2 comparison, issue 33's floor goals, issue
-36's OpenVINO rows."""
+LIGHT_MODELS = "light models"
+HEAVY_MODELS = "heavy models"
+PEERS = "peers"
+COST = "cost"
+V2 = "v2"
+FRONT_ENDS = "front ends"
+TRACING = "tracing"
+OVERLOAD = "overload and memory"
+RELIABILITY = "reliability"
+GROUPS = {
+    LIGHT_MODELS: "Light models at the transport floor, with the default flags and with batching",
+    HEAVY_MODELS: "ResNet50 at the runtimes' own speed (ONNX Runtime, OpenVINO fp32 and bf16)",
+    PEERS: "tensorgate against the transport ceiling and its peers",
+    COST: "What serving the tiny MLP costs",
+    V2: "KServe v2 against the v2 peers",
+    FRONT_ENDS: "Several front ends sharing one worker pool, and the drain",
+    TRACING: "What tracing costs",
+    OVERLOAD: "Overload and idle memory",
+    RELIABILITY: "Reliability: soak and chaos",
+}
+"""The goal groups (a row's ``group``) and their titles, in the report's order: each group is
+one table."""
 Summary = dict[str, Any]
 
 
@@ -42,6 +51,18 @@ def ratio(a: Summary, b: Summary, key: str = "rps") -> tuple[float, float, float
         a[key]["min"] / b[key]["max"],
         a[key]["max"] / b[key]["min"],
     )
+
+
+def per_round(point: Summary | None, key: str = "runs_per_request") -> list[float | None]:
+    """``key`` in each round of a summarized point (its ``runs``), in order: None for a round
+    that failed or did not record it; [] when the point was not measured."""
+    rounds = (point or {}).get("runs", [])
+    return [None if "error" in r else r.get(key) for r in rounds]
+
+
+def rounds_text(values: list[float | None], digits: int = 3) -> str:
+    """:func:`per_round`'s values as ``0.000, —, 0.002`` (— for a round without one)."""
+    return ", ".join("—" if v is None else f"{v:.{digits}f}" for v in values)
 
 
 def fmt_ratio(r: tuple[float, float, float]) -> str:
@@ -65,7 +86,7 @@ def row(
     value: str = "not measured",
     met: bool | None = None,
     note: str = "",
-    group: str = ISSUE,
+    group: str = PEERS,
 ) -> dict[str, Any]:
     """One goal row: ``met`` is True, False or None (n/a: not measured or only reported)."""
     return {

@@ -6,6 +6,7 @@ from __future__ import annotations
 from typing import Any
 
 from bench.measure.usage import CPU_ROLES
+from bench.report.goal_rows import per_round, rounds_text
 
 
 def cell(summary: dict[str, Any] | None, key: str, fmt: str = "{:.0f}") -> str:
@@ -64,12 +65,13 @@ def per_request_table(rows: dict[str, dict[str, Any]]) -> list[str]:
     if not counted:
         return []
     lines = [
-        "| system | runs/request | wake-ups/request | rows/run | worker CPU µs/request |",
-        "|---|---|---|---|---|",
+        "| system | runs/request | runs/request by round | wake-ups/request | rows/run "
+        "| worker CPU µs/request |",
+        "|---|---|---|---|---|---|",
     ]
     for name, s in counted.items():
         lines.append(
-            f"| {name} | {cell(s, 'runs_per_request', '{:.3f}')} | "
+            f"| {name} | {cell(s, 'runs_per_request', '{:.3f}')} | {rounds_text(per_round(s))} | "
             f"{cell(s, 'wakeups_per_request', '{:.3f}')} | {cell(s, 'rows_per_run', '{:.1f}')} | "
             f"{cell(s, 'worker_cpu_us_per_request', '{:.1f}')} |"
         )

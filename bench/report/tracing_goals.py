@@ -1,4 +1,4 @@
-"""Issue 10's goals: what tracing may cost at each sample ratio (tiny MLP, one server core).
+"""What tracing may cost at each sample ratio (tiny MLP, one server core).
 
 The figure is the ``tracing`` scenario's side-by-side CPU cost when measured (met when the
 median's 95 % interval lies within the goal), else the median of the paired rounds in turn, else
@@ -19,7 +19,8 @@ larger share)."""
 
 
 def tracing_rows(section: dict[str, Any]) -> list[dict[str, Any]]:
-    """Issue 10's goals: tracing's throughput cost against tracing off, saturating."""
+    """Tracing's cost against tracing off at each ratio of :data:`TRACING_GOALS`, then what one
+    traced call adds at ratio 1.0."""
     sat = section.get("mlp", {})
     rows = []
     for label, most in TRACING_GOALS.items():

@@ -1,5 +1,5 @@
-"""Issue 28's rows (group ``issue 28``): tensorgate over the KServe v2 protocol against the v2
-peers, same protocol and request, same run. The issue sets no bar: the ratios are reported.
+"""tensorgate over the KServe v2 protocol against the v2 peers, same protocol and request, same
+run: the ratios are reported, without a bar.
 
 - gRPC ModelInfer with the tensor in ``raw_input_contents`` (``tensorgate-v2``) against Triton,
   MLServer's best and KServe gRPC, tiny MLP, 1 server core, c=64.

@@ -12,18 +12,7 @@ from typing import Any
 from bench.measure import accuracy
 from bench.report import seeds_report
 from bench.report.calls_table import calls_section
-from bench.report.goal_rows import (
-    COST,
-    EARLIER,
-    FLOOR,
-    FRONTENDS,
-    ISSUE,
-    OPENVINO,
-    RELIABILITY,
-    TRACING,
-    V2,
-    percent_spread,
-)
+from bench.report.goal_rows import GROUPS, percent_spread
 from bench.report.goals import compute
 from bench.report.plots import write_plots
 from bench.report.tables import (
@@ -53,17 +42,14 @@ def markdown(results: dict[str, Any], plots: list[str]) -> str:
         "Server CPU is the whole process tree's; µs/req is CPU per request.",
         "",
     ]
-    lines += _goal_table("Goals (issue 12)", results.get("goals", []), ISSUE)
-    lines += _goal_table("Goals (issue 10: tracing)", results.get("goals", []), TRACING)
-    lines += _goal_table("Earlier goals still open", results.get("goals", []), EARLIER)
-    lines += _goal_table("Reliability (issue 14)", results.get("goals", []), RELIABILITY)
-    lines += _goal_table("Several front ends (issue 27)", results.get("goals", []), FRONTENDS)
-    lines += _goal_table("What serving costs (issue 26)", results.get("goals", []), COST)
-    lines += _goal_table("KServe v2 against the v2 peers (issue 28)", results.get("goals", []), V2)
-    lines += _goal_table(
-        "Light models at the transport floor (issue 33)", results.get("goals", []), FLOOR
-    )
-    lines += _goal_table("OpenVINO (issue 36)", results.get("goals", []), OPENVINO)
+    if results.get("goals"):
+        lines += [
+            "Goals: ratios are of medians, with the range the repeats allow (worst against best "
+            "and back); n/a: not measured in this run, or reported without a bar.",
+            "",
+        ]
+    for group, title in GROUPS.items():
+        lines += _goal_table(f"Goals: {title}", results.get("goals", []), group)
     peers = run.get("peer_venvs", {})
     if peers:
         lines += ["", "Peers: " + "; ".join(f"{k}: {', '.join(v)}" for k, v in peers.items())]
@@ -107,6 +93,10 @@ def markdown(results: dict[str, Any], plots: list[str]) -> str:
         lines += ["", "## Tiny MLP, 2 cores (server workers = 2; client shares the cores)", ""]
         lines += system_table(two["saturation"])
         lines += _per_request(two["saturation"])
+        if two.get("one_connection"):
+            lines += ["", "### Every call on one connection (same rounds)", ""]
+            lines += system_table(two["one_connection"])
+            lines += _per_request(two["one_connection"])
     res = sc.get("resnet50", {})
     if "runs" in res:
         lines += [
@@ -118,6 +108,7 @@ def markdown(results: dict[str, Any], plots: list[str]) -> str:
             "",
         ]
         lines += system_table(res["runs"])
+        lines += _per_request(res["runs"])
     if "openvino-accuracy" in sc:
         lines += ["", "## ResNet50 outputs on OpenVINO (untimed)", ""]
         lines += accuracy.table(sc["openvino-accuracy"])
@@ -252,23 +243,19 @@ def _per_request(saturation: dict[str, Any]) -> list[str]:
         return []
     intro = (
         "tensorgate's own counters per request (its Prometheus page scraped around each point; a "
-        "wake-up is one submit doorbell, rows/run the mean batch size):"
+        "wake-up is one submit doorbell, rows/run the mean batch size; runs/request by round: "
+        "every round in order, — where a round counted none):"
     )
     return ["", "### Per request (tensorgate)", "", intro, "", *table]
 
 
 def _goal_table(title: str, goals: list[dict[str, Any]], group: str) -> list[str]:
-    rows = [g for g in goals if g.get("group", ISSUE) == group]
+    rows = [g for g in goals if g.get("group") == group]
     if not rows:
         return []
-    lines = [f"## {title}", ""]
-    if group == ISSUE:
-        lines += [
-            "Ratios are of medians, with the range the repeats allow (worst against best and "
-            "back); n/a: not measured in this run.",
-            "",
-        ]
-    lines += [
+    lines = [
+        f"## {title}",
+        "",
         "| goal | case | target | this run | met | notes |",
         "|---|---|---|---|---|---|",
     ]

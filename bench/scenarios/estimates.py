@@ -11,15 +11,27 @@ from __future__ import annotations
 from bench.scenarios.features import BATCHING_CONFIGS, BATCHING_POINTS, PROFILED
 from bench.scenarios.plan import Plan
 from bench.scenarios.seeds import JPEG_WAYS, ROW_WAYS
-from bench.systems.catalog import ONE_CONNECTION, RESNET_PINNED, RESNET_TWO_CORE, TINY, TWO_CORE
+from bench.systems.catalog import (
+    CALL_SYSTEMS,
+    LIGHT_LOAD,
+    ONE_CONNECTION,
+    RESNET_PINNED,
+    RESNET_TWO_CORE,
+    TINY,
+    TWO_CORE,
+)
+from bench.systems.raw_ort import OPENVINO_PRECISIONS
 
 START_S = 12.0
 """Starting a group of servers side by side (models loaded, ready)."""
 POINT_OVERHEAD_S = 0.6
+CALLS_S = 7.0
+"""Counting one system's Python calls: start it, 500 calls of warm-up, 2000 counted."""
 VERIFY_S = 1.0
 """Checking one system's gRPC status and OK answer size before its h2load runs."""
-SWEEP_FAMILIES = 7
-"""Systems in the full plan's sweep: echo, tensorgate gRPC and REST, four peer families' best."""
+SWEEP_SYSTEMS = len(LIGHT_LOAD) + 3
+"""Systems in the full plan's sweep: :data:`~bench.systems.catalog.LIGHT_LOAD` and the best of
+Triton, KServe and MLServer (FastAPI's is usually FastAPI inline, already there)."""
 
 
 def _points(count: int, repeats: int, seconds: float, warmup_s: float) -> float:
@@ -37,7 +49,7 @@ def _estimate(plan: Plan, name: str) -> float:
         return 8.0
     if name == "tiny":
         systems = len(TINY) + len(plan.peers)
-        swept = systems if plan.sweep_all else SWEEP_FAMILIES
+        swept = systems if plan.sweep_all else SWEEP_SYSTEMS
         levels = len([c for c in plan.sweep_concurrency if c != plan.saturation_concurrency])
         return (
             START_S
@@ -49,9 +61,10 @@ def _estimate(plan: Plan, name: str) -> float:
         points = len(TWO_CORE) + len(ONE_CONNECTION)
         return START_S + len(TWO_CORE) * VERIFY_S + _points(points, r, plan.point_s, warm)
     if name == "resnet50":
-        jobs = len(RESNET_PINNED) + 1
+        raw = 1 + len(OPENVINO_PRECISIONS)  # ONNX Runtime and OpenVINO at each precision
+        jobs = len(RESNET_PINNED) + raw
         if plan.name == "full":
-            jobs += len(RESNET_TWO_CORE) + len(plan.ort_configs)
+            jobs += len(RESNET_TWO_CORE) + len(plan.ort_configs) + len(OPENVINO_PRECISIONS)
         return 2 * START_S + _points(jobs, r, plan.resnet_s, 1.5)
     if name == "overload":
         total = 0.0
@@ -79,6 +92,8 @@ def _estimate(plan: Plan, name: str) -> float:
         return 40.0
     if name == "drain":
         return 2 * plan.drain_runs * (START_S + 6.0)
+    if name == "calls":
+        return len(CALL_SYSTEMS) * CALLS_S
     if name == "profile":
         return len(PROFILED) * (START_S + plan.profile_s + 6.0)
     return 30.0

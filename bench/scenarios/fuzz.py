@@ -5,7 +5,7 @@ structured PredictRequests with random dtypes, shapes (zeros beside huge dimensi
 ones), values and ``tensor_content``; mutated and random message bytes on every
 PredictionService method; random JSON bodies and mutated valid ones on REST; raw HTTP junk
 (methods, paths, headers, chunked framing); and the Open Inference Protocol's surface (REST JSON
-and binary, gRPC raw and typed, with issue 35's hostile cases: :mod:`bench.scenarios.fuzz_v2`).
+and binary, gRPC raw and typed, with its known hostile cases: :mod:`bench.scenarios.fuzz_v2`).
 Every answer is counted by status. The run fails when an answer is INTERNAL / UNKNOWN / DATA_LOSS
 (HTTP 500) for client input, when a complete call gets no answer within 10 s (a hang: gRPC
 DEADLINE_EXCEEDED at the client's timeout, a V2 REST call without an answer), when the gateway

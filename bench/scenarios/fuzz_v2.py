@@ -4,7 +4,7 @@ Beside TF Serving's API (:mod:`bench.scenarios.fuzz`), each client thread here s
 the same gateway (the bench MLP: ``x`` FP32 [-1, 64]):
 
 - REST JSON infer bodies: mutated valid ones, random structures under ``inputs`` /
-  ``parameters`` / ``outputs``, and the cases of issue 35 — nesting 1,100 deep in ``data`` or in
+  ``parameters`` / ``outputs``, and the known hostile cases — nesting 1,100 deep in ``data`` or in
   ``parameters``, 401-digit integers in FP32 ``data`` or in ``timeout``, an ``id`` with a lone
   surrogate, empty bodies (with and without ``Content-Type``, header ``0``), version strings of
   5,000 digits on infer / ready / stats, a duplicate requested output, ``sequence_id``, an empty
@@ -56,7 +56,8 @@ VALID = _doc(_x(ZEROS))
 LARGE = _doc(_x("[" + ", ".join(["0.5"] * 64 * 5000) + "]", "[5000, 64]"))
 TWICE = ', "outputs": [{"name": "probabilities"}, {"name": "probabilities"}]'
 HOSTILE: tuple[tuple[str, str, bytes, dict[str, str]], ...] = (
-    # (method, path after /v2/models/mlp, body, headers): issue 35's cases and Triton's differences
+    # (method, path after /v2/models/mlp, body, headers): the known hostile cases and Triton's
+    # differences
     ("POST", "/infer", b"", {}),
     ("POST", "/infer", b"", {"Content-Type": "application/json"}),
     ("POST", "/infer", b"", {"Inference-Header-Content-Length": "0"}),

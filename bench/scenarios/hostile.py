@@ -1,11 +1,11 @@
-"""Two hostile-caller scenarios of ``python -m bench fuzz`` (issue 35), each on a gateway of its
-own, count-based (no figure here is a speed):
+"""Two hostile-caller scenarios of ``python -m bench fuzz``, each on a gateway of its own,
+count-based (no figure here is a speed):
 
 - **slow bodies**: one front end (``--frontends=1``) with ``--max_inflight_bytes=256 MiB``;
   :data:`SLOW_CONNECTIONS` connections each send a :data:`SLOW_BODY_BYTES` V2 binary infer body
   minus its last byte and hold it. Reported: the gateway's RSS idle and its peak (``VmHWM``)
   while they hold, and how many bodies were taken in and how many refused (429, connection
-  closed). Before issue 35 every body was buffered: 83 → 725 MB.
+  closed). When every body was buffered whole, RSS went 83 → 725 MB.
 - **batch neighbours**: a string identity ONNX model with batching on (5 ms); valid callers over
   V2 gRPC (raw BYTES) and TF Serving gRPC (``string_val``) beside one caller sending
   ``b"\\xff\\xfe"`` every :data:`HOSTILE_EVERY_S`. Reported: valid calls failed (must be 0),

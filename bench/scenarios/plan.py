@@ -40,8 +40,9 @@ class Plan:
     sweep_concurrency: tuple[int, ...]
     sweep_s: float
     sweep_all: bool
-    """Sweep every 1-core system (else echo, tensorgate over gRPC and REST, and each peer
-    family's best: :func:`bench.scenarios.throughput.sweep_systems`)."""
+    """Sweep every 1-core system (else echo, tensorgate over gRPC and REST with batching off and
+    on, FastAPI inline and each peer family's best:
+    :func:`bench.scenarios.throughput.sweep_systems`)."""
     resnet_s: float
     resnet_concurrency: int
     ort_configs: tuple[tuple[int, int, int], ...]

@@ -123,13 +123,21 @@ def run_header(run_id: str, plan: Any) -> dict[str, Any]:
     }
 
 
+CPU_FLAGS = ("avx2", "avx512f", "avx512_vnni", "avx512_bf16", "amx_tile", "amx_bf16", "amx_int8")
+"""The /proc/cpuinfo flags a run records (``cpu_flags``): the instruction sets the runtimes'
+kernels choose by (bf16 inference needs AVX512_BF16 or AMX)."""
+
+
 def machine_info() -> dict[str, Any]:
-    """CPU, versions and tools of this machine, recorded with every result."""
-    model = ""
+    """CPU (model and :data:`CPU_FLAGS` it has), versions and tools of this machine, recorded
+    with every result."""
+    model, flags = "", set[str]()
     with contextlib.suppress(OSError):
         for line in Path("/proc/cpuinfo").read_text().splitlines():
-            if line.startswith("model name"):
+            if line.startswith("model name") and not model:
                 model = line.split(":", 1)[1].strip()
+            elif line.startswith("flags"):
+                flags = set(line.split(":", 1)[1].split())
                 break
     versions: dict[str, str] = {}
     for package in ("grpcio", "protobuf", "onnxruntime", "numpy", "uvloop"):
@@ -147,6 +155,7 @@ def machine_info() -> dict[str, Any]:
     return {
         "cpus": len(os.sched_getaffinity(0)),
         "cpu_model": model,
+        "cpu_flags": [f for f in CPU_FLAGS if f in flags],
         "python": platform.python_version(),
         "kernel": platform.release(),
         "versions": versions,

@@ -15,7 +15,7 @@ from bench.scenarios.common import best_of, check_h2load, closed_loop_driver, ve
 from bench.scenarios.runner import Bench
 from bench.systems import raw_ort
 from bench.systems.catalog import (
-    GRPC_TENSORGATE,
+    LIGHT_LOAD,
     ONE_CONNECTION,
     RESNET_PINNED,
     RESNET_TWO_CORE,
@@ -148,7 +148,8 @@ ONE_CONNECTION_KEY = "1 connection: "
 
 
 def resnet50(bench: Bench) -> None:
-    """tensorgate vs raw ONNX Runtime on ResNet50, all in the same rounds.
+    """tensorgate vs raw ONNX Runtime on ResNet50, all in the same rounds; tensorgate's counters
+    per request (:mod:`bench.measure.counters`) show whether its runs stayed on the workers.
 
     1-core (the tight ratio): tensorgate with one 1-thread worker (ONNX Runtime, OpenVINO fp32,
     OpenVINO bf16), Triton with one 1-thread instance and one raw 1-thread process of each
@@ -172,19 +173,18 @@ def resnet50(bench: Bench) -> None:
         return functools.partial(raw_ort.throughput, path, "resnet50", config, cpus, plan.resnet_s)
 
     with (
-        bench.systems(RESNET_PINNED, "resnet50", server_cpus) as pinned,
-        bench.systems(RESNET_TWO_CORE if two_core else (), "resnet50", ()) as unpinned,
+        bench.systems(RESNET_PINNED, "resnet50", server_cpus, metrics=True) as pinned,
+        bench.systems(
+            RESNET_TWO_CORE if two_core else (), "resnet50", (), metrics=True
+        ) as unpinned,
     ):
-        jobs = [
-            (ONE_CORE + n, functools.partial(run_point, r, load, client_cpus))
-            for n, r in pinned.items()
-        ]
+        jobs = [(ONE_CORE + n, _counted_point(r, load, client_cpus)) for n, r in pinned.items()]
         jobs.append((ONE_CORE + "raw 1p×1t b1", raw(raw_ort.OrtConfig(1, 1, 1), server_cpus)))
         for runtime in raw_ort.OPENVINO_PRECISIONS:  # OpenVINO's own limit, same threads
             one = raw_ort.OrtConfig(1, 1, 1, runtime)
             jobs.append((ONE_CORE + one.label, raw(one, server_cpus)))
         if two_core:
-            jobs += [(n, functools.partial(run_point, r, load, ())) for n, r in unpinned.items()]
+            jobs += [(n, _counted_point(r, load, ())) for n, r in unpinned.items()]
             jobs += [(f"raw {c.label}", raw(c, ())) for c in map(_ort, plan.ort_configs)]
             for runtime in raw_ort.OPENVINO_PRECISIONS:
                 two = raw_ort.OrtConfig(2, 1, 1, runtime)
@@ -208,9 +208,10 @@ def _ort(config: tuple[int, int, int]) -> raw_ort.OrtConfig:
 
 
 def sweep_systems(saturation: dict[str, Any]) -> list[str]:
-    """The full plan's sweep: echo, tensorgate's gRPC configurations (batching off and on: issue
-    33's bar compares them at every point), tensorgate over REST, and the best configuration of
-    each peer family (by saturating throughput)."""
-    tensorgate = [n for n in GRPC_TENSORGATE["1-core"] if n in saturation]
+    """The full plan's sweep: :data:`LIGHT_LOAD` (echo, tensorgate's gRPC and REST
+    configurations, batching off and on, and FastAPI inline: the light-load rows compare them at
+    c=1), then the best configuration of each peer family (by saturating throughput), each once,
+    those that ran."""
     peers = [best_of(saturation, f) for f in ("triton", "kserve", "fastapi", "mlserver")]
-    return [n for n in ("echo", *tensorgate, "tensorgate-rest", *peers) if n]
+    names = [n for n in (*LIGHT_LOAD, *peers) if n and n in saturation]
+    return list(dict.fromkeys(names))

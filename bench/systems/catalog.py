@@ -28,6 +28,8 @@ the pinned one, does not apply it to HTTP/2 calls)."""
 REQUEST_LOG_RATE = 0.01
 """The sampling rate of the request-logging cost row (``tensorgate-batch-log``)."""
 OPENVINO = {"-ov": "openvino:fp32", "-ov-bf16": "openvino:bf16"}
+WORKER_RUNS_ONLY = "--inline_runs=never"
+"""The flag that forces every run to the worker processes (the ``-workers`` systems)."""
 """tensorgate's OpenVINO configurations (``--model_runtimes=*=...``) by name suffix."""
 
 
@@ -46,7 +48,7 @@ def _build() -> dict[str, SystemSpec]:
     batch = {"batching": BATCHING_TIMEOUT_0}
     one_rest_batch = {"workers": 1, "intra_op": 1, "rest": True, **batch}
     one = {"frontends": 1}
-    workers = {"flags": ("--inline_runs=never",)}
+    workers = {"flags": (WORKER_RUNS_ONLY,)}
     logged = {"request_log": REQUEST_LOG_RATE}
     specs = [
         SystemSpec("echo", "echo"),
@@ -134,10 +136,11 @@ the same server driven over its REST API (tensorgate: TF Serving's JSON ``instan
 ``tensorgate-v2``: gRPC v2 ModelInfer with ``raw_input_contents``;
 ``-guarded``: with the admission flags of :data:`GUARDED_FLAGS`; ``-log``: request logging
 (``logging_config``) at :data:`REQUEST_LOG_RATE`; ``-timing``: ``--enable_server_timing``
-(the cost rows of issue 37, beside ``tensorgate-batch`` with both off). tensorgate runs its default
-front ends (``--frontends=0``: one per CPU it may use, so one on one pinned core and two on the
-two-core layout) except ``-1f``: one front end (``--frontends=1``, one process, as before
-issue 27)."""
+(each beside ``tensorgate-batch``, which has both off, to price the feature); ``-workers``: every
+run forced to the worker processes (:data:`WORKER_RUNS_ONLY`), the others placed by the rule.
+tensorgate runs its default front ends (``--frontends=0``: one per CPU it may use, so one on one
+pinned core and two on the two-core layout) except ``-1f``: one front end (``--frontends=1``, one
+process)."""
 OPENVINO_SYSTEMS = tuple(spec.name for spec in _openvino())
 """tensorgate's configurations on OpenVINO (plotted in a colour family of their own)."""
 
@@ -166,12 +169,26 @@ CALL_SYSTEMS = (
     "tensorgate-batch",
     "tensorgate-workers",
     "tensorgate-workers-batch",
+    "tensorgate-rest",
     "tensorgate-rest-batch",
     "tensorgate-v2",
     "tensorgate-v2-batch",
 )
-"""``python -m bench calls``: Python calls per request by protocol and where runs go (the
-default front-end runs, ``-workers``: the worker path forced)."""
+"""``python -m bench calls`` and the ``calls`` scenario: Python calls per request for each
+protocol (TF Serving's gRPC and REST APIs, V2 ModelInfer) with batching off and on, and where
+runs go (placed by the rule; ``-workers``: forced to the workers), beside the echo server."""
+
+LIGHT_LOAD = (
+    "echo",
+    "tensorgate",
+    "tensorgate-batch",
+    "tensorgate-rest",
+    "tensorgate-rest-batch",
+    "fastapi-inline",
+)
+"""The systems the full plan's sweep always measures at every concurrency (c=1 included): the
+light-load goal rows compare tensorgate's gRPC p50 with echo's and its REST p50 with FastAPI
+inline's, batching off and on."""
 
 REST_TENSORGATE = ("tensorgate-rest", "tensorgate-rest-batch")
 """tensorgate over TF Serving's REST API, batching off and on; goals compare the better."""
@@ -194,8 +211,8 @@ TWO_CORE = (
 default front ends and with one)."""
 
 TWO_CORE_CONNECTIONS = 8
-"""gRPC connections the two-core saturation point spreads its calls over (issue 27: several
-front ends share a port, and the kernel spreads connections, not calls, over them)."""
+"""gRPC connections the two-core saturation point spreads its calls over (several front ends
+share a port, and the kernel spreads connections, not calls, over them)."""
 
 ONE_CONNECTION = ("tensorgate-2w", "tensorgate-2w-1f")
 """The two-core one-connection point: default front ends against one (one HTTP/2 connection
@@ -226,6 +243,11 @@ GRPC_TENSORGATE = {
 def family(name: str) -> str:
     """``tensorgate``, ``echo``, ``fastapi``, ``mlserver``, ``triton`` or ``kserve``."""
     return CATALOG[name].kind
+
+
+def forced_to_workers(name: str) -> bool:
+    """Whether ``name`` forces every run to the worker processes (:data:`WORKER_RUNS_ONLY`)."""
+    return WORKER_RUNS_ONLY in CATALOG[name].params.get("flags", ())
 
 
 def is_rest(name: str) -> bool:

@@ -167,7 +167,8 @@ def _display(kind: Kind, value: bool | int | float | str) -> str:
     return str(value)
 
 
-def _help_text(spec: FlagSpec) -> str:
+def flag_help(spec: FlagSpec) -> str:
+    """What ``--help`` says of a flag: its setting's description, or its status and note."""
     if spec.status == "implemented":
         doc: str = _SETTINGS_FIELDS[spec.name].metadata["doc"]
         return doc
@@ -186,7 +187,7 @@ def usage(program: str = PROGRAM) -> str:
     ]
     for spec in FLAGS.values():
         flag = f"--{spec.name}={_display(spec.kind, flag_default(spec))}"
-        lines.append(f"\t{flag:<33}\t{spec.kind}\t{_help_text(spec)}")
+        lines.append(f"\t{flag:<33}\t{spec.kind}\t{flag_help(spec)}")
     return "\n".join(lines) + "\n"
 
 

@@ -136,7 +136,7 @@ class ModelSettings:
         "OpenVINO serves ONNX models and SavedModels (without TensorFlow) and needs the "
         "[openvino] extra; its precision is fp32 unless bf16 is written here (OpenVINO's "
         "hardware default is never used). bf16 trades accuracy for speed on CPUs with bf16 "
-        'instructions (README: OpenVINO). Default "": each platform\'s own runtime.',
+        'instructions (docs/openvino.md). Default "": each platform\'s own runtime.',
     )
     file_system_poll_wait_seconds: int = setting(
         1,

@@ -166,7 +166,7 @@ class RuntimeSettings:
         False,
         "tensorgate: every answer carries where its time went as W3C Server-Timing (REST header "
         "Server-Timing, gRPC trailing metadata server-timing): queue;dur, rows;desc (its own), "
-        "compute;dur, total;dur, durations in milliseconds (README: Per-call timing). Default "
+        "compute;dur, total;dur, durations in milliseconds (docs/metrics.md). Default "
         "false: no hook does any work for it.",
     )
     request_log_max_pending: int = setting(

@@ -1,7 +1,8 @@
 """Noticing a front end that is alive but stuck (SIGSTOPped, a blocked loop), and replacing it.
 
-A front end's event loop never blocks (:mod:`gateway.frontend.frontend_process`), so it answers a
-``ping`` over its link at once. Every ``interval_s`` the supervisor pings each joined front end; one
+A front end's event loop is held only briefly (a model run in the front end for about a
+millisecond, stopped at 50 ms), so it answers a ``ping`` over its link within far less than
+``timeout_s``. Every ``interval_s`` the supervisor pings each joined front end; one
 that has not answered within ``timeout_s`` is dead to it: SIGKILLed (its connections fail, as a
 SIGKILL's do, and the kernel stops handing it new ones), and its exit is then handled as any front
 end's death — replaced at once.

@@ -61,25 +61,42 @@ def register(
     would add its chain to every call, even one it passes through). A service observed only
     with a parent is found through a :class:`ParentDispatch`, so a call without a
     ``traceparent`` runs the gated handler alone."""
+    table = MethodTable()
+    dispatches = []
     for service in services:
         gated = {
             name: gate.wrap(service.name, name, handler, bounded=service.bounded)
             for name, handler in service.handlers.items()
         }
         if observer is None or service.model_of is None:
-            _add(server, service.name, gated)
+            table.add(server, service.name, gated)
             continue
         observed = {name: observer.wrap(service, name, h) for name, h in gated.items()}
         if observer.only_with_parent:
-            server.add_generic_rpc_handlers((ParentDispatch(service.name, gated, observed),))
+            dispatches.append(ParentDispatch(service.name, gated, observed))
         else:
-            _add(server, service.name, observed)
+            table.add(server, service.name, observed)
+    server.add_generic_rpc_handlers((table, *dispatches))
 
 
-def _add(server: ServiceRegistry, service: str, handlers: Mapping[str, MethodHandler]) -> None:
-    """Register ``handlers`` both ways grpc.aio looks them up: generic, and by service name."""
-    server.add_generic_rpc_handlers((grpc.method_handlers_generic_handler(service, handlers),))
-    server.add_registered_method_handlers(service, handlers)
+class MethodTable(grpc.GenericRpcHandler):  # type: ignore[misc]
+    """Every registered method's handler by its full path (``/<service>/<method>``): one
+    lookup per call whatever the service (grpc.aio asks each generic handler in turn)."""
+
+    def __init__(self) -> None:
+        self.handlers: dict[str, MethodHandler] = {}
+
+    def add(
+        self, server: ServiceRegistry, service: str, handlers: Mapping[str, MethodHandler]
+    ) -> None:
+        """``handlers`` of ``service``, also registered by service name (the lookup grpc.aio
+        may use instead)."""
+        for name, handler in handlers.items():
+            self.handlers[f"/{service}/{name}"] = handler
+        server.add_registered_method_handlers(service, handlers)
+
+    def service(self, details: grpc.HandlerCallDetails) -> MethodHandler | None:
+        return self.handlers.get(details.method)
 
 
 @overload

@@ -46,18 +46,24 @@ from gateway.v2.declared import DeclaredInputs, Limits, Wire
 from gateway.v2.versions import target
 
 _FIELDS = tuple(f.name for f in InferTensorContents.DESCRIPTOR.fields)
+NO_OPTIONS = parameters.request_options({})
+"""The options of a request without parameters."""
 
 
 def infer_call(request: ModelInferRequest) -> InferCall:
     """The request's header: target, id, options and requested outputs. INVALID_ARGUMENT for a
     bad parameter; UNIMPLEMENTED for a shared-memory or classification tensor parameter."""
-    options = parameters.request_options(parameters.from_proto(request.parameters))
+    given = request.parameters  # most requests carry none: nothing to read
+    options = parameters.request_options(parameters.from_proto(given)) if given else NO_OPTIONS
     for tensor in request.inputs:
-        parameters.check_tensor(parameters.from_proto(tensor.parameters), f"input '{tensor.name}'")
+        if tensor.parameters:
+            values = parameters.from_proto(tensor.parameters)
+            parameters.check_tensor(values, f"input '{tensor.name}'")
     outputs = []
     for output in request.outputs:
-        values = parameters.from_proto(output.parameters)
-        parameters.check_tensor(values, f"output '{output.name}'")
+        if output.parameters:
+            values = parameters.from_proto(output.parameters)
+            parameters.check_tensor(values, f"output '{output.name}'")
         outputs.append(RequestedOutput(output.name))
     return InferCall(
         target(request.model_name, request.model_version), request.id, options, tuple(outputs)

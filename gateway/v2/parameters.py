@@ -60,7 +60,8 @@ class RequestOptions:
 def from_proto(params: Mapping[str, InferParameter]) -> dict[str, Value]:
     """gRPC parameters as Python values."""
     values: dict[str, Value] = {}
-    for name, param in params.items():
+    for name in params:  # a protobuf map's items() is a Python-level view: keys are not
+        param = params[name]
         choice = param.WhichOneof("parameter_choice")
         if choice is None:
             raise InvalidArgument(f"parameter '{name}' has no value")

@@ -1,4 +1,4 @@
-"""Issue 30, defect 7: a request that fits a worker's input area waits for room there, first come
+"""A request that fits a worker's input area waits for room there, first come
 first served, within its deadline; only one that could never fit is refused.
 
 The real run side — a :class:`Dispatcher` with the real run link over a real channel — and the

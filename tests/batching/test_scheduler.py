@@ -463,7 +463,7 @@ async def test_latency_target_refuses_what_would_wait_too_long_even_without_a_de
 
 
 async def test_a_deadline_too_short_for_one_batch_on_an_idle_queue_is_deadline_exceeded() -> None:
-    """Issue 30, defect 6: a 2 ms deadline on an idle queue whose batches take 5 ms (no latency
+    """A 2 ms deadline on an idle queue whose batches take 5 ms (no latency
     target) cannot be met by this request's own batch: DEADLINE_EXCEEDED as TF Serving answers
     an expired deadline, not UNAVAILABLE (which clients retry, with the same deadline)."""
 

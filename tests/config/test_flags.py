@@ -310,7 +310,7 @@ def test_help_says_the_management_api_is_off_by_default() -> None:
 
 
 def test_num_load_threads_is_implemented() -> None:
-    """Issue 30, defect 5: it was accepted with no effect; it now bounds concurrent loads."""
+    """It bounds concurrent loads (once accepted with no effect)."""
     assert parse_flags([*BASE, "--num_load_threads=3"]).num_load_threads == 3
     with pytest.raises(FlagError, match="num_load_threads"):
         parse_flags([*BASE, "--num_load_threads=-1"])

@@ -1,5 +1,5 @@
 """Errors about files that hold secrets name the file, the position and the field, never any of
-their content (issue 30, defect 4): ``--ssl_config_file`` (a private key) and
+their content: ``--ssl_config_file`` (a private key) and
 ``--auth_token_file`` (bearer tokens)."""
 
 from __future__ import annotations

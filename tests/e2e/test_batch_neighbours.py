@@ -1,5 +1,5 @@
 """One caller never hurts another: a request whose string values an ONNX model cannot take fails
-alone, never the batch it would have joined (issue 35, item 1).
+alone, never the batch it would have joined.
 
 The model ``held`` (a string identity, ``x`` [-1, -1] → ``y``) closes a batch only at 2 rows (a
 10-minute timeout), so which requests share a run is a fact, not a race. A valid caller ``a`` is

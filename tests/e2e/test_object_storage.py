@@ -21,9 +21,9 @@ import pytest
 from gateway._pb.tensorflow_serving.apis import get_model_status_pb2
 from tests.support import onnx_models
 from tests.support.gateway_proc import running_gateway, start_gateway
-from tests.support.lifecycle import X, predict, status
+from tests.support.lifecycle import X, predict, reload, status
 from tests.support.object_stores import S3_SECRET, StoreServer, store_server
-from tests.support.rest import get
+from tests.support.rest import get, post
 from tests.support.waits import until
 
 State = get_model_status_pb2.ModelVersionStatus.State
@@ -322,3 +322,39 @@ def _value(page: str, name: str) -> str:
         if line.startswith(name + " "):
             return line.split()[1]
     raise AssertionError(f"{name} not on the page")
+
+
+def test_a_reload_and_a_v2_load_bring_a_model_from_a_store(
+    s3: StoreServer, models: Path, tmp_path: Path
+) -> None:
+    """HandleReloadConfigRequest names an ``s3://`` base path the config did not have: it
+    serves; V2's repository unload and load take it out and back from the store's cache."""
+    put_version(s3, models, "reloaded", 1, factor=3)
+    (models / "here" / "1").mkdir(parents=True, exist_ok=True)
+    onnx_models.scaled(models / "here" / "1" / "model.onnx", 5.0)
+    args = [
+        "--model_name=here",
+        f"--model_base_path={models / 'here'}",
+        f"--model_cache_dir={tmp_path / 'cache'}",
+        "--enable_model_management_api",
+        f"--management_base_path_dirs={models}",
+        "--rest_api_port=-1",
+    ]
+    with (
+        running_gateway(args, tmp_path, env=env_of(s3)) as gateway,
+        grpc.insecure_channel(gateway.target) as channel,
+    ):
+        assert answers(channel, "here") == 5.0
+        text = (
+            "model_config_list { "
+            f'config {{ name: "here" base_path: "{models / "here"}" }} '
+            f'config {{ name: "reloaded" base_path: "{s3.url("reloaded")}" }} }}'
+        )
+        reload(channel, text)
+        assert answers(channel, "reloaded") == 3.0
+        rest = f"http://127.0.0.1:{gateway.rest_port}/v2/repository/models/reloaded"
+        assert post(f"{rest}/unload", {}).status == 200
+        with pytest.raises(grpc.RpcError):
+            answers(channel, "reloaded")
+        assert post(f"{rest}/load", {}).status == 200
+        assert answers(channel, "reloaded") == 3.0

@@ -1,6 +1,6 @@
-"""Issue 30 against real gateway processes with real workers: a load retry blocks nothing
-(defect 5), a base path that goes missing unloads nothing (defect 3), large requests wait for
-room in a worker's input area (defect 7).
+"""Load reliability against real gateway processes with real workers: a load retry blocks
+nothing, a base path that goes missing unloads nothing, large requests wait for room in a
+worker's input area.
 
 Waits are on RPC answers, on what the gateway reports (GetModelStatus for a retry) and on the
 kernel's word that a poll listed a base path (inotify), each bounded by WAIT_S, which is never

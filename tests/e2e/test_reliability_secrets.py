@@ -1,5 +1,5 @@
 """The ``tensorgate`` command refusing a malformed ``--ssl_config_file`` or ``--auth_token_file``
-says where the file is wrong and never prints any of it (issue 30, defect 4: a private key
+says where the file is wrong and never prints any of it (a private key
 written on one line with ``\\n`` escapes but no closing quote appeared, whole, twice on stderr).
 """
 

@@ -288,7 +288,7 @@ def test_a_byte_size_that_does_not_fit_the_shape(v2_gateway: V2Gateway) -> None:
     assert "expected 256 bytes of FP32 data for shape [1, 64], got 255" in str(info.value.details())
 
 
-# -- hostile input (issue 35, items 4-6): 400 / INVALID_ARGUMENT, never 500 / INTERNAL ---------
+# -- hostile input: 400 / INVALID_ARGUMENT, never 500 / INTERNAL ------------------------------
 def _deep(depth: int) -> str:
     return "[" * depth + "1" + "]" * depth
 

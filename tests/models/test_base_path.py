@@ -1,4 +1,4 @@
-"""A base path that is missing (issue 30, defect 3), with a fake pool at the one seam.
+"""A base path that is missing, with a fake pool at the one seam.
 
 TF Serving's file-system source refuses to publish an empty version list for a base path that
 does not exist ("Could not find base path ..."): the served versions stay, whether the

@@ -1,4 +1,4 @@
-"""Loads as independent jobs (issue 30, defects 2 and 5), with a fake pool at the one seam.
+"""Loads as independent jobs, with a fake pool at the one seam.
 
 Each version loads in a job of its own: at most ``--num_load_threads`` attempts at once (the
 first config: TF Serving's initial load threads), a retry waiting its interval holds no slot and

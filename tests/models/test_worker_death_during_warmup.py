@@ -1,4 +1,4 @@
-"""Issue 30, defect 2, with real workers: a worker SIGKILLed while it replays a version's warmup.
+"""With real workers: a worker SIGKILLed while it replays a version's warmup.
 
 The kill is injected at the point of death — while the 30th warmup run is being written into a
 worker's input area (a hook in the run's inputs), waiting until the process is gone — not raced

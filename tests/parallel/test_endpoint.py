@@ -130,7 +130,7 @@ async def test_close_fails_every_link_once_and_stops_taking_replies(channel: Cha
 
 
 async def test_a_closed_endpoint_is_never_alive_again_and_posts_nothing(channel: Channel) -> None:
-    """Issue 30, defect 2: the worker's exit seen before its ready report was acted on left the
+    """The worker's exit seen before its ready report was acted on left the
     endpoint marked alive over a released channel; every later request raised ValueError."""
 
     async with _endpoint(channel) as (endpoint, _worker):

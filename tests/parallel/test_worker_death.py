@@ -1,4 +1,4 @@
-"""Issue 30, defect 2: a worker that dies at the worst moment is a load failure or a respawn, never
+"""A worker that dies at the worst moment is a load failure or a respawn, never
 a raw exception.
 
 The fault is injected at the point of death, not raced for: the one seam is the worker process

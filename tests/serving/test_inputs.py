@@ -100,7 +100,7 @@ def test_dtypes_are_left_alone_when_asked() -> None:
 
 
 def test_strings_for_a_text_runtime_must_be_utf8() -> None:
-    """Checked per request (issue 35, item 1): bytes, str and numbers pass; one bad element names
+    """Checked per request: bytes, str and numbers pass; one bad element names
     its input."""
     good = np.array([b"ascii", "h\u00e9llo".encode(), b""], dtype=object)
     check_text({"s": good, "x": np.zeros(3, np.float32), "t": np.array(["text"], dtype=object)})

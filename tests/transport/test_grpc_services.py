@@ -193,7 +193,7 @@ def test_at_ratio_0_a_grpc_call_without_a_traceparent_gets_the_unwrapped_handler
     server, handler = _register(Sampling(True, 0.0))
     method = f"/{PREDICT}/Predict"
     assert PREDICT not in server.registered  # found by name, it would bypass the dispatch
-    assert [type(g) for g in server.generic][:1] == [ParentDispatch]
+    assert ParentDispatch in [type(g) for g in server.generic]
     assert server.find(method, (("user-agent", "x"),)) is handler
     parented = server.find(method, (("traceparent", f"00-{'1' * 32}-{'2' * 16}-01"),))
     assert parented is not None and parented is not handler

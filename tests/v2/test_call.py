@@ -20,7 +20,7 @@ def test_deadline_from_the_timeout_parameter() -> None:
 
 
 def test_an_output_requested_twice_is_computed_and_answered_once() -> None:
-    """Triton answers 200 for a duplicate requested output (issue 35, item 7); TF Serving's
+    """Triton answers 200 for a duplicate requested output; TF Serving's
     output_filter refuses duplicates, so V2 asks the core for each name once."""
     call = InferCall(
         Target("m"),

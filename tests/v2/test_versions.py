@@ -46,8 +46,8 @@ def test_triton_not_found_texts() -> None:
 
 
 def test_a_version_past_python_s_digit_limit_is_invalid_not_internal() -> None:
-    """``int()`` of more than 4,300 digits raises ValueError: the length is checked first
-    (issue 35, item 6); leading zeros still read as one version."""
+    """``int()`` of more than 4,300 digits raises ValueError: the length is checked first;
+    leading zeros still read as one version."""
     with pytest.raises(InvalidArgument, match="out of range"):
         versions.target("m", "9" * 5000)
     assert versions.target("m", "0" * 5000 + "3") == Target("m", version=3)

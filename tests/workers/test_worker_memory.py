@@ -1,6 +1,6 @@
 """A real worker process refusing outputs bigger than its output area, again and again, keeps its
 memory: the refused outputs are never built when the declared shapes size them, and otherwise
-are let go (with the runtime's arena) rather than kept, each, for good (issue 30, defect 1).
+are let go (with the runtime's arena) rather than kept, each, for good.
 
 Each request sends one float (or one string) and asks for 64 MiB of outputs; 14 of them grew the
 worker by some 900 MB before the fix. The bounds leave a wide margin over what the worker really

@@ -1,224 +1,52 @@
-"""The goal table: every row of issue 12's table, in order, computed from a run's own numbers."""
+"""The goal tables together: every table's rows from one run's numbers, in the report's order,
+each table printed under a title that says what it measures."""
 
 from __future__ import annotations
 
+import re
 from typing import Any
 
 from bench.report import goals
-from bench.report.goal_rows import COST, FLOOR, ISSUE, V2
+from bench.report.goal_rows import GROUPS
 from bench.report.write import markdown
-from bench.systems.tracing import TRACING_CONTROL
-
-ISSUE_GOALS = (
-    "tiny gRPC, c=64: ≥ 1.0× Triton",
-    "tiny gRPC, 1 server core, c=64: ≥ 0.7× echo",
-    "server CPU ≤ 1.5× echo's per request",
-    "tiny, c=1: p50 ≤ echo p50 + model time + 0.15 ms",
-    "tiny vs MLServer best: ≥ 2× on 1 core, ≥ 3× on 2 cores",
-    "tiny vs KServe 0.21's Python ModelServer (gRPC v2 and REST v1): ≥ 2×",
-    "REST tiny vs FastAPI inline (REST against REST): ≥ 0.6×",
-    "ResNet50 vs raw ORT best split: ≥ 0.95×, and ≥ Triton",
-    "batching on with timeout 0 never below batching off",
-)
+from tests.bench.report.summaries import point
 
 
-def stat(median: float, low: float | None = None, high: float | None = None) -> dict[str, Any]:
-    return {"median": median, "min": low or median, "max": high or median, "n": 3}
-
-
-def point(rps: float, low: float | None = None, high: float | None = None, **more: Any) -> Any:
-    return {"rps": stat(rps, low, high), **{k: stat(v) for k, v in more.items()}}
-
-
-def rows_for(results: dict[str, Any], goal: str) -> list[dict[str, Any]]:
-    """The rows naming ``goal`` outside issues 26, 28 and 33 (tests/bench/report/test_cost_goals.py,
-    test_v2_goals.py and test_floor_goals.py have theirs, which share words with these)."""
-    others = (COST, V2, FLOOR)
-    return [g for g in goals.compute(results) if goal in g["goal"] and g["group"] not in others]
-
-
-def test_every_issue_row_is_listed_in_order_even_when_nothing_was_measured() -> None:
-    rows = [g for g in goals.compute({"scenarios": {}}) if g["group"] == ISSUE]
-    order = [next(i for i, t in enumerate(ISSUE_GOALS) if t in g["goal"]) for g in rows]
-    assert order == sorted(order) and set(order) == set(range(len(ISSUE_GOALS)))
-    assert all(g["met"] is None and g["value"] == "not measured" for g in rows)
-
-
-def test_triton_row_compares_tensorgates_better_grpc_configuration() -> None:
-    sat = {
-        "tensorgate": point(1000),
-        "tensorgate-batch": point(1500, 1400, 1600),
-        "tensorgate-rest": point(9000),  # REST never stands in for the gRPC rows
-        "triton": point(1400, 1300, 1500),
-    }
-    [one_core, two_cores] = rows_for(
-        {"scenarios": {"tiny": {"saturation": sat}}}, "c=64: ≥ 1.0× Triton"
-    )
-    assert "tensorgate-batch vs triton" in one_core["case"]
-    assert one_core["value"] == "1.07× (0.93–1.23)" and one_core["met"] is True
-    assert two_cores["met"] is None
-
-
-def test_cpu_row_is_met_only_at_or_under_one_and_a_half_times_echo() -> None:
-    sat = {
-        "tensorgate": point(1000, server_cpu_us_per_request=594),
-        "echo": point(4000, server_cpu_us_per_request=244),
-    }
-    [row] = rows_for({"scenarios": {"tiny": {"saturation": sat}}}, "server CPU")
-    assert row["value"].startswith("2.43×") and row["met"] is False
-    sat["tensorgate"] = point(1000, server_cpu_us_per_request=366)
-    [row] = rows_for({"scenarios": {"tiny": {"saturation": sat}}}, "server CPU")
-    assert row["met"] is True
-
-
-def test_light_load_row_is_the_overhead_over_echo_and_the_model() -> None:
-    light = {"tensorgate": {"p50_ms": stat(0.39, 0.38, 0.41)}, "echo": {"p50_ms": stat(0.24)}}
-    results = {"scenarios": {"tiny": {"light": light}, "limits": {"mlp_model_us": 10.0}}}
-    [row] = rows_for(results, "c=1")
-    assert row["value"] == "overhead 0.140 ms (0.130–0.160)" and row["met"] is True
-
-
-def test_light_load_row_takes_the_gateways_configuration_that_was_measured() -> None:
-    """The full plan sweeps only tensorgate-batch at c=1; the row must still be computed."""
-    light = {"tensorgate-batch": {"p50_ms": stat(1.35)}, "echo": {"p50_ms": stat(0.46)}}
-    results = {"scenarios": {"tiny": {"light": light}, "limits": {"mlp_model_us": 27.9}}}
-    [row] = rows_for(results, "c=1")
-    assert row["case"] == "1 server core: tensorgate-batch vs echo"
-    assert row["value"].startswith("overhead 0.862 ms") and row["met"] is False
-
-
-def test_mlserver_and_kserve_rows_compare_like_transports() -> None:
-    sat = {
-        "tensorgate": point(2000),
-        "tensorgate-rest": point(2400),
-        "mlserver": point(1500),
-        "mlserver-batch": point(1700),
-        "kserve-grpc": point(1000),
-        "kserve-rest": point(800),
-    }
-    results = {"scenarios": {"tiny": {"saturation": sat}}}
-    mlserver_1core = rows_for(results, "MLServer")[0]
-    assert "vs mlserver-batch" in mlserver_1core["case"] and mlserver_1core["met"] is False
-    grpc_row, rest_row = rows_for(results, "KServe")
-    assert "tensorgate vs kserve-grpc" in grpc_row["case"] and grpc_row["value"].startswith("2.00")
-    assert "tensorgate-rest vs kserve-rest" in rest_row["case"]
-    assert rest_row["value"].startswith("3.00×") and rest_row["met"] is True
-
-
-def test_resnet_rows_compare_with_the_best_raw_split_and_with_triton() -> None:
-    runs = {
-        "1-core: tensorgate": point(12.9),
-        "1-core: triton": point(13.5),
-        "1-core: raw 1p×1t b1": point(13.2),
-        "tensorgate-2w": point(25.1),
-        "raw 2p×1t b1": point(26.2),
-        "raw 1p×2t b1": point(20.0),
-    }
-    rows = rows_for({"scenarios": {"resnet50": {"runs": runs}}}, "ResNet50")
-    raw1, triton1, raw2, triton2 = [r for r in rows if r["group"] == ISSUE]
-    assert raw1["met"] is True and raw1["target"] == "≥ 0.95×"
-    assert triton1["met"] is False and "tensorgate vs triton" in triton1["case"]
-    assert "raw 2p×1t b1" in raw2["case"] and raw2["value"].startswith("0.96×")
-    assert triton2["met"] is None
-
-
-def test_batching_row_fails_only_where_on_is_below_off_beyond_the_repeats_range() -> None:
-    section: dict[str, Any] = {"points": []}
-    for key, on, off in (
-        ("mlp@16", point(1614, 1605, 1622), point(1674, 1550, 1699)),  # ranges overlap
-        ("mlp@64", point(1510, 1510, 1538), point(1594, 1548, 1642)),  # clearly below
-    ):
-        section["points"].append({"key": key})
-        section[key] = {"on (timeout 0)": on, "off": off}
-    [row] = rows_for({"scenarios": {"batching": section}}, "never below")
-    assert row["met"] is False and "below at mlp@64" in row["note"]
-    section["mlp@64"]["on (timeout 0)"] = point(1600, 1580, 1650)
-    [row] = rows_for({"scenarios": {"batching": section}}, "never below")
-    assert row["met"] is True
-
-
-def test_report_shows_the_goal_table_with_target_ratio_range_and_verdict() -> None:
-    sat = {"tensorgate": point(1000, 990, 1010), "triton": point(1400, 1300, 1500)}
-    results: dict[str, Any] = {
+def results(scenarios: dict[str, Any]) -> dict[str, Any]:
+    return {
         "run": {
             "id": "t",
             "date": "d",
             "plan": {"name": "quick", "repeats": 3, "saturation_concurrency": 64},
             "machine": {"cpus": 2, "cpu_model": "x", "python": "3", "versions": {}, "h2load": ""},
         },
-        "scenarios": {"tiny": {"saturation": sat, "driver": "h2load"}},
+        "scenarios": scenarios,
     }
-    results["goals"] = goals.compute(results)
-    text = markdown(results, [])
+
+
+def test_the_tables_come_in_the_reports_order_each_row_in_one_of_them() -> None:
+    rows = goals.compute({"scenarios": {}})
+    order = [list(GROUPS).index(r["group"]) for r in rows]
+    assert order == sorted(order)
+    # Without soak, chaos, overload and idle-rss their tables have no row; every other is listed.
+    assert set(order) == set(range(len(GROUPS) - 2))
+
+
+def test_report_shows_each_table_with_target_ratio_range_and_verdict() -> None:
+    sat = {"tensorgate": point(1000, 990, 1010), "triton": point(1400, 1300, 1500)}
+    found = results({"tiny": {"saturation": sat, "driver": "h2load"}})
+    found["goals"] = goals.compute(found)
+    text = markdown(found, [])
+    titles = [line[3:] for line in text.splitlines() if line.startswith("## Goals: ")]
+    assert titles == [f"Goals: {t}" for t in GROUPS.values()][: len(titles)]
+    assert len(titles) == len(GROUPS) - 2
     line = next(x for x in text.splitlines() if "1 server core: tensorgate vs triton" in x)
     assert "| ≥ 1.0× | 0.71× (0.66–0.78) | **no** |" in line
+    light = next(x for x in text.splitlines() if "default flags: ≥ 1.3× Triton" in x)
+    assert "| ≥ 1.3× | 0.71× (0.66–0.78) | **no** |" in light
 
 
-def test_tracing_rows_judge_the_median_of_the_paired_rounds() -> None:
-    from bench.scenarios.tracing import paired_cost
-
-    rounds: dict[str, Any] = {
-        "off": [{"rps": 1000.0}, {"rps": 600.0}, {"rps": 900.0}],
-        "ratio 0": [{"rps": 995.0}, {"rps": 597.0}, {"rps": 890.0}],
-        "ratio 0.01": [{"rps": 984.0}, {"rps": 591.6}, {"error": "x"}],
-    }
-    paired = paired_cost(rounds)
-    assert paired["ratio 0.01"]["n"] == 2
-    assert abs(paired["ratio 0.01"]["median"] - 0.015) < 1e-9
-    section: dict[str, Any] = {
-        "available": True,
-        # The medians alone (off from a fast round, ratio 0 from a slow one) would say 40 %.
-        "mlp": {"off": point(900), "ratio 0": point(540), "ratio 0.01": point(720)},
-        "paired_cost": paired,
-    }
-    zero, hundredth = rows_for({"scenarios": {"tracing": section}}, "tracing cost")
-    assert zero["met"] is True and zero["value"].startswith("0.5% (0.5%–1.1%)")
-    assert hundredth["met"] is True and hundredth["value"].startswith("1.5% (1.4%–1.6%)")
-    assert "median of 2 paired rounds" in hundredth["note"]
-    del section["paired_cost"]
-    zero, _ = rows_for({"scenarios": {"tracing": section}}, "tracing cost")
-    assert zero["met"] is False and zero["value"].startswith("40.0%")
-
-
-def test_the_side_by_side_cost_is_the_goal_s_figure_when_measured() -> None:
-    section: dict[str, Any] = {
-        "available": True,
-        "mlp": {"off": point(900), "ratio 0": point(540), "ratio 0.01": point(720)},
-        "paired_cost": {"ratio 0": stat(0.09, 0.0, 0.2), "ratio 0.01": stat(0.2, 0.1, 0.3)},
-        "side_by_side": {
-            "cpu_us_per_request": {
-                "off": stat(2000),
-                "ratio 0": stat(2010),
-                "ratio 0.01": stat(2060),
-                "ratio 1.0": stat(2300),
-            },
-            "cost": {"ratio 0": stat(0.005, -0.002, 0.01), "ratio 0.01": stat(0.03, 0.02, 0.04)},
-        },
-    }
-    zero, hundredth = rows_for({"scenarios": {"tracing": section}}, "tracing cost")
-    assert zero["met"] is True and zero["value"].startswith("0.5% (-0.2%–1.0%)")
-    assert hundredth["met"] is False and hundredth["value"].startswith("3.0% (2.0%–4.0%)")
-    assert (
-        "side by side" in hundredth["note"] and "in turn: 20.0% (10.0%–30.0%)" in hundredth["note"]
-    )
-    assert "against off" not in hundredth["note"]
-    section["side_by_side"]["cost"][TRACING_CONTROL] = stat(0.004, -0.01, 0.02)
-    zero, _ = rows_for({"scenarios": {"tracing": section}}, "tracing cost")
-    assert "(a second off against off: 0.4% (-1.0%–2.0%))" in zero["note"]
-    (traced,) = rows_for({"scenarios": {"tracing": section}}, "µs each traced call adds")
-    assert traced["met"] is None and traced["value"] == "+300 µs"
-
-
-def test_with_an_interval_the_goal_is_met_only_when_all_of_it_is_within() -> None:
-    costs = {
-        "ratio 0": {**stat(0.005, -0.03, 0.04), "ci": [-0.004, 0.012]},
-        "ratio 0.01": {**stat(0.008, 0.002, 0.014), "ci": [0.007, 0.0095]},
-    }
-    section: dict[str, Any] = {
-        "available": True,
-        "mlp": {"off": point(900), "ratio 0": point(900), "ratio 0.01": point(850)},
-        "side_by_side": {"cpu_us_per_request": {}, "cost": costs},
-    }
-    zero, hundredth = rows_for({"scenarios": {"tracing": section}}, "tracing cost")
-    assert zero["met"] is False and zero["value"] == "0.5% (95% CI -0.4%–1.2%; -3.0%–4.0%)"
-    assert hundredth["met"] is True and hundredth["value"] == "0.8% (95% CI 0.7%–0.9%; 0.2%–1.4%)"
+def test_no_title_or_row_names_an_issue_number() -> None:
+    found = results({})
+    found["goals"] = goals.compute(found)
+    assert not re.search(r"[Ii]ssue \d", markdown(found, []))

@@ -4,7 +4,15 @@ from __future__ import annotations
 
 from typing import Any
 
-from bench.report.tables import cell, roles_table, stat_text, status, sweep_table, system_table
+from bench.report.tables import (
+    cell,
+    per_request_table,
+    roles_table,
+    stat_text,
+    status,
+    sweep_table,
+    system_table,
+)
 
 
 def stat(median: float, low: float, high: float, n: int = 3) -> dict[str, float]:
@@ -68,3 +76,14 @@ def test_the_report_shows_each_role_against_off() -> None:
     assert lines[-2] == "| off | 1000 | 50 | 90 | 0 |"
     assert lines[-1] == "| ratio 1.0 | 1100 (+100) | 80 (+30) | 90 (+0) | 0 |"
     assert roles_table({}) == []
+
+
+def test_the_per_request_table_shows_runs_per_request_in_every_round() -> None:
+    runs = [{"runs_per_request": 0.0}, {"error": "RuntimeError: x"}, {"runs_per_request": 0.994}]
+    rows: dict[str, dict[str, Any]] = {
+        "tensorgate": {"runs_per_request": stat(0.497, 0.0, 0.994, n=2), "runs": runs},
+        "echo": {"rps": stat(9000.0, 9000.0, 9000.0)},  # no counters: no row
+    }
+    lines = per_request_table(rows)
+    assert lines[0].startswith("| system | runs/request | runs/request by round |")
+    assert lines[2:] == ["| tensorgate | 0.497 (0.000–0.994) | 0.000, —, 0.994 | — | — | — |"]

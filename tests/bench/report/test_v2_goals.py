@@ -1,10 +1,11 @@
-"""Issue 28's rows: tensorgate-v2 against each v2 peer's best, reported without a bar."""
+"""KServe v2 against the v2 peers: tensorgate-v2 against each peer's best, reported without a
+bar."""
 
 from __future__ import annotations
 
 from bench.report import goals
 from bench.report.goal_rows import V2
-from tests.bench.report.test_goals import point
+from tests.bench.report.summaries import point
 
 
 def test_tensorgate_v2_is_compared_with_each_v2_peers_best() -> None:

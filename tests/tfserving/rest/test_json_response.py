@@ -108,7 +108,7 @@ def test_row_format_needs_one_batch_size() -> None:
 
 
 FLOAT32_EXTREMES = [
-    np.finfo(np.float32).max,  # 3.4028235e38 as orjson writes it: refused before issue 9
+    np.finfo(np.float32).max,  # 3.4028235e38 as orjson writes it: once refused
     np.nextafter(np.finfo(np.float32).max, np.float32(0)),
     np.finfo(np.float32).smallest_normal,
     np.finfo(np.float32).smallest_subnormal,

@@ -108,7 +108,7 @@ PARSERS = ["", ', "n": NaN']  # orjson, or (with a NaN anywhere) the standard li
 
 @pytest.mark.parametrize("more", PARSERS, ids=["orjson", "stdlib"])
 def test_float32_max_as_json_writes_it_is_accepted(more: str) -> None:
-    """The hypothesis example of issue 9: float32's max printed as JSON came back refused."""
+    """A hypothesis example: float32's max printed as JSON came back refused."""
     exact = int(np.finfo(np.float32).max)  # an integer literal, exact in float32
     body = f'{{"inputs": [3.4028235e+38, -3.4028235e38, {exact}]{more}}}'
     inputs, _ = decode(body)

@@ -169,7 +169,7 @@ async def _turns_until(check: Callable[[], bool], turns: int = 100_000) -> None:
 
 
 async def test_bodies_being_read_count_against_the_in_flight_budget() -> None:
-    """Issue 35, item 2: a slow connection's declared body holds the budget while it arrives;
+    """A slow connection's declared body holds the budget while it arrives;
     another body that would pass the budget, declared or chunked, is refused 429 at once (its
     connection closed); once the slow call ends its bytes are given back."""
     budget = MemoryBudget(1000)

@@ -1,4 +1,4 @@
-"""A large V2 JSON body does not hold its front end's loop (issue 35, item 3): while its values
+"""A large V2 JSON body does not hold its front end's loop: while its values
 are being converted, a ``/healthz`` on another connection is answered.
 
 A real HTTP server with the ``/v2`` routes over a real serving core (one ONNX worker, ``m``:

@@ -215,7 +215,7 @@ HOSTILE_BODIES = {
 
 @pytest.mark.parametrize("case", list(HOSTILE_BODIES))
 def test_hostile_json_is_invalid_before_any_run(case: str) -> None:
-    """RecursionError, OverflowError and an unencodable ``id`` were 500s (issue 35, item 5)."""
+    """RecursionError, OverflowError and an unencodable ``id`` were once 500s."""
     body, message = HOSTILE_BODIES[case]
     with pytest.raises(InvalidArgument, match=message):
         _decode(body.encode(), None, X_ONLY)
@@ -223,7 +223,7 @@ def test_hostile_json_is_invalid_before_any_run(case: str) -> None:
 
 def test_an_empty_body_is_no_raw_request() -> None:
     """Without the header an empty body is no JSON; with header 0 it holds no input bytes
-    (Triton: 400 for both; issue 35, item 4)."""
+    (Triton: 400 for both)."""
     with pytest.raises(InvalidArgument, match="the inference request is empty"):
         request_body.parse(b"", None, "m", "")
     one = signature({"x": ("float32", (-1, 4))})

@@ -1,15 +1,20 @@
-"""The earlier issues' goals still open: overload and idle memory (group ``earlier``), and issue
-14's reliability goals (soak, chaos), from one run's scenarios."""
+"""Overload and idle memory, from one run's scenarios.
+
+- ``overload``, each model on its system (admission flags on), open loop at 2× the measured
+  capacity: goodput ≥ 0.9× capacity, p99 of the accepted calls ≤ 3× the p99 at capacity, the
+  excess refused fast (UNAVAILABLE / RESOURCE_EXHAUSTED), not timed out;
+- ``idle-rss``: the gateway's RSS at idle serving the demo model < 150 MB.
+"""
 
 from __future__ import annotations
 
 from typing import Any
 
-from bench.report.goal_rows import EARLIER, RELIABILITY, row
+from bench.report.goal_rows import OVERLOAD, row
 
 
-def earlier_rows(sc: dict[str, Any]) -> list[dict[str, Any]]:
-    """Overload and memory rows (group ``earlier``), then the reliability rows (issue 14)."""
+def overload_rows(sc: dict[str, Any]) -> list[dict[str, Any]]:
+    """The overload rows of each model, then the idle memory row."""
     rows: list[dict[str, Any]] = []
     for model, case in sc.get("overload", {}).items():
         if isinstance(case, dict) and "points" in case:
@@ -24,56 +29,7 @@ def earlier_rows(sc: dict[str, Any]) -> list[dict[str, Any]]:
                 f"{rss['idle_mb']:.1f} MB",
                 rss["idle_mb"] < 150,
                 f"workers: {', '.join(f'{w:.0f}' for w in rss.get('workers_mb', []))} MB",
-                EARLIER,
-            )
-        )
-    return rows + _reliability_rows(sc.get("soak", {}), sc.get("chaos", {}))
-
-
-def _reliability_rows(soak: dict[str, Any], chaos: dict[str, Any]) -> list[dict[str, Any]]:
-    rows = []
-    flat = soak.get("flatness", {})
-    if "result" in soak:
-        case = f"MLP, open loop at {soak['rps']:.0f} req/s for {soak['duration_s'] / 60:.1f} min"
-        sent = soak["result"].get("rps", 0) * soak["duration_s"]
-        rows.append(
-            row(
-                "soak: no failed request",
-                case,
-                "0 failed",
-                f"{soak['failed']} failed of {sent:.0f}",
-                soak["failed"] == 0,
-                ", ".join(f"{k}: {v}" for k, v in soak["result"].get("statuses", {}).items()),
-                RELIABILITY,
-            )
-        )
-        series = {k: v for k, v in flat.items() if k.endswith("_mb")}
-        value = ", ".join(f"{k[:-3]} {v['start']:.1f}→{v['end']:.1f} MB" for k, v in series.items())
-        if "fds" in flat:
-            value += f"; fds {flat['fds']['start']:.0f}→{flat['fds']['end']:.0f}"
-        rows.append(
-            row(
-                "soak: gateway and worker RSS flat, fds flat",
-                case,
-                "end within 5 % of start; fds +0",
-                value,
-                flat.get("flat"),
-                group=RELIABILITY,
-            )
-        )
-    if "result" in chaos:
-        statuses = chaos["result"].get("statuses", {})
-        rows.append(
-            row(
-                "chaos: goodput and failures while workers are killed",
-                f"2 workers, one SIGKILLed every {chaos['kill_every_s']:.0f} s, "
-                f"{chaos['rps']:.0f} req/s offered",
-                "reported",
-                f"goodput {chaos['goodput_ratio']:.2f}× offered; {chaos['failed']} failed, "
-                f"{len(chaos.get('kills', []))} kills",
-                None,
-                ", ".join(f"{k}: {v}" for k, v in sorted(statuses.items())),
-                RELIABILITY,
+                OVERLOAD,
             )
         )
     return rows
@@ -85,7 +41,7 @@ def _overload_rows(model: str, case: dict[str, Any]) -> list[dict[str, Any]]:
     at_cap, at_2x = points.get("1"), points.get("2")
     capacity = case.get("capacity_rps", 0.0)
     if not at_cap or not at_2x or not capacity or "goodput" not in at_2x:
-        return [row(f"overload ({model})", where, "", group=EARLIER)]
+        return [row(f"overload ({model})", where, "", group=OVERLOAD)]
     goodput = at_2x["goodput"]["median"]
     statuses = at_2x.get("statuses", {})
     rejected = sum(v for k, v in statuses.items() if k in ("Unavailable", "ResourceExhausted"))
@@ -104,7 +60,7 @@ def _overload_rows(model: str, case: dict[str, Any]) -> list[dict[str, Any]]:
             f"{goodput / capacity:.2f}× ({goodput:.1f} of {capacity:.1f} req/s)",
             goodput / capacity >= 0.9,
             note,
-            EARLIER,
+            OVERLOAD,
         ),
         row(
             f"overload p99 of accepted ({model})",
@@ -112,7 +68,7 @@ def _overload_rows(model: str, case: dict[str, Any]) -> list[dict[str, Any]]:
             "≤ 3 × p99 at capacity",
             f"{p99_2x:.1f} ms vs {p99_cap:.1f} ms",
             p99_2x <= 3 * p99_cap if p99_cap else None,
-            group=EARLIER,
+            group=OVERLOAD,
         ),
         row(
             f"overload excess rejected, not timed out ({model})",
@@ -121,6 +77,6 @@ def _overload_rows(model: str, case: dict[str, Any]) -> list[dict[str, Any]]:
             f"rejected {rejected}, timed out {timed_out}",
             timed_out == 0 and (rejected > 0 or goodput / capacity >= 1.5),
             ", ".join(f"{k}: {v}" for k, v in sorted(statuses.items())),
-            EARLIER,
+            OVERLOAD,
         ),
     ]

@@ -1,4 +1,5 @@
-"""Issue 26's goal rows: each met at its bar and missed when its input is worse; ρ's arithmetic."""
+"""What serving the tiny MLP costs: each row met at its bar and missed when its input is worse;
+ρ's arithmetic."""
 
 from __future__ import annotations
 
@@ -7,9 +8,9 @@ from typing import Any
 import pytest
 
 from bench.report import goals
-from bench.report.cost_goals import ort_us_per_row, refusal_cost
 from bench.report.goal_rows import COST
-from tests.bench.report.test_goals import point, stat
+from bench.report.serving_cost_goals import ort_us_per_row, refusal_cost
+from tests.bench.report.summaries import point, stat
 
 BY_BATCH = {"1": 20.0, "2": 24.0, "4": 32.0, "8": 48.0, "16": 80.0, "32": 144.0}
 

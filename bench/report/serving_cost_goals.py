@@ -1,4 +1,4 @@
-"""Issue 26's goals (group ``issue 26``): what serving the tiny MLP costs tensorgate, from one run.
+"""What serving the tiny MLP costs tensorgate, from one run.
 
 - tiny gRPC, 1 server core, c=64: tensorgate's better gRPC configuration
   (:data:`~bench.systems.catalog.GRPC_TENSORGATE` ``1-core``) ≥ 0.8× Triton, ≥ 1.5× MLServer's
@@ -6,14 +6,14 @@
 - tiny REST, 1 server core, c=64: tensorgate's better REST configuration
   (:data:`~bench.systems.catalog.REST_TENSORGATE`) ≥ 1.0× FastAPI + ProcessPool, ≥ 1.0× KServe
   REST;
-- server CPU per request ≤ 2.0× echo's; c=1 p50 overhead over echo ≤ 0.15 ms (issue 12's
-  computations, :mod:`bench.report.tiny_rows`);
+- server CPU per request ≤ 2.0× echo's; c=1 p50 overhead over echo ≤ 0.15 ms
+  (:mod:`bench.report.tiny_rows`);
 - the worker's CPU per request at c=64 ≤ 2× ONNX Runtime's own time per row at the batch size it
   ran (:func:`ort_us_per_row`: ``limits``' one-thread times per batch size, interpolated);
 - reported: runs, wake-ups (submit doorbells) and rows per run per request for tensorgate and
   tensorgate-batch, and the cost ρ of one refusal on the tiny model under 2× overload
   (:func:`refusal_cost`);
-- ResNet50's rows (issue 12) and both tracing rows (issue 10) stay met.
+- ResNet50's rows against raw ONNX Runtime and Triton and both tracing rows stay met.
 """
 
 from __future__ import annotations
@@ -29,12 +29,12 @@ WORKER_CPU_TIMES_ORT = 2.0
 """The bar on the worker's CPU per request, in ONNX Runtime's own per-row times."""
 COUNTED_SYSTEMS = ("tensorgate", "tensorgate-batch")
 REFUSED = ("Unavailable", "ResourceExhausted")
-"""Statuses of a fast refusal (as :mod:`bench.report.earlier_goals` counts them)."""
+"""Statuses of a fast refusal (as :mod:`bench.report.overload_goals` counts them)."""
 
 
 def cost_rows(sc: dict[str, Any], stay_met: list[bool | None]) -> list[dict[str, Any]]:
-    """Issue 26's rows; ``stay_met``: whether each ResNet50 row (issue 12) and each tracing row
-    (issue 10) was met."""
+    """The table's rows; ``stay_met``: whether each ResNet50 row against raw ONNX Runtime and
+    Triton and each tracing row was met."""
     sat = sc.get("tiny", {}).get("saturation", {})
     grpc, where = GRPC_TENSORGATE["1-core"], "1 server core, c=64"
     g_grpc = "tiny gRPC, 1 server core, c=64: ≥ 0.8× Triton, ≥ 1.5× MLServer, ≥ 1.5× KServe"
@@ -157,7 +157,7 @@ def _refusal_row(case: dict[str, Any] | None) -> dict[str, Any]:
 
 def _stay_met(met: list[bool | None]) -> dict[str, Any]:
     goal = "ResNet50 rows and both tracing rows stay met"
-    case = "issue 12's ResNet50 rows, issue 10's tracing rows"
+    case = "ResNet50 against raw ONNX Runtime and Triton; tracing's cost at ratios 0 and 0.01"
     measured = [m for m in met if m is not None]
     if not measured:
         return row(goal, case, "all met", group=COST)
