@@ -1,5 +1,9 @@
 """Shared fixtures: a model repository built from scratch and one real gateway for the suite.
 
+Async tests are ``async def test_...``, run by anyio's pytest plugin (``anyio_mode = "auto"`` in
+pyproject.toml) on a loop of their own from :func:`anyio_backend`: uvloop, as in the gateway,
+able to ``settle()`` (:mod:`tests.support.idle_loop`). Async fixtures share their test's loop.
+
 Property tests (hypothesis) run under a profile chosen by ``HYPOTHESIS_PROFILE``:
 
 - ``ci`` (the default, ``make test``): derandomized, so every run of one commit tries the same
@@ -21,15 +25,15 @@ import shutil
 import tempfile
 from collections.abc import Iterator
 from pathlib import Path
+from typing import Any
 
 import pytest
 from hypothesis import HealthCheck, settings
 
-from bench.measure.usage import children
 from tests.support import onnx_models
 from tests.support.gateway_proc import GatewayProcess, running_gateway
-from tests.support.idle_loop import SettlingPolicy
-from tests.support.leftovers import leaked, shm_entries
+from tests.support.idle_loop import SettlingLoop, SettlingPolicy
+from tests.support.leftovers import children, leaked, shm_entries
 
 settings.register_profile(
     "ci",
@@ -43,7 +47,7 @@ settings.register_profile(
 settings.register_profile("long", settings.get_profile("ci"), derandomize=False, max_examples=1000)
 settings.load_profile(os.environ.get("HYPOTHESIS_PROFILE", "ci"))
 
-asyncio.set_event_loop_policy(SettlingPolicy())  # every asyncio.run() can settle()
+asyncio.set_event_loop_policy(SettlingPolicy())  # an asyncio.run() a test makes can settle() too
 
 _HYPOTHESIS_HOME: str | None = None
 if "HYPOTHESIS_STORAGE_DIRECTORY" not in os.environ:
@@ -51,6 +55,13 @@ if "HYPOTHESIS_STORAGE_DIRECTORY" not in os.environ:
     os.environ["HYPOTHESIS_STORAGE_DIRECTORY"] = _HYPOTHESIS_HOME
     # At exit, not in pytest_unconfigure: a run that stops on a usage error never configures.
     atexit.register(shutil.rmtree, _HYPOTHESIS_HOME, ignore_errors=True)
+
+
+@pytest.fixture(scope="session")
+def anyio_backend() -> tuple[str, dict[str, Any]]:
+    """Every async test and async fixture: asyncio on a :class:`SettlingLoop` (uvloop), a new
+    one for each test."""
+    return "asyncio", {"loop_factory": SettlingLoop}
 
 
 @pytest.fixture(scope="session", autouse=True)

@@ -9,6 +9,7 @@ import logging
 import os
 import signal
 import time
+from typing import Any
 
 import pytest
 
@@ -38,32 +39,32 @@ async def _not_ready(events: list[str]) -> None:
     events.append("not ready")
 
 
-def test_readiness_goes_first_then_every_surface_drains_and_finishes() -> None:
-    async def scenario() -> tuple[bool, list[str]]:
-        events: list[str] = []
-        surfaces = [_Surface(events), _Surface(events)]
-        task = asyncio.create_task(
-            drain(
-                surfaces,
-                not_ready=lambda: _not_ready(events),
-                grace_s=WAIT_S,
-                hurry=asyncio.Event(),
-                quiet_s=0.0,
-            )
+async def test_readiness_goes_first_then_every_surface_drains_and_finishes() -> None:
+    events: list[str] = []
+    surfaces: list[Any] = [_Surface(events), _Surface(events)]
+    task = asyncio.create_task(
+        drain(
+            surfaces,
+            not_ready=lambda: _not_ready(events),
+            grace_s=WAIT_S,
+            hurry=asyncio.Event(),
+            quiet_s=0.0,
         )
-        await settle()
-        assert not task.done()  # the calls are still running
-        for surface in surfaces:
-            surface.idle.set()
-        return await task, events
-
-    finished, events = asyncio.run(scenario())
+    )
+    await settle()
+    assert not task.done()  # the calls are still running
+    for surface in surfaces:
+        surface.idle.set()
+    finished = await task
     assert finished
     assert events == ["not ready", "draining", "draining"]
 
 
-def test_a_second_signal_stops_waiting_for_running_calls(caplog: pytest.LogCaptureFixture) -> None:
-    async def scenario() -> bool:
+async def test_a_second_signal_stops_waiting_for_running_calls(
+    caplog: pytest.LogCaptureFixture,
+) -> None:
+    with caplog.at_level(logging.WARNING, logger="gateway.drain"):
+        before = asyncio.all_tasks()
         hurry = asyncio.Event()
         task = asyncio.create_task(
             drain(
@@ -77,79 +78,63 @@ def test_a_second_signal_stops_waiting_for_running_calls(caplog: pytest.LogCaptu
         assert not task.done()
         hurry.set()
         finished = await task
-        assert len(asyncio.all_tasks()) == 1  # nothing of the drain is left running
-        return finished
-
-    with caplog.at_level(logging.WARNING, logger="gateway.drain"):
-        assert not asyncio.run(scenario())
+        assert asyncio.all_tasks() == before  # nothing of the drain is left running
+        assert not finished
     assert "calls still running after the drain" in caplog.text
 
 
-def test_the_grace_bounds_the_wait() -> None:
-    async def scenario() -> bool:
-        return await drain(
-            [_Surface([])],
+async def test_the_grace_bounds_the_wait() -> None:
+    assert not await drain(
+        [_Surface([])],
+        not_ready=lambda: _not_ready([]),
+        grace_s=0.0,
+        hurry=asyncio.Event(),
+    )
+
+
+async def test_listeners_stay_open_while_calls_keep_arriving() -> None:
+    surface = _Surface([], last_arrival=time.monotonic())
+    surface.idle.set()  # nothing runs, but a call just arrived
+    hurry = asyncio.Event()
+    task = asyncio.create_task(
+        drain(
+            [surface],
             not_ready=lambda: _not_ready([]),
-            grace_s=0.0,
-            hurry=asyncio.Event(),
+            grace_s=WAIT_S,
+            hurry=hurry,
+            quiet_s=WAIT_S,
         )
-
-    assert not asyncio.run(scenario())
-
-
-def test_listeners_stay_open_while_calls_keep_arriving() -> None:
-    async def scenario() -> bool:
-        surface = _Surface([], last_arrival=time.monotonic())
-        surface.idle.set()  # nothing runs, but a call just arrived
-        hurry = asyncio.Event()
-        task = asyncio.create_task(
-            drain(
-                [surface],
-                not_ready=lambda: _not_ready([]),
-                grace_s=WAIT_S,
-                hurry=hurry,
-                quiet_s=WAIT_S,
-            )
-        )
-        await settle()
-        assert not task.done()  # waiting for quiet, refusing
-        hurry.set()
-        return await task
-
-    assert asyncio.run(scenario())  # every call had finished: a clean drain
+    )
+    await settle()
+    assert not task.done()  # waiting for quiet, refusing
+    hurry.set()
+    assert await task  # every call had finished: a clean drain
 
 
-def test_the_first_signal_stops_the_second_hurries(caplog: pytest.LogCaptureFixture) -> None:
-    async def scenario() -> Signals:
-        signals = Signals()
-        with caplog.at_level(logging.INFO, logger="gateway.drain"):
-            signals.received()
-            assert signals.stop.is_set() and not signals.hurry.is_set()
-            signals.received()
-            signals.received()
-        return signals
-
-    signals = asyncio.run(scenario())
+async def test_the_first_signal_stops_the_second_hurries(caplog: pytest.LogCaptureFixture) -> None:
+    signals = Signals()
+    with caplog.at_level(logging.INFO, logger="gateway.drain"):
+        signals.received()
+        assert signals.stop.is_set() and not signals.hurry.is_set()
+        signals.received()
+        signals.received()
     assert signals.hurry.is_set()
     assert caplog.text.count("stop signal: draining") == 1
     assert caplog.text.count("second stop signal") == 1  # said once, however many follow
 
 
 @pytest.mark.parametrize("signum", STOP_SIGNALS, ids=lambda s: signal.Signals(s).name)
-def test_installed_handlers_turn_a_real_signal_into_stop(signum: int) -> None:
-    async def scenario() -> None:
-        signals = Signals()
-        loop = asyncio.get_running_loop()
-        signals.install()
-        try:
-            os.kill(os.getpid(), signum)
-            await asyncio.wait_for(signals.stop.wait(), WAIT_S)
-            assert not signals.hurry.is_set()
-        finally:
-            for sig in STOP_SIGNALS:
-                loop.remove_signal_handler(sig)
-
-    asyncio.run(scenario())
+async def test_installed_handlers_turn_a_real_signal_into_stop(signum: int) -> None:
+    signals = Signals()
+    loop = asyncio.get_running_loop()
+    signals.install()
+    try:
+        os.kill(os.getpid(), signum)
+        await asyncio.wait_for(signals.stop.wait(), WAIT_S)
+        assert not signals.hurry.is_set()
+    finally:
+        for sig in STOP_SIGNALS:
+            loop.remove_signal_handler(sig)
 
 
 class _Holding:
@@ -174,74 +159,65 @@ class _Holding:
         self.events.append("release")
 
 
-def test_refusals_are_held_until_the_servers_shutdown_has_begun() -> None:
+async def test_refusals_are_held_until_the_servers_shutdown_has_begun() -> None:
     """A call that reached grpc but not its handler when the shutdown begins is cancelled by
     grpc: refusals are held (no client sends another call) before the stop, answered after."""
 
-    async def scenario() -> list[str]:
-        events: list[str] = []
-        holding = _Holding(events)  # no call arrives
+    events: list[str] = []
+    holding = _Holding(events)  # no call arrives
 
-        async def stop() -> None:
-            events.append("shutdown begins")
-            await asyncio.sleep(0)
-            events.append("stopped")
+    async def stop() -> None:
+        events.append("shutdown begins")
+        await asyncio.sleep(0)
+        events.append("stopped")
 
-        await shut_down(holding, [stop()], hurry=asyncio.Event(), hold_s=WAIT_S, quiet_s=0.1)
-        return events
-
-    assert asyncio.run(scenario()) == ["hold", "shutdown begins", "release", "stopped"]
+    await shut_down(holding, [stop()], hurry=asyncio.Event(), hold_s=WAIT_S, quiet_s=0.1)
+    assert events == ["hold", "shutdown begins", "release", "stopped"]
 
 
-def test_the_hold_waits_for_arrivals_to_stop_within_its_bound_and_not_on_hurry() -> None:
-    async def scenario() -> None:
-        events: list[str] = []
-        holding = _Holding(events, busy=True)  # calls keep coming
-        hurry = asyncio.Event()
+async def test_the_hold_waits_for_arrivals_to_stop_within_its_bound_and_not_on_hurry() -> None:
+    events: list[str] = []
+    holding = _Holding(events, busy=True)  # calls keep coming
+    hurry = asyncio.Event()
 
-        async def stop() -> None:
-            events.append("shutdown begins")
+    async def stop() -> None:
+        events.append("shutdown begins")
 
-        task = asyncio.create_task(shut_down(holding, [stop()], hurry=hurry, hold_s=WAIT_S))
-        await settle()
-        assert events == ["hold"]  # not yet: calls still arrive
-        hurry.set()
-        await task
-        assert events == ["hold", "shutdown begins", "release"]
-        events.clear()
-        await shut_down(holding, [stop()], hurry=hurry)  # hurried from the start: no hold
-        assert events == ["shutdown begins", "release"]
-
-    asyncio.run(scenario())
+    task = asyncio.create_task(shut_down(holding, [stop()], hurry=hurry, hold_s=WAIT_S))
+    await settle()
+    assert events == ["hold"]  # not yet: calls still arrive
+    hurry.set()
+    await task
+    assert events == ["hold", "shutdown begins", "release"]
+    events.clear()
+    await shut_down(holding, [stop()], hurry=hurry)  # hurried from the start: no hold
+    assert events == ["shutdown begins", "release"]
 
 
-def test_with_others_on_the_ports_the_refusals_wait_until_they_shut_down_too() -> None:
-    async def scenario() -> list[str]:
-        events: list[str] = []
-        holding = _Holding(events)
-        others, finish = asyncio.Event(), asyncio.Event()
+async def test_with_others_on_the_ports_the_refusals_wait_until_they_shut_down_too() -> None:
+    events: list[str] = []
+    holding = _Holding(events)
+    others, finish = asyncio.Event(), asyncio.Event()
 
-        async def stop() -> None:
-            events.append("shutdown begins")
-            await finish.wait()  # the calls still held keep the server from stopping
-            events.append("stopped")
+    async def stop() -> None:
+        events.append("shutdown begins")
+        await finish.wait()  # the calls still held keep the server from stopping
+        events.append("stopped")
 
-        async def together() -> None:
-            events.append("waiting for the others")
-            await others.wait()
+    async def together() -> None:
+        events.append("waiting for the others")
+        await others.wait()
 
-        task = asyncio.create_task(
-            shut_down(holding, [stop()], hurry=asyncio.Event(), together=together, quiet_s=0.1)
-        )
-        for _ in range(3000):  # bounded: the hold's quiet polls pass
-            if len(events) == 3:
-                break
-            await asyncio.sleep(0.01)
-        assert events == ["hold", "shutdown begins", "waiting for the others"]
-        others.set()
-        await settle()
-        finish.set()
-        await task
-        return events
-
-    assert asyncio.run(scenario())[3:] == ["release", "stopped"]
+    task = asyncio.create_task(
+        shut_down(holding, [stop()], hurry=asyncio.Event(), together=together, quiet_s=0.1)
+    )
+    for _ in range(3000):  # bounded: the hold's quiet polls pass
+        if len(events) == 3:
+            break
+        await asyncio.sleep(0.01)
+    assert events == ["hold", "shutdown begins", "waiting for the others"]
+    others.set()
+    await settle()
+    finish.set()
+    await task
+    assert events[3:] == ["release", "stopped"]

@@ -85,42 +85,33 @@ def restored_collector() -> Iterator[None]:
     gc.set_threshold(*threshold)
 
 
-def test_a_stop_signal_during_a_start_abandons_it_and_stops_not_ready() -> None:
-    async def go() -> list[str]:
-        process = FakeServed()
-        serving = asyncio.create_task(serve(process))
-        await process.starting.wait()
-        process.signals.received()
-        await serving
-        return process.steps
-
-    assert asyncio.run(go()) == ["start", "start abandoned", "not ready", "stop"]
+async def test_a_stop_signal_during_a_start_abandons_it_and_stops_not_ready() -> None:
+    process = FakeServed()
+    serving = asyncio.create_task(serve(process))
+    await process.starting.wait()
+    process.signals.received()
+    await serving
+    assert process.steps == ["start", "start abandoned", "not ready", "stop"]
 
 
-def test_a_failing_start_raises_after_the_stop() -> None:
-    async def go() -> FakeServed:
-        process = FakeServed(RuntimeError("no port"))
-        process.finish.set()
-        with pytest.raises(RuntimeError, match="no port"):
-            await serve(process)
-        return process
-
-    assert asyncio.run(go()).steps == ["start", "not ready", "stop"]
+async def test_a_failing_start_raises_after_the_stop() -> None:
+    process = FakeServed(RuntimeError("no port"))
+    process.finish.set()
+    with pytest.raises(RuntimeError, match="no port"):
+        await serve(process)
+    assert process.steps == ["start", "not ready", "stop"]
 
 
-def test_a_started_process_serves_until_the_stop_signal(restored_collector: None) -> None:
-    async def go() -> list[str]:
-        process = FakeServed()
-        process.finish.set()
-        serving = asyncio.create_task(serve(process))
-        await process.starting.wait()
-        await settle()
-        assert process.steps == ["start"] and not serving.done()
-        process.signals.received()
-        await serving
-        return process.steps
-
-    assert asyncio.run(go()) == ["start", "stop"]
+async def test_a_started_process_serves_until_the_stop_signal(restored_collector: None) -> None:
+    process = FakeServed()
+    process.finish.set()
+    serving = asyncio.create_task(serve(process))
+    await process.starting.wait()
+    await settle()
+    assert process.steps == ["start"] and not serving.done()
+    process.signals.received()
+    await serving
+    assert process.steps == ["start", "stop"]
 
 
 # -- the --ready_fd protocol ---------------------------------------------------------------------

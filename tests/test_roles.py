@@ -77,46 +77,40 @@ def test_by_default_the_pool_attaches_its_workers_to_the_front_ends_dispatcher()
     assert stack.core.models is stack.models and stack.core.queues is stack.queues
 
 
-def test_the_core_reads_the_models_and_a_dropped_model_drains_its_queue_before_unloading(
+async def test_the_core_reads_the_models_and_a_dropped_model_drains_its_queue_before_unloading(
     tmp_path: Path,
 ) -> None:
-    async def scenario() -> None:
-        spec = _versions(tmp_path / "m", 1)
-        dispatcher, (link,) = fake_dispatcher()
-        pool = FakePool()
-        stack = build(_options(), [spec], workers=pool, dispatcher=dispatcher)
-        await stack.models.reconcile()
-        assert stack.core.ready() and stack.core.servable(ModelRef("m")).key == "m:1"
-        call = asyncio.create_task(
-            stack.core.predict(ModelRef("m"), "", lambda _s: ConvertedInputs({"x": X}), _shape)
-        )
-        await settle()
-        assert len(link.sent) == 1  # queued through the front end's dispatcher
-        dropping = asyncio.create_task(stack.models.apply([]))
-        await settle()
-        assert [s.state for s in stack.models.statuses("m")] == [State.UNLOADING]
-        assert ("unload", "m:1") not in pool.calls  # its queue drains first
-        link.complete(0, lambda inputs: {"y": inputs["x"]})
-        await asyncio.wait_for(dropping, 30)
-        assert await call == (1, 4)
-        assert pool.calls[-1] == ("unload", "m:1") and stack.models.specs() == []
-
-    asyncio.run(scenario())
+    spec = _versions(tmp_path / "m", 1)
+    dispatcher, (link,) = fake_dispatcher()
+    pool = FakePool()
+    stack = build(_options(), [spec], workers=pool, dispatcher=dispatcher)
+    await stack.models.reconcile()
+    assert stack.core.ready() and stack.core.servable(ModelRef("m")).key == "m:1"
+    call = asyncio.create_task(
+        stack.core.predict(ModelRef("m"), "", lambda _s: ConvertedInputs({"x": X}), _shape)
+    )
+    await settle()
+    assert len(link.sent) == 1  # queued through the front end's dispatcher
+    dropping = asyncio.create_task(stack.models.apply([]))
+    await settle()
+    assert [s.state for s in stack.models.statuses("m")] == [State.UNLOADING]
+    assert ("unload", "m:1") not in pool.calls  # its queue drains first
+    link.complete(0, lambda inputs: {"y": inputs["x"]})
+    await asyncio.wait_for(dropping, 30)
+    assert await call == (1, 4)
+    assert pool.calls[-1] == ("unload", "m:1") and stack.models.specs() == []
 
 
-def test_a_version_whose_batching_file_is_bad_fails_before_it_loads(tmp_path: Path) -> None:
-    async def scenario() -> None:
-        spec = _versions(tmp_path / "m", 1)
-        (tmp_path / "m" / "1" / "batching_params.pbtxt").write_text("max_batch_size { value: 0 }")
-        pool = FakePool()
-        dispatcher, _ = fake_dispatcher()
-        stack = build(_options(BatchingOptions()), [spec], workers=pool, dispatcher=dispatcher)
-        await stack.models.reconcile()
-        (status,) = stack.models.statuses("m")
-        assert status.state == State.END and status.error is not None
-        assert pool.calls == []  # refused by the policy's check, never sent to a worker
-
-    asyncio.run(scenario())
+async def test_a_version_whose_batching_file_is_bad_fails_before_it_loads(tmp_path: Path) -> None:
+    spec = _versions(tmp_path / "m", 1)
+    (tmp_path / "m" / "1" / "batching_params.pbtxt").write_text("max_batch_size { value: 0 }")
+    pool = FakePool()
+    dispatcher, _ = fake_dispatcher()
+    stack = build(_options(BatchingOptions()), [spec], workers=pool, dispatcher=dispatcher)
+    await stack.models.reconcile()
+    (status,) = stack.models.statuses("m")
+    assert status.state == State.END and status.error is not None
+    assert pool.calls == []  # refused by the policy's check, never sent to a worker
 
 
 def _shape(result: PredictResult) -> tuple[int, ...]:

@@ -11,7 +11,7 @@ from __future__ import annotations
 
 import asyncio
 import dataclasses
-from collections.abc import Awaitable, Callable
+from collections.abc import AsyncIterator
 
 import numpy as np
 import pytest
@@ -75,16 +75,15 @@ class Side:
         return waiting
 
 
-def _run(scenario: Callable[[Side], Awaitable[None]]) -> None:
-    async def main() -> None:
-        channel = Channel.create(index=0, input_bytes=INPUT_BYTES, output_bytes=1 << 16)
-        side = Side(channel, asyncio.get_running_loop())
-        try:
-            await scenario(side)
-        finally:
-            side.endpoint.close(Unavailable("test over"))
-
-    asyncio.run(main())
+@pytest.fixture
+async def side() -> AsyncIterator[Side]:
+    """A worker's channel (a 64 KiB input area) behind a dispatcher, on the test's loop."""
+    channel = Channel.create(index=0, input_bytes=INPUT_BYTES, output_bytes=1 << 16)
+    side = Side(channel, asyncio.get_running_loop())
+    try:
+        yield side
+    finally:
+        side.endpoint.close(Unavailable("test over"))
 
 
 def _send(
@@ -109,85 +108,72 @@ async def _answer_until_done(side: Side, *calls: asyncio.Task[float]) -> None:
             await settle()
 
 
-def test_requests_that_fit_one_at_a_time_wait_for_room_instead_of_being_refused() -> None:
-    async def scenario(side: Side) -> None:
-        scheduler = side.scheduler("m:1")
-        calls = [_send(scheduler, float(i), BIG) for i in range(4)]
-        await settle()
-        assert [c.exception() for c in calls if c.done()] == []  # none refused: they wait
-        assert side.posted_runs() == 1  # one in the area at a time
-        await _answer_until_done(side, *calls)
-        assert [c.result() for c in calls] == [0.0, 1.0, 2.0, 3.0]  # none refused, in order
-        assert side.posted == [0.0, 1.0, 2.0, 3.0]
-
-    _run(scenario)
-
-
-def test_a_request_larger_than_the_whole_input_area_is_refused_at_once() -> None:
-    async def scenario(side: Side) -> None:
-        scheduler = side.scheduler("m:1")
-        call = _send(scheduler, 1.0, INPUT_BYTES // 4 + 1)
-        await settle()
-        with pytest.raises(ResourceExhausted) as info:
-            await call
-        assert info.value.message == (
-            "the batch needs 65600 bytes, more than worker 0's whole shared-memory input area "
-            "of 65536 bytes (raise --worker_arena_mb)"
-        )
-        assert side.posted_runs() == 0
-
-    _run(scenario)
+async def test_requests_that_fit_one_at_a_time_wait_for_room_instead_of_being_refused(
+    side: Side,
+) -> None:
+    scheduler = side.scheduler("m:1")
+    calls = [_send(scheduler, float(i), BIG) for i in range(4)]
+    await settle()
+    assert [c.exception() for c in calls if c.done()] == []  # none refused: they wait
+    assert side.posted_runs() == 1  # one in the area at a time
+    await _answer_until_done(side, *calls)
+    assert [c.result() for c in calls] == [0.0, 1.0, 2.0, 3.0]  # none refused, in order
+    assert side.posted == [0.0, 1.0, 2.0, 3.0]
 
 
-def test_a_request_waiting_for_room_ends_at_its_deadline() -> None:
-    async def scenario(side: Side) -> None:
-        scheduler = side.scheduler("m:1")
-        first = _send(scheduler, 1.0, BIG)
-        late = _send(scheduler, 2.0, BIG, deadline=side.clock.now() + 0.5)
-        await settle()
-        side.clock.advance(0.6)
-        with pytest.raises(DeadlineExceeded, match="while waiting in the batch queue"):
-            await late
-        await _answer_until_done(side, first)
-        assert side.posted == [1.0] and first.result() == 1.0
-
-    _run(scenario)
+async def test_a_request_larger_than_the_whole_input_area_is_refused_at_once(side: Side) -> None:
+    scheduler = side.scheduler("m:1")
+    call = _send(scheduler, 1.0, INPUT_BYTES // 4 + 1)
+    await settle()
+    with pytest.raises(ResourceExhausted) as info:
+        await call
+    assert info.value.message == (
+        "the batch needs 65600 bytes, more than worker 0's whole shared-memory input area "
+        "of 65536 bytes (raise --worker_arena_mb)"
+    )
+    assert side.posted_runs() == 0
 
 
-def test_a_large_request_waiting_for_room_is_not_overtaken_by_small_ones() -> None:
+async def test_a_request_waiting_for_room_ends_at_its_deadline(side: Side) -> None:
+    scheduler = side.scheduler("m:1")
+    first = _send(scheduler, 1.0, BIG)
+    late = _send(scheduler, 2.0, BIG, deadline=side.clock.now() + 0.5)
+    await settle()
+    side.clock.advance(0.6)
+    with pytest.raises(DeadlineExceeded, match="while waiting in the batch queue"):
+        await late
+    await _answer_until_done(side, first)
+    assert side.posted == [1.0] and first.result() == 1.0
+
+
+async def test_a_large_request_waiting_for_room_is_not_overtaken_by_small_ones(side: Side) -> None:
     """First come, first served across servables on one worker: a small run that would fit
     waits behind a large one that waits for room, so a stream of small runs cannot starve it."""
 
-    async def scenario(side: Side) -> None:
-        large = side.scheduler("large:1")
-        small = side.scheduler("small:1")
-        first = _send(large, 1.0, BIG)
-        second = _send(large, 2.0, BIG)
-        await settle()
-        tiny = _send(small, 3.0, 4)
-        await settle()
-        assert side.posted_runs() == 1  # the tiny one did not go past the large one
-        side.answer()
-        await settle()
-        assert side.posted_runs() == 2  # the second large one, then the tiny one
-        await _answer_until_done(side, first, second, tiny)
-        assert side.posted == [1.0, 2.0, 3.0]
-
-    _run(scenario)
+    large = side.scheduler("large:1")
+    small = side.scheduler("small:1")
+    first = _send(large, 1.0, BIG)
+    second = _send(large, 2.0, BIG)
+    await settle()
+    tiny = _send(small, 3.0, 4)
+    await settle()
+    assert side.posted_runs() == 1  # the tiny one did not go past the large one
+    side.answer()
+    await settle()
+    assert side.posted_runs() == 2  # the second large one, then the tiny one
+    await _answer_until_done(side, first, second, tiny)
+    assert side.posted == [1.0, 2.0, 3.0]
 
 
-def test_a_batch_larger_than_the_input_area_goes_as_smaller_batches() -> None:
+async def test_a_batch_larger_than_the_input_area_goes_as_smaller_batches(side: Side) -> None:
     """Two requests that fit alone but not together: their batch is split, not refused."""
 
-    async def scenario(side: Side) -> None:
-        options = BatchingOptions(max_batch_size=4, batch_timeout_micros=1000, num_batch_threads=2)
-        scheduler = side.scheduler("m:1", options)
-        calls = [_send(scheduler, float(i), BIG) for i in range(2)]
-        await settle()
-        side.clock.advance(0.002)  # the batch of both closes: 80 KiB
-        await settle()
-        assert [c.exception() for c in calls if c.done()] == []
-        await _answer_until_done(side, *calls)
-        assert [c.result() for c in calls] == [0.0, 1.0] and side.posted == [0.0, 1.0]
-
-    _run(scenario)
+    options = BatchingOptions(max_batch_size=4, batch_timeout_micros=1000, num_batch_threads=2)
+    scheduler = side.scheduler("m:1", options)
+    calls = [_send(scheduler, float(i), BIG) for i in range(2)]
+    await settle()
+    side.clock.advance(0.002)  # the batch of both closes: 80 KiB
+    await settle()
+    assert [c.exception() for c in calls if c.done()] == []
+    await _answer_until_done(side, *calls)
+    assert [c.result() for c in calls] == [0.0, 1.0] and side.posted == [0.0, 1.0]

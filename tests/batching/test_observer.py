@@ -62,6 +62,12 @@ class Observer:
     def on_refused(self, reason: str) -> None:
         self.refused.append(reason)
 
+    def alone(self, tag: object) -> bool:
+        return False  # every call is recorded by on_batch
+
+    def on_alone(self, tag: object, rows: int, compute_s: float | None) -> None:
+        raise AssertionError("not called: alone() is False")
+
 
 def _scheduler(
     options: BatchingOptions, observer: Observer
@@ -79,102 +85,85 @@ def _scheduler(
     return scheduler, clock, link
 
 
-def test_observer_sees_members_waits_sizes_padding_and_the_run_and_sends_its_trace() -> None:
-    async def scenario() -> None:
-        observer = Observer()
-        options = BatchingOptions(
-            max_batch_size=4,
-            batch_timeout_micros=1000,
-            num_batch_threads=1,
-            allowed_batch_sizes=(4,),
-        )
-        scheduler, clock, link = _scheduler(options, observer)
-        x = np.ones((1, 3), np.float32)
-        first = asyncio.create_task(scheduler.submit({"x": x}, ("x",), None))
-        await settle()
-        clock.advance(0.0004)
-        second = asyncio.create_task(
-            scheduler.submit({"x": np.ones((2, 3), np.float32)}, ("x",), None)
-        )
-        await settle()
-        clock.advance(0.0007)  # the batch's timeout (1 ms after its first request) fires
-        await settle()
-        (record,) = observer.batches
-        assert record.tags == [0, 1] and record.sizes == [1, 2] and record.padded == 4
-        assert record.waits == pytest.approx([0.0011, 0.0007])
-        (sent,) = link.sent  # type: ignore[attr-defined]
-        assert sent.trace == (7, 1)
-        assert record.results == []
-        link.complete(0, lambda inputs: inputs)  # type: ignore[attr-defined]
-        await asyncio.gather(first, second)
-        (result,) = record.results
-        assert result is not None and result.compute_us == 1.0
-
-    asyncio.run(scenario())
+async def test_observer_sees_members_waits_sizes_padding_and_the_run_and_sends_its_trace() -> None:
+    observer = Observer()
+    options = BatchingOptions(
+        max_batch_size=4,
+        batch_timeout_micros=1000,
+        num_batch_threads=1,
+        allowed_batch_sizes=(4,),
+    )
+    scheduler, clock, link = _scheduler(options, observer)
+    x = np.ones((1, 3), np.float32)
+    first = asyncio.create_task(scheduler.submit({"x": x}, ("x",), None))
+    await settle()
+    clock.advance(0.0004)
+    second = asyncio.create_task(scheduler.submit({"x": np.ones((2, 3), np.float32)}, ("x",), None))
+    await settle()
+    clock.advance(0.0007)  # the batch's timeout (1 ms after its first request) fires
+    await settle()
+    (record,) = observer.batches
+    assert record.tags == [0, 1] and record.sizes == [1, 2] and record.padded == 4
+    assert record.waits == pytest.approx([0.0011, 0.0007])
+    (sent,) = link.sent  # type: ignore[attr-defined]
+    assert sent.trace == (7, 1)
+    assert record.results == []
+    link.complete(0, lambda inputs: inputs)  # type: ignore[attr-defined]
+    await asyncio.gather(first, second)
+    (result,) = record.results
+    assert result is not None and result.compute_us == 1.0
 
 
 @pytest.mark.parametrize("sees_untagged", [True, False])
-def test_an_observer_that_does_not_see_untagged_batches_is_not_called_for_them(
+async def test_an_observer_that_does_not_see_untagged_batches_is_not_called_for_them(
     sees_untagged: bool,
 ) -> None:
-    async def scenario() -> None:
-        observer = Observer(sees_untagged=sees_untagged, untagged=frozenset({0, 2}))
-        scheduler, _, link = _scheduler(BatchingOptions.unbatched(), observer)
-        x = np.ones((1, 3), np.float32)
-        for i in range(3):
-            task = asyncio.create_task(scheduler.submit({"x": x}, ("x",), None))
-            await settle()
-            link.complete(i, lambda inputs: inputs)  # type: ignore[attr-defined]
-            await task
-        traces = [sent.trace for sent in link.sent]  # type: ignore[attr-defined]
-        if sees_untagged:
-            assert [r.tags for r in observer.batches] == [[None], [1], [None]]
-            assert traces == [(7, 1), (7, 2), (7, 3)]
-        else:
-            assert [r.tags for r in observer.batches] == [[1]]
-            assert traces == [None, (7, 1), None]
-        assert [len(r.results) for r in observer.batches] == [1] * len(observer.batches)
-
-    asyncio.run(scenario())
-
-
-def test_a_failed_run_is_reported_done_without_a_result() -> None:
-    async def scenario() -> None:
-        observer = Observer()
-        scheduler, _, link = _scheduler(BatchingOptions.unbatched(), observer)
-        task = asyncio.create_task(
-            scheduler.submit({"x": np.ones((1, 3), np.float32)}, ("x",), None)
-        )
+    observer = Observer(sees_untagged=sees_untagged, untagged=frozenset({0, 2}))
+    scheduler, _, link = _scheduler(BatchingOptions.unbatched(), observer)
+    x = np.ones((1, 3), np.float32)
+    for i in range(3):
+        task = asyncio.create_task(scheduler.submit({"x": x}, ("x",), None))
         await settle()
-        link.fail(0, Internal("boom"))  # type: ignore[attr-defined]
-        with pytest.raises(Internal):
-            await task
-        assert [r.results for r in observer.batches] == [[None]]
+        link.complete(i, lambda inputs: inputs)  # type: ignore[attr-defined]
+        await task
+    traces = [sent.trace for sent in link.sent]  # type: ignore[attr-defined]
+    if sees_untagged:
+        assert [r.tags for r in observer.batches] == [[None], [1], [None]]
+        assert traces == [(7, 1), (7, 2), (7, 3)]
+    else:
+        assert [r.tags for r in observer.batches] == [[1]]
+        assert traces == [None, (7, 1), None]
+    assert [len(r.results) for r in observer.batches] == [1] * len(observer.batches)
 
-    asyncio.run(scenario())
+
+async def test_a_failed_run_is_reported_done_without_a_result() -> None:
+    observer = Observer()
+    scheduler, _, link = _scheduler(BatchingOptions.unbatched(), observer)
+    task = asyncio.create_task(scheduler.submit({"x": np.ones((1, 3), np.float32)}, ("x",), None))
+    await settle()
+    link.fail(0, Internal("boom"))  # type: ignore[attr-defined]
+    with pytest.raises(Internal):
+        await task
+    assert [r.results for r in observer.batches] == [[None]]
 
 
-def test_refusals_are_named() -> None:
-    async def scenario() -> None:
-        observer = Observer()
-        options = BatchingOptions(
-            max_batch_size=1, max_enqueued_batches=1, num_batch_threads=1, batch_timeout_micros=1000
-        )
-        scheduler, clock, _ = _scheduler(options, observer)
-        x = np.ones((1, 3), np.float32)
-        queued = [
-            asyncio.create_task(scheduler.submit({"x": x}, ("x",), clock.now() + 0.5))
-            for _ in range(2)
-        ]
-        await settle()  # the first runs (held by the fake link), the second waits
-        with pytest.raises(Unavailable):
-            await scheduler.submit({"x": x}, ("x",), None)
-        assert observer.refused == ["queue_full"]
-        clock.advance(0.6)  # the waiting request's deadline passes while it is queued
-        await settle()
-        assert observer.refused == ["queue_full", "expired"]
-        for task in queued:
-            task.cancel()
-        await asyncio.gather(*queued, return_exceptions=True)
-
-    asyncio.run(scenario())
+async def test_refusals_are_named() -> None:
+    observer = Observer()
+    options = BatchingOptions(
+        max_batch_size=1, max_enqueued_batches=1, num_batch_threads=1, batch_timeout_micros=1000
+    )
+    scheduler, clock, _ = _scheduler(options, observer)
+    x = np.ones((1, 3), np.float32)
+    queued = [
+        asyncio.create_task(scheduler.submit({"x": x}, ("x",), clock.now() + 0.5)) for _ in range(2)
+    ]
+    await settle()  # the first runs (held by the fake link), the second waits
+    with pytest.raises(Unavailable):
+        await scheduler.submit({"x": x}, ("x",), None)
+    assert observer.refused == ["queue_full"]
+    clock.advance(0.6)  # the waiting request's deadline passes while it is queued
+    await settle()
+    assert observer.refused == ["queue_full", "expired"]
+    for task in queued:
+        task.cancel()
+    await asyncio.gather(*queued, return_exceptions=True)

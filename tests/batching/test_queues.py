@@ -6,6 +6,7 @@ from __future__ import annotations
 
 import asyncio
 from pathlib import Path
+from typing import Any
 
 import numpy as np
 import pytest
@@ -29,10 +30,10 @@ def test_a_queue_per_servable_and_signature_made_once_with_the_policys_options()
     seen: list[tuple[str, str]] = []
     dispatcher, _ = fake_dispatcher()
     options = BatchingOptions(max_batch_size=8, batch_timeout_micros=500)
-    queues = BatchQueues(
+    queues: BatchQueues[Any] = BatchQueues(
         BatchingPolicy(options, workers=3),
         dispatcher,
-        observer=lambda servable, name: seen.append((servable.key, name)) or None,
+        observer=lambda servable, name: seen.append((servable.key, name)),
     )
     first = queues.get(_servable(), "serving_default")
     assert queues.get(_servable(), "serving_default") is first
@@ -47,48 +48,44 @@ def test_a_bad_per_model_batching_file_fails_the_request_not_the_server(tmp_path
     (tmp_path / "batching_params.pbtxt").write_text("max_batch_size { value: -1 }")
     dispatcher, _ = fake_dispatcher()
     policy = BatchingPolicy(BatchingOptions(), workers=1, per_model=True)
-    queues = BatchQueues(policy, dispatcher)
+    queues: BatchQueues[Any] = BatchQueues(policy, dispatcher)
     with pytest.raises(FailedPrecondition):
         queues.get(_servable(directory=str(tmp_path)), "serving_default")
 
 
-def test_drain_runs_what_is_queued_then_forgets_the_servables_queues() -> None:
-    async def scenario() -> None:
-        dispatcher, (link,) = fake_dispatcher()
-        queues = BatchQueues(BatchingPolicy(BatchingOptions.unbatched(), 1), dispatcher)
-        queue = queues.get(_servable(), "serving_default")
-        kept = queues.get(_servable(2), "serving_default")
-        call = asyncio.create_task(queue.submit({"x": X}, ("y",), None))
-        await settle()
-        draining = asyncio.create_task(queues.drain(_servable()))
-        await settle()
-        assert not draining.done()  # its run is still in flight
-        link.complete(0, lambda inputs: {"y": inputs["x"]})
-        await draining
-        (await call).release()
-        assert queues.get(_servable(), "serving_default") is not queue  # forgotten
-        assert queues.get(_servable(2), "serving_default") is kept
+async def test_drain_runs_what_is_queued_then_forgets_the_servables_queues() -> None:
+    dispatcher, (link,) = fake_dispatcher()
+    queues: BatchQueues[Any] = BatchQueues(
+        BatchingPolicy(BatchingOptions.unbatched(), 1), dispatcher
+    )
+    queue = queues.get(_servable(), "serving_default")
+    kept = queues.get(_servable(2), "serving_default")
+    call = asyncio.create_task(queue.submit({"x": X}, ("y",), None))
+    await settle()
+    draining = asyncio.create_task(queues.drain(_servable()))
+    await settle()
+    assert not draining.done()  # its run is still in flight
+    link.complete(0, lambda inputs: {"y": inputs["x"]})
+    await draining
+    (await call).release()
+    assert queues.get(_servable(), "serving_default") is not queue  # forgotten
+    assert queues.get(_servable(2), "serving_default") is kept
 
-    asyncio.run(scenario())
 
-
-def test_flush_sends_open_batches_and_fail_all_fails_what_is_queued() -> None:
-    async def scenario() -> None:
-        dispatcher, (link,) = fake_dispatcher()
-        options = BatchingOptions(max_batch_size=8, batch_timeout_micros=10**9, num_batch_threads=1)
-        queues = BatchQueues(BatchingPolicy(options, 1), dispatcher)
-        queue = queues.get(_servable(), "serving_default")
-        first = asyncio.create_task(queue.submit({"x": X}, ("y",), None))
-        await settle()
-        assert link.sent == []  # the batch waits for its (long) timeout
-        queues.flush()
-        await settle()
-        assert len(link.sent) == 1
-        second = asyncio.create_task(queue.submit({"x": X}, ("y",), None))
-        await settle()
-        queues.fail_all(Unavailable("the server is shutting down"))
-        for call in (first, second):
-            with pytest.raises(Unavailable, match="shutting down"):
-                await call
-
-    asyncio.run(scenario())
+async def test_flush_sends_open_batches_and_fail_all_fails_what_is_queued() -> None:
+    dispatcher, (link,) = fake_dispatcher()
+    options = BatchingOptions(max_batch_size=8, batch_timeout_micros=10**9, num_batch_threads=1)
+    queues: BatchQueues[Any] = BatchQueues(BatchingPolicy(options, 1), dispatcher)
+    queue = queues.get(_servable(), "serving_default")
+    first = asyncio.create_task(queue.submit({"x": X}, ("y",), None))
+    await settle()
+    assert link.sent == []  # the batch waits for its (long) timeout
+    queues.flush()
+    await settle()
+    assert len(link.sent) == 1
+    second = asyncio.create_task(queue.submit({"x": X}, ("y",), None))
+    await settle()
+    queues.fail_all(Unavailable("the server is shutting down"))
+    for call in (first, second):
+        with pytest.raises(Unavailable, match="shutting down"):
+            await call

@@ -3,6 +3,8 @@ become error replies."""
 
 from __future__ import annotations
 
+from typing import Any
+
 from channel.descriptors import TensorDesc
 from channel.replies import (
     READY_ID,
@@ -29,7 +31,7 @@ def test_ready_is_the_message_with_id_zero() -> None:
 
 def test_ok_and_load_replies() -> None:
     assert ok_reply(3) == {"id": 3, "ok": True}
-    signature = {"inputs": [], "outputs": []}
+    signature: dict[str, Any] = {"inputs": [], "outputs": []}
     reply = load_reply(1, signature)
     assert reply == {"id": 1, "ok": True, "signature": signature}
     assert reply["signature"] is not signature  # a copy: the worker's table stays its own

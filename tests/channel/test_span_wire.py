@@ -3,13 +3,15 @@ when damaged."""
 
 from __future__ import annotations
 
+from typing import Any
+
 import pytest
 
 from channel import messages
 from channel.binary import Malformed
 from channel.span_wire import SpanForm, WorkerSpans
 
-SPAN = {
+SPAN: dict[str, Any] = {
     "pid": 77,
     "name": "compute",
     "span_id": 2**64 - 1,

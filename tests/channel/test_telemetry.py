@@ -13,6 +13,7 @@ from channel.logs import TRACE_IDS
 from channel.span_wire import SpanForm
 from channel.telemetry import Telemetry, parse_w3c
 from tests.support import onnx_models
+from tests.support.waits import until
 from tests.support.worker_harness import Harness
 
 TRACE_ID = "4bf92f3577b34da6a3ce929d0e0e4736"
@@ -77,10 +78,7 @@ def test_ping_reports_the_workers_own_figures(worker: tuple[Harness, str]) -> No
 
 def _asleep(end: Harness) -> None:
     """Wait (bounded) until the worker has announced that it sleeps on its channel."""
-    deadline = time.monotonic() + 30.0
-    while not end.channel.worker_sleeps:
-        assert time.monotonic() < deadline, "the worker never went to sleep"
-        time.sleep(0.001)
+    until(lambda: end.channel.worker_sleeps, "the worker going to sleep")
 
 
 @pytest.mark.parametrize("handover", [False, True], ids=["one channel", "channel set"])

@@ -3,9 +3,6 @@ errors, sync and async. (The clients against the real gateway: the end-to-end te
 
 from __future__ import annotations
 
-import asyncio
-from typing import Any
-
 import grpc
 import numpy as np
 import pytest
@@ -48,22 +45,18 @@ def test_client_lets_rpc_errors_propagate(scripted: tuple[str, Scripted]) -> Non
     assert caught.value.details() == "Servable not found for request: Latest(missing)"
 
 
-def test_async_client_round_trip_and_errors(scripted: tuple[str, Scripted]) -> None:
+async def test_async_client_round_trip_and_errors(scripted: tuple[str, Scripted]) -> None:
     target, servicer = scripted
 
-    async def scenario() -> tuple[dict[str, np.ndarray], dict[str, Any], list[dict[str, Any]]]:
-        async with AsyncClient(target) as client:
-            outputs = await client.predict("digits", {"images": IMAGES}, version_label="stable")
-            metadata = await client.metadata("digits")
-            status = await client.status("digits", version=2)
-            with pytest.raises(grpc.aio.AioRpcError) as caught:
-                await client.status("missing")
-            assert caught.value.code() == grpc.StatusCode.NOT_FOUND
-        with pytest.raises(RuntimeError, match="closed"):
-            await client.status("digits")
-        return outputs, metadata, status
-
-    outputs, metadata, status = asyncio.run(scenario())
+    async with AsyncClient(target) as client:
+        outputs = await client.predict("digits", {"images": IMAGES}, version_label="stable")
+        metadata = await client.metadata("digits")
+        status = await client.status("digits", version=2)
+        with pytest.raises(grpc.aio.AioRpcError) as caught:
+            await client.status("missing")
+        assert caught.value.code() == grpc.StatusCode.NOT_FOUND
+    with pytest.raises(RuntimeError, match="closed"):
+        await client.status("digits")
     np.testing.assert_array_equal(outputs["label"], [7, 7, 7])
     assert metadata == DIGITS_METADATA
     assert status == STATUS
@@ -96,12 +89,9 @@ def test_the_client_deadline_and_per_call_overrides(scripted: tuple[str, Scripte
     assert two_seconds is not None and 0 < two_seconds <= 2.0 + DEADLINE_SLACK_S
 
 
-def test_an_async_client_opens_its_channel_on_first_use_and_closes_twice() -> None:
-    async def scenario() -> None:
-        client = AsyncClient("127.0.0.1:1")  # nothing listens: no connection is attempted yet
-        await client.close()
-        await client.close()
-        with pytest.raises(RuntimeError, match="AsyncClient is closed"):
-            await client.metadata("digits")
-
-    asyncio.run(scenario())
+async def test_an_async_client_opens_its_channel_on_first_use_and_closes_twice() -> None:
+    client = AsyncClient("127.0.0.1:1")  # nothing listens: no connection is attempted yet
+    await client.close()
+    await client.close()
+    with pytest.raises(RuntimeError, match="AsyncClient is closed"):
+        await client.metadata("digits")

@@ -141,6 +141,6 @@ def test_status_keeps_unknown_states_and_codes_as_numbers() -> None:
     response = get_model_status_pb2.GetModelStatusResponse()
     entry = response.model_version_status.add(version=1)
     entry.state = get_model_status_pb2.ModelVersionStatus.State.ValueType(77)
-    entry.status.error_code = 99
+    entry.status.error_code = 99  # type: ignore[assignment]  # a code the enum does not name
     (read,) = status_list(response)
     assert (read["state"], read["status"]["error_code"]) == ("77", "99")

@@ -24,7 +24,6 @@ arm64 tests where arm64 cannot be emulated and ``make test-image`` cannot set it
 
 from __future__ import annotations
 
-import asyncio
 import json
 import re
 import shutil
@@ -179,7 +178,7 @@ def tf_container(
 
 def official_client(target: str, model: str, inputs: dict[str, np.ndarray], tmp: Path) -> dict:
     """Predict and GetModelStatus by tensorflow_serving.apis, in a process of its own."""
-    np.savez(tmp / "inputs.npz", **inputs)
+    np.savez(tmp / "inputs.npz", **inputs)  # type: ignore[arg-type]  # stub: as allow_pickle
     done = subprocess.run(
         [sys.executable, str(TF_CLIENT), target, model, str(tmp / "inputs.npz"), str(tmp / "out")],
         capture_output=True,
@@ -457,7 +456,9 @@ def test_arm64_answers_the_official_tf_serving_client(
     assert result["status"] == [[1, "AVAILABLE"]]
 
 
-def test_arm64_answers_the_official_v2_client(arm64_container: Container, tmp_path: Path) -> None:
+async def test_arm64_answers_the_official_v2_client(
+    arm64_container: Container, tmp_path: Path
+) -> None:
     tools.package("tritonclient")
     images = ("FP32", np.array([ZERO], np.float32))
     plan = (
@@ -467,10 +468,8 @@ def test_arm64_answers_the_official_v2_client(arm64_container: Container, tmp_pa
         .infer("http", "http", "digits", {"images": images}, binary=True)
     )
     rest_target = arm64_container.rest_url.removeprefix("http://")
-    results, outputs = asyncio.run(
-        triton_client.run_calls(
-            arm64_container.grpc_target, rest_target, plan.calls, plan.arrays, tmp_path
-        )
+    results, outputs = await triton_client.run_calls(
+        arm64_container.grpc_target, rest_target, plan.calls, plan.arrays, tmp_path
     )
     assert results["ready"] == {"ok": True, "result": True}, results["ready"]
     for call in ("grpc", "http"):

@@ -194,7 +194,7 @@ def test_drain_fits_the_termination_grace_and_probes_use_grpc_health(rendered: P
     assert pod["spec"]["terminationGracePeriodSeconds"] > drain
     for probe in ("startupProbe", "readinessProbe", "livenessProbe"):
         assert c[probe]["grpc"]["port"] == settings.port
-    options = dict(settings.grpc_channel_options)
+    options: dict[str, Any] = dict(settings.grpc_channel_options)
     assert options["grpc.max_connection_age_ms"] > 0
     assert options["grpc.max_connection_age_grace_ms"] / 1000 > settings.shutdown_grace_seconds
     ports = {p["name"]: p["containerPort"] for p in c["ports"]}

@@ -29,7 +29,7 @@ import os
 import signal
 import time
 import urllib.request
-from collections.abc import Callable, Iterator
+from collections.abc import Callable, Iterator, Mapping
 from concurrent.futures import Future
 from pathlib import Path
 from typing import Any
@@ -51,6 +51,7 @@ from tests.support.gateway_proc import (
 from tests.support.grpc_calls import predict_request
 from tests.support.lifecycle import config_text, reload_error
 from tests.support.prometheus import Prometheus, running_prometheus
+from tests.support.waits import until
 
 PATH = "/monitoring/prometheus/metrics"
 LABELS = {"namespace": "tg", "pod": "tensorgate-0", "app_kubernetes_io_name": "tensorgate"}
@@ -175,7 +176,7 @@ def exactly(
     return check
 
 
-def bounded(labels: tuple[str, ...], want: dict[tuple[str, ...], tuple[float, float]]) -> Check:
+def bounded(labels: tuple[str, ...], want: Mapping[Any, tuple[float, float]]) -> Check:
     """Each series' value within [low, high) (NaN: the bounds are both NaN)."""
 
     def check(result: Series, _: float) -> None:
@@ -365,17 +366,26 @@ def evaluate(
     window reaching back to ``start`` (Unix time). Rules are evaluated every scrape interval, so a
     recorded series may lag the scrape it reads: each is polled, bounded."""
     for name in checks(1):
-        deadline = time.monotonic() + 30
-        while True:
-            window_s = time.time() - start
-            expr = every_expression(window_s)[name]
-            try:
-                checks(window_s)[name](prometheus.query(expr), window_s)
-                break
-            except AssertionError as error:
-                if time.monotonic() > deadline:
-                    raise AssertionError(f"{name}: {expr}\n{error}") from error
-            time.sleep(0.5)
+        _check_passes(prometheus, start, checks, name)
+
+
+def _check_passes(
+    prometheus: Prometheus, start: float, checks: Callable[[float], dict[str, Check]], name: str
+) -> None:
+    """Until the check ``name`` passes (bounded); AssertionError with its last failure."""
+    failures: list[str] = []
+
+    def passes() -> bool:
+        window_s = time.time() - start
+        expr = every_expression(window_s)[name]
+        try:
+            checks(window_s)[name](prometheus.query(expr), window_s)
+        except AssertionError as error:
+            failures.append(f"{name}: {expr}\n{error}")
+            return False
+        return True
+
+    until(passes, lambda: f"the check passing; last {failures[-1]}", 30, poll_s=0.5)
 
 
 def test_every_expression_agrees_with_the_calls_sent(

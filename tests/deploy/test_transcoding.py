@@ -149,8 +149,8 @@ def test_the_http_rules_name_methods_and_fields_and_reach_the_annotated_set(buil
         assert getattr(options[selector], verb) == rule[verb]
         assert options[selector].body == rule.get("body", "")
         assert (verb == "post") == (rule.get("body") == "*"), selector
-        service, method = selector.rsplit(".", 1)
-        request = pool.FindServiceByName(service).FindMethodByName(method).input_type
+        service_name, method_name = selector.rsplit(".", 1)
+        request = pool.FindServiceByName(service_name).FindMethodByName(method_name).input_type
         for variable in re.findall(r"\{([\w.]+)\}", rule[verb]):
             field = _field(request, variable)
             assert field.type == field.TYPE_STRING and not field.is_repeated, selector

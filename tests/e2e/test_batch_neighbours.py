@@ -66,20 +66,20 @@ def _strings(response: pb.ModelInferResponse) -> list[bytes]:
     return raw.from_raw(declared, response.raw_output_contents[0]).ravel().tolist()
 
 
-def test_a_bad_string_fails_only_its_own_request(neighbours: GatewayProcess) -> None:
+async def test_a_bad_string_fails_only_its_own_request(neighbours: GatewayProcess) -> None:
     before = scrape(neighbours)
 
-    async def calls() -> list[object]:
-        async with grpc.aio.insecure_channel(neighbours.target) as channel:
-            stub = pb_grpc.GRPCInferenceServiceStub(channel)
-            first = asyncio.ensure_future(stub.ModelInfer(_infer(b"a"), timeout=DEADLINE_S))
-            bad = await asyncio.gather(
-                stub.ModelInfer(_infer(b"\xff\xfe"), timeout=DEADLINE_S), return_exceptions=True
-            )
-            second = stub.ModelInfer(_infer(b"b"), timeout=DEADLINE_S)
-            return [*bad, *await asyncio.gather(first, second, return_exceptions=True)]
-
-    refused, first, second = asyncio.run(calls())
+    async with grpc.aio.insecure_channel(neighbours.target) as channel:
+        stub = pb_grpc.GRPCInferenceServiceStub(channel)
+        first = asyncio.ensure_future(stub.ModelInfer(_infer(b"a"), timeout=DEADLINE_S))
+        bad = await asyncio.gather(
+            stub.ModelInfer(_infer(b"\xff\xfe"), timeout=DEADLINE_S), return_exceptions=True
+        )
+        second = stub.ModelInfer(_infer(b"b"), timeout=DEADLINE_S)
+        refused, first, second = [
+            *bad,
+            *await asyncio.gather(first, second, return_exceptions=True),
+        ]
     after = scrape(neighbours)
     assert isinstance(refused, grpc.RpcError), refused
     assert refused.code() == grpc.StatusCode.INVALID_ARGUMENT

@@ -44,7 +44,7 @@ def batching_gateway(
         yield process
 
 
-def test_concurrent_random_sizes_each_get_their_own_rows(
+async def test_concurrent_random_sizes_each_get_their_own_rows(
     batching_gateway: GatewayProcess, model_repo: Path
 ) -> None:
     rng = np.random.default_rng(21)
@@ -54,22 +54,19 @@ def test_concurrent_random_sizes_each_get_their_own_rows(
     ]
     bad = {5, 77, 160}  # malformed requests between good ones fail alone
 
-    async def send_all() -> list[object]:
-        async with grpc.aio.insecure_channel(batching_gateway.target) as channel:
-            stub = prediction_service_pb2_grpc.PredictionServiceStub(channel)
+    async with grpc.aio.insecure_channel(batching_gateway.target) as channel:
+        stub = prediction_service_pb2_grpc.PredictionServiceStub(channel)
 
-            async def one(i: int) -> object:
-                x = batches[i].astype(np.float64) if i in bad else batches[i]
-                filters = ["probs"] if i % 3 == 0 else []
-                request = predict_request("mlp", {"x": x}, version=1, output_filter=filters)
-                try:
-                    return await stub.Predict(request, timeout=120)
-                except grpc.aio.AioRpcError as error:
-                    return error.code()
+        async def one(i: int) -> object:
+            x = batches[i].astype(np.float64) if i in bad else batches[i]
+            filters = ["probs"] if i % 3 == 0 else []
+            request = predict_request("mlp", {"x": x}, version=1, output_filter=filters)
+            try:
+                return await stub.Predict(request, timeout=120)
+            except grpc.aio.AioRpcError as error:
+                return error.code()
 
-            return await asyncio.gather(*(one(i) for i in range(REQUESTS)))
-
-    responses = asyncio.run(send_all())
+        responses = await asyncio.gather(*(one(i) for i in range(REQUESTS)))
     model = model_repo / "mlp" / "1" / "model.onnx"
     for i, response in enumerate(responses):
         if i in bad:
@@ -93,7 +90,7 @@ def test_request_over_max_batch_size(batching_gateway: GatewayProcess) -> None:
         assert info.value.details() == "Task size 33 is larger than maximum input batch size 32"
 
 
-def test_strings_and_every_dtype_batch_too(batching_gateway: GatewayProcess) -> None:
+async def test_strings_and_every_dtype_batch_too(batching_gateway: GatewayProcess) -> None:
     inputs = {
         f"in_{d}": (
             np.array([[b"x", b"yy"]], dtype=object) if d == "string" else np.ones((1, 2), dtype=d)
@@ -101,16 +98,12 @@ def test_strings_and_every_dtype_batch_too(batching_gateway: GatewayProcess) -> 
         for d in IDENTITY_DTYPES
     }
 
-    async def send() -> list[object]:
-        async with grpc.aio.insecure_channel(batching_gateway.target) as channel:
-            stub = prediction_service_pb2_grpc.PredictionServiceStub(channel)
-            calls = [
-                stub.Predict(predict_request("identities", inputs), timeout=60) for _ in range(8)
-            ]
-            return await asyncio.gather(*calls)
-
-    for response in asyncio.run(send()):
-        got = outputs_of(response)  # type: ignore[arg-type]
+    async with grpc.aio.insecure_channel(batching_gateway.target) as channel:
+        stub = prediction_service_pb2_grpc.PredictionServiceStub(channel)
+        calls = [stub.Predict(predict_request("identities", inputs), timeout=60) for _ in range(8)]
+        responses = await asyncio.gather(*calls)
+    for response in responses:
+        got = outputs_of(response)
         assert got["out_string"].tolist() == [[b"x", b"yy"]]
         assert got["out_int64"].tolist() == [[1, 1]]
 

@@ -16,7 +16,7 @@ from tests.support.ort import run_reference
 REQUESTS = 300
 
 
-def test_concurrent_requests_each_get_their_own_rows(
+async def test_concurrent_requests_each_get_their_own_rows(
     gateway: GatewayProcess, model_repo: Path
 ) -> None:
     rng = np.random.default_rng(11)
@@ -26,20 +26,17 @@ def test_concurrent_requests_each_get_their_own_rows(
     ]
     bad = {17, 123, 250}  # malformed requests between good ones must fail alone
 
-    async def send_all() -> list[object]:
-        async with grpc.aio.insecure_channel(gateway.target) as channel:
-            stub = prediction_service_pb2_grpc.PredictionServiceStub(channel)
+    async with grpc.aio.insecure_channel(gateway.target) as channel:
+        stub = prediction_service_pb2_grpc.PredictionServiceStub(channel)
 
-            async def one(i: int) -> object:
-                x = batches[i][:, :63] if i in bad else batches[i]
-                try:
-                    return await stub.Predict(predict_request("mlp", {"x": x}), timeout=120)
-                except grpc.aio.AioRpcError as error:
-                    return error.code()
+        async def one(i: int) -> object:
+            x = batches[i][:, :63] if i in bad else batches[i]
+            try:
+                return await stub.Predict(predict_request("mlp", {"x": x}), timeout=120)
+            except grpc.aio.AioRpcError as error:
+                return error.code()
 
-            return await asyncio.gather(*(one(i) for i in range(REQUESTS)))
-
-    responses = asyncio.run(send_all())
+        responses = await asyncio.gather(*(one(i) for i in range(REQUESTS)))
     model = model_repo / "mlp" / "2" / "model.onnx"
     for i, response in enumerate(responses):
         if i in bad:

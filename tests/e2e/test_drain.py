@@ -100,7 +100,7 @@ def test_a_second_signal_cancels_what_still_runs(model_repo: Path, tmp_path: Pat
             gateway.process.send_signal(signal.SIGTERM)
             _wait_not_serving(channel)
             gateway.process.send_signal(signal.SIGINT)
-            codes = {call.exception(timeout=60).code() for call in held}  # type: ignore[union-attr]
+            codes = {call.exception(timeout=60).code() for call in held}
             assert codes <= {grpc.StatusCode.UNAVAILABLE, grpc.StatusCode.CANCELLED}
         assert gateway.process.wait(timeout=60) == 0
         assert "second stop signal" in gateway.log()

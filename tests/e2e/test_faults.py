@@ -45,35 +45,30 @@ def _spec(name: str, base_path: Path) -> ModelSpecConfig:
     )
 
 
-def test_worker_killed_mid_request_fails_it_and_is_respawned(tmp_path: Path) -> None:
+async def test_worker_killed_mid_request_fails_it_and_is_respawned(tmp_path: Path) -> None:
     model = onnx_models.mlp(tmp_path / "mlp" / "1" / "model.onnx")
     x = np.ones((4, 64), np.float32)
 
-    async def scenario() -> None:
-        async with serving_stack([_spec("mlp", tmp_path / "mlp")]) as stack:
-            pool, core = stack.pool, stack.core
-            (old_pid,) = pool.pids()
-            os.kill(old_pid, signal.SIGSTOP)  # the worker cannot answer: the run stays in flight
-            task = asyncio.create_task(
-                core.predict(
-                    ModelRef("mlp"), "", lambda _signature: ConvertedInputs({"x": x}), _copies
-                )
-            )
-            await asyncio.sleep(0)  # the request runs up to its await: submitted to the worker
-            assert stack.dispatcher.links[0].runs_in_flight == 1
-            os.kill(old_pid, signal.SIGKILL)
-            with pytest.raises(Unavailable, match="exited"):
-                await task
-            await pool.wait_all_alive()
-            assert pool.pids() != [old_pid]
-            assert pool.restarts == 1
-            outputs = await core.predict(
-                ModelRef("mlp"), "", lambda _signature: ConvertedInputs({"x": x}), _copies
-            )
-            expected = run_reference(model, {"x": x})
-            np.testing.assert_array_equal(outputs["probs"], expected["probs"])
-
-    asyncio.run(scenario())
+    async with serving_stack([_spec("mlp", tmp_path / "mlp")]) as stack:
+        pool, core = stack.pool, stack.core
+        (old_pid,) = pool.pids()
+        os.kill(old_pid, signal.SIGSTOP)  # the worker cannot answer: the run stays in flight
+        task = asyncio.create_task(
+            core.predict(ModelRef("mlp"), "", lambda _signature: ConvertedInputs({"x": x}), _copies)
+        )
+        await asyncio.sleep(0)  # the request runs up to its await: submitted to the worker
+        assert stack.dispatcher.links[0].runs_in_flight == 1
+        os.kill(old_pid, signal.SIGKILL)
+        with pytest.raises(Unavailable, match="exited"):
+            await task
+        await pool.wait_all_alive()
+        assert pool.pids() != [old_pid]
+        assert pool.restarts == 1
+        outputs = await core.predict(
+            ModelRef("mlp"), "", lambda _signature: ConvertedInputs({"x": x}), _copies
+        )
+        expected = run_reference(model, {"x": x})
+        np.testing.assert_array_equal(outputs["probs"], expected["probs"])
 
 
 def _watch_until(stream: object, wanted: int) -> None:

@@ -15,6 +15,7 @@ import shutil
 import time
 from collections.abc import Iterator
 from contextlib import contextmanager
+from functools import partial
 from pathlib import Path
 
 import grpc
@@ -71,6 +72,14 @@ def _version_of(channel: grpc.Channel, **spec: object) -> int:
     return int(response.model_spec.version.value)
 
 
+def _has_version(channel: grpc.Channel, label: str, version: int) -> bool:
+    return _version_of(channel, label=label) == version
+
+
+def _answers(connection: http.client.HTTPConnection, path: str, status: int) -> bool:
+    return _request(connection, "GET", path)[0] == status
+
+
 def test_a_label_move_and_a_model_with_no_base_path_yet_reach_every_front_end(
     model_repo: Path, tmp_path: Path
 ) -> None:
@@ -82,11 +91,11 @@ def test_a_label_move_and_a_model_with_no_base_path_yet_reach_every_front_end(
         assert {_version_of(c, label="stable") for c in channels.values()} == {1}
         _config(config, f'config {{ {mlp} version_labels {{ key: "stable" value: 2 }} }}')
         for channel in channels.values():
-            until(lambda c=channel: _version_of(c, label="stable") == 2, "stable moved to 2")
+            until(partial(_has_version, channel, "stable", 2), "stable moved to 2")
         ghost = f'config {{ name: "ghost" base_path: "{tmp_path / "not_yet"}" }}'
         _config(config, f'config {{ {mlp} version_labels {{ key: "stable" value: 2 }} }}', ghost)
         for rest in rests.values():
-            until(lambda r=rest: _request(r, "GET", "/readyz")[0] == 503, "/readyz 503")
+            until(partial(_answers, rest, "/readyz", 503), "/readyz 503")
             assert _request(rest, "GET", "/v2/models/ghost/ready")[0] != 200
             status, body = _request(rest, "POST", "/v2/models/ghost/infer", V2_INFER)
             assert "'ghost' has no available versions" in body, (status, body)

@@ -31,7 +31,6 @@ import pytest
 from google.protobuf import text_format
 from onnx import TensorProto, helper
 
-from bench.systems.models import save_graph
 from gateway.config.batching_options import load_options
 from gateway.config.flags import parse_flags
 from gateway.config.model_config import load_model_server_config, model_specs
@@ -40,6 +39,7 @@ from tests.support import onnx_models, rest_models
 from tests.support.gateway_proc import GatewayProcess, gateway_command, running_gateway
 from tests.support.grpc_calls import predict_request
 from tests.support.lifecycle import predict, reload, status
+from tests.support.onnx_models import save_graph
 from tests.support.tf_compat import Served
 from tests.support.tf_compat_models_script import WARMUP_RECORDS
 
@@ -137,7 +137,10 @@ def test_api_rest_binary_classify_example(served: Served) -> None:
 # -- api_rest.md request formats, on ONNX models ---------------------------------------------------
 def named_inputs(path: Path) -> Path:
     """tag string[-1], signal float32[-1, 5], sensor float32[-1, 2, 2] → *_out identities."""
-    shapes = {"tag": (TensorProto.STRING, ["n"]), "signal": (TensorProto.FLOAT, ["n", 5])}
+    shapes: dict[str, tuple[int, list[str | int | None]]] = {
+        "tag": (TensorProto.STRING, ["n"]),
+        "signal": (TensorProto.FLOAT, ["n", 5]),
+    }
     shapes["sensor"] = (TensorProto.FLOAT, ["n", 2, 2])
     graph = helper.make_graph(
         [helper.make_node("Identity", [n], [f"{n}_out"]) for n in shapes],
@@ -382,7 +385,7 @@ model_config_list {
 def test_serving_config_batching_and_monitoring_files(tmp_path: Path) -> None:
     path = tmp_path / "batching.config"
     path.write_text(BATCHING_FILE)
-    options = load_options(path)
+    options = load_options(str(path))
     assert (options.max_batch_size, options.batch_timeout_micros) == (128, 0)
     assert (options.max_enqueued_batches, options.num_batch_threads) == (1000000, 8)
     monitoring = tmp_path / "monitoring.config"

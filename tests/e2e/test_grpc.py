@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-import asyncio
 from collections.abc import Iterator
 from pathlib import Path
 
@@ -180,7 +179,7 @@ def test_reload_is_refused_without_the_management_flag(channel: grpc.Channel) ->
     assert "--enable_model_management_api" in str(info.value.details())
 
 
-def test_package_client_sync_and_async(gateway: GatewayProcess, model_repo: Path) -> None:
+async def test_package_client_sync_and_async(gateway: GatewayProcess, model_repo: Path) -> None:
     x = np.random.default_rng(9).standard_normal((3, 64)).astype(np.float32)
     expected = run_reference(model_repo / "mlp" / "1" / "model.onnx", {"x": x})
     with Client(gateway.target) as client:
@@ -191,11 +190,8 @@ def test_package_client_sync_and_async(gateway: GatewayProcess, model_repo: Path
     assert meta["signature_def"]["serving_default"]["inputs"]["x"]["shape"] == [-1, 64]
     assert [s["state"] for s in status] == ["AVAILABLE", "AVAILABLE"]
 
-    async def call() -> dict[str, np.ndarray]:
-        async with AsyncClient(gateway.target) as client:
-            return await client.predict("mlp", {"x": x}, version_label="stable")
-
-    got = asyncio.run(call())
+    async with AsyncClient(gateway.target) as async_client:
+        got = await async_client.predict("mlp", {"x": x}, version_label="stable")
     np.testing.assert_array_equal(got["logits"], expected["logits"])
 
 

@@ -237,7 +237,7 @@ def test_undecodable_messages_are_invalid_argument_with_a_quiet_log(
 def test_names_labels_and_versions_never_become_file_paths(
     stub: prediction_service_pb2_grpc.PredictionServiceStub,
     spec: dict[str, object],
-    code: StatusCode,
+    code: grpc.StatusCode,
 ) -> None:
     """A model is found by its configured name only; a path-like name, label or version is just
     an unknown one (nothing on disk is looked up from a request)."""

@@ -16,7 +16,8 @@ import asyncio
 import base64
 import json
 import struct
-from collections.abc import Awaitable, Callable, Iterator
+from collections.abc import AsyncIterator, Awaitable, Callable, Iterator
+from contextlib import asynccontextmanager
 from dataclasses import dataclass
 from typing import Any
 
@@ -155,33 +156,33 @@ def _strings(items: list[bytes]) -> np.ndarray:
     return array
 
 
-def call(gw: GatewayProcess, how: str, scenario: Callable[[Send, Any], Awaitable[Any]]) -> Any:
-    """Run ``scenario(send, connection)`` over one connection of kind ``how``."""
+@asynccontextmanager
+async def connected(gw: GatewayProcess, how: str) -> AsyncIterator[tuple[Send, Any]]:
+    """The sender of kind ``how`` and one connection of its kind (a gRPC channel or an HTTP
+    session) to ``gw``."""
     send, kind, _ = SENDS[how]
-
-    async def go() -> Any:
-        if kind == "grpc":
-            async with grpc.aio.insecure_channel(gw.target) as channel:
-                return await scenario(send, channel)
+    if kind == "grpc":
+        async with grpc.aio.insecure_channel(gw.target) as channel:
+            yield send, channel
+    else:
         async with aiohttp.ClientSession() as session:
-            return await scenario(send, session)
-
-    return asyncio.run(go())
+            yield send, session
 
 
-def pixels_of(gw: GatewayProcess, how: str, model: str, items: list[bytes]) -> np.ndarray:
-    answer = call(gw, how, lambda send, conn: send(gw, conn, model, items))
+async def pixels_of(gw: GatewayProcess, how: str, model: str, items: list[bytes]) -> np.ndarray:
+    async with connected(gw, how) as (send, conn):
+        answer = await send(gw, conn, model, items)
     assert isinstance(answer, np.ndarray), answer
     return answer
 
 
 # -- tests ---------------------------------------------------------------------------------------
 @pytest.mark.parametrize("how", sorted(SENDS))
-def test_jpeg_and_png_rows_become_pillows_pixels(gateway: GatewayProcess, how: str) -> None:
+async def test_jpeg_and_png_rows_become_pillows_pixels(gateway: GatewayProcess, how: str) -> None:
     exact = images.encode(images.photo(SIZE, SIZE), "JPEG", quality=85)
     resized = images.encode(images.photo(40, 30, seed=1), "PNG")
     gray = images.encode(images.photo(SIZE, SIZE, seed=2, channels=1), "JPEG")
-    out = pixels_of(gateway, how, "pics", [exact, resized, gray])
+    out = await pixels_of(gateway, how, "pics", [exact, resized, gray])
     assert out.shape == (3, SIZE, SIZE, 3)
     np.testing.assert_array_equal(out[0], images.reference(exact))
     expected = images.reference(resized, size=(SIZE, SIZE)).astype(np.int16)
@@ -190,57 +191,53 @@ def test_jpeg_and_png_rows_become_pillows_pixels(gateway: GatewayProcess, how: s
 
 
 @pytest.mark.parametrize("how", ["tf-grpc", "v2-rest"])
-def test_model_options_and_dynamic_sizes(gateway: GatewayProcess, how: str) -> None:
+async def test_model_options_and_dynamic_sizes(gateway: GatewayProcess, how: str) -> None:
     data = images.encode(images.photo(SIZE, SIZE), "PNG")
-    scaled = pixels_of(gateway, how, "scaled", [data])[0]
+    scaled = (await pixels_of(gateway, how, "scaled", [data]))[0]
     expected = images.reference(data)[:, :, ::-1].astype(np.float32) / np.float32(255)
     np.testing.assert_allclose(scaled, expected, rtol=1e-6)
     small, large = images.encode(images.photo(9, 7), "PNG"), images.encode(images.photo(10, 7))
-    gray = pixels_of(gateway, how, "gray", [small])
+    gray = await pixels_of(gateway, how, "gray", [small])
     assert gray.shape == (1, 7, 9, 1)
     np.testing.assert_array_equal(gray[0], images.reference(small, "L"))
-    refused = call(gateway, how, lambda send, conn: send(gateway, conn, "gray", [small, large]))
+    async with connected(gateway, how) as (send, conn):
+        refused = await send(gateway, conn, "gray", [small, large])
     assert isinstance(refused, Refused) and refused.code == SENDS[how][2], refused
     assert "must share a size" in refused.message
 
 
-def test_numeric_tensors_still_feed_an_image_input_and_metadata_is_the_models(
+async def test_numeric_tensors_still_feed_an_image_input_and_metadata_is_the_models(
     gateway: GatewayProcess,
 ) -> None:
     pixels = np.arange(SIZE * SIZE * 3, dtype=np.float32).reshape(1, SIZE, SIZE, 3)
 
-    async def numeric(send: Send, channel: Any) -> np.ndarray:
+    async with connected(gateway, "tf-grpc") as (_, channel):
         stub = tf_grpc.PredictionServiceStub(channel)
         response = await stub.Predict(predict_request("pics", {"images": pixels}))
-        return outputs_of(response)["pixels"]
+    np.testing.assert_array_equal(outputs_of(response)["pixels"], pixels)
 
-    np.testing.assert_array_equal(call(gateway, "tf-grpc", numeric), pixels)
-
-    async def metadata(send: Send, session: Any) -> Any:
+    async with connected(gateway, "v2-rest") as (_, session):
         url = f"http://127.0.0.1:{gateway.rest_port}/v2/models/pics"
-        async with session.get(url) as response:
-            return await response.json()
-
-    (images_input,) = call(gateway, "v2-rest", metadata)["inputs"]
+        async with session.get(url) as answer:
+            metadata = await answer.json()
+    (images_input,) = metadata["inputs"]
     assert images_input == {"name": "images", "datatype": "FP32", "shape": [-1, SIZE, SIZE, 3]}
 
 
 @pytest.mark.parametrize("kind", sorted(images.HOSTILE))
 @pytest.mark.parametrize("how", sorted(SENDS))
-def test_a_hostile_image_fails_alone_and_its_batch_neighbours_run(
+async def test_a_hostile_image_fails_alone_and_its_batch_neighbours_run(
     gateway: GatewayProcess, how: str, kind: str
 ) -> None:
     make, words = images.HOSTILE[kind]
     first = images.encode(images.photo(SIZE, SIZE, seed=3))
     second = images.encode(images.photo(SIZE, SIZE, seed=4), "PNG")
 
-    async def neighbours(send: Send, conn: Any) -> list[Answer]:
-        queued = asyncio.ensure_future(send(gateway, conn, "held", [first]))
+    async with connected(gateway, how) as (send, conn):
+        queuing = asyncio.ensure_future(send(gateway, conn, "held", [first]))
         hostile = await send(gateway, conn, "held", [make()])
         after = await send(gateway, conn, "held", [second])  # its batch: queued's and its own
-        return [hostile, await queued, after]
-
-    hostile, queued, after = call(gateway, how, neighbours)
+        queued = await queuing
     assert isinstance(hostile, Refused) and hostile.code == SENDS[how][2], hostile
     assert "input 'images' image 0" in hostile.message and words in hostile.message
     assert isinstance(queued, np.ndarray) and isinstance(after, np.ndarray), (queued, after)

@@ -4,8 +4,8 @@ says where each version runs."""
 
 from __future__ import annotations
 
+import contextlib
 import re
-import time
 import urllib.request
 from collections.abc import Iterator
 from pathlib import Path
@@ -18,6 +18,7 @@ from gateway._pb.tensorflow_serving.apis import prediction_service_pb2_grpc
 from tests.support.gateway_proc import GatewayProcess, running_gateway
 from tests.support.grpc_calls import outputs_of, predict_request
 from tests.support.ort import run_reference
+from tests.support.waits import until
 
 PATH = "/monitoring/prometheus/metrics"
 FRONT_ENDS = 2
@@ -64,13 +65,17 @@ def placed(gateway: GatewayProcess, where: str) -> str:
     """The page once every front end has placed the served version (each measures it on a thread
     as it arrives; until then its runs go to the workers, which always hold it)."""
     series = runs_in(gateway, where)
-    # A bounded wait for a state the page reports, not a timed assertion.
-    deadline = time.monotonic() + SETTLE_S
-    while True:
-        text = page(gateway)
-        if value(text, series) == FRONT_ENDS or time.monotonic() > deadline:
-            return text
-        time.sleep(0.05)
+    texts = [page(gateway)]
+
+    def all_placed() -> bool:
+        texts.append(page(gateway))
+        return value(texts[-1], series) == FRONT_ENDS
+
+    # A bounded wait for a state the page reports, not a timed assertion: the caller's asserts
+    # say what the page showed last if it never came.
+    with contextlib.suppress(AssertionError):
+        until(all_placed, f"{series} = {FRONT_ENDS}", SETTLE_S, poll_s=0.05)
+    return texts[-1]
 
 
 def test_runs_go_where_the_rule_places_them_with_the_same_answers(

@@ -133,46 +133,44 @@ def test_reload_refusals_keep_the_running_config(managed: GatewayProcess, repo: 
         assert (version, state) == (1, State.END) and "cannot load ONNX model" in error
 
 
-def test_reload_under_steady_load_fails_no_request(managed: GatewayProcess, repo: Path) -> None:
+async def test_reload_under_steady_load_fails_no_request(
+    managed: GatewayProcess, repo: Path
+) -> None:
     """Eight requests in flight at every moment while the config swaps version 1 for 2."""
 
-    async def scenario() -> tuple[list[int], list[BaseException]]:
-        async with grpc.aio.insecure_channel(managed.target) as channel:
-            stub = prediction_service_pb2_grpc.PredictionServiceStub(channel)
-            models = model_service_pb2_grpc.ModelServiceStub(channel)
-            await models.HandleReloadConfigRequest(
-                reload_request(config_text(f"scaled:{repo / 'scaled'}:1")), timeout=WAIT_S
-            )
-            reloaded, running = asyncio.Event(), asyncio.Event()
-            versions: list[int] = []
-            errors: list[BaseException] = []
+    async with grpc.aio.insecure_channel(managed.target) as channel:
+        stub = prediction_service_pb2_grpc.PredictionServiceStub(channel)
+        models = model_service_pb2_grpc.ModelServiceStub(channel)
+        await models.HandleReloadConfigRequest(
+            reload_request(config_text(f"scaled:{repo / 'scaled'}:1")), timeout=WAIT_S
+        )
+        reloaded, running = asyncio.Event(), asyncio.Event()
+        versions: list[int] = []
+        errors: list[BaseException] = []
 
-            async def client() -> None:
-                seen_new = 0
-                while seen_new < 3:  # keep going until this client got version 2 thrice
-                    try:
-                        response = await stub.Predict(
-                            predict_request("scaled", {"x": X}), timeout=WAIT_S
-                        )
-                    except grpc.RpcError as exc:
-                        errors.append(exc)
-                        return
-                    versions.append(response.model_spec.version.value)
-                    if len(versions) >= 16:
-                        running.set()
-                    if reloaded.is_set() and versions[-1] == 2:
-                        seen_new += 1
+        async def client() -> None:
+            seen_new = 0
+            while seen_new < 3:  # keep going until this client got version 2 thrice
+                try:
+                    response = await stub.Predict(
+                        predict_request("scaled", {"x": X}), timeout=WAIT_S
+                    )
+                except grpc.RpcError as exc:
+                    errors.append(exc)
+                    return
+                versions.append(response.model_spec.version.value)
+                if len(versions) >= 16:
+                    running.set()
+                if reloaded.is_set() and versions[-1] == 2:
+                    seen_new += 1
 
-            clients = [asyncio.create_task(client()) for _ in range(8)]
-            await asyncio.wait_for(running.wait(), WAIT_S)  # all eight run before the reload
-            await models.HandleReloadConfigRequest(
-                reload_request(config_text(f"scaled:{repo / 'scaled'}:2")), timeout=WAIT_S
-            )
-            reloaded.set()
-            await asyncio.wait_for(asyncio.gather(*clients), WAIT_S)
-            return versions, errors
-
-    versions, errors = asyncio.run(scenario())
+        clients = [asyncio.create_task(client()) for _ in range(8)]
+        await asyncio.wait_for(running.wait(), WAIT_S)  # all eight run before the reload
+        await models.HandleReloadConfigRequest(
+            reload_request(config_text(f"scaled:{repo / 'scaled'}:2")), timeout=WAIT_S
+        )
+        reloaded.set()
+        await asyncio.wait_for(asyncio.gather(*clients), WAIT_S)
     assert errors == []
     assert set(versions) == {1, 2}
 

@@ -65,7 +65,7 @@ def _reload(gateway: GatewayProcess, text: str, token: str | None) -> grpc.Statu
                 reload_request(text), timeout=120, metadata=_bearer(token)
             )
         except grpc.RpcError as error:
-            return error.code()  # type: ignore[no-any-return]
+            return error.code()
     return grpc.StatusCode.OK
 
 
@@ -84,13 +84,13 @@ def _v2_grpc(gateway: GatewayProcess, op: str, model: str, token: str | None) ->
         stub = v2_grpc.GRPCInferenceServiceStub(channel)
         try:
             if op == "load":
-                request = v2_pb.RepositoryModelLoadRequest(model_name=model)
-                stub.RepositoryModelLoad(request, timeout=120, metadata=_bearer(token))
+                load = v2_pb.RepositoryModelLoadRequest(model_name=model)
+                stub.RepositoryModelLoad(load, timeout=120, metadata=_bearer(token))
             else:
-                request = v2_pb.RepositoryModelUnloadRequest(model_name=model)
-                stub.RepositoryModelUnload(request, timeout=120, metadata=_bearer(token))
+                unload = v2_pb.RepositoryModelUnloadRequest(model_name=model)
+                stub.RepositoryModelUnload(unload, timeout=120, metadata=_bearer(token))
         except grpc.RpcError as error:
-            return error.code()  # type: ignore[no-any-return]
+            return error.code()
     return grpc.StatusCode.OK
 
 

@@ -22,6 +22,7 @@ from collections import Counter
 from collections.abc import Iterator
 from dataclasses import dataclass, field
 from pathlib import Path
+from typing import Any
 
 import grpc
 import numpy as np
@@ -133,8 +134,9 @@ async def load_and_drain(targets: list[str], drained: GatewayProcess) -> tuple[T
 
         callers = [asyncio.create_task(caller()) for _ in range(CALLERS)]
         waiter = asyncio.create_task(all_answered.wait())
-        finished = asyncio.gather(*callers)
-        await asyncio.wait([waiter, finished], return_when=asyncio.FIRST_COMPLETED)
+        finished: asyncio.Future[Any] = asyncio.gather(*callers)
+        either: list[asyncio.Future[Any]] = [waiter, finished]
+        await asyncio.wait(either, return_when=asyncio.FIRST_COMPLETED)
         assert all_answered.is_set(), f"not every replica answered: {tally.answers}"
         drained.process.send_signal(signal.SIGTERM)
         draining = True
@@ -144,11 +146,11 @@ async def load_and_drain(targets: list[str], drained: GatewayProcess) -> tuple[T
     return tally, exit_code[0]
 
 
-def test_draining_one_replica_under_load_fails_nothing_but_refusals(
+async def test_draining_one_replica_under_load_fails_nothing_but_refusals(
     replicas: list[GatewayProcess],
 ) -> None:
     drained, *others = replicas
-    tally, code = asyncio.run(load_and_drain([g.target for g in replicas], drained))
+    tally, code = await load_and_drain([g.target for g in replicas], drained)
 
     assert code == 0, drained.log()
     assert tally.sent < MAX_REQUESTS, f"the drained replica did not exit: {tally}"

@@ -108,7 +108,9 @@ def test_a_base_path_gone_for_a_while_or_mistyped_keeps_the_model_serving(tmp_pa
         assert status(channel, "scaled") == [(1, State.AVAILABLE, "")]
 
 
-def test_large_requests_that_fit_the_input_area_one_at_a_time_all_succeed(tmp_path: Path) -> None:
+async def test_large_requests_that_fit_the_input_area_one_at_a_time_all_succeed(
+    tmp_path: Path,
+) -> None:
     """Defect 7: with 1 MiB input areas, 800 KB requests, six in flight on one worker: each
     waits for room instead of RESOURCE_EXHAUSTED "input area is full; retry later"."""
     onnx_models.scaled(tmp_path / "scaled" / "1" / "model.onnx", 2.0)
@@ -120,8 +122,8 @@ def test_large_requests_that_fit_the_input_area_one_at_a_time_all_succeed(tmp_pa
     ]
     rows = 100_000  # x float32[rows, 2]: 800 KB
 
-    async def scenario(target: str) -> list[float]:
-        async with grpc.aio.insecure_channel(target) as channel:
+    with running_gateway(args, tmp_path) as gateway:
+        async with grpc.aio.insecure_channel(gateway.target) as channel:
             stub = prediction_service_pb2_grpc.PredictionServiceStub(channel)
 
             async def call(i: int) -> float:
@@ -131,7 +133,5 @@ def test_large_requests_that_fit_the_input_area_one_at_a_time_all_succeed(tmp_pa
                 assert y.shape == (rows, 2)
                 return float(y[-1, -1])
 
-            return await asyncio.gather(*(call(i) for i in range(6)))
-
-    with running_gateway(args, tmp_path) as gateway:
-        assert asyncio.run(scenario(gateway.target)) == [0.0, 2.0, 4.0, 6.0, 8.0, 10.0]
+            lasts = await asyncio.gather(*(call(i) for i in range(6)))
+        assert lasts == [0.0, 2.0, 4.0, 6.0, 8.0, 10.0]

@@ -9,9 +9,9 @@ import signal
 import subprocess
 from pathlib import Path
 
-from bench.measure.usage import children
 from tests.support.gateway_proc import gateway_command, wait_gone
 from tests.support.inotify import IN_CLOSE_NOWRITE, PathEvents
+from tests.support.leftovers import children
 
 
 def test_sigterm_during_a_failing_first_load_stops_the_gateway(tmp_path: Path) -> None:

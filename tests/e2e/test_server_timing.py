@@ -67,7 +67,7 @@ def _tf_grpc(gateway: GatewayProcess, rows: int) -> str:
     with grpc.insecure_channel(gateway.target) as channel:
         stub = prediction_service_pb2_grpc.PredictionServiceStub(channel)
         _, call = stub.Predict.with_call(predict_request("mlp", {"x": x}), timeout=30)
-    return dict(call.trailing_metadata())["server-timing"]  # type: ignore[no-any-return]
+    return dict(call.trailing_metadata())["server-timing"]
 
 
 def _v2_grpc(gateway: GatewayProcess, rows: int) -> str:
@@ -77,7 +77,7 @@ def _v2_grpc(gateway: GatewayProcess, rows: int) -> str:
     with grpc.insecure_channel(gateway.target) as channel:
         stub = v2_grpc.GRPCInferenceServiceStub(channel)
         _, call = stub.ModelInfer.with_call(request, timeout=30)
-    return dict(call.trailing_metadata())["server-timing"]  # type: ignore[no-any-return]
+    return dict(call.trailing_metadata())["server-timing"]
 
 
 def _tf_rest(gateway: GatewayProcess, rows: int) -> str:

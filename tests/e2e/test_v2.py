@@ -220,9 +220,10 @@ def _stats(entry: dict[str, Any], name: str, version: str) -> dict[str, Any]:
 
 
 def _count(stats: dict[str, Any], *path: str) -> int:
+    value: Any = stats
     for key in path:
-        stats = stats.get(key, {})
-    return int(stats or 0)  # protobuf's JSON leaves zeros out and writes uint64 as strings
+        value = value.get(key, {})
+    return int(value or 0)  # protobuf's JSON leaves zeros out and writes uint64 as strings
 
 
 def test_statistics_count_this_session_s_inferences(
@@ -257,7 +258,7 @@ def _grown(before: str, after: str, name: str, **labels: str) -> float:
     return sample(after, name, **labels) - sample(before, name, **labels)
 
 
-def test_a_v2_and_a_tf_serving_request_share_one_batch(
+async def test_a_v2_and_a_tf_serving_request_share_one_batch(
     v2_gateway: V2Gateway,  # noqa: F811
     tmp_path: Path,
 ) -> None:
@@ -270,16 +271,13 @@ def test_a_v2_and_a_tf_serving_request_share_one_batch(
     grpc_target, http_target = targets(gateway)
     before = scrape(gateway)
 
-    async def both() -> tuple[Any, Any]:
-        async with grpc.aio.insecure_channel(gateway.target) as channel:
-            stub = prediction_service_pb2_grpc.PredictionServiceStub(channel)
-            tf_call = stub.Predict(predict_request("held", {"x": x_tf}), timeout=60)
-            v2_call = triton_client.run_calls(
-                grpc_target, http_target, plan.calls, plan.arrays, tmp_path
-            )
-            return await asyncio.gather(tf_call, v2_call)
-
-    tf_response, (results, outputs) = asyncio.run(both())
+    async with grpc.aio.insecure_channel(gateway.target) as channel:
+        stub = prediction_service_pb2_grpc.PredictionServiceStub(channel)
+        tf_call = stub.Predict(predict_request("held", {"x": x_tf}), timeout=60)
+        v2_call = triton_client.run_calls(
+            grpc_target, http_target, plan.calls, plan.arrays, tmp_path
+        )
+        tf_response, (results, outputs) = await asyncio.gather(tf_call, v2_call)
     after = scrape(gateway)
     assert _grown(before, after, "tensorgate_worker_runs_total") == 1
     held = {"model_name": "held", "version": "1"}

@@ -5,10 +5,9 @@ Nothing is faked: no worker is needed, as no run is sent."""
 
 from __future__ import annotations
 
-import asyncio
 import os
-from collections.abc import Iterator
-from typing import Any
+from collections.abc import AsyncIterator, Iterator
+from contextlib import asynccontextmanager
 
 import pytest
 
@@ -26,26 +25,24 @@ def table() -> Iterator[LoadTable]:
     os.close(memfd)
 
 
-def run(table: LoadTable, scenario: Any) -> list[str]:
-    changes: list[str] = []
-
-    async def go() -> None:
-        side = RunSide(SharedLoadDispatcher(table, 0), lambda: changes.append("changed"))
-        try:
-            await scenario(side)
-        finally:
-            side.close()
-
-    asyncio.run(go())
-    return changes
+@asynccontextmanager
+async def run_side(table: LoadTable, changes: list[str]) -> AsyncIterator[RunSide]:
+    """A run side over ``table`` that appends "changed" to ``changes`` at each change of its
+    links or routes (closed at the end)."""
+    side = RunSide(SharedLoadDispatcher(table, 0), lambda: changes.append("changed"))
+    try:
+        yield side
+    finally:
+        side.close()
 
 
 def _fds(index: int) -> list[int]:
     return channel_fds(index, 4096, 4096)
 
 
-def test_a_channel_becomes_a_routable_link_and_routes_follow(table: LoadTable) -> None:
-    async def scenario(side: RunSide) -> None:
+async def test_a_channel_becomes_a_routable_link_and_routes_follow(table: LoadTable) -> None:
+    changes: list[str] = []
+    async with run_side(table, changes) as side:
         side.worker(1, 4242, ["m:1"], _fds(1))
         (link,) = side.dispatcher.links
         assert (link.index, link.routed, link.alive) == (1, {"m:1"}, True)
@@ -53,14 +50,14 @@ def test_a_channel_becomes_a_routable_link_and_routes_follow(table: LoadTable) -
         side.route(1, "m:2")
         side.unroute(1, "m:1")
         assert link.routed == {"m:2"}
+    assert changes == ["changed"] * 3
 
-    assert run(table, scenario) == ["changed"] * 3
 
-
-def test_a_death_closes_the_endpoint_with_its_reason_and_a_stale_pid_is_ignored(
+async def test_a_death_closes_the_endpoint_with_its_reason_and_a_stale_pid_is_ignored(
     table: LoadTable,
 ) -> None:
-    async def scenario(side: RunSide) -> None:
+    changes: list[str] = []
+    async with run_side(table, changes) as side:
         side.worker(0, 10, ["m:1"], _fds(0))
         (link,) = side.dispatcher.links
         side.gone(0, 9, "an older process")  # not the current worker: nothing
@@ -69,12 +66,12 @@ def test_a_death_closes_the_endpoint_with_its_reason_and_a_stale_pid_is_ignored(
         assert link.endpoint.closed is not None
         assert link.endpoint.closed.message == "worker 0 exited (code -9)"
         assert not link.alive
+    assert changes == ["changed", "changed"]
 
-    assert run(table, scenario) == ["changed", "changed"]
 
-
-def test_a_replacement_closes_the_old_channel_and_routes_to_the_new(table: LoadTable) -> None:
-    async def scenario(side: RunSide) -> None:
+async def test_a_replacement_closes_the_old_channel_and_routes_to_the_new(table: LoadTable) -> None:
+    changes: list[str] = []
+    async with run_side(table, changes) as side:
         side.worker(0, 10, ["m:1"], _fds(0))
         (old,) = side.dispatcher.links
         side.worker(0, 11, ["m:1"], _fds(0))
@@ -84,12 +81,12 @@ def test_a_replacement_closes_the_old_channel_and_routes_to_the_new(table: LoadT
         assert side.dispatcher.pick("m:1") is new
         side.gone(0, 10, "the old one exited")  # the replaced pid: nothing
         assert new.endpoint.closed is None
+    assert changes == ["changed", "changed"]
 
-    assert run(table, scenario) == ["changed", "changed"]
 
-
-def test_a_channel_without_four_descriptors_is_closed_and_refused(table: LoadTable) -> None:
-    async def scenario(side: RunSide) -> None:
+async def test_a_channel_without_four_descriptors_is_closed_and_refused(table: LoadTable) -> None:
+    changes: list[str] = []
+    async with run_side(table, changes) as side:
         *fds, extra = _fds(0)
         os.close(extra)
         side.worker(0, 10, [], fds)
@@ -97,16 +94,13 @@ def test_a_channel_without_four_descriptors_is_closed_and_refused(table: LoadTab
         for fd in fds:
             with pytest.raises(OSError):
                 os.fstat(fd)
+    assert changes == []
 
-    assert run(table, scenario) == []
 
-
-def test_closing_fails_every_channel_as_shutting_down(table: LoadTable) -> None:
-    async def scenario(side: RunSide) -> None:
+async def test_closing_fails_every_channel_as_shutting_down(table: LoadTable) -> None:
+    async with run_side(table, []) as side:
         side.worker(0, 10, [], _fds(0))
         (link,) = side.dispatcher.links
         side.close()
         assert link.endpoint.closed is not None
         assert link.endpoint.closed.message == "the server is shutting down"
-
-    run(table, scenario)

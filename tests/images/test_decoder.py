@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-import asyncio
 import json
 import os
 import threading
@@ -28,7 +27,7 @@ class ReadBy(dict[str, np.ndarray]):
         super().__init__(arrays)
         self.threads: set[int] = set()
 
-    def get(self, key: str, default: object = None) -> np.ndarray:  # type: ignore[override]
+    def get(self, key: str, default: object = None) -> np.ndarray:
         self.threads.add(threading.get_ident())
         return super().get(key)  # type: ignore[return-value]
 
@@ -43,22 +42,19 @@ def one_image() -> np.ndarray:
     return array
 
 
-def test_images_are_decoded_off_the_event_loops_thread(tmp_path: Path) -> None:
+async def test_images_are_decoded_off_the_event_loops_thread(tmp_path: Path) -> None:
     decoder = ImageDecoder(threads=1)
     inputs = ReadBy(x=one_image())
 
-    async def decode() -> dict[str, np.ndarray]:
-        return await decoder.decode(str(tmp_path), [SPEC], inputs)
-
     try:
-        out = asyncio.run(decode())
+        out = await decoder.decode(str(tmp_path), [SPEC], inputs)
     finally:
         decoder.close()
     assert out["x"].shape == (1, 4, 4, 3)
     assert inputs.threads and threading.get_ident() not in inputs.threads
 
 
-def test_a_version_s_options_are_read_again_when_its_file_changes(tmp_path: Path) -> None:
+async def test_a_version_s_options_are_read_again_when_its_file_changes(tmp_path: Path) -> None:
     decoder = ImageDecoder(threads=1)
     folder = str(tmp_path)
 
@@ -67,15 +63,15 @@ def test_a_version_s_options_are_read_again_when_its_file_changes(tmp_path: Path
         return float(out["x"][0, 0, 0, 0])
 
     try:
-        plain = asyncio.run(first_value())
+        plain = await first_value()
         path = tmp_path / OPTIONS_FILE
         path.write_text(json.dumps({"range": [0, 1]}))
         os.utime(path, ns=(1, 1))  # a stamp of its own, whatever the clock's resolution
-        assert asyncio.run(first_value()) == pytest.approx(plain / 255)
+        assert await first_value() == pytest.approx(plain / 255)
         path.write_text("{")
         os.utime(path, ns=(2, 2))
         with pytest.raises(FailedPrecondition, match="not JSON"):
-            asyncio.run(first_value())
+            await first_value()
     finally:
         decoder.close()
 

@@ -65,7 +65,9 @@ def test_channel_order_range_mean_and_std_apply_in_that_order() -> None:
     spec = Spec("x", "float32", (-1, 6, 8, 3))
     out = decode_inputs([spec], {"x": strings(data)}, options, LIMITS)["x"][0]
     bgr = rgb[:, :, ::-1] / 255.0
-    expected = (bgr - np.float32([0.1, 0.2, 0.3])) / np.float32([0.5, 0.25, 2.0])
+    expected = (bgr - np.array([0.1, 0.2, 0.3], np.float32)) / np.array(
+        [0.5, 0.25, 2.0], np.float32
+    )
     np.testing.assert_allclose(out, expected, rtol=1e-6, atol=1e-6)
 
 

@@ -48,8 +48,8 @@ QUERIES = [
 ]
 
 
-def test_a_front_end_answers_every_query_as_the_supervisor_does(tmp_path: Path) -> None:
-    models = served(tmp_path)
+async def test_a_front_end_answers_every_query_as_the_supervisor_does(tmp_path: Path) -> None:
+    models = await served(tmp_path)
     wire = json.loads(json.dumps(snapshot.snapshot_to_wire(models, serial=1)))  # what crosses
     dispatcher, (link,) = fake_dispatcher(1)
     link.routed = {"a:1", "a:2", "b:4"}

@@ -19,4 +19,4 @@ def versions(base: Path, *numbers: int) -> None:
 
 def manager(pool: FakePool, *specs: ModelSpecConfig, **kw: Any) -> ModelManager:
     """A manager of ``specs`` on ``pool`` (one intra- and inter-op thread; ``kw``: its options)."""
-    return ModelManager(pool, list(specs), intra_op=1, inter_op=1, **kw)  # type: ignore[arg-type]
+    return ModelManager(pool, list(specs), intra_op=1, inter_op=1, **kw)

@@ -3,7 +3,6 @@ config in place (a fake worker pool at the one seam)."""
 
 from __future__ import annotations
 
-import asyncio
 import logging
 from pathlib import Path
 
@@ -16,7 +15,7 @@ from tests.models.harness import versions
 from tests.support.fakes import FakePool
 
 
-def test_a_rewritten_file_is_applied_and_a_bad_one_ignored(
+async def test_a_rewritten_file_is_applied_and_a_bad_one_ignored(
     tmp_path: Path, caplog: pytest.LogCaptureFixture
 ) -> None:
     versions(tmp_path / "a", 1)
@@ -29,7 +28,7 @@ def test_a_rewritten_file_is_applied_and_a_bad_one_ignored(
     def config(name: str) -> str:
         return f'model_config_list {{ config {{ name: "{name}" base_path: "{tmp_path / name}" }} }}'
 
-    async def scenario() -> None:
+    with caplog.at_level(logging.INFO, logger="gateway.models.config_poll"):
         await models.reconcile()
         path.write_text(config("a"))
         poll = ConfigFilePoll(str(path), models)
@@ -44,15 +43,12 @@ def test_a_rewritten_file_is_applied_and_a_bad_one_ignored(
         assert await poll.reload()
         assert [s.name for s in models.specs()] == ["b"]
         assert pool.calls[1:] == [("unload", "a:1"), ("load", "b:1")]
-
-    with caplog.at_level(logging.INFO, logger="gateway.models.config_poll"):
-        asyncio.run(scenario())
     assert "Failed to read ModelServerConfig file: Error parsing text-format" in caplog.text
     assert "Taking no action for empty config" in caplog.text
     assert "Could not read tensorflow.serving.ModelServerConfig file" in caplog.text
 
 
-def test_the_file_is_compared_with_the_file_last_read_not_the_config_in_force(
+async def test_the_file_is_compared_with_the_file_last_read_not_the_config_in_force(
     tmp_path: Path,
 ) -> None:
     """An unload made another way (V2's repository) is not undone while the file is unchanged;
@@ -76,15 +72,12 @@ def test_the_file_is_compared_with_the_file_last_read_not_the_config_in_force(
         on_change=lambda: pushed.append(sorted(s.name for s in models.specs())),
     )
 
-    async def scenario() -> None:
-        await models.reconcile()
-        poll = ConfigFilePoll(str(path), models)
-        await models.apply([a])  # V2: unload b
-        pushed.clear()
-        assert not await poll.reload()  # the file did not change: b stays unloaded
-        assert [s.name for s in models.specs()] == ["a"] and pushed == []
-        path.write_text(path.read_text().replace('name: "a"', 'name: "c"').replace("/a", "/b"))
-        assert await poll.reload()
-        assert sorted(s.name for s in models.specs()) == ["b", "c"] and ["b", "c"] in pushed
-
-    asyncio.run(scenario())
+    await models.reconcile()
+    poll = ConfigFilePoll(str(path), models)
+    await models.apply([a])  # V2: unload b
+    pushed.clear()
+    assert not await poll.reload()  # the file did not change: b stays unloaded
+    assert [s.name for s in models.specs()] == ["a"] and pushed == []
+    path.write_text(path.read_text().replace('name: "a"', 'name: "c"').replace("/a", "/b"))
+    assert await poll.reload()
+    assert sorted(s.name for s in models.specs()) == ["b", "c"] and ["b", "c"] in pushed

@@ -30,7 +30,7 @@ def _version(base: Path, version: int = 3) -> str:
     return str(directory)
 
 
-def test_the_workers_load_what_the_version_folder_and_options_say(tmp_path: Path) -> None:
+async def test_the_workers_load_what_the_version_folder_and_options_say(tmp_path: Path) -> None:
     directory = _version(tmp_path)
     pool = FakePool()
     warmed: list[Servable] = []
@@ -40,7 +40,7 @@ def test_the_workers_load_what_the_version_folder_and_options_say(tmp_path: Path
         return [WarmupRun("serving_default", {"x": np.zeros((1, 4), np.float32)}, iterations=2)]
 
     loader = VersionLoader(
-        pool,  # type: ignore[arg-type]
+        pool,
         intra_op=2,
         inter_op=1,
         tags=("serve", "gpu"),
@@ -48,7 +48,7 @@ def test_the_workers_load_what_the_version_folder_and_options_say(tmp_path: Path
         warmup=warmup,
     )
     spec = ModelSpecConfig("m", str(tmp_path))
-    servable, reports = asyncio.run(loader.load(spec, 3, directory, asyncio.Event()))
+    servable, reports = await loader.load(spec, 3, directory, asyncio.Event())
     load = pool.specs["m:3"]
     assert (load.path, load.platform, load.intra_op, load.inter_op) == (
         f"{directory}/model.onnx",
@@ -68,7 +68,7 @@ def test_the_workers_load_what_the_version_folder_and_options_say(tmp_path: Path
     assert [r.runs for r in reports] == [2]
 
 
-def test_the_check_before_load_can_refuse_an_attempt(tmp_path: Path) -> None:
+async def test_the_check_before_load_can_refuse_an_attempt(tmp_path: Path) -> None:
     directory = _version(tmp_path)
     pool = FakePool()
     checked: list[tuple[str, int, str]] = []
@@ -77,9 +77,9 @@ def test_the_check_before_load_can_refuse_an_attempt(tmp_path: Path) -> None:
         checked.append((model, version, folder))
         raise FailedPrecondition("bad batching_params.pbtxt")
 
-    loader = VersionLoader(pool, 1, 1, before_load=before_load)  # type: ignore[arg-type]
+    loader = VersionLoader(pool, 1, 1, before_load=before_load)
     with pytest.raises(FailedPrecondition, match=r"bad batching_params\.pbtxt"):
-        asyncio.run(loader.load(ModelSpecConfig("m", str(tmp_path)), 3, directory, asyncio.Event()))
+        await loader.load(ModelSpecConfig("m", str(tmp_path)), 3, directory, asyncio.Event())
     assert checked == [("m", 3, directory)] and pool.calls == []
 
 
@@ -95,34 +95,31 @@ class Failing(FakePool):
         raise self.errors.pop(0)
 
 
-def test_a_failed_load_is_retried_then_its_last_error_stands(tmp_path: Path) -> None:
+async def test_a_failed_load_is_retried_then_its_last_error_stands(tmp_path: Path) -> None:
     directory = _version(tmp_path)
     pool = Failing(NotFound("first"), NotFound("second"), NotFound("third"))
-    loader = VersionLoader(pool, 1, 1, options=LoadOptions(retries=2))  # type: ignore[arg-type]
+    loader = VersionLoader(pool, 1, 1, options=LoadOptions(retries=2))
     spec = ModelSpecConfig("m", str(tmp_path))
     with pytest.raises(NotFound, match=r"^third$"):
-        asyncio.run(loader.load(spec, 3, directory, asyncio.Event()))
+        await loader.load(spec, 3, directory, asyncio.Event())
     assert pool.calls == [("load", "m:3")] * 3  # 1 + retries
 
 
-def test_a_superseded_model_stops_waiting_to_retry(tmp_path: Path) -> None:
+async def test_a_superseded_model_stops_waiting_to_retry(tmp_path: Path) -> None:
     directory = _version(tmp_path)
     pool = FakePool(fail={"m:3": NotFound("corrupt")})
     options = LoadOptions(retries=5, retry_interval_s=3600.0)
-    loader = VersionLoader(pool, 1, 1, options=options)  # type: ignore[arg-type]
+    loader = VersionLoader(pool, 1, 1, options=options)
 
-    async def scenario() -> None:
-        superseded = asyncio.Event()
-        spec = ModelSpecConfig("m", str(tmp_path))
-        loading = asyncio.create_task(loader.load(spec, 3, directory, superseded))
-        await settle()
-        assert pool.calls == [("load", "m:3")] and not loading.done()  # waits an hour to retry
-        superseded.set()
-        with pytest.raises(NotFound, match="corrupt"):
-            await asyncio.wait_for(loading, WAIT_S)
-        assert pool.calls == [("load", "m:3")]
-
-    asyncio.run(scenario())
+    superseded = asyncio.Event()
+    spec = ModelSpecConfig("m", str(tmp_path))
+    loading = asyncio.create_task(loader.load(spec, 3, directory, superseded))
+    await settle()
+    assert pool.calls == [("load", "m:3")] and not loading.done()  # waits an hour to retry
+    superseded.set()
+    with pytest.raises(NotFound, match="corrupt"):
+        await asyncio.wait_for(loading, WAIT_S)
+    assert pool.calls == [("load", "m:3")]
 
 
 def test_load_options_from_the_flags() -> None:
@@ -144,30 +141,30 @@ def test_load_options_from_the_flags() -> None:
     assert LoadOptions.from_settings(negative).retry_interval_s == 0.0
 
 
-def test_the_runtime_flag_reaches_the_workers(tmp_path: Path) -> None:
+async def test_the_runtime_flag_reaches_the_workers(tmp_path: Path) -> None:
     directory = _version(tmp_path)
     pool = FakePool()
     runtimes = Settings(
         model_base_path="/m", model_runtimes="m=openvino:bf16"
     ).model_runtime_choices
-    loader = VersionLoader(pool, intra_op=1, inter_op=1, options=LoadOptions(runtimes=runtimes))  # type: ignore[arg-type]
-    asyncio.run(loader.load(ModelSpecConfig("m", str(tmp_path)), 3, directory, asyncio.Event()))
+    loader = VersionLoader(pool, intra_op=1, inter_op=1, options=LoadOptions(runtimes=runtimes))
+    await loader.load(ModelSpecConfig("m", str(tmp_path)), 3, directory, asyncio.Event())
     assert (pool.specs["m:3"].runtime, pool.specs["m:3"].precision) == ("openvino", "bf16")
 
     native = LoadOptions(runtimes={"*": RuntimeChoice("onnxruntime")})
-    loader = VersionLoader(pool, intra_op=1, inter_op=1, options=native)  # type: ignore[arg-type]
-    asyncio.run(loader.load(ModelSpecConfig("n", str(tmp_path)), 3, directory, asyncio.Event()))
+    loader = VersionLoader(pool, intra_op=1, inter_op=1, options=native)
+    await loader.load(ModelSpecConfig("n", str(tmp_path)), 3, directory, asyncio.Event())
     assert (pool.specs["n:3"].runtime, pool.specs["n:3"].precision) == ("", "")
 
 
-def test_a_runtime_that_cannot_serve_the_platform_fails_the_load(tmp_path: Path) -> None:
+async def test_a_runtime_that_cannot_serve_the_platform_fails_the_load(tmp_path: Path) -> None:
     directory = _version(tmp_path)
     runtimes = Settings(model_base_path="/m", model_runtimes="*=tensorflow").model_runtime_choices
     loader = VersionLoader(
         FakePool(), intra_op=1, inter_op=1, options=LoadOptions(runtimes=runtimes)
-    )  # type: ignore[arg-type]
+    )
     with pytest.raises(FailedPrecondition) as raised:
-        asyncio.run(loader.load(ModelSpecConfig("m", str(tmp_path)), 3, directory, asyncio.Event()))
+        await loader.load(ModelSpecConfig("m", str(tmp_path)), 3, directory, asyncio.Event())
     assert raised.value.message == (
         "model m: runtime tensorflow cannot serve onnx models (--model_runtimes)"
     )

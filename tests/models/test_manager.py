@@ -3,9 +3,8 @@
 from __future__ import annotations
 
 import asyncio
-from collections.abc import Coroutine
 from pathlib import Path
-from typing import Any, TypeVar
+from typing import TypeVar
 
 import numpy as np
 import pytest
@@ -24,15 +23,15 @@ WAIT_S = 30.0
 """Bound of every wait (never reached when things work)."""
 
 
-def test_latest_serves_the_highest_and_rolls_forward_load_first(tmp_path: Path) -> None:
+async def test_latest_serves_the_highest_and_rolls_forward_load_first(tmp_path: Path) -> None:
     versions(tmp_path, 1, 2)
     pool = FakePool()
     models = manager(pool, ModelSpecConfig("m", str(tmp_path)))
-    asyncio.run(models.reconcile())
+    await models.reconcile()
     assert pool.calls == [("load", "m:2")]
     assert models.resolve("m").version == 2
     versions(tmp_path, 3)
-    asyncio.run(models.reconcile())
+    await models.reconcile()
     assert pool.calls[1:] == [("load", "m:3"), ("unload", "m:2")]  # never without a version
     assert [(s.version, s.state) for s in models.statuses("m")] == [
         (2, State.END),
@@ -40,7 +39,7 @@ def test_latest_serves_the_highest_and_rolls_forward_load_first(tmp_path: Path) 
     ]
 
 
-def test_all_and_specific_policies(tmp_path: Path) -> None:
+async def test_all_and_specific_policies(tmp_path: Path) -> None:
     versions(tmp_path / "a", 1, 2, 5)
     versions(tmp_path / "s", 1, 2, 5)
     pool = FakePool()
@@ -51,19 +50,19 @@ def test_all_and_specific_policies(tmp_path: Path) -> None:
             "s", str(tmp_path / "s"), policy="specific", num_versions=0, versions=(1, 5)
         ),
     )
-    asyncio.run(models.reconcile())
+    await models.reconcile()
     assert sorted(pool.loaded) == ["a:1", "a:2", "a:5", "s:1", "s:5"]
     assert models.resolve("a").version == 5  # no version asked: the latest served
     assert models.resolve("s", version=1).version == 1
 
 
-def test_labels_resolve_and_unknown_ones_are_refused(tmp_path: Path) -> None:
+async def test_labels_resolve_and_unknown_ones_are_refused(tmp_path: Path) -> None:
     versions(tmp_path, 1, 2)
     spec = ModelSpecConfig(
         "m", str(tmp_path), policy="all", num_versions=0, labels={"stable": 1, "canary": 2}
     )
     models = manager(FakePool(), spec)
-    asyncio.run(models.reconcile())
+    await models.reconcile()
     assert models.resolve("m", label="stable").version == 1
     with pytest.raises(InvalidArgument, match="Unrecognized servable version label: beta"):
         models.resolve("m", label="beta")
@@ -71,10 +70,10 @@ def test_labels_resolve_and_unknown_ones_are_refused(tmp_path: Path) -> None:
         models.resolve("m", version=1, label="stable")
 
 
-def test_not_found_texts_are_tf_servings(tmp_path: Path) -> None:
+async def test_not_found_texts_are_tf_servings(tmp_path: Path) -> None:
     versions(tmp_path, 1)
     models = manager(FakePool(), ModelSpecConfig("m", str(tmp_path)))
-    asyncio.run(models.reconcile())
+    await models.reconcile()
     with pytest.raises(NotFound, match=r"^Servable not found for request: Latest\(nope\)$"):
         models.resolve("nope")
     with pytest.raises(NotFound, match=r"^Servable not found for request: Specific\(m, 7\)$"):
@@ -85,7 +84,9 @@ def test_not_found_texts_are_tf_servings(tmp_path: Path) -> None:
         models.statuses("nope")
 
 
-def test_a_failed_load_is_reported_kept_apart_and_not_retried_in_a_loop(tmp_path: Path) -> None:
+async def test_a_failed_load_is_reported_kept_apart_and_not_retried_in_a_loop(
+    tmp_path: Path,
+) -> None:
     versions(tmp_path / "good", 1)
     versions(tmp_path / "bad", 1)
     pool = FakePool(fail={"bad:1": FailedPrecondition("the model file is corrupt")})
@@ -94,27 +95,27 @@ def test_a_failed_load_is_reported_kept_apart_and_not_retried_in_a_loop(tmp_path
         ModelSpecConfig("good", str(tmp_path / "good")),
         ModelSpecConfig("bad", str(tmp_path / "bad")),
     )
-    asyncio.run(models.reconcile())
+    await models.reconcile()
     (status,) = models.statuses("bad")
     assert status.state == State.END and status.error is not None
     assert status.error.message == "the model file is corrupt"
     assert models.is_available("good") and not models.is_available("bad")
     assert not models.all_available()
-    asyncio.run(models.reconcile())
+    await models.reconcile()
     assert pool.calls.count(("load", "bad:1")) == 1
 
 
-def test_a_version_folder_without_a_model_fails_that_version(tmp_path: Path) -> None:
+async def test_a_version_folder_without_a_model_fails_that_version(tmp_path: Path) -> None:
     (tmp_path / "1").mkdir()
     (tmp_path / "notaversion").mkdir()
     models = manager(FakePool(), ModelSpecConfig("m", str(tmp_path)))
-    asyncio.run(models.reconcile())
+    await models.reconcile()
     (status,) = models.statuses("m")
     assert status.version == 1 and status.state == State.END
     assert status.error is not None and "no model.onnx or saved_model.pb" in status.error.message
 
 
-def test_hooks_run_around_loads_and_unloads_in_order(tmp_path: Path) -> None:
+async def test_hooks_run_around_loads_and_unloads_in_order(tmp_path: Path) -> None:
     versions(tmp_path, 1)
     pool = FakePool()
     seen: list[tuple[str, object]] = []
@@ -134,12 +135,12 @@ def test_hooks_run_around_loads_and_unloads_in_order(tmp_path: Path) -> None:
         before_load=before_load,
         before_unload=before_unload,
     )
-    asyncio.run(models.reconcile())
+    await models.reconcile()
     versions(tmp_path, 2)
-    asyncio.run(models.reconcile())
+    await models.reconcile()
     assert models.statuses("m", 2)[0].error is not None  # refused by the hook, never loaded
     assert ("load", "m:2") not in pool.calls
-    asyncio.run(models.unload_all())
+    await models.unload_all()
     assert seen == [
         ("before_load", ("m", 1, "1")),
         ("before_load", ("m", 2, "2")),
@@ -149,11 +150,7 @@ def test_hooks_run_around_loads_and_unloads_in_order(tmp_path: Path) -> None:
 
 
 # -- a whole new config: add, change, remove; TF Serving's rules ---------------------------------
-def run(coro: Coroutine[Any, Any, T]) -> T:
-    return asyncio.run(coro)
-
-
-def test_apply_adds_changes_and_removes_models_draining_the_removed(tmp_path: Path) -> None:
+async def test_apply_adds_changes_and_removes_models_draining_the_removed(tmp_path: Path) -> None:
     versions(tmp_path / "a", 1, 2)
     versions(tmp_path / "b", 3)
     pool = FakePool()
@@ -165,30 +162,27 @@ def test_apply_adds_changes_and_removes_models_draining_the_removed(tmp_path: Pa
     a = ModelSpecConfig("a", str(tmp_path / "a"))
     b = ModelSpecConfig("b", str(tmp_path / "b"))
 
-    async def scenario() -> None:
-        models = manager(pool, a, before_unload=before_unload)
-        await models.apply([a])
-        assert models.resolve("a").version == 2
-        a1 = ModelSpecConfig("a", str(tmp_path / "a"), policy="specific", versions=(1,))
-        await models.apply([a1, b])  # a changes policy, b is new
-        assert models.resolve("a").version == 1 and models.resolve("b").version == 3
-        assert pool.calls[-3:] == [("load", "a:1"), ("unload", "a:2"), ("load", "b:3")] or (
-            pool.calls[-3:] == [("load", "a:1"), ("load", "b:3"), ("unload", "a:2")]
-        )
-        await models.apply([b])  # a is dropped: drained, unloaded, NOT_FOUND, states kept
-        assert drained == ["a:2", "a:1"]
-        assert "a:1" not in pool.loaded
-        with pytest.raises(NotFound, match=r"Servable not found for request: Latest\(a\)"):
-            models.resolve("a")
-        assert [s.state for s in models.statuses("a")] == [State.END, State.END]
-        assert not models.is_available("a") and models.all_available()
-        assert models.specs() == [b]
-        assert models.model_names() == ["a", "b"]  # "a" stays known: health says NOT_SERVING
-
-    run(scenario())
+    models = manager(pool, a, before_unload=before_unload)
+    await models.apply([a])
+    assert models.resolve("a").version == 2
+    a1 = ModelSpecConfig("a", str(tmp_path / "a"), policy="specific", versions=(1,))
+    await models.apply([a1, b])  # a changes policy, b is new
+    assert models.resolve("a").version == 1 and models.resolve("b").version == 3
+    assert pool.calls[-3:] == [("load", "a:1"), ("unload", "a:2"), ("load", "b:3")] or (
+        pool.calls[-3:] == [("load", "a:1"), ("load", "b:3"), ("unload", "a:2")]
+    )
+    await models.apply([b])  # a is dropped: drained, unloaded, NOT_FOUND, states kept
+    assert drained == ["a:2", "a:1"]
+    assert "a:1" not in pool.loaded
+    with pytest.raises(NotFound, match=r"Servable not found for request: Latest\(a\)"):
+        models.resolve("a")
+    assert [s.state for s in models.statuses("a")] == [State.END, State.END]
+    assert not models.is_available("a") and models.all_available()
+    assert models.specs() == [b]
+    assert models.model_names() == ["a", "b"]  # "a" stays known: health says NOT_SERVING
 
 
-def test_a_new_model_that_fails_is_tf_servings_unknown_error(tmp_path: Path) -> None:
+async def test_a_new_model_that_fails_is_tf_servings_unknown_error(tmp_path: Path) -> None:
     versions(tmp_path / "bad", 4)
     pool = FakePool(fail={"bad:4": FailedPrecondition("the model file is corrupt")})
     bad = ModelSpecConfig("bad", str(tmp_path / "bad"))
@@ -196,7 +190,7 @@ def test_a_new_model_that_fails_is_tf_servings_unknown_error(tmp_path: Path) -> 
     empty = ModelSpecConfig("empty", str(tmp_path / "nothing"))
     models = manager(pool)
     with pytest.raises(ServingError) as info:
-        run(models.apply([bad, empty]))
+        await models.apply([bad, empty])
     assert info.value.code == Code.UNKNOWN
     assert info.value.message == (
         "2 model(s) did not become available: {{{name: bad version: 4} due to error: "
@@ -206,32 +200,29 @@ def test_a_new_model_that_fails_is_tf_servings_unknown_error(tmp_path: Path) -> 
     assert models.specs() == [bad, empty]  # applied all the same; the failure is reported
 
 
-def test_labels_must_name_available_versions(tmp_path: Path) -> None:
+async def test_labels_must_name_available_versions(tmp_path: Path) -> None:
     versions(tmp_path, 1, 2)
     base = ModelSpecConfig("m", str(tmp_path), policy="specific", versions=(1,))
 
     def labelled(**labels: int) -> ModelSpecConfig:
         return ModelSpecConfig("m", str(tmp_path), policy="all", labels=labels)
 
-    async def scenario() -> None:
-        models = manager(FakePool())
-        await models.apply([base])
-        with pytest.raises(
-            FailedPrecondition,
-            match=r"^Request to assign label to version 2 of model m, which is not currently "
-            r"available for inference$",
-        ):
-            await models.apply([labelled(canary=2)])
-        assert models.specs() == [base]  # refused before any change
-        await models.apply([labelled(stable=1)])
-        assert models.resolve("m", label="stable").version == 1
-        await models.apply([labelled(stable=1, canary=2)])  # 2 is available now
-        assert models.resolve("m", label="canary").version == 2
-
-    run(scenario())
+    models = manager(FakePool())
+    await models.apply([base])
+    with pytest.raises(
+        FailedPrecondition,
+        match=r"^Request to assign label to version 2 of model m, which is not currently "
+        r"available for inference$",
+    ):
+        await models.apply([labelled(canary=2)])
+    assert models.specs() == [base]  # refused before any change
+    await models.apply([labelled(stable=1)])
+    assert models.resolve("m", label="stable").version == 1
+    await models.apply([labelled(stable=1, canary=2)])  # 2 is available now
+    assert models.resolve("m", label="canary").version == 2
 
 
-def test_a_label_move_and_a_model_added_without_its_base_path_tell_on_change(
+async def test_a_label_move_and_a_model_added_without_its_base_path_tell_on_change(
     tmp_path: Path,
 ) -> None:
     """What the registry answers changes though no version changes state: ``on_change`` hears
@@ -245,54 +236,48 @@ def test_a_label_move_and_a_model_added_without_its_base_path_tell_on_change(
     ghost = ModelSpecConfig("ghost", str(tmp_path / "not-yet"))
     changes: list[str] = []
 
-    async def scenario() -> None:
-        models = manager(FakePool(), on_change=lambda: changes.append("changed"))
-        await models.apply([ModelSpecConfig("m", str(tmp_path / "m"), policy="all")])
-        await models.apply([stable_on[1]])
-        changes.clear()
-        await models.apply([stable_on[1]])
-        assert changes == []
-        await models.apply([stable_on[2]])  # both versions serve already: only the label moves
-        assert changes and models.resolve("m", label="stable").version == 2
-        changes.clear()
-        await models.apply([stable_on[2], ghost])
-        assert changes and [s.name for s in models.specs()] == ["m", "ghost"]
-
-    run(scenario())
+    models = manager(FakePool(), on_change=lambda: changes.append("changed"))
+    await models.apply([ModelSpecConfig("m", str(tmp_path / "m"), policy="all")])
+    await models.apply([stable_on[1]])
+    changes.clear()
+    await models.apply([stable_on[1]])
+    assert changes == []
+    await models.apply([stable_on[2]])  # both versions serve already: only the label moves
+    assert changes and models.resolve("m", label="stable").version == 2
+    changes.clear()
+    await models.apply([stable_on[2], ghost])
+    assert changes and [s.name for s in models.specs()] == ["m", "ghost"]
 
 
-def test_allow_unavailable_labels_lets_only_new_labels_wait_for_their_version(
+async def test_allow_unavailable_labels_lets_only_new_labels_wait_for_their_version(
     tmp_path: Path,
 ) -> None:
     versions(tmp_path, 1)
     spec = ModelSpecConfig("m", str(tmp_path), policy="all", labels={"stable": 1, "next": 9})
 
-    async def scenario() -> None:
-        models = manager(FakePool(), options=LoadOptions(allow_unavailable_labels=True))
-        await models.apply([spec])  # "next" names version 9, not on disk: a new label may
-        with pytest.raises(NotFound, match=r"Specific\(m, 9\)"):
-            models.resolve("m", label="next")
-        moved = ModelSpecConfig("m", str(tmp_path), policy="all", labels={"stable": 9})
-        with pytest.raises(FailedPrecondition, match="version 9 of model m"):
-            await models.apply([moved])  # an in-use label never moves to an unavailable one
-
-    run(scenario())
+    models = manager(FakePool(), options=LoadOptions(allow_unavailable_labels=True))
+    await models.apply([spec])  # "next" names version 9, not on disk: a new label may
+    with pytest.raises(NotFound, match=r"Specific\(m, 9\)"):
+        models.resolve("m", label="next")
+    moved = ModelSpecConfig("m", str(tmp_path), policy="all", labels={"stable": 9})
+    with pytest.raises(FailedPrecondition, match="version 9 of model m"):
+        await models.apply([moved])  # an in-use label never moves to an unavailable one
 
 
-def test_a_model_may_not_change_platform(tmp_path: Path) -> None:
+async def test_a_model_may_not_change_platform(tmp_path: Path) -> None:
     versions(tmp_path, 1)
     models = manager(FakePool())
-    run(models.apply([ModelSpecConfig("m", str(tmp_path), platform="onnx")]))
+    await models.apply([ModelSpecConfig("m", str(tmp_path), platform="onnx")])
     with pytest.raises(
         InvalidArgument,
         match=r"^Illegal to change a model's platform. For model m platform was onnx and new "
         r"platform requested is tensorflow$",
     ):
-        run(models.apply([ModelSpecConfig("m", str(tmp_path), platform="tensorflow")]))
+        await models.apply([ModelSpecConfig("m", str(tmp_path), platform="tensorflow")])
 
 
 # -- load failures and retries ------------------------------------------------------------------
-def test_failed_loads_are_retried_then_given_up(tmp_path: Path) -> None:
+async def test_failed_loads_are_retried_then_given_up(tmp_path: Path) -> None:
     versions(tmp_path / "flaky", 1)
     versions(tmp_path / "broken", 1)
     error = FailedPrecondition("not yet")
@@ -303,7 +288,7 @@ def test_failed_loads_are_retried_then_given_up(tmp_path: Path) -> None:
         ModelSpecConfig("broken", str(tmp_path / "broken")),
         options=LoadOptions(retries=2),
     )
-    run(models.reconcile())
+    await models.reconcile()
     assert pool.calls.count(("load", "flaky:1")) == 3  # two failures, then it loads
     assert models.statuses("flaky")[0].state == State.AVAILABLE
     assert pool.calls.count(("load", "broken:1")) == 3  # 1 + max_num_load_retries
@@ -312,26 +297,23 @@ def test_failed_loads_are_retried_then_given_up(tmp_path: Path) -> None:
     assert models.is_available("flaky")  # a failing model never takes the others down
 
 
-def test_a_new_config_stops_the_retries_of_a_model_it_drops(tmp_path: Path) -> None:
+async def test_a_new_config_stops_the_retries_of_a_model_it_drops(tmp_path: Path) -> None:
     versions(tmp_path, 1)
     pool = FakePool(fail={"m:1": FailedPrecondition("corrupt")})
     spec = ModelSpecConfig("m", str(tmp_path))
     models = manager(pool, spec, options=LoadOptions(retries=5, retry_interval_s=3600.0))
 
-    async def scenario() -> None:
-        loading = asyncio.create_task(models.reconcile())
-        await settle()  # the first attempt failed; the retry waits an hour
-        assert pool.calls == [("load", "m:1")] and not loading.done()
-        await asyncio.wait_for(models.apply([]), WAIT_S)  # drops m: its wait ends at once
-        await asyncio.wait_for(loading, WAIT_S)
-        assert pool.calls == [("load", "m:1")]
-        assert models.statuses("m")[0].state == State.END
-
-    run(scenario())
+    loading = asyncio.create_task(models.reconcile())
+    await settle()  # the first attempt failed; the retry waits an hour
+    assert pool.calls == [("load", "m:1")] and not loading.done()
+    await asyncio.wait_for(models.apply([]), WAIT_S)  # drops m: its wait ends at once
+    await asyncio.wait_for(loading, WAIT_S)
+    assert pool.calls == [("load", "m:1")]
+    assert models.statuses("m")[0].state == State.END
 
 
 # -- placement and warmup -------------------------------------------------------------------------
-def test_each_version_gets_its_models_worker_count(tmp_path: Path) -> None:
+async def test_each_version_gets_its_models_worker_count(tmp_path: Path) -> None:
     versions(tmp_path / "big", 1)
     versions(tmp_path / "small", 1)
     versions(tmp_path / "other", 1)
@@ -342,22 +324,22 @@ def test_each_version_gets_its_models_worker_count(tmp_path: Path) -> None:
         *(ModelSpecConfig(n, str(tmp_path / n)) for n in ("big", "small", "other")),
         options=LoadOptions(placement=placement),
     )
-    run(models.reconcile())
+    await models.reconcile()
     assert {k: s.workers for k, s in pool.specs.items()} == {
         "big:1": 1,
         "small:1": 2,
         "other:1": 2,
     }
-    assert run_placement_default(tmp_path) == 0
+    assert await placement_default(tmp_path) == 0
 
 
-def run_placement_default(tmp_path: Path) -> int:
+async def placement_default(tmp_path: Path) -> int:
     pool = FakePool()
-    run(manager(pool, ModelSpecConfig("big", str(tmp_path / "big"))).reconcile())
+    await manager(pool, ModelSpecConfig("big", str(tmp_path / "big"))).reconcile()
     return int(pool.specs["big:1"].workers)  # no --model_workers: every worker
 
 
-def test_warmup_runs_before_the_version_is_available_and_its_failure_fails_the_load(
+async def test_warmup_runs_before_the_version_is_available_and_its_failure_fails_the_load(
     tmp_path: Path,
 ) -> None:
     versions(tmp_path / "m", 1)
@@ -385,7 +367,7 @@ def test_warmup_runs_before_the_version_is_available_and_its_failure_fails_the_l
         on_change=on_change,
         warmup=warmup,
     )
-    run(models.reconcile())
+    await models.reconcile()
     assert pool.warmed["m:1"] == 6  # 3 records x 2 iterations, replayed by the pool
     assert ("m", State.AVAILABLE, 6) in seen and ("m", State.AVAILABLE, 0) not in seen
     (status,) = models.statuses("bad")

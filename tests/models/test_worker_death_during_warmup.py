@@ -56,46 +56,43 @@ class KillAt(Mapping[str, np.ndarray]):
         return 1
 
 
-def test_a_worker_killed_during_warmup_fails_that_attempt_and_the_retry_serves(
+async def test_a_worker_killed_during_warmup_fails_that_attempt_and_the_retry_serves(
     tmp_path: Path, caplog: pytest.LogCaptureFixture
 ) -> None:
     onnx_models.scaled(tmp_path / "scaled" / "1" / "model.onnx", 3.0)
     spec = ModelSpecConfig("scaled", str(tmp_path / "scaled"))
 
-    async def main() -> None:
-        dispatcher = Dispatcher()
-        pool = WorkerPool(options(workers=2, restart_delay_s=0.0), dispatcher=dispatcher)
-        inputs = KillAt(pool, at=30)
+    dispatcher = Dispatcher()
+    pool = WorkerPool(options(workers=2, restart_delay_s=0.0), dispatcher=dispatcher)
+    inputs = KillAt(pool, at=30)
 
-        async def warmup(servable: Servable) -> list[WarmupRun]:
-            return [WarmupRun("serving_default", inputs, iterations=25) for _ in range(4)]
+    async def warmup(servable: Servable) -> list[WarmupRun]:
+        return [WarmupRun("serving_default", inputs, iterations=25) for _ in range(4)]
 
-        models = ModelManager(
-            pool,
-            [spec],
-            intra_op=1,
-            inter_op=1,
-            options=LoadOptions(retries=1),
-            warmup=warmup,
-        )
-        try:
-            await asyncio.wait_for(pool.start(), WAIT_S)
-            await asyncio.wait_for(models.reconcile(), WAIT_S)
-            assert inputs.killed is not None
-            (status,) = models.statuses("scaled")
-            assert (status.state, status.error) == (State.AVAILABLE, None)
-            await asyncio.wait_for(pool.wait_all_alive(), WAIT_S)
-            assert inputs.killed not in pool.pids() and pool.hosts(KEY)
-            for link in dispatcher.links:  # both workers serve it: the replacement too
-                assert KEY in link.routed
-                result = await outputs(link.submit(KEY, {"x": (np.dtype(np.float32), (1, 2))},
-                                                   _fill, None, None))  # fmt: skip
-                np.testing.assert_array_equal(result["y"], np.full((1, 2), 3.0, np.float32))
-        finally:
-            await models.close()
-            await pool.close()
-
-    asyncio.run(main())
+    models = ModelManager(
+        pool,
+        [spec],
+        intra_op=1,
+        inter_op=1,
+        options=LoadOptions(retries=1),
+        warmup=warmup,
+    )
+    try:
+        await asyncio.wait_for(pool.start(), WAIT_S)
+        await asyncio.wait_for(models.reconcile(), WAIT_S)
+        assert inputs.killed is not None
+        (status,) = models.statuses("scaled")
+        assert (status.state, status.error) == (State.AVAILABLE, None)
+        await asyncio.wait_for(pool.wait_all_alive(), WAIT_S)
+        assert inputs.killed not in pool.pids() and pool.hosts(KEY)
+        for link in dispatcher.links:  # both workers serve it: the replacement too
+            assert KEY in link.routed
+            result = await outputs(link.submit(KEY, {"x": (np.dtype(np.float32), (1, 2))},
+                                               _fill, None, None))  # fmt: skip
+            np.testing.assert_array_equal(result["y"], np.full((1, 2), 3.0, np.float32))
+    finally:
+        await models.close()
+        await pool.close()
     retried = [r.getMessage() for r in caplog.records if "attempt 1 of 2" in r.getMessage()]
     assert len(retried) == 1 and "worker 0 exited (code -9)" in retried[0]
 

@@ -24,7 +24,7 @@ def test_calls_are_records_by_identity_with_fixed_fields() -> None:
         first.extra = 1  # type: ignore[attr-defined]
 
 
-def test_current_is_the_call_of_the_task_that_set_it() -> None:
+async def test_current_is_the_call_of_the_task_that_set_it() -> None:
     async def handle(name: str, seen: dict[str, str], both_set: asyncio.Barrier) -> None:
         CURRENT.set(Call("tfserving", name, "GRPC", 0.0))
         await both_set.wait()
@@ -32,11 +32,8 @@ def test_current_is_the_call_of_the_task_that_set_it() -> None:
         assert call is not None
         seen[name] = call.api
 
-    async def go() -> dict[str, str]:
-        seen: dict[str, str] = {}
-        both_set = asyncio.Barrier(2)
-        await asyncio.gather(handle("Predict", seen, both_set), handle("Classify", seen, both_set))
-        assert CURRENT.get() is None  # nothing leaks into the caller's context
-        return seen
-
-    assert asyncio.run(go()) == {"Predict": "Predict", "Classify": "Classify"}
+    seen: dict[str, str] = {}
+    both_set = asyncio.Barrier(2)
+    await asyncio.gather(handle("Predict", seen, both_set), handle("Classify", seen, both_set))
+    assert CURRENT.get() is None  # nothing leaks into the caller's context
+    assert seen == {"Predict": "Predict", "Classify": "Classify"}

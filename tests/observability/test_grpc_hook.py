@@ -4,7 +4,6 @@ tests/transport/test_grpc_services.py)."""
 
 from __future__ import annotations
 
-import asyncio
 from collections.abc import Awaitable, Callable
 from typing import Any
 
@@ -72,7 +71,7 @@ async def _ask(channel: grpc.aio.Channel, method: str, request: bytes) -> grpc.S
     return grpc.StatusCode.OK
 
 
-def test_each_call_reports_its_protocol_model_status_and_rows() -> None:
+async def test_each_call_reports_its_protocol_model_status_and_rows() -> None:
     service = GrpcService(
         SERVICE, "tfserving", HANDLERS, model_of=_model_of, rows_of={"MultiInference": _rows}
     )
@@ -83,7 +82,7 @@ def test_each_call_reports_its_protocol_model_status_and_rows() -> None:
         assert await _ask(channel, "MultiInference", b"abc") == grpc.StatusCode.OK
         assert await _ask(channel, "MultiInference", b"missing") == grpc.StatusCode.NOT_FOUND
 
-    tfs, metrics = asyncio.run(_calls(service, calls))
+    tfs, metrics = await _calls(service, calls)
     # a model not configured never names a series (the caller chose the name)
     assert dict(tfs.request_count.items()) == {("m", "OK"): 1, ("(unknown)", "NOT_FOUND"): 1}
     assert [labels for labels, _ in tfs.request_latency.items()] == [("m", "Predict", "GRPC")]
@@ -98,13 +97,13 @@ def test_each_call_reports_its_protocol_model_status_and_rows() -> None:
     assert metrics.in_flight[("GRPC", "tfserving")] == 0
 
 
-def test_tf_serving_s_metrics_count_only_its_own_protocol_s_calls() -> None:
+async def test_tf_serving_s_metrics_count_only_its_own_protocol_s_calls() -> None:
     service = GrpcService(SERVICE, "v2", HANDLERS, model_of=_model_of)
 
     async def calls(channel: grpc.aio.Channel) -> None:
         assert await _ask(channel, "Predict", b"m") == grpc.StatusCode.OK
 
-    tfs, metrics = asyncio.run(_calls(service, calls))
+    tfs, metrics = await _calls(service, calls)
     assert not tfs.request_count.values and not tfs.request_latency.cells
     assert [labels for labels, _ in metrics.request_duration.items()] == [
         ("m", "Predict", "GRPC", "v2")

@@ -26,7 +26,7 @@ def _tokens(*tokens: str) -> Iterator[str]:
     yield from tokens
 
 
-def _draw(*tokens: str):  # type: ignore[no-untyped-def]
+def _draw(*tokens: str):
     found = _tokens(*tokens)
     return lambda: next(found)
 
@@ -43,8 +43,9 @@ def test_names_carry_pid_and_a_random_token_and_files_rotate_whole(tmp_path: Pat
     files.release()
     names = [p.name for p in _ours(tmp_path)]
     (token,) = {
-        re.fullmatch(rf"log-{os.getpid()}-([0-9a-f]{{8}})-0000[0-2]\.tfrecord", n)[1] for n in names
-    }  # type: ignore[index]
+        re.fullmatch(rf"log-{os.getpid()}-([0-9a-f]{{8}})-0000[0-2]\.tfrecord", n)[1]  # type: ignore[index]
+        for n in names
+    }
     assert names == [f"log-{os.getpid()}-{token}-{i:05d}.tfrecord" for i in range(3)]
     assert [len(_records(tmp_path / n)) for n in names] == [2, 2, 1]
     assert [r for n in names for r in _records(tmp_path / n)] == [

@@ -24,11 +24,11 @@ def _records(directory: Path, base: str = "log") -> list[bytes]:
     return out
 
 
-def _job(data: bytes):  # type: ignore[no-untyped-def]
+def _job(data: bytes):
     return lambda: frame_record(data)
 
 
-def _writer(prefix: Path, *, max_pending: int = 8, budget: int = 1 << 20, **kw) -> LogWriter:  # type: ignore[no-untyped-def]
+def _writer(prefix: Path, *, max_pending: int = 8, budget: int = 1 << 20, **kw) -> LogWriter:
     files = LogFiles(str(prefix), max_file_bytes=1 << 20)
     return LogWriter(files, max_pending=max_pending, budget=PendingBytes(budget), **kw)
 
@@ -131,7 +131,7 @@ def test_an_outage_is_logged_once_paused_and_its_records_dropped_unbuilt(
     clock = _Clock(reads=20)
     built: list[bytes] = []
 
-    def job(data: bytes):  # type: ignore[no-untyped-def]
+    def job(data: bytes):
         def build() -> bytes:
             built.append(data)
             return frame_record(data)

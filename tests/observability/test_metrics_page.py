@@ -3,7 +3,6 @@ Serving's metrics exactly as TF Serving does, then tensorgate's own — for a re
 
 from __future__ import annotations
 
-import asyncio
 from pathlib import Path
 
 import pytest
@@ -41,27 +40,23 @@ def test_a_relative_page_path_is_refused(tmp_path: Path) -> None:
         metrics_path(str(config))
 
 
-def test_the_page_is_tf_serving_s_metrics_then_tensorgate_s_with_live_worker_figures() -> None:
-    async def scrape() -> tuple[str, str]:
-        pool = WorkerPool(
-            PoolOptions(workers=1, input_bytes=1 << 16, output_bytes=1 << 16),
-            dispatcher=Dispatcher(),
-        )
-        await pool.start()
-        try:
-            tfs, metrics = TfServingMetrics(), GatewayMetrics()
-            tfs.request_count.inc(("m", "OK"))
-            workers = WorkerFigures(pool)
-            page = MetricsPage(
-                tfs, registry_of(GatewayCollector(metrics, workers.families)), workers
-            )
-            response = await page(made_request("GET", DEFAULT_PATH))
-            assert response.content_type is not None
-            return response.content_type, response.body.decode()
-        finally:
-            await pool.close()
-
-    content_type, text = asyncio.run(scrape())
+async def test_the_page_is_tf_serving_s_metrics_then_tensorgate_s_with_live_worker_figures() -> (
+    None
+):
+    pool = WorkerPool(
+        PoolOptions(workers=1, input_bytes=1 << 16, output_bytes=1 << 16), dispatcher=Dispatcher()
+    )
+    await pool.start()
+    try:
+        tfs, metrics = TfServingMetrics(), GatewayMetrics()
+        tfs.request_count.inc(("m", "OK"))
+        workers = WorkerFigures(pool)
+        page = MetricsPage(tfs, registry_of(GatewayCollector(metrics, workers.families)), workers)
+        response = await page(made_request("GET", DEFAULT_PATH))
+        assert response.content_type is not None
+        content_type, text = response.content_type, response.body.decode()
+    finally:
+        await pool.close()
     assert content_type == CONTENT_TYPE
     tf_part, _, own = text.partition("# HELP")
     assert (

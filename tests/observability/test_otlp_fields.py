@@ -11,7 +11,7 @@ from opentelemetry.proto.trace.v1 import trace_pb2
 from opentelemetry.trace import SpanKind
 
 from gateway.observability import otlp_fields
-from gateway.observability.otlp_fields import (
+from gateway.observability.otlp_fields import (  # type: ignore[attr-defined]
     attribute_fields,
     count_field,
     delimited,

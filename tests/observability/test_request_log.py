@@ -46,6 +46,11 @@ def _read(prefix: Path) -> list[bytes]:
     return out
 
 
+def _named(folder: Path, pattern: str) -> list[Path]:
+    """The files in ``folder`` whose names match ``pattern``."""
+    return list(folder.glob(pattern))
+
+
 @pytest.fixture
 def draws() -> Iterator[list[float]]:
     yield []
@@ -57,7 +62,7 @@ def _log(
     return RequestLog(specs, limits, draw=lambda: draws.pop(0), **kw)
 
 
-def test_the_rate_samples_each_call_with_one_draw(tmp_path: Path, draws: list[float]) -> None:
+async def test_the_rate_samples_each_call_with_one_draw(tmp_path: Path, draws: list[float]) -> None:
     half = RequestLogging("file", str(tmp_path / "half"), 0.5, 2)
     every = RequestLogging("file", str(tmp_path / "every"), 1.0)
     never = RequestLogging("file", str(tmp_path / "never"), 0.0)
@@ -73,32 +78,32 @@ def test_the_rate_samples_each_call_with_one_draw(tmp_path: Path, draws: list[fl
     log.offer("n", LOG_AS, "n0", "r")  # rate 0: never, whatever the draw
     assert draws == [0.0]
     assert sorted(log.writers) == [str(tmp_path / "every"), str(tmp_path / "half")]
-    asyncio.run(log.close())
+    await log.close()
     assert _read(tmp_path / "half") == [b"h0:r:0.5:2", b"h2:r:0.5:2"]
     assert _read(tmp_path / "every") == [b"e0:r:1.0:0"]
-    assert not list(tmp_path.glob("never*"))
+    assert not _named(tmp_path, "never*")
 
 
-def test_a_new_config_takes_effect_at_the_next_call(tmp_path: Path) -> None:
+async def test_a_new_config_takes_effect_at_the_next_call(tmp_path: Path) -> None:
     log = _log([_spec("m", None)], [])
     log.offer("m", LOG_AS, "before", "r")
     log.configure([_spec("m", RequestLogging("file", str(tmp_path / "m"), 1.0))])
     log.offer("m", LOG_AS, "after", "r")
-    asyncio.run(log.close())
+    await log.close()
     assert _read(tmp_path / "m") == [b"after:r:1.0:0"]
 
 
-def test_models_sharing_a_prefix_share_one_writer(tmp_path: Path) -> None:
+async def test_models_sharing_a_prefix_share_one_writer(tmp_path: Path) -> None:
     shared = RequestLogging("file", str(tmp_path / "all"), 1.0)
     log = _log([_spec("a", shared), _spec("b", shared)], [])
     log.offer("a", LOG_AS, "a", "r")
     log.offer("b", LOG_AS, "b", "r")
     assert len(log.writers) == 1
-    asyncio.run(log.close())
+    await log.close()
     assert _read(tmp_path / "all") == [b"a:r:1.0:0", b"b:r:1.0:0"]
 
 
-def test_a_prefix_no_longer_configured_has_its_writer_finished(tmp_path: Path) -> None:
+async def test_a_prefix_no_longer_configured_has_its_writer_finished(tmp_path: Path) -> None:
     """Each reload pointing the model at a new prefix: the previous prefix's writer takes no
     more records, writes what it had, and its thread ends; threads do not pile up."""
     baseline = threading.active_count()
@@ -115,13 +120,13 @@ def test_a_prefix_no_longer_configured_has_its_writer_finished(tmp_path: Path) -
         assert not writer.put(lambda: frame_record(b"late"), 1)  # finished: it takes no more
         assert writer.close(60)
     assert threading.active_count() == baseline
-    asyncio.run(log.close())
+    await log.close()
     assert [_read(tmp_path / f"p{i}") for i in range(30)] == [
         [f"call{i}:r:1.0:0".encode()] for i in range(30)
     ]
 
 
-def test_a_full_writer_drops_and_counts_per_model(tmp_path: Path) -> None:
+async def test_a_full_writer_drops_and_counts_per_model(tmp_path: Path) -> None:
     taken, release = threading.Event(), threading.Event()
 
     def held(request: Any, response: Any, sampled: Sampled) -> bytes:
@@ -140,11 +145,11 @@ def test_a_full_writer_drops_and_counts_per_model(tmp_path: Path) -> None:
         log.offer("m", LOG_AS, "dropped", "r")
     assert log.dropped == 3 and dict(counter.items()) == {("m",): 3}
     release.set()
-    asyncio.run(log.close())
+    await log.close()
     assert _read(tmp_path / "m") == [b"held", b"queued:r:1.0:0"]
 
 
-def test_the_bytes_a_call_holds_count_against_the_process_budget(tmp_path: Path) -> None:
+async def test_the_bytes_a_call_holds_count_against_the_process_budget(tmp_path: Path) -> None:
     """Records of 300 bytes each against a 1000-byte budget, the writer stuck on the first:
     three more fit, the rest are dropped, whatever the record count allows."""
     taken, release = threading.Event(), threading.Event()
@@ -163,11 +168,11 @@ def test_the_bytes_a_call_holds_count_against_the_process_budget(tmp_path: Path)
         log.offer("m", big, "q" * 200, "r" * 99 + str(i))
     assert log.dropped == 7
     release.set()
-    asyncio.run(log.close())
+    await log.close()
     assert len(_read(tmp_path / "m")) == 4
 
 
-def test_a_sampled_rest_call_is_logged_from_what_its_handler_left(tmp_path: Path) -> None:
+async def test_a_sampled_rest_call_is_logged_from_what_its_handler_left(tmp_path: Path) -> None:
     """The slot exists only inside a sampled call; a call that fails, or whose handler left
     nothing, logs nothing."""
     log = _log(
@@ -188,16 +193,13 @@ def test_a_sampled_rest_call_is_logged_from_what_its_handler_left(tmp_path: Path
         slot.fill(_record, "failed", "answer", 10)
         raise RuntimeError("the call failed")
 
-    async def calls() -> None:
-        assert await log.logged("m", lambda: served("first")) == "first"
-        assert await log.logged("off", lambda: served("unsampled")) == "unsampled"
-        assert await log.logged("", lambda: served("no model")) == "no model"
-        with pytest.raises(RuntimeError):
-            await log.logged("m", failed)
-        assert REST_LOG.get() is None
-        await log.close()
-
-    asyncio.run(calls())
+    assert await log.logged("m", lambda: served("first")) == "first"
+    assert await log.logged("off", lambda: served("unsampled")) == "unsampled"
+    assert await log.logged("", lambda: served("no model")) == "no model"
+    with pytest.raises(RuntimeError):
+        await log.logged("m", failed)
+    assert REST_LOG.get() is None
+    await log.close()
     assert seen == [True, False, False]
     assert _read(tmp_path / "m") == [b"first:answer:1.0:0"]
 
@@ -223,12 +225,12 @@ def _stuck_log(tmp_path: Path) -> tuple[RequestLog, threading.Event]:
     return log, release
 
 
-def test_closing_a_stuck_writer_ends_at_the_bound_and_says_what_was_dropped(
+async def test_closing_a_stuck_writer_ends_at_the_bound_and_says_what_was_dropped(
     tmp_path: Path, caplog: pytest.LogCaptureFixture
 ) -> None:
     log, release = _stuck_log(tmp_path)
     caplog.set_level(logging.INFO, logger="gateway.observability.request_log")
-    asyncio.run(log.close(0.05))
+    await log.close(0.05)
     release.set()
     (line,) = _lines(caplog)
     assert line == (
@@ -238,29 +240,28 @@ def test_closing_a_stuck_writer_ends_at_the_bound_and_says_what_was_dropped(
     )
 
 
-def test_a_second_signal_skips_the_flush(tmp_path: Path, caplog: pytest.LogCaptureFixture) -> None:
+async def test_a_second_signal_skips_the_flush(
+    tmp_path: Path, caplog: pytest.LogCaptureFixture
+) -> None:
     log, release = _stuck_log(tmp_path)
     caplog.set_level(logging.INFO, logger="gateway.observability.request_log")
 
-    async def close() -> None:
-        hurry = asyncio.Event()
-        hurry.set()
-        await log.close(None, hurry)  # no time bound: only the signal ends it
-
-    asyncio.run(close())
+    hurry = asyncio.Event()
+    hurry.set()
+    await log.close(None, hurry)  # no time bound: only the signal ends it
     release.set()
     (line,) = _lines(caplog)
     assert line.endswith("4 still queued at exit: the flush was skipped (second signal))")
 
 
-def test_a_healthy_close_writes_everything_and_says_so(
+async def test_a_healthy_close_writes_everything_and_says_so(
     tmp_path: Path, caplog: pytest.LogCaptureFixture
 ) -> None:
     log = _log([_spec("m", RequestLogging("file", str(tmp_path / "m"), 1.0))], [])
     for i in range(5):
         log.offer("m", LOG_AS, f"c{i}", "r")
     caplog.set_level(logging.INFO, logger="gateway.observability.request_log")
-    asyncio.run(log.close(60))
+    await log.close(60)
     assert len(_read(tmp_path / "m")) == 5
     (line,) = _lines(caplog)
     assert line.startswith("request log closed: 5 record(s) written, 0 dropped")

@@ -23,7 +23,7 @@ from gateway.transport.http.routes import UNKNOWN_API, ApiCall
 from tests.support.rest import made_request
 
 TRACEPARENT = "00-4bf92f3577b34da6a3ce929d0e0e4736-00f067aa0ba902b7-01"
-PREDICT = ApiCall(
+PREDICT: ApiCall[Any] = ApiCall(
     "tfserving", "Predict", "m", 2, "/v1/models/{model_name}/versions/{version}:predict"
 )
 
@@ -42,7 +42,7 @@ def _recorder(ratio: float, metrics: bool = True) -> tuple[Recorder, InMemorySpa
     return recorder, exporter
 
 
-def _observe(
+async def _observe(
     recorder: Recorder, call: ApiCall[Any], answer: Any, headers: dict[str, str] | None = None
 ) -> HttpResponse:
     request = made_request("POST", "/v1/models/m/versions/2:predict?x=1", headers)
@@ -50,15 +50,17 @@ def _observe(
     async def respond() -> HttpResponse:
         if isinstance(answer, BaseException):
             raise answer
-        return answer  # type: ignore[no-any-return]
+        return answer
 
-    return asyncio.run(observer(recorder)(request, call, respond))
+    return await observer(recorder)(request, call, respond)
 
 
-def test_a_call_is_recorded_with_its_api_s_meaning_and_its_answer() -> None:
+async def test_a_call_is_recorded_with_its_api_s_meaning_and_its_answer() -> None:
     recorder, exporter = _recorder(1.0)
-    assert _observe(recorder, PREDICT, HttpResponse(), {"traceparent": TRACEPARENT}).status == 200
-    missing = _observe(recorder, PREDICT, failure_response(NotFound("no")))
+    assert (
+        await _observe(recorder, PREDICT, HttpResponse(), {"traceparent": TRACEPARENT})
+    ).status == 200
+    missing = await _observe(recorder, PREDICT, failure_response(NotFound("no")))
     assert missing.status == 404
     assert recorder.tfs is not None and recorder.metrics is not None
     assert dict(recorder.tfs.request_count.items()) == {("m", "OK"): 1, ("m", "NOT_FOUND"): 1}
@@ -80,12 +82,12 @@ def test_a_call_is_recorded_with_its_api_s_meaning_and_its_answer() -> None:
     assert (failed.attributes or {})["http.response.status_code"] == 404
 
 
-def test_an_unparsed_call_and_a_cancelled_one() -> None:
+async def test_an_unparsed_call_and_a_cancelled_one() -> None:
     recorder, exporter = _recorder(1.0)
-    unparsed = ApiCall("tfserving", UNKNOWN_API)
-    assert _observe(recorder, unparsed, HttpResponse(405)).status == 405
+    unparsed: ApiCall[Any] = ApiCall("tfserving", UNKNOWN_API)
+    assert (await _observe(recorder, unparsed, HttpResponse(405))).status == 405
     with pytest.raises(asyncio.CancelledError):
-        _observe(recorder, PREDICT, asyncio.CancelledError())
+        await _observe(recorder, PREDICT, asyncio.CancelledError())
     assert recorder.tfs is not None and recorder.metrics is not None
     assert dict(recorder.tfs.request_count.items()) == {("", "UNKNOWN"): 1, ("m", "CANCELLED"): 1}
     durations = [labels for labels, _ in recorder.metrics.request_duration.items()]
@@ -97,13 +99,13 @@ def test_an_unparsed_call_and_a_cancelled_one() -> None:
     assert method_only.name == "POST" and "http.route" not in (method_only.attributes or {})
     assert (cancelled.attributes or {})["http.response.status_code"] == 499
     assert cancelled.status.status_code.name == "UNSET"  # a client's leaving, not an error
-    _observe(recorder, PREDICT, failure_response(Unavailable("later")))
+    await _observe(recorder, PREDICT, failure_response(Unavailable("later")))
     assert exporter.get_finished_spans()[-1].status.description == "HTTP 503"
 
 
-def test_at_ratio_0_without_metrics_a_call_without_a_parent_passes_untouched() -> None:
+async def test_at_ratio_0_without_metrics_a_call_without_a_parent_passes_untouched() -> None:
     recorder, exporter = _recorder(0.0, metrics=False)
-    _observe(recorder, PREDICT, HttpResponse())
+    await _observe(recorder, PREDICT, HttpResponse())
     assert exporter.get_finished_spans() == ()
-    _observe(recorder, PREDICT, HttpResponse(), {"traceparent": TRACEPARENT})
+    await _observe(recorder, PREDICT, HttpResponse(), {"traceparent": TRACEPARENT})
     assert len(exporter.get_finished_spans()) == 1

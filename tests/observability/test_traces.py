@@ -86,10 +86,6 @@ async def start(model: Path, tmp_path: Path, roots: bool = True, **flags: object
     return Traced(gateway, exporter)
 
 
-def run(coroutine: object) -> None:
-    asyncio.run(coroutine)  # type: ignore[arg-type]
-
-
 def by_name(spans: Sequence[ReadableSpan]) -> dict[str, ReadableSpan]:
     names = [s.name for s in spans]
     assert len(names) == len(set(names)), names
@@ -104,8 +100,8 @@ def check_request_tree(spans: Sequence[ReadableSpan], server_name: str, worker_p
     server = named[server_name]
     assert server.kind == SpanKind.SERVER and server.context is not None
     for child in ("decode", "queue wait", "batch", "encode"):
-        assert named[child].parent is not None
-        assert named[child].parent.span_id == server.context.span_id, child
+        parent = named[child].parent
+        assert parent is not None and parent.span_id == server.context.span_id, child
     compute, batch = named["compute"], named["batch"]
     assert compute.parent is not None and batch.context is not None
     assert compute.parent.span_id == batch.context.span_id
@@ -120,87 +116,78 @@ def check_request_tree(spans: Sequence[ReadableSpan], server_name: str, worker_p
     assert compute.end_time <= batch.end_time  # type: ignore[operator]
 
 
-def test_each_grpc_request_is_one_connected_trace_across_gateway_and_worker(
+async def test_each_grpc_request_is_one_connected_trace_across_gateway_and_worker(
     model: Path, tmp_path: Path
 ) -> None:
-    async def scenario() -> None:
-        traced = await start(model, tmp_path)
-        try:
-            target = f"127.0.0.1:{traced.gateway.grpc_port}"
-            async with grpc.aio.insecure_channel(target) as channel:
-                stub = prediction_service_pb2_grpc.PredictionServiceStub(channel)
-                traceparent = (("traceparent", TRACEPARENT),)
-                await stub.Predict(predict_request("mlp", {"x": X}), metadata=traceparent)
-                await stub.Predict(predict_request("mlp", {"x": X}))
-            (worker_pid,) = traced.gateway.pool.pids()
-        finally:
-            await traced.gateway.stop()
-        traces = traced.traces()
-        assert len(traces) == 2
-        continued = traces.pop(TRACE_ID)
-        check_request_tree(continued, PREDICT, worker_pid)
-        server = by_name(continued)[PREDICT]
-        assert server.parent is not None and server.parent.span_id == CALLER_SPAN
-        assert server.parent.is_remote
-        assert server.attributes is not None
-        assert dict(server.attributes) == {
-            "rpc.system": "grpc",
-            "rpc.service": "tensorflow.serving.PredictionService",
-            "rpc.method": "Predict",
-            "rpc.grpc.status_code": 0,
-            "tensorgate.model": "mlp",
-        }
-        ((_, root),) = traces.items()
-        check_request_tree(root, PREDICT, worker_pid)
-        assert by_name(root)[PREDICT].parent is None
-
-    run(scenario())
+    traced = await start(model, tmp_path)
+    try:
+        target = f"127.0.0.1:{traced.gateway.grpc_port}"
+        async with grpc.aio.insecure_channel(target) as channel:
+            stub = prediction_service_pb2_grpc.PredictionServiceStub(channel)
+            traceparent = (("traceparent", TRACEPARENT),)
+            await stub.Predict(predict_request("mlp", {"x": X}), metadata=traceparent)
+            await stub.Predict(predict_request("mlp", {"x": X}))
+        (worker_pid,) = traced.gateway.pool.pids()
+    finally:
+        await traced.gateway.stop()
+    traces = traced.traces()
+    assert len(traces) == 2
+    continued = traces.pop(TRACE_ID)
+    check_request_tree(continued, PREDICT, worker_pid)
+    server = by_name(continued)[PREDICT]
+    assert server.parent is not None and server.parent.span_id == CALLER_SPAN
+    assert server.parent.is_remote
+    assert server.attributes is not None
+    assert dict(server.attributes) == {
+        "rpc.system": "grpc",
+        "rpc.service": "tensorflow.serving.PredictionService",
+        "rpc.method": "Predict",
+        "rpc.grpc.status_code": 0,
+        "tensorgate.model": "mlp",
+    }
+    ((_, root),) = traces.items()
+    check_request_tree(root, PREDICT, worker_pid)
+    assert by_name(root)[PREDICT].parent is None
 
 
-def test_a_run_in_the_front_end_keeps_its_compute_span(model: Path, tmp_path: Path) -> None:
-    async def scenario() -> None:
-        traced = await start(model, tmp_path, inline_runs="always")
-        try:
-            assert traced.gateway.inline.placed == {"mlp:1": "frontend"}
-            target = f"127.0.0.1:{traced.gateway.grpc_port}"
-            async with grpc.aio.insecure_channel(target) as channel:
-                stub = prediction_service_pb2_grpc.PredictionServiceStub(channel)
-                await stub.Predict(predict_request("mlp", {"x": X}))
-        finally:
-            await traced.gateway.stop()
-        ((_, spans),) = traced.traces().items()
-        check_request_tree(spans, PREDICT, os.getpid())
-
-    run(scenario())
+async def test_a_run_in_the_front_end_keeps_its_compute_span(model: Path, tmp_path: Path) -> None:
+    traced = await start(model, tmp_path, inline_runs="always")
+    try:
+        assert traced.gateway.inline.placed == {"mlp:1": "frontend"}
+        target = f"127.0.0.1:{traced.gateway.grpc_port}"
+        async with grpc.aio.insecure_channel(target) as channel:
+            stub = prediction_service_pb2_grpc.PredictionServiceStub(channel)
+            await stub.Predict(predict_request("mlp", {"x": X}))
+    finally:
+        await traced.gateway.stop()
+    ((_, spans),) = traced.traces().items()
+    check_request_tree(spans, PREDICT, os.getpid())
 
 
-def test_at_ratio_0_only_requests_with_a_sampled_parent_are_traced(
+async def test_at_ratio_0_only_requests_with_a_sampled_parent_are_traced(
     model: Path, tmp_path: Path
 ) -> None:
-    async def scenario() -> None:
-        traced = await start(model, tmp_path, roots=False)
-        assert traced.gateway.observability.recorder is not None
-        assert traced.gateway.observability.recorder.needs_parent
-        try:
-            target = f"127.0.0.1:{traced.gateway.grpc_port}"
-            async with grpc.aio.insecure_channel(target) as channel:
-                stub = prediction_service_pb2_grpc.PredictionServiceStub(channel)
-                await stub.Predict(predict_request("mlp", {"x": X}))
-                traceparent = (("traceparent", TRACEPARENT),)
-                await stub.Predict(predict_request("mlp", {"x": X}), metadata=traceparent)
-                unsampled = (("traceparent", TRACEPARENT[:-2] + "00"),)
-                await stub.Predict(predict_request("mlp", {"x": X}), metadata=unsampled)
-            (worker_pid,) = traced.gateway.pool.pids()
-        finally:
-            await traced.gateway.stop()
-        traces = traced.traces()
-        assert list(traces) == [TRACE_ID]
-        check_request_tree(traces[TRACE_ID], PREDICT, worker_pid)
-
-    run(scenario())
+    traced = await start(model, tmp_path, roots=False)
+    assert traced.gateway.observability.recorder is not None
+    assert traced.gateway.observability.recorder.needs_parent
+    try:
+        target = f"127.0.0.1:{traced.gateway.grpc_port}"
+        async with grpc.aio.insecure_channel(target) as channel:
+            stub = prediction_service_pb2_grpc.PredictionServiceStub(channel)
+            await stub.Predict(predict_request("mlp", {"x": X}))
+            traceparent = (("traceparent", TRACEPARENT),)
+            await stub.Predict(predict_request("mlp", {"x": X}), metadata=traceparent)
+            unsampled = (("traceparent", TRACEPARENT[:-2] + "00"),)
+            await stub.Predict(predict_request("mlp", {"x": X}), metadata=unsampled)
+        (worker_pid,) = traced.gateway.pool.pids()
+    finally:
+        await traced.gateway.stop()
+    traces = traced.traces()
+    assert list(traces) == [TRACE_ID]
+    check_request_tree(traces[TRACE_ID], PREDICT, worker_pid)
 
 
-def test_a_batch_span_is_parented_by_its_first_member_and_links_the_others(
+async def test_a_batch_span_is_parented_by_its_first_member_and_links_the_others(
     model: Path, tmp_path: Path
 ) -> None:
     params = tmp_path / "batching.pbtxt"
@@ -209,38 +196,35 @@ def test_a_batch_span_is_parented_by_its_first_member_and_links_the_others(
         "num_batch_threads { value: 1 }\n"
     )
 
-    async def scenario() -> None:
-        traced = await start(
-            model, tmp_path, enable_batching=True, batching_parameters_file=str(params)
-        )
-        try:
-            target = f"127.0.0.1:{traced.gateway.grpc_port}"
-            async with grpc.aio.insecure_channel(target) as channel:
-                stub = prediction_service_pb2_grpc.PredictionServiceStub(channel)
-                # Two rows fill the batch, so it leaves at once (the timeout never fires).
-                await asyncio.gather(
-                    stub.Predict(predict_request("mlp", {"x": X})),
-                    stub.Predict(predict_request("mlp", {"x": X})),
-                )
-        finally:
-            await traced.gateway.stop()
-        traces = traced.traces()
-        assert len(traces) == 2
-        batches = [s for spans in traces.values() for s in spans if s.name == "batch"]
-        (batch,) = batches
-        assert batch.attributes is not None and batch.attributes["tensorgate.batch.rows"] == 2
-        assert batch.context is not None and batch.parent is not None
-        first = by_name(traces[batch.context.trace_id])[PREDICT]
-        assert first.context is not None and batch.parent.span_id == first.context.span_id
-        ((_, other),) = [(t, s) for t, s in traces.items() if t != batch.context.trace_id]
-        second = by_name(other)[PREDICT]
-        assert [link.context for link in batch.links] == [second.context]
-        assert {s.name for s in other} == {PREDICT, "decode", "queue wait", "encode"}
-
-    run(scenario())
+    traced = await start(
+        model, tmp_path, enable_batching=True, batching_parameters_file=str(params)
+    )
+    try:
+        target = f"127.0.0.1:{traced.gateway.grpc_port}"
+        async with grpc.aio.insecure_channel(target) as channel:
+            stub = prediction_service_pb2_grpc.PredictionServiceStub(channel)
+            # Two rows fill the batch, so it leaves at once (the timeout never fires).
+            await asyncio.gather(
+                stub.Predict(predict_request("mlp", {"x": X})),
+                stub.Predict(predict_request("mlp", {"x": X})),
+            )
+    finally:
+        await traced.gateway.stop()
+    traces = traced.traces()
+    assert len(traces) == 2
+    batches = [s for spans in traces.values() for s in spans if s.name == "batch"]
+    (batch,) = batches
+    assert batch.attributes is not None and batch.attributes["tensorgate.batch.rows"] == 2
+    assert batch.context is not None and batch.parent is not None
+    first = by_name(traces[batch.context.trace_id])[PREDICT]
+    assert first.context is not None and batch.parent.span_id == first.context.span_id
+    ((_, other),) = [(t, s) for t, s in traces.items() if t != batch.context.trace_id]
+    second = by_name(other)[PREDICT]
+    assert [link.context for link in batch.links] == [second.context]
+    assert {s.name for s in other} == {PREDICT, "decode", "queue wait", "encode"}
 
 
-def test_rest_calls_get_http_server_spans_and_json_logs_carry_their_ids(
+async def test_rest_calls_get_http_server_spans_and_json_logs_carry_their_ids(
     model: Path, tmp_path: Path
 ) -> None:
     stream = io.StringIO()
@@ -251,7 +235,7 @@ def test_rest_calls_get_http_server_spans_and_json_logs_carry_their_ids(
     old_level = rest_log.level
     rest_log.setLevel(logging.DEBUG)
 
-    async def scenario() -> None:
+    try:
         traced = await start(model, tmp_path, rest_api_port=OS_CHOSEN_PORT)
         port = traced.gateway.rest_port
         try:
@@ -289,9 +273,6 @@ def test_rest_calls_get_http_server_spans_and_json_logs_carry_their_ids(
         assert line["trace_id"] == f"{TRACE_ID:032x}"
         assert line["span_id"] == f"{missing_server.context.span_id:016x}"
         assert line["process"] == "gateway" and line["level"] == "DEBUG"
-
-    try:
-        run(scenario())
     finally:
         rest_log.removeHandler(handler)
         rest_log.setLevel(old_level)

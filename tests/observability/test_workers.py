@@ -3,25 +3,21 @@ workers only, a busy worker's previous answer, a replacement's own figures."""
 
 from __future__ import annotations
 
-import asyncio
 import os
 import signal
-from collections.abc import Awaitable, Callable
 
 from prometheus_client.core import Metric
 
 from gateway.observability.workers import WorkerFigures
-from gateway.worker_pool.pool import PoolOptions, WorkerPool
-from tests.support.pool_runs import with_pool
+from gateway.worker_pool.pool import PoolOptions
+from tests.support.pool_runs import started_pool
 from tests.support.waits import until_notified
 
 ARENA = 1 << 16
 
 
-def _with_pool(scenario: Callable[[WorkerPool, asyncio.Event], Awaitable[None]]) -> None:
-    """Run ``scenario`` with a started one-worker pool (pings far apart)."""
-    options = PoolOptions(workers=1, input_bytes=ARENA, output_bytes=ARENA, ping_interval_s=3600)
-    with_pool(options, scenario)
+ONE_WORKER = PoolOptions(workers=1, input_bytes=ARENA, output_bytes=ARENA, ping_interval_s=3600)
+"""A one-worker pool, pings far apart."""
 
 
 def _samples(families: list[Metric]) -> dict[tuple[str, tuple[tuple[str, str], ...]], float]:
@@ -32,8 +28,8 @@ def _samples(families: list[Metric]) -> dict[tuple[str, tuple[tuple[str, str], .
     }
 
 
-def test_each_scrape_asks_every_live_worker_and_reads_the_pool() -> None:
-    async def scenario(pool: WorkerPool, changed: asyncio.Event) -> None:
+async def test_each_scrape_asks_every_live_worker_and_reads_the_pool() -> None:
+    async with started_pool(ONE_WORKER) as (pool, _changed):
         figures = WorkerFigures(pool)
         assert not any(f.samples for f in list(figures.families())[:8])  # nothing asked yet
         await figures.refresh()
@@ -48,11 +44,9 @@ def test_each_scrape_asks_every_live_worker_and_reads_the_pool() -> None:
         capacity = ("tensorgate_shm_capacity_bytes", (("area", "input"), ("worker", "0")))
         assert samples[capacity] == ARENA
 
-    _with_pool(scenario)
 
-
-def test_a_busy_worker_shows_its_previous_answer_and_a_replaced_one_its_own() -> None:
-    async def scenario(pool: WorkerPool, changed: asyncio.Event) -> None:
+async def test_a_busy_worker_shows_its_previous_answer_and_a_replaced_one_its_own() -> None:
+    async with started_pool(ONE_WORKER) as (pool, changed):
         figures = WorkerFigures(pool, timeout_s=0.2)
         await figures.refresh()
         (old_pid,) = pool.pids()
@@ -73,5 +67,3 @@ def test_a_busy_worker_shows_its_previous_answer_and_a_replaced_one_its_own() ->
         assert samples[("tensorgate_worker_restarts_total", ())] == 1
         info = [labels for name, labels in samples if name == "tensorgate_worker_info"]
         assert info == [(("pid", str(new_pid)), ("worker", "0"))]  # the dead one is gone
-
-    _with_pool(scenario)

@@ -57,25 +57,22 @@ def test_cap_must_be_positive() -> None:
 
 
 # -- what the supervisor tells the run side -----------------------------------------------------
-def test_attach_makes_the_run_link_of_a_worker_channel_replacing_the_retired_one() -> None:
-    async def scenario() -> None:
-        loop = asyncio.get_running_loop()
-        dispatcher = Dispatcher()
-        channels = [Channel.create(index=0, input_bytes=1 << 12, output_bytes=1 << 12)]
-        channels.append(Channel.create(index=0, input_bytes=1 << 12, output_bytes=1 << 12))
-        old = dispatcher.attach(Endpoint(0, channels[0], loop))
-        old.endpoint.open()
-        dispatcher.route(0, "m:1")
-        assert dispatcher.pick("m:1") is old
-        old.endpoint.close(Unavailable("worker 0 exited (code -9)"))
-        new = dispatcher.attach(Endpoint(0, channels[1], loop))
-        new.endpoint.open()
-        assert dispatcher.links == [new] and new.routed == set()  # routed once warm again
-        with pytest.raises(Unavailable):
-            dispatcher.pick("m:1")
-        new.endpoint.close(Unavailable("test over"))
-
-    asyncio.run(scenario())
+async def test_attach_makes_the_run_link_of_a_worker_channel_replacing_the_retired_one() -> None:
+    loop = asyncio.get_running_loop()
+    dispatcher = Dispatcher()
+    channels = [Channel.create(index=0, input_bytes=1 << 12, output_bytes=1 << 12)]
+    channels.append(Channel.create(index=0, input_bytes=1 << 12, output_bytes=1 << 12))
+    old = dispatcher.attach(Endpoint(0, channels[0], loop))
+    old.endpoint.open()
+    dispatcher.route(0, "m:1")
+    assert dispatcher.pick("m:1") is old
+    old.endpoint.close(Unavailable("worker 0 exited (code -9)"))
+    new = dispatcher.attach(Endpoint(0, channels[1], loop))
+    new.endpoint.open()
+    assert dispatcher.links == [new] and new.routed == set()  # routed once warm again
+    with pytest.raises(Unavailable):
+        dispatcher.pick("m:1")
+    new.endpoint.close(Unavailable("test over"))
 
 
 def test_route_and_unroute_decide_where_a_key_goes_and_routing_wakes_the_waiting() -> None:
@@ -91,20 +88,17 @@ def test_route_and_unroute_decide_where_a_key_goes_and_routing_wakes_the_waiting
         dispatcher.pick("m:2")
 
 
-def test_hung_names_live_workers_whose_run_computed_past_the_limit() -> None:
-    async def scenario() -> None:
-        dispatcher, (a, b) = fake_dispatcher(2, max_in_flight=4)
-        policy = HangPolicy(min_s=2.0, factor=10.0)
-        assert dispatcher.hung(policy, now=100.0) == []  # nothing running
-        for link in (a, b):
-            layout = {"x": (np.dtype(np.float32), (3, 2))}
-            link.submit("m:1", layout, lambda name, dest: None, None, None)
-        assert dispatcher.hung(policy, now=100.0) == []  # m:1 never timed: left to the ping
-        dispatcher.run_times.record("m:1", rows=3, seconds=0.01)
-        b.alive = False
-        assert dispatcher.hung(policy, now=1.0) == []  # computing 1 s: within the 2 s minimum
-        assert dispatcher.hung(policy, now=100.0) == [
-            (0, "worker 0 stopped answering: a run of m:1 (3 rows) computed for over 2.0 s")
-        ]
-
-    asyncio.run(scenario())
+async def test_hung_names_live_workers_whose_run_computed_past_the_limit() -> None:
+    dispatcher, (a, b) = fake_dispatcher(2, max_in_flight=4)
+    policy = HangPolicy(min_s=2.0, factor=10.0)
+    assert dispatcher.hung(policy, now=100.0) == []  # nothing running
+    for link in (a, b):
+        layout = {"x": (np.dtype(np.float32), (3, 2))}
+        link.submit("m:1", layout, lambda name, dest: None, None, None)
+    assert dispatcher.hung(policy, now=100.0) == []  # m:1 never timed: left to the ping
+    dispatcher.run_times.record("m:1", rows=3, seconds=0.01)
+    b.alive = False
+    assert dispatcher.hung(policy, now=1.0) == []  # computing 1 s: within the 2 s minimum
+    assert dispatcher.hung(policy, now=100.0) == [
+        (0, "worker 0 stopped answering: a run of m:1 (3 rows) computed for over 2.0 s")
+    ]

@@ -4,7 +4,6 @@ the wall-clock limit, demoted by a stall and back after its backoff."""
 
 from __future__ import annotations
 
-import asyncio
 from collections.abc import Iterator
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -20,6 +19,7 @@ from gateway.runs.inline_session import InlineSession, load_session
 from gateway.runs.inline_watch import InlineWatch
 from gateway.serving.signature import Signature
 from tests.support import onnx_models
+from tests.support.fakes import FakeClock
 from workers.backends import onnx as onnx_backend
 
 
@@ -60,14 +60,6 @@ def models(tmp_path_factory: pytest.TempPathFactory) -> dict[str, Version]:
 
 
 @dataclass
-class Clock:
-    now: float = 1000.0
-
-    def __call__(self) -> float:
-        return self.now
-
-
-@dataclass
 class Heard:
     placed: list[dict[str, str]] = field(default_factory=list)
     demoted: list[tuple[str, int, float]] = field(default_factory=list)
@@ -79,12 +71,12 @@ def heard() -> Heard:
 
 
 @pytest.fixture
-def clock() -> Clock:
-    return Clock()
+def clock() -> FakeClock:
+    return FakeClock()
 
 
 def _runs(
-    mode: str, heard: Heard, clock: Clock, *, budget: int = 2**26, hop: float = 1.0
+    mode: str, heard: Heard, clock: FakeClock, *, budget: int = 2**26, hop: float = 1.0
 ) -> InlineRuns:
     return InlineRuns(
         mode=mode,
@@ -93,42 +85,39 @@ def _runs(
         max_output_bytes=2**20,
         on_placed=heard.placed.append,
         on_demote=lambda key, count, until: heard.demoted.append((key, count, until)),
-        clock=clock,
+        clock=clock.now,
     )
 
 
 @pytest.fixture
-def runs(heard: Heard, clock: Clock) -> Iterator[InlineRuns]:
+def runs(heard: Heard, clock: FakeClock) -> Iterator[InlineRuns]:
     runs = _runs("auto", heard, clock)
     yield runs
     runs.close()
 
 
-def test_a_light_version_runs_here_and_leaves_when_no_longer_served(
+async def test_a_light_version_runs_here_and_leaves_when_no_longer_served(
     runs: InlineRuns, models: dict[str, Version], heard: Heard
 ) -> None:
-    async def go() -> None:
-        scaled = models["scaled"]
-        tf = Version("t:1", scaled.directory, scaled.signatures, platform="tensorflow")
-        chosen = Version("o:1", scaled.directory, scaled.signatures, runtime="openvino_fp32")
-        runs.sync([scaled, tf, chosen])
-        assert runs.placed == {
-            "scaled:1": WORKERS,
-            "t:1": WORKERS,
-            "o:1": WORKERS,
-        }  # until measured
-        await runs.loaded()
-        assert runs.placed == {"scaled:1": FRONTEND, "t:1": WORKERS, "o:1": WORKERS}
-        session = runs.sessions["scaled:1"]
-        assert session.max_rows >= 64
-        outputs = session.run({"x": np.array([[1, 2]], np.float32)}, ["y"])
-        assert outputs is not None
-        np.testing.assert_array_equal(outputs["y"], [[3, 6]])
-        runs.sync([tf])
-        assert runs.placed == {"t:1": WORKERS} and not runs.sessions
-        assert heard.placed[-1] == {"t:1": WORKERS}
-
-    asyncio.run(go())
+    scaled = models["scaled"]
+    tf = Version("t:1", scaled.directory, scaled.signatures, platform="tensorflow")
+    chosen = Version("o:1", scaled.directory, scaled.signatures, runtime="openvino_fp32")
+    runs.sync([scaled, tf, chosen])
+    assert runs.placed == {
+        "scaled:1": WORKERS,
+        "t:1": WORKERS,
+        "o:1": WORKERS,
+    }  # until measured
+    await runs.loaded()
+    assert runs.placed == {"scaled:1": FRONTEND, "t:1": WORKERS, "o:1": WORKERS}
+    session = runs.sessions["scaled:1"]
+    assert session.max_rows >= 64
+    outputs = session.run({"x": np.array([[1, 2]], np.float32)}, ["y"])
+    assert outputs is not None
+    np.testing.assert_array_equal(outputs["y"], [[3, 6]])
+    runs.sync([tf])
+    assert runs.placed == {"t:1": WORKERS} and not runs.sessions
+    assert heard.placed[-1] == {"t:1": WORKERS}
 
 
 @pytest.mark.parametrize(
@@ -143,105 +132,93 @@ def test_a_light_version_runs_here_and_leaves_when_no_longer_served(
     ],
     ids=lambda v: v if isinstance(v, str) else None,
 )
-def test_versions_that_stay_on_the_workers(
+async def test_versions_that_stay_on_the_workers(
     models: dict[str, Version],
     heard: Heard,
-    clock: Clock,
+    clock: FakeClock,
     model: str,
     mode: str,
     budget: int,
     hop: float,
     why: str,
 ) -> None:
-    async def go() -> None:
-        runs = _runs(mode, heard, clock, budget=budget, hop=hop)
-        try:
-            runs.sync([models[model]])
-            await runs.loaded()
-            assert runs.placed == {f"{model}:1": WORKERS}, why
-            assert not runs.sessions
-        finally:
-            runs.close()
-
-    asyncio.run(go())
+    runs = _runs(mode, heard, clock, budget=budget, hop=hop)
+    try:
+        runs.sync([models[model]])
+        await runs.loaded()
+        assert runs.placed == {f"{model}:1": WORKERS}, why
+        assert not runs.sessions
+    finally:
+        runs.close()
 
 
-def test_the_budget_counts_external_weights(tmp_path: Path, heard: Heard, clock: Clock) -> None:
-    async def go() -> None:
-        """A tiny model.onnx whose weights lie in another file of the version directory."""
-        path = tmp_path / "ext" / "1" / "model.onnx"
-        path.parent.mkdir(parents=True)
-        onnx_models.mlp(path, features=64, hidden=512)
-        model = onnx.load(str(path))
-        onnx.save_model(
-            model, str(path), save_as_external_data=True, location="weights.bin", size_threshold=0
-        )
-        weights = (path.parent / "weights.bin").stat().st_size
-        assert path.stat().st_size < 4096 < weights
-        version = Version("ext:1", str(path.parent), _signature(path))
-        tight = _runs("auto", heard, clock, budget=weights // 2)
-        roomy = _runs("auto", heard, clock, budget=weights * 64)
-        try:
-            tight.sync([version])
-            roomy.sync([version])
-            await tight.loaded()
-            await roomy.loaded()
-            assert tight.placed == {"ext:1": WORKERS}  # model.onnx alone would fit
-            assert roomy.placed == {"ext:1": FRONTEND}
-        finally:
-            tight.close()
-            roomy.close()
-
-    asyncio.run(go())
-
-
-def test_a_stall_moves_a_version_out_until_its_backoff_ends(
-    runs: InlineRuns, models: dict[str, Version], heard: Heard, clock: Clock
+async def test_the_budget_counts_external_weights(
+    tmp_path: Path, heard: Heard, clock: FakeClock
 ) -> None:
-    async def go() -> None:
-        runs.sync([models["scaled"]])
-        await runs.loaded()
-        assert runs.placed == {"scaled:1": FRONTEND}
-        runs.stalled("scaled:1")
-        assert runs.placed == {"scaled:1": WORKERS} and runs.moves == 1
-        assert heard.demoted == [("scaled:1", 1, clock.now + BACKOFF_S[0])]
-        runs.retry_due()  # not yet
-        await runs.loaded()
-        assert runs.placed == {"scaled:1": WORKERS}
-        clock.now += BACKOFF_S[0]
-        runs.retry_due()
-        await runs.loaded()  # measured afresh
-        assert runs.placed == {"scaled:1": FRONTEND}
+    """The budget counts the weights of a tiny model.onnx whose weights lie in another file
+    of its version directory."""
+    path = tmp_path / "ext" / "1" / "model.onnx"
+    path.parent.mkdir(parents=True)
+    onnx_models.mlp(path, features=64, hidden=512)
+    model = onnx.load(str(path))
+    onnx.save_model(
+        model, str(path), save_as_external_data=True, location="weights.bin", size_threshold=0
+    )
+    weights = (path.parent / "weights.bin").stat().st_size
+    assert path.stat().st_size < 4096 < weights
+    version = Version("ext:1", str(path.parent), _signature(path))
+    tight = _runs("auto", heard, clock, budget=weights // 2)
+    roomy = _runs("auto", heard, clock, budget=weights * 64)
+    try:
+        tight.sync([version])
+        roomy.sync([version])
+        await tight.loaded()
+        await roomy.loaded()
+        assert tight.placed == {"ext:1": WORKERS}  # model.onnx alone would fit
+        assert roomy.placed == {"ext:1": FRONTEND}
+    finally:
+        tight.close()
+        roomy.close()
 
-    asyncio.run(go())
 
-
-def test_the_supervisor_s_demotions_move_a_version_out_here_too(
-    runs: InlineRuns, models: dict[str, Version], clock: Clock
+async def test_a_stall_moves_a_version_out_until_its_backoff_ends(
+    runs: InlineRuns, models: dict[str, Version], heard: Heard, clock: FakeClock
 ) -> None:
-    async def go() -> None:
-        runs.sync([models["scaled"]])
-        await runs.loaded()
-        runs.merge({"scaled:1": (1, clock.now + 5.0)})
-        assert runs.placed == {"scaled:1": WORKERS}
-        clock.now += 5.0
-        runs.retry_due()
-        await runs.loaded()
-        assert runs.placed == {"scaled:1": FRONTEND}
+    runs.sync([models["scaled"]])
+    await runs.loaded()
+    assert runs.placed == {"scaled:1": FRONTEND}
+    runs.stalled("scaled:1")
+    assert runs.placed == {"scaled:1": WORKERS} and runs.moves == 1
+    assert heard.demoted == [("scaled:1", 1, clock.now() + BACKOFF_S[0])]
+    runs.retry_due()  # not yet
+    await runs.loaded()
+    assert runs.placed == {"scaled:1": WORKERS}
+    clock.advance(BACKOFF_S[0])
+    runs.retry_due()
+    await runs.loaded()  # measured afresh
+    assert runs.placed == {"scaled:1": FRONTEND}
 
-    asyncio.run(go())
 
-
-def test_a_demoted_version_is_not_placed_when_it_arrives(
-    runs: InlineRuns, models: dict[str, Version], clock: Clock
+async def test_the_supervisor_s_demotions_move_a_version_out_here_too(
+    runs: InlineRuns, models: dict[str, Version], clock: FakeClock
 ) -> None:
-    async def go() -> None:
-        runs.merge({"scaled:1": (2, clock.now + 5.0)})  # a restarted front end hears it first
-        runs.sync([models["scaled"]])
-        await runs.loaded()
-        assert runs.placed == {"scaled:1": WORKERS}
+    runs.sync([models["scaled"]])
+    await runs.loaded()
+    runs.merge({"scaled:1": (1, clock.now() + 5.0)})
+    assert runs.placed == {"scaled:1": WORKERS}
+    clock.advance(5.0)
+    runs.retry_due()
+    await runs.loaded()
+    assert runs.placed == {"scaled:1": FRONTEND}
 
-    asyncio.run(go())
+
+async def test_a_demoted_version_is_not_placed_when_it_arrives(
+    runs: InlineRuns, models: dict[str, Version], clock: FakeClock
+) -> None:
+    runs.merge({"scaled:1": (2, clock.now() + 5.0)})  # a restarted front end hears it first
+    runs.sync([models["scaled"]])
+    await runs.loaded()
+    assert runs.placed == {"scaled:1": WORKERS}
 
 
 # -- one session under the wall-clock watch -------------------------------------------------------
@@ -268,7 +245,7 @@ def test_a_run_past_the_wall_clock_limit_is_stopped_and_counts_as_a_stall(
     session = _session(models["looped"], watch, stalls)
     x = np.zeros((1, 2), np.float32)
     assert session.run({"x": x, "k": np.array([3], np.int64)}, ["y"]) is not None
-    endless = {"x": x, "k": np.array([10**9], np.int64)}  # hours of loop
+    endless: dict[str, np.ndarray] = {"x": x, "k": np.array([10**9], np.int64)}  # hours of loop
     assert session.run(endless, ["y"]) is None  # stopped: run it on a worker
     assert session.stops == 1 and watch.stopped == 1
     assert stalls == ["looped:1"]  # it was computing, not waiting for the core
@@ -284,7 +261,11 @@ def test_a_run_that_fails_after_its_work_counts_as_a_stall(models: dict[str, Ver
     x = np.zeros((1, 2), np.float32)
     trips = 1
     while True:  # enough trips to pass the stall bound, fewer than the watch allows
-        feeds = {"x": x, "k": np.array([trips], np.int64), "z": np.zeros((1, 3), np.float32)}
+        feeds: dict[str, np.ndarray] = {
+            "x": x,
+            "k": np.array([trips], np.int64),
+            "z": np.zeros((1, 3), np.float32),
+        }
         with pytest.raises(InvalidArgument):  # z's width 3 does not broadcast: after the loop
             session.run(feeds, ["y"])
         if stalls or trips > 10**6:

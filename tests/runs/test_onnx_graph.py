@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import numpy as np
+import onnx
 import pytest
 from onnx import TensorProto, helper, numpy_helper
 
@@ -15,11 +16,11 @@ CONSTANT_REPEATS = numpy_helper.from_array(np.array([2, 1], np.int64), "rc")
 
 
 def _model(
-    nodes: list[object],
-    inputs: list[object],
+    nodes: list[onnx.NodeProto],
+    inputs: list[onnx.ValueInfoProto],
     *,
-    initializers: tuple[object, ...] = (),
-    functions: tuple[object, ...] = (),
+    initializers: tuple[onnx.TensorProto, ...] = (),
+    functions: tuple[onnx.FunctionProto, ...] = (),
 ) -> bytes:
     graph = helper.make_graph(nodes, "g", inputs, [Y], list(initializers))
     opsets = [helper.make_opsetid("", 17), helper.make_opsetid("local", 1)]
@@ -27,7 +28,7 @@ def _model(
     return bytes(model.SerializeToString())
 
 
-def _branch(nodes: list[object]) -> object:
+def _branch(nodes: list[onnx.NodeProto]) -> onnx.GraphProto:
     return helper.make_graph(
         nodes, "b", [], [helper.make_tensor_value_info("by", TensorProto.FLOAT, None)]
     )
@@ -59,7 +60,9 @@ def _branch(nodes: list[object]) -> object:
     ids=["plain", "tile-by-initializer", "tile-by-constant-node", "expand-by-shape"],
 )
 def test_graphs_whose_cost_only_rows_set(
-    nodes: list[object], inputs: list[object], initializers: tuple[object, ...]
+    nodes: list[onnx.NodeProto],
+    inputs: list[onnx.ValueInfoProto],
+    initializers: tuple[onnx.TensorProto, ...],
 ) -> None:
     assert check_model(_model(nodes, inputs, initializers=initializers)) == ""
 

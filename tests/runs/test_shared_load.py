@@ -89,20 +89,17 @@ def test_a_starting_front_end_zeroes_its_row(memfd: int) -> None:
     other.close()
 
 
-def test_run_links_publish_their_runs_in_flight(memfd: int) -> None:
-    async def scenario() -> None:
-        table = LoadTable(memfd, 3, 2)
-        dispatcher = SharedLoadDispatcher(table, 2)
-        channel = Channel.create(index=1, input_bytes=1 << 12, output_bytes=1 << 12)
-        endpoint = Endpoint(1, channel, asyncio.get_running_loop())
-        endpoint.open()
-        link = dispatcher.attach(endpoint)
-        layout = {"x": (np.dtype(np.float32), (2, 2))}
-        link.submit("m:1", layout, lambda name, dest: None, None, None)
-        link.submit("m:1", layout, lambda name, dest: None, None, None)
-        assert table.load(1) == 2 and link.runs_in_flight == 2
-        endpoint.close(Unavailable("worker 1 exited (code -9)"))  # fails its runs
-        assert table.load(1) == 0 and link.runs_in_flight == 0
-        table.close()
-
-    asyncio.run(scenario())
+async def test_run_links_publish_their_runs_in_flight(memfd: int) -> None:
+    table = LoadTable(memfd, 3, 2)
+    dispatcher = SharedLoadDispatcher(table, 2)
+    channel = Channel.create(index=1, input_bytes=1 << 12, output_bytes=1 << 12)
+    endpoint = Endpoint(1, channel, asyncio.get_running_loop())
+    endpoint.open()
+    link = dispatcher.attach(endpoint)
+    layout = {"x": (np.dtype(np.float32), (2, 2))}
+    link.submit("m:1", layout, lambda name, dest: None, None, None)
+    link.submit("m:1", layout, lambda name, dest: None, None, None)
+    assert table.load(1) == 2 and link.runs_in_flight == 2
+    endpoint.close(Unavailable("worker 1 exited (code -9)"))  # fails its runs
+    assert table.load(1) == 0 and link.runs_in_flight == 0
+    table.close()

@@ -4,7 +4,6 @@ compiled check, a call run alone (batching off), the calls of one loop turn run 
 
 from __future__ import annotations
 
-import asyncio
 import time
 from collections.abc import Iterator
 from pathlib import Path
@@ -81,54 +80,45 @@ def test_batching_off_runs_each_call_alone(model: Path, watch: InlineWatch) -> N
     assert session.batches == [2, 1]
 
 
-def test_batching_on_runs_a_turn_s_calls_as_one_batch_cut_at_the_measured_rows(
+async def test_batching_on_runs_a_turn_s_calls_as_one_batch_cut_at_the_measured_rows(
     model: Path, watch: InlineWatch
 ) -> None:
-    async def go() -> None:
-        plan, session = _plan(model, watch, BatchingOptions(max_batch_size=32))
-        futures = [plan.join(_rows(i, i), 2, ["y"], None) for i in range(5)]  # 10 rows
-        await settle()
-        # one turn, cut at the session's 4 rows a run: 2 + 2, 2 + 2, 2
-        assert session.batches == [4, 4, 2]
-        for i, future in enumerate(futures):
-            outputs = future.result()
-            assert outputs is not None
-            np.testing.assert_array_equal(outputs["y"], [[3 * i, 3 * i]] * 2)  # its own rows
-        later = plan.join(_rows(9), 1, ["y"], None)
-        await settle()
-        assert session.batches == [4, 4, 2, 1]  # a new turn, a new batch
-        assert later.result() is not None
-
-    asyncio.run(go())
-
-
-def test_a_call_that_left_or_expired_before_its_turn_ran_is_not_run(
-    model: Path, watch: InlineWatch
-) -> None:
-    async def go() -> None:
-        plan, session = _plan(model, watch, BatchingOptions(max_batch_size=32))
-        gone = plan.join(_rows(1), 1, ["y"], None)
-        late = plan.join(_rows(2), 1, ["y"], time.monotonic() - 1.0)
-        kept = plan.join(_rows(3), 1, ["y"], None)
-        gone.cancel()
-        await settle()
-        assert session.batches == [1]
-        assert isinstance(late.exception(), DeadlineExceeded)
-        outputs = kept.result()
+    plan, session = _plan(model, watch, BatchingOptions(max_batch_size=32))
+    futures = [plan.join(_rows(i, i), 2, ["y"], None) for i in range(5)]  # 10 rows
+    await settle()
+    # one turn, cut at the session's 4 rows a run: 2 + 2, 2 + 2, 2
+    assert session.batches == [4, 4, 2]
+    for i, future in enumerate(futures):
+        outputs = future.result()
         assert outputs is not None
-        np.testing.assert_array_equal(outputs["y"], [[9, 9]])
+        np.testing.assert_array_equal(outputs["y"], [[3 * i, 3 * i]] * 2)  # its own rows
+    later = plan.join(_rows(9), 1, ["y"], None)
+    await settle()
+    assert session.batches == [4, 4, 2, 1]  # a new turn, a new batch
+    assert later.result() is not None
 
-    asyncio.run(go())
 
-
-def test_a_full_batch_leaves_and_the_next_call_starts_another(
+async def test_a_call_that_left_or_expired_before_its_turn_ran_is_not_run(
     model: Path, watch: InlineWatch
 ) -> None:
-    async def go() -> None:
-        plan, session = _plan(model, watch, BatchingOptions(max_batch_size=2))
-        for i in range(3):
-            plan.join(_rows(i), 1, ["y"], None)
-        await settle()
-        assert session.batches == [2, 1]
+    plan, session = _plan(model, watch, BatchingOptions(max_batch_size=32))
+    gone = plan.join(_rows(1), 1, ["y"], None)
+    late = plan.join(_rows(2), 1, ["y"], time.monotonic() - 1.0)
+    kept = plan.join(_rows(3), 1, ["y"], None)
+    gone.cancel()
+    await settle()
+    assert session.batches == [1]
+    assert isinstance(late.exception(), DeadlineExceeded)
+    outputs = kept.result()
+    assert outputs is not None
+    np.testing.assert_array_equal(outputs["y"], [[9, 9]])
 
-    asyncio.run(go())
+
+async def test_a_full_batch_leaves_and_the_next_call_starts_another(
+    model: Path, watch: InlineWatch
+) -> None:
+    plan, session = _plan(model, watch, BatchingOptions(max_batch_size=2))
+    for i in range(3):
+        plan.join(_rows(i), 1, ["y"], None)
+    await settle()
+    assert session.batches == [2, 1]

@@ -24,7 +24,7 @@ SIG = Signature(
     inputs=(TensorSpec("x", "float32", (-1, 4)), TensorSpec("k", "int64", None)),
     outputs=(TensorSpec("y", "float32", (-1, 2)), TensorSpec("z", "string", (-1,))),
 )
-GOOD = {"x": np.zeros((3, 4), np.float32), "k": np.zeros((), np.int64)}
+GOOD: dict[str, np.ndarray] = {"x": np.zeros((3, 4), np.float32), "k": np.zeros((), np.int64)}
 
 
 def test_from_wire_reads_shapes_names_and_unservable_definitions() -> None:

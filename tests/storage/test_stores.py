@@ -12,7 +12,6 @@ import pytest
 
 from gateway.storage import stores
 from gateway.storage.failures import StoreError
-from gateway.storage.objects import ObjectStore
 from gateway.storage.urls import ObjectUrl
 from tests.support.object_stores import (
     AZURITE_KEY,
@@ -31,7 +30,7 @@ def server(
 
 
 @pytest.fixture
-def open_store(server: StoreServer, monkeypatch: pytest.MonkeyPatch) -> Iterator[type[ObjectStore]]:
+def open_store(server: StoreServer, monkeypatch: pytest.MonkeyPatch) -> Iterator[None]:
     """The store's environment in ``os.environ`` (where each SDK reads it), and a fresh client
     per test."""
     for name, value in server.env.items():

@@ -7,7 +7,8 @@ from __future__ import annotations
 import asyncio
 import os
 import socket
-from collections.abc import Iterator
+from collections.abc import AsyncIterator, Callable, Iterator
+from contextlib import asynccontextmanager
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -81,32 +82,38 @@ def table() -> Iterator[LoadTable]:
     os.close(memfd)
 
 
-def run(table: LoadTable, scenario: Any) -> None:
-    async def go() -> None:
-        fanout = Fanout(input_bytes=4096, output_bytes=4096, table=table)
-        peers: list[Peer] = []
+WorkerMaker = Callable[[int, int, set[str]], tuple[Any, Peer]]  # a fake WorkerProcess
+"""(index, pid, routed) → a stand-in worker and the test's end of its socket."""
+FrontEndMaker = Callable[[int, int], tuple[Any, Peer]]  # a fake FrontEndProcess
+"""(slot, serial) → a stand-in front end and the test's end of its socket."""
 
-        def worker(index: int, pid: int, routed: set[str]) -> tuple[Worker, Peer]:
-            sock, peer = _pair(f"worker {index}")
-            peers.append(peer)
-            return Worker(index, pid, sock, routed), peer
 
-        def front_end(slot: int, serial: int) -> tuple[FrontEnd, Peer]:
-            sock, peer = _pair(f"front end {slot}")
-            peers.append(peer)
-            return FrontEnd(slot, serial, MessageLink(sock, name="supervisor")), peer
+@asynccontextmanager
+async def fanning(table: LoadTable) -> AsyncIterator[tuple[Fanout, WorkerMaker, FrontEndMaker]]:
+    """A fanout over ``table``, and makers of stand-in workers and front ends (all closed at
+    the end)."""
+    fanout = Fanout(input_bytes=4096, output_bytes=4096, table=table)
+    peers: list[Peer] = []
 
-        try:
-            await scenario(fanout, worker, front_end)
-        finally:
-            for front in fanout.front_ends.values():
-                front.link.close()
-            fanout.close()
-            for peer in peers:
-                assert peer.link is not None
-                peer.link.close()
+    def worker(index: int, pid: int, routed: set[str]) -> tuple[Worker, Peer]:
+        sock, peer = _pair(f"worker {index}")
+        peers.append(peer)
+        return Worker(index, pid, sock, routed), peer
 
-    asyncio.run(go())
+    def front_end(slot: int, serial: int) -> tuple[FrontEnd, Peer]:
+        sock, peer = _pair(f"front end {slot}")
+        peers.append(peer)
+        return FrontEnd(slot, serial, MessageLink(sock, name="supervisor")), peer
+
+    try:
+        yield fanout, worker, front_end
+    finally:
+        for front in fanout.front_ends.values():
+            front.link.close()
+        fanout.close()
+        for peer in peers:
+            assert peer.link is not None
+            peer.link.close()
 
 
 def test_channel_fds_are_a_memfd_and_three_eventfds() -> None:
@@ -119,8 +126,8 @@ def test_channel_fds_are_a_memfd_and_three_eventfds() -> None:
         close_all(fds)
 
 
-def test_each_front_end_worker_pair_gets_a_channel_both_ways(table: LoadTable) -> None:
-    async def scenario(fanout: Fanout, worker: Any, front_end: Any) -> None:
+async def test_each_front_end_worker_pair_gets_a_channel_both_ways(table: LoadTable) -> None:
+    async with fanning(table) as (fanout, worker, front_end):
         first, first_side = front_end(0, 11)
         fanout.join(first)
         up, up_side = worker(0, 100, {"m:2", "m:1"})
@@ -134,11 +141,9 @@ def test_each_front_end_worker_pair_gets_a_channel_both_ways(table: LoadTable) -
         assert await up_side.next() == ("attach", {"owner": 12}, 4)
         assert await second_side.next() == ("worker", routed, 4)
 
-    run(table, scenario)
 
-
-def test_routes_and_deaths_reach_every_joined_front_end(table: LoadTable) -> None:
-    async def scenario(fanout: Fanout, worker: Any, front_end: Any) -> None:
+async def test_routes_and_deaths_reach_every_joined_front_end(table: LoadTable) -> None:
+    async with fanning(table) as (fanout, worker, front_end):
         front, side = front_end(0, 11)
         fanout.join(front)
         fanout.route(1, "m:1")
@@ -152,13 +157,11 @@ def test_routes_and_deaths_reach_every_joined_front_end(table: LoadTable) -> Non
         ]
         assert gone.handover is None  # a worker that never became ready: its socket closed
 
-    run(table, scenario)
 
-
-def test_a_retired_worker_is_killed_once_and_its_death_gives_the_reason(
+async def test_a_retired_worker_is_killed_once_and_its_death_gives_the_reason(
     table: LoadTable,
 ) -> None:
-    async def scenario(fanout: Fanout, worker: Any, front_end: Any) -> None:
+    async with fanning(table) as (fanout, worker, front_end):
         front, side = front_end(0, 11)
         fanout.join(front)
         hung, _ = worker(0, 100, set())
@@ -177,11 +180,9 @@ def test_a_retired_worker_is_killed_once_and_its_death_gives_the_reason(
         )
         assert len(hung.retired) == 1
 
-    run(table, scenario)
 
-
-def test_a_front_end_that_leaves_is_detached_and_its_load_zeroed(table: LoadTable) -> None:
-    async def scenario(fanout: Fanout, worker: Any, front_end: Any) -> None:
+async def test_a_front_end_that_leaves_is_detached_and_its_load_zeroed(table: LoadTable) -> None:
+    async with fanning(table) as (fanout, worker, front_end):
         front, _ = front_end(1, 12)
         fanout.join(front)
         up, up_side = worker(0, 100, set())
@@ -193,5 +194,3 @@ def test_a_front_end_that_leaves_is_detached_and_its_load_zeroed(table: LoadTabl
         assert await up_side.next() == ("detach", {"owner": 12}, 0)
         assert fanout.front_ends == {} and table.load(0) == 2
         front.link.close()
-
-    run(table, scenario)

@@ -6,9 +6,10 @@ real one not started (no workers to ask)."""
 
 from __future__ import annotations
 
-import asyncio
 import re
 import socket
+from collections.abc import AsyncIterator
+from contextlib import asynccontextmanager
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -59,23 +60,22 @@ def front_end(slot: int) -> FrontEnd:
     return front
 
 
-def run(scenario: Any) -> None:
-    async def go() -> None:
-        fronts = {0: front_end(0), 1: front_end(1)}
-        everyone = list(fronts.values())
-        own = TfServingMetrics()
-        pool = WorkerPool(
-            PoolOptions(workers=1, input_bytes=4096, output_bytes=4096), dispatcher=Dispatcher()
-        )
-        try:
-            await scenario(FleetPage(fronts, pool, own), fronts, own)
-        finally:
-            for front in everyone:
-                front.link.close()
-                assert front.peer is not None
-                front.peer.close()
-
-    asyncio.run(go())
+@asynccontextmanager
+async def fleet() -> AsyncIterator[tuple[FleetPage, dict[int, FrontEnd], TfServingMetrics]]:
+    """The supervisor's page over two stand-in front ends, and its own TF Serving metrics."""
+    fronts: dict[int, Any] = {0: front_end(0), 1: front_end(1)}
+    everyone = list(fronts.values())
+    own = TfServingMetrics()
+    pool = WorkerPool(
+        PoolOptions(workers=1, input_bytes=4096, output_bytes=4096), dispatcher=Dispatcher()
+    )
+    try:
+        yield FleetPage(fronts, pool, own), fronts, own
+    finally:
+        for front in everyone:
+            front.link.close()
+            assert front.peer is not None
+            front.peer.close()
 
 
 def _count(page: bytes, series: re.Pattern[bytes] = COUNT) -> float:
@@ -89,8 +89,8 @@ def _calls(tfs: TfServingMetrics, n: int) -> None:
         tfs.request_count.inc(("m", "OK"))
 
 
-def test_the_page_adds_every_front_end_and_the_supervisor_once() -> None:
-    async def scenario(page: FleetPage, fronts: dict[int, FrontEnd], own: Any) -> None:
+async def test_the_page_adds_every_front_end_and_the_supervisor_once() -> None:
+    async with fleet() as (page, fronts, own):
         _calls(fronts[0].tfs, 2)
         _calls(fronts[1].tfs, 3)
         _calls(own, 1)
@@ -98,11 +98,9 @@ def test_the_page_adds_every_front_end_and_the_supervisor_once() -> None:
         assert _count(await page.render()) == 6  # a second scrape counts nothing twice
         assert b"tensorgate_worker_restarts" in await page.render()
 
-    run(scenario)
 
-
-def test_a_front_end_that_does_not_answer_counts_with_its_previous_answer() -> None:
-    async def scenario(page: FleetPage, fronts: dict[int, FrontEnd], own: Any) -> None:
+async def test_a_front_end_that_does_not_answer_counts_with_its_previous_answer() -> None:
+    async with fleet() as (page, fronts, _own):
         _calls(fronts[0].tfs, 2)
         assert _count(await page.render()) == 2
         _calls(fronts[0].tfs, 5)
@@ -111,11 +109,9 @@ def test_a_front_end_that_does_not_answer_counts_with_its_previous_answer() -> N
         fronts[0].down = False
         assert _count(await page.render()) == 7
 
-    run(scenario)
 
-
-def test_a_departed_front_end_counts_with_its_last_answer_for_good() -> None:
-    async def scenario(page: FleetPage, fronts: dict[int, FrontEnd], own: Any) -> None:
+async def test_a_departed_front_end_counts_with_its_last_answer_for_good() -> None:
+    async with fleet() as (page, fronts, _own):
         _calls(fronts[0].tfs, 2)
         _calls(fronts[1].tfs, 3)
         for front in fronts.values():
@@ -127,5 +123,3 @@ def test_a_departed_front_end_counts_with_its_last_answer_for_good() -> None:
         assert _count(await page.render()) == 6
         assert _count(await page.render()) == 6
         assert _count(await page.render(), RUNS_IN) == 1  # a gauge: gone with its front end
-
-    run(scenario)

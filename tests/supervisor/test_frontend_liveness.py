@@ -48,18 +48,16 @@ class FrontEnd:
         self.peer.close()
 
 
-def test_a_front_end_that_does_not_answer_in_time_is_killed_and_no_other() -> None:
-    async def scenario() -> None:
-        live, stopped = FrontEnd(0, answers=True), FrontEnd(1, answers=False)
-        tasks = Tasks(logging.getLogger(__name__))
-        pings = front_end_pings(lambda: [live, stopped], interval_s=1, timeout_s=0.2, tasks=tasks)
-        await pings.ping_all()
-        await pings.ping_all()  # one ping at a time each: the stopped one's is outstanding
-        await asyncio.wait_for(stopped.killed.wait(), 30)
-        assert stopped.pings == 1
-        assert live.pings >= 1 and not live.killed.is_set()
-        live.kill()
-        await pings.ping_all()  # a link that closed: nothing to do, nothing raised
-        await tasks.close()
-
-    asyncio.run(scenario())
+async def test_a_front_end_that_does_not_answer_in_time_is_killed_and_no_other() -> None:
+    live, stopped = FrontEnd(0, answers=True), FrontEnd(1, answers=False)
+    tasks = Tasks(logging.getLogger(__name__))
+    fronts: list[Any] = [live, stopped]
+    pings = front_end_pings(lambda: fronts, interval_s=1, timeout_s=0.2, tasks=tasks)
+    await pings.ping_all()
+    await pings.ping_all()  # one ping at a time each: the stopped one's is outstanding
+    await asyncio.wait_for(stopped.killed.wait(), 30)
+    assert stopped.pings == 1
+    assert live.pings >= 1 and not live.killed.is_set()
+    live.kill()
+    await pings.ping_all()  # a link that closed: nothing to do, nothing raised
+    await tasks.close()

@@ -17,33 +17,30 @@ WAIT_S = 60.0
 """Bound of every wait (never reached when things work)."""
 
 
-def test_a_front_end_that_ends_is_noticed_with_its_code() -> None:
-    async def go() -> None:
-        ended: list[FrontEndProcess] = []
-        handled: list[FrontEndProcess] = []
+async def test_a_front_end_that_ends_is_noticed_with_its_code() -> None:
+    ended: list[FrontEndProcess] = []
+    handled: list[FrontEndProcess] = []
 
-        def handler(front: FrontEndProcess) -> MessageHandler:
-            handled.append(front)
-            return lambda message, fds: None
+    def handler(front: FrontEndProcess) -> MessageHandler:
+        handled.append(front)
+        return lambda message, fds: None
 
-        memfd = LoadTable.create_memfd(1, 1)
-        try:
-            front = FrontEndProcess.spawn(
-                0,
-                7,
-                flags=["--no_such_flag=1"],
-                load_table_fd=memfd,
-                frontends=1,
-                workers=1,
-                handler=handler,
-                on_exit=ended.append,
-            )
-        finally:
-            os.close(memfd)
-        assert handled == [front] and (front.slot, front.serial) == (0, 7)
-        assert await asyncio.wait_for(front.exited, WAIT_S) == 2
-        assert ended == [front] and not front.alive and front.link.closed
-        front.kill()  # reaped: nothing
-        assert await front.stop(WAIT_S) == 2
-
-    asyncio.run(go())
+    memfd = LoadTable.create_memfd(1, 1)
+    try:
+        front = FrontEndProcess.spawn(
+            0,
+            7,
+            flags=["--no_such_flag=1"],
+            load_table_fd=memfd,
+            frontends=1,
+            workers=1,
+            handler=handler,
+            on_exit=ended.append,
+        )
+    finally:
+        os.close(memfd)
+    assert handled == [front] and (front.slot, front.serial) == (0, 7)
+    assert await asyncio.wait_for(front.exited, WAIT_S) == 2
+    assert ended == [front] and not front.alive and front.link.closed
+    front.kill()  # reaped: nothing
+    assert await front.stop(WAIT_S) == 2

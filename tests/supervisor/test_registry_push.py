@@ -8,7 +8,8 @@ from __future__ import annotations
 import asyncio
 import gc
 import socket
-from collections.abc import Awaitable
+from collections.abc import AsyncIterator, Awaitable
+from contextlib import asynccontextmanager
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
@@ -57,26 +58,24 @@ def front_end(serial: int) -> FrontEnd:
     return front
 
 
-def run(tmp_path: Path, scenario: Any) -> None:
-    models = served(tmp_path)
-
-    async def go() -> None:
-        fronts = {0: front_end(1), 1: front_end(2)}
-        try:
-            await scenario(models, fronts)
-        finally:
-            for front in fronts.values():
-                front.close()
-
-    asyncio.run(go())
+@asynccontextmanager
+async def pushing(tmp_path: Path) -> AsyncIterator[tuple[ModelManager, dict[int, FrontEnd]]]:
+    """A model manager serving known states, and two stand-in front ends (serials 1 and 2)."""
+    models = await served(tmp_path)
+    fronts = {0: front_end(1), 1: front_end(2)}
+    try:
+        yield models, fronts
+    finally:
+        for front in fronts.values():
+            front.close()
 
 
 def _ops(front: FrontEnd) -> list[tuple[str, Any]]:
     return [(op, m.get("snapshot", {}).get("serial", m.get("key"))) for op, m in front.seen]
 
 
-def test_one_loop_turn_s_changes_go_out_as_one_snapshot(tmp_path: Path) -> None:
-    async def scenario(models: ModelManager, fronts: dict[int, FrontEnd]) -> None:
+async def test_one_loop_turn_s_changes_go_out_as_one_snapshot(tmp_path: Path) -> None:
+    async with pushing(tmp_path) as (models, fronts):
         push = RegistryPush(models, fronts)  # type: ignore[arg-type]
         for _ in range(3):
             push.changed()
@@ -86,13 +85,11 @@ def test_one_loop_turn_s_changes_go_out_as_one_snapshot(tmp_path: Path) -> None:
             assert _ops(front) == [("snapshot", 1), ("snapshot", 2)]
             assert front.seen[0][1]["snapshot"] == snapshot.snapshot_to_wire(models, 1)
 
-    run(tmp_path, scenario)
 
-
-def test_a_drain_follows_the_pending_snapshot_and_waits_for_every_front_end(
+async def test_a_drain_follows_the_pending_snapshot_and_waits_for_every_front_end(
     tmp_path: Path,
 ) -> None:
-    async def scenario(models: ModelManager, fronts: dict[int, FrontEnd]) -> None:
+    async with pushing(tmp_path) as (models, fronts):
         push = RegistryPush(models, fronts)  # type: ignore[arg-type]
         draining = asyncio.create_task(push.drain(models.resolve("b")))
         push.changed()  # the drain runs first in the next turn: the snapshot is still pending
@@ -105,11 +102,9 @@ def test_a_drain_follows_the_pending_snapshot_and_waits_for_every_front_end(
         for front in fronts.values():
             assert _ops(front) == [("snapshot", 1), ("drain", "b:4")]
 
-    run(tmp_path, scenario)
 
-
-def test_a_front_end_that_is_gone_counts_as_drained(tmp_path: Path) -> None:
-    async def scenario(models: ModelManager, fronts: dict[int, FrontEnd]) -> None:
+async def test_a_front_end_that_is_gone_counts_as_drained(tmp_path: Path) -> None:
+    async with pushing(tmp_path) as (models, fronts):
         push = RegistryPush(models, fronts)  # type: ignore[arg-type]
         fronts[0].drained.set()
         assert fronts[1].peer is not None
@@ -117,14 +112,12 @@ def test_a_front_end_that_is_gone_counts_as_drained(tmp_path: Path) -> None:
         await push.drain(models.resolve("b"))
         assert _ops(fronts[0]) == [("drain", "b:4")]
 
-    run(tmp_path, scenario)
 
-
-def test_a_joining_front_end_gets_the_latest_snapshot_and_a_pending_one_first(
+async def test_a_joining_front_end_gets_the_latest_snapshot_and_a_pending_one_first(
     tmp_path: Path,
 ) -> None:
-    async def scenario(models: ModelManager, fronts: dict[int, FrontEnd]) -> None:
-        push = RegistryPush(models, {})  # type: ignore[arg-type]
+    async with pushing(tmp_path) as (models, fronts):
+        push = RegistryPush(models, {})
         await push.send(fronts[0])  # type: ignore[arg-type]
         await push.send(fronts[0])  # type: ignore[arg-type]  # unchanged: the same snapshot
         push.changed()
@@ -133,14 +126,12 @@ def test_a_joining_front_end_gets_the_latest_snapshot_and_a_pending_one_first(
         await push.send(fronts[0])  # type: ignore[arg-type]
         assert _ops(fronts[0]) == [("snapshot", n) for n in (1, 1, 2, 2)]
 
-    run(tmp_path, scenario)
 
-
-def test_a_snapshot_for_a_front_end_that_is_gone_logs_nothing(tmp_path: Path) -> None:
+async def test_a_snapshot_for_a_front_end_that_is_gone_logs_nothing(tmp_path: Path) -> None:
     """SIGTERM during a big reload: front ends exit while the manager's changes are still
     pushed; a snapshot nobody will acknowledge is no "Future exception was never retrieved"."""
 
-    async def scenario(models: ModelManager, fronts: dict[int, FrontEnd]) -> None:
+    async with pushing(tmp_path) as (models, fronts):
         loop = asyncio.get_running_loop()
         reported: list[str] = []
         loop.set_exception_handler(lambda _, context: reported.append(context["message"]))
@@ -152,5 +143,3 @@ def test_a_snapshot_for_a_front_end_that_is_gone_logs_nothing(tmp_path: Path) ->
         gc.collect()
         assert reported == []
         assert _ops(fronts[1]) == [("snapshot", 1), ("snapshot", 2)]
-
-    run(tmp_path, scenario)

@@ -8,7 +8,7 @@ from pathlib import Path
 import numpy as np
 from onnx import TensorProto, helper, numpy_helper
 
-from bench.systems.models import save_graph
+from tests.support.onnx_models import save_graph
 
 
 def expand(path: Path, *, to: tuple[int, int] | None, elem: int = TensorProto.FLOAT) -> Path:

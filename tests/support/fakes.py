@@ -1,5 +1,5 @@
-"""The seams of unit tests: an injected clock, run links that block on purpose (behind a real
-dispatcher), and a worker pool that loads nothing."""
+"""The seams of unit tests: an injected clock, a grpc.aio servicer context, run links that block
+on purpose (behind a real dispatcher), and a worker pool that loads nothing."""
 
 from __future__ import annotations
 
@@ -10,6 +10,7 @@ from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
+import grpc
 import numpy as np
 
 from gateway.errors import ServingError
@@ -49,6 +50,37 @@ class FakeClock:
             _, _, callback, timer = heapq.heappop(self._timers)
             if not timer.cancelled:
                 callback()
+
+
+class FakeContext:
+    """A grpc.aio servicer context: the time left it reports, the status an abort sets (abort
+    raises grpc.aio.AbortError, as grpc.aio's does), and the callbacks for the call's end, kept
+    until :meth:`end` (until then the answer is unsent: its client does not read)."""
+
+    def __init__(self, remaining: float | None = None, broken: bool = False) -> None:
+        self.remaining = remaining
+        self.broken = broken
+        self.status: tuple[grpc.StatusCode, str] | None = None
+        self.callbacks: list[Callable[[FakeContext], object]] = []
+
+    def invocation_metadata(self) -> tuple[tuple[str, str], ...]:
+        return ()
+
+    def time_remaining(self) -> float | None:
+        if self.broken:
+            raise RuntimeError("context broke")
+        return self.remaining
+
+    async def abort(self, code: grpc.StatusCode, details: str) -> None:
+        self.status = (code, details)
+        raise grpc.aio.AbortError()
+
+    def add_done_callback(self, callback: Callable[[FakeContext], object]) -> None:
+        self.callbacks.append(callback)
+
+    def end(self) -> None:
+        for callback in self.callbacks:
+            callback(self)
 
 
 @dataclass

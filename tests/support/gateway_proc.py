@@ -23,9 +23,8 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-from bench.measure.usage import children
 from gateway.lifecycle import wait_ready
-from tests.support.leftovers import held_files, leaked, shm_entries
+from tests.support.leftovers import children, held_files, leaked, shm_entries
 
 START_TIMEOUT_S = 120.0
 STOP_TIMEOUT_S = 60.0

@@ -29,6 +29,7 @@ from typing import Any
 
 from tests.support.paths import REPO_ROOT
 from tests.support.rest import urlopen_answer
+from tests.support.waits import until
 
 SCRIPT = REPO_ROOT / "scripts" / "image.py"
 CONTAINERS_CONF = REPO_ROOT / "deploy" / "podman" / "containers.conf"
@@ -269,15 +270,15 @@ def http(
 def wait_ready(container: Container, timeout: float = READY_TIMEOUT_S) -> None:
     """Until REST ``/readyz`` answers 200 (every configured model available); AssertionError with
     the container's log if it exits or takes longer."""
-    deadline = time.monotonic() + timeout
-    while time.monotonic() < deadline:
+
+    def ready() -> bool:
         if not container.running():
             raise AssertionError(f"{container.name} exited:\n{container.logs()}")
         with contextlib.suppress(OSError):
-            if http(container.rest_url + "/readyz", timeout=5)[0] == 200:
-                return
-        time.sleep(0.5)
-    raise AssertionError(f"{container.name} not ready in {timeout:.0f} s:\n{container.logs()}")
+            return http(container.rest_url + "/readyz", timeout=5)[0] == 200
+        return False
+
+    until(ready, lambda: f"{container.name} ready:\n{container.logs()}", timeout, poll_s=0.5)
 
 
 @contextlib.contextmanager

@@ -1,6 +1,5 @@
-"""Encoded images made by the tests with Pillow (nothing is downloaded): photo-like pixels (the
-bench's, :func:`bench.load.seed_images.photo`), JPEG and PNG encodings, the reference decode
-(Pillow's own), and hostile files."""
+"""Encoded images made by the tests with Pillow (nothing is downloaded): photo-like pixels
+(:func:`photo`), JPEG and PNG encodings, the reference decode (Pillow's own), and hostile files."""
 
 from __future__ import annotations
 
@@ -11,11 +10,35 @@ import zlib
 import numpy as np
 from PIL import Image
 
-from bench.load.seed_images import photo
-
 RESIZE_TOLERANCE = 0
 """Most a resized value may differ from Pillow's own decode + resize: none, the gateway resizes
 with Pillow's bilinear filter from the same pixels."""
+
+
+def photo(width: int, height: int, seed: int = 0, channels: int = 3) -> np.ndarray:
+    """A photograph-like scene (sky, ground, a few shaded shapes, texture and noise) drawn from
+    ``seed``, ``(height, width, channels)`` uint8 (one channel: gray): smooth areas and edges, as
+    JPEG meets them."""
+    rng = np.random.default_rng(seed)
+    y, x = np.mgrid[0:height, 0:width].astype(np.float32)
+    v, u = y / max(height - 1, 1), x / max(width - 1, 1)
+    sky, ground = rng.uniform(60, 230, 3), rng.uniform(20, 160, 3)
+    horizon = rng.uniform(0.35, 0.65)
+    mix = np.clip((v - horizon) * 8 + 0.5, 0, 1)[..., None]
+    scene = sky * (1 - mix) * (1 - 0.3 * v[..., None]) + ground * mix
+    for _ in range(rng.integers(3, 7)):
+        cx, cy, rx, ry = rng.uniform(0, 1), rng.uniform(0.2, 1), *rng.uniform(0.05, 0.25, 2)
+        inside = ((u - cx) / rx) ** 2 + ((v - cy) / ry) ** 2
+        alpha = np.clip((1.2 - inside) * 4, 0, 1)[..., None]
+        shade = 0.75 + 0.25 * np.cos((u - cx) * 9)[..., None]
+        scene = scene * (1 - alpha) + rng.uniform(0, 255, 3) * shade * alpha
+    texture = 8 * np.sin(x / rng.uniform(2, 6)) * np.cos(y / rng.uniform(2, 6))
+    scene += texture[..., None] + rng.normal(0, 6, scene.shape)
+    pixels: np.ndarray = np.clip(scene, 0, 255).astype(np.uint8)
+    if channels == 1:
+        gray: np.ndarray = np.asarray(Image.fromarray(pixels).convert("L"))
+        return gray[..., None]
+    return pixels
 
 
 def encode(pixels: np.ndarray, fmt: str = "JPEG", **params: object) -> bytes:

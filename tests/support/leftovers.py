@@ -26,6 +26,21 @@ OUR_PREFIXES = ("tensorgate", "psm_", "sem.mp-", "mp-")
 ``multiprocessing``'s named semaphores."""
 
 
+def children(pid: int) -> list[int]:
+    """The live direct children of ``pid``, in pid order, from every ``/proc/<pid>/stat``'s
+    parent field (``/proc/<pid>/task/<tid>/children`` can miss a child while others start or
+    exit)."""
+    found = []
+    for entry in os.listdir("/proc"):
+        if entry.isdigit():
+            with contextlib.suppress(FileNotFoundError, ProcessLookupError):
+                with open(f"/proc/{entry}/stat") as stat:
+                    ppid = int(stat.read().rsplit(")", 1)[1].split()[1])
+                if ppid == pid:
+                    found.append(int(entry))
+    return sorted(found)
+
+
 def shm_entries(root: str = SHM) -> set[str]:
     return set(os.listdir(root))
 

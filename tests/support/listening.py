@@ -3,10 +3,32 @@
 
 from __future__ import annotations
 
+import contextlib
+import os
 import subprocess
 
-from bench.systems.listening import listening_ports
 from tests.support.waits import until
+
+
+def listening_ports(pid: int) -> set[int]:
+    """The ports of the TCP sockets in LISTEN state that ``pid`` holds open (IPv4 and IPv6)."""
+    inodes = set()
+    with contextlib.suppress(FileNotFoundError):
+        for fd in os.listdir(f"/proc/{pid}/fd"):
+            with contextlib.suppress(OSError):
+                target = os.readlink(f"/proc/{pid}/fd/{fd}")
+                if target.startswith("socket:["):
+                    inodes.add(int(target[len("socket:[") : -1]))
+    ports = set()
+    for table in ("tcp", "tcp6"):
+        with contextlib.suppress(FileNotFoundError), open(f"/proc/{pid}/net/{table}") as rows:
+            next(rows)  # the header
+            for row in rows:
+                fields = row.split()
+                local, state, inode = fields[1], fields[3], int(fields[9])
+                if state == "0A" and inode in inodes:  # 0A: TCP_LISTEN
+                    ports.add(int(local.rsplit(":", 1)[1], 16))
+    return ports
 
 
 def port_of(process: subprocess.Popen[bytes], what: str) -> int:

@@ -5,10 +5,24 @@ from __future__ import annotations
 from pathlib import Path
 
 import numpy as np
+import onnx
 from onnx import TensorProto, helper, numpy_helper
 
-from bench.systems.models import looped as looped  # the bench's probes use it too
-from bench.systems.models import save_graph
+OPSET = 17
+"""The ONNX opset of every model the tests build."""
+
+
+def save_graph(graph: onnx.GraphProto, path: Path) -> Path:
+    """``graph`` as a checked opset-17, IR 8 model at ``path`` (its folder made; written to a
+    temporary name, then renamed)."""
+    model = helper.make_model(graph, opset_imports=[helper.make_opsetid("", OPSET)])
+    model.ir_version = 8
+    onnx.checker.check_model(model)
+    path.parent.mkdir(parents=True, exist_ok=True)
+    tmp = path.with_suffix(".tmp")
+    onnx.save(model, str(tmp))
+    tmp.replace(path)
+    return path
 
 
 def mlp(
@@ -84,7 +98,7 @@ def add_two(path: Path) -> Path:
         helper.make_node("Add", ["a", "b"], ["sum"]),
         helper.make_node("Sub", ["a", "b"], ["diff"]),
     ]
-    spec = ["batch", 3]
+    spec: list[str | int | None] = ["batch", 3]
     graph = helper.make_graph(
         nodes,
         "add_two",
@@ -150,5 +164,48 @@ def image_identity(path: Path, dtype: str, shape: tuple[int | str, ...]) -> Path
         "image_identity",
         [helper.make_tensor_value_info("images", elem, list(shape))],
         [helper.make_tensor_value_info("pixels", elem, list(shape))],
+    )
+    return save_graph(graph, path)
+
+
+def looped(path: Path, *, addend: bool = False) -> Path:
+    """x float32[-1, 2], k int64[-1] → y: x plus 1, max(k) times (an ONNX ``Loop`` whose trip
+    count is a value the caller sends: its run takes as long as the caller asks). ``addend``:
+    a third input z float32[-1, -1] added to the loop's result, which fails *after* the loop
+    unless z's width broadcasts (1 or 2)."""
+    body = helper.make_graph(
+        [
+            helper.make_node("Identity", ["cond"], ["cond_out"]),
+            helper.make_node("Add", ["v", "one"], ["v_out"]),
+        ],
+        "step",
+        [
+            helper.make_tensor_value_info("i", TensorProto.INT64, []),
+            helper.make_tensor_value_info("cond", TensorProto.BOOL, []),
+            helper.make_tensor_value_info("v", TensorProto.FLOAT, None),
+        ],
+        [
+            helper.make_tensor_value_info("cond_out", TensorProto.BOOL, []),
+            helper.make_tensor_value_info("v_out", TensorProto.FLOAT, None),
+        ],
+        initializer=[numpy_helper.from_array(np.array(1.0, np.float32), "one")],
+    )
+    nodes = [
+        helper.make_node("ReduceMax", ["k"], ["trips"], keepdims=0),
+        helper.make_node("Loop", ["trips", "go", "x"], ["looped" if addend else "y"], body=body),
+    ]
+    inputs = [
+        helper.make_tensor_value_info("x", TensorProto.FLOAT, ["batch", 2]),
+        helper.make_tensor_value_info("k", TensorProto.INT64, ["batch"]),
+    ]
+    if addend:
+        nodes.append(helper.make_node("Add", ["looped", "z"], ["y"]))
+        inputs.append(helper.make_tensor_value_info("z", TensorProto.FLOAT, ["batch", "width"]))
+    graph = helper.make_graph(
+        nodes,
+        "looped",
+        inputs,
+        [helper.make_tensor_value_info("y", TensorProto.FLOAT, ["batch", 2])],
+        initializer=[numpy_helper.from_array(np.array(True), "go")],
     )
     return save_graph(graph, path)

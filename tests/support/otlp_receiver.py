@@ -71,7 +71,7 @@ class Receiver:
         return f"http://127.0.0.1:{port}"
 
 
-class _TraceService(trace_service_pb2_grpc.TraceServiceServicer):  # type: ignore[misc]
+class _TraceService(trace_service_pb2_grpc.TraceServiceServicer):
     def __init__(self, receiver: Receiver) -> None:
         self.receiver = receiver
 

@@ -7,7 +7,9 @@ request's future, bounded by WAIT_S, which is never reached when things work.
 from __future__ import annotations
 
 import asyncio
-from collections.abc import Awaitable, Callable
+from collections.abc import AsyncIterator
+from contextlib import asynccontextmanager
+from typing import Any
 
 import numpy as np
 
@@ -25,7 +27,7 @@ def spec(path: str) -> LoadSpec:
     return LoadSpec(key=KEY, path=path, platform="onnx", intra_op=1, inter_op=1)
 
 
-def options(workers: int = 1, **kw: float) -> PoolOptions:
+def options(workers: int = 1, **kw: Any) -> PoolOptions:
     return PoolOptions(workers=workers, input_bytes=1 << 16, output_bytes=1 << 16, **kw)
 
 
@@ -55,22 +57,17 @@ def dispatcher_of(pool: WorkerPool) -> Dispatcher:
 def link(pool: WorkerPool) -> RunLink:
     """The run link the dispatcher picks for ``KEY`` now."""
     picked = dispatcher_of(pool).pick(KEY)
-    assert picked is not None
+    assert isinstance(picked, RunLink)
     return picked
 
 
-def with_pool(
-    options: PoolOptions, scenario: Callable[[WorkerPool, asyncio.Event], Awaitable[None]]
-) -> None:
-    """Run ``scenario`` with a started pool; the event is set on each of its notifications."""
-
-    async def main() -> None:
-        changed = asyncio.Event()
-        pool = WorkerPool(options, dispatcher=Dispatcher(), on_change=changed.set)
-        try:
-            await asyncio.wait_for(pool.start(), WAIT_S)
-            await scenario(pool, changed)
-        finally:
-            await pool.close()
-
-    asyncio.run(main())
+@asynccontextmanager
+async def started_pool(options: PoolOptions) -> AsyncIterator[tuple[WorkerPool, asyncio.Event]]:
+    """A started pool, and an event set on each of its notifications (closed at the end)."""
+    changed = asyncio.Event()
+    pool = WorkerPool(options, dispatcher=Dispatcher(), on_change=changed.set)
+    try:
+        await asyncio.wait_for(pool.start(), WAIT_S)
+        yield pool, changed
+    finally:
+        await pool.close()

@@ -7,7 +7,6 @@ from __future__ import annotations
 import contextlib
 import json
 import subprocess
-import time
 import urllib.error
 import urllib.parse
 import urllib.request
@@ -17,6 +16,7 @@ from typing import Any
 
 from tests.support import tools
 from tests.support.listening import port_of
+from tests.support.waits import until
 
 START_TIMEOUT_S = 60.0
 POLL_S = 0.2
@@ -44,14 +44,19 @@ class Prometheus:
 
     def wait_for(self, promql: str, done: Callable[[list[dict[str, Any]]], bool]) -> list[Any]:
         """Poll ``promql`` until ``done(result)`` (bounded by START_TIMEOUT_S)."""
-        deadline = time.monotonic() + START_TIMEOUT_S
-        while True:
-            result = self.query(promql)
-            if done(result):
-                return result
-            if time.monotonic() > deadline:
-                raise AssertionError(f"{promql} never satisfied the test: {result}\n{self.logs()}")
-            time.sleep(POLL_S)
+        results: list[list[dict[str, Any]]] = []
+
+        def satisfied() -> bool:
+            results.append(self.query(promql))
+            return done(results[-1])
+
+        until(
+            satisfied,
+            lambda: f"{promql} satisfying the test; last {results[-1]}\n{self.logs()}",
+            START_TIMEOUT_S,
+            poll_s=POLL_S,
+        )
+        return results[-1]
 
     def logs(self) -> str:
         return self.log.read_text(errors="replace")[-4000:]
@@ -117,17 +122,14 @@ def running_prometheus(
 
 
 def _wait_ready(server: Prometheus) -> None:
-    deadline = time.monotonic() + START_TIMEOUT_S
-    while True:
+    def ready() -> bool:
         if server.process.poll() is not None:
             raise AssertionError(f"prometheus exited: {server.logs()}")
-        ready = f"{server.url}/-/ready"
         with (
             contextlib.suppress(urllib.error.URLError, ConnectionError),
-            urllib.request.urlopen(ready, timeout=5) as response,
+            urllib.request.urlopen(f"{server.url}/-/ready", timeout=5) as response,
         ):
-            if response.status == 200:
-                return
-        if time.monotonic() > deadline:
-            raise AssertionError(f"prometheus did not become ready: {server.logs()}")
-        time.sleep(POLL_S)
+            return bool(response.status == 200)
+        return False
+
+    until(ready, lambda: f"prometheus ready: {server.logs()}", START_TIMEOUT_S, poll_s=POLL_S)

@@ -3,7 +3,6 @@ the registry tests of front ends."""
 
 from __future__ import annotations
 
-import asyncio
 from pathlib import Path
 from typing import Any
 
@@ -31,7 +30,7 @@ class Recorder:
         return {}
 
 
-def served(tmp_path: Path) -> ModelManager:
+async def served(tmp_path: Path) -> ModelManager:
     """``a`` (versions 1 and 2 available, 3 failed; label ``s`` → 1), ``b`` (4) and ``gone``
     (configured, then left out: its states stay), on a fake pool hosting what loaded."""
     _versions(tmp_path / "a", 1, 2, 3)
@@ -46,6 +45,6 @@ def served(tmp_path: Path) -> ModelManager:
     models = ModelManager(
         pool, specs, intra_op=1, inter_op=1, options=LoadOptions(allow_unavailable_labels=True)
     )
-    asyncio.run(models.apply(specs))
-    asyncio.run(models.apply(specs[:2]))  # "gone" leaves: its states stay visible
+    await models.apply(specs)
+    await models.apply(specs[:2])  # "gone" leaves: its states stay visible
     return models

@@ -1,14 +1,16 @@
-"""REST helpers shared by the tests: TF Serving's REST API on the HTTP server core, and a small
-aiohttp client that returns whole answers."""
+"""REST helpers shared by the tests: TF Serving's REST API on the HTTP server core, and small
+clients that return whole answers (:func:`request` on an aiohttp session, :func:`http` with no
+event loop)."""
 
 from __future__ import annotations
 
-import asyncio
 import json
 import urllib.error
+import urllib.parse
 import urllib.request
 from collections.abc import Mapping
 from dataclasses import dataclass
+from http.client import HTTPConnection
 from typing import Any
 
 import aiohttp
@@ -19,6 +21,9 @@ from gateway.tfserving.rest.routes import ClassifyRegress, TfServingRest
 from gateway.transport.http.http_messages import HttpRequest
 from gateway.transport.http.routes import Routes
 from gateway.transport.http.server import HttpServer
+
+HTTP_TIMEOUT_S = 60.0
+"""Bound of one :func:`http` call (never reached when things work)."""
 
 
 def tf_rest_server(
@@ -88,13 +93,21 @@ async def request(
 
 
 def http(method: str, url: str, body: Any = None, headers: dict[str, str] | None = None) -> Reply:
-    """One request from a fresh client session, on a loop of its own."""
-
-    async def go() -> Reply:
-        async with aiohttp.ClientSession() as session:
-            return await request(session, method, url, body, headers)
-
-    return asyncio.run(go())
+    """One request over the standard library's HTTP client (``body``: bytes, str, or a JSON-able
+    value): no event loop, so sync and async tests alike may call it (it blocks the caller)."""
+    if body is not None and not isinstance(body, bytes | str):
+        body = json.dumps(body, allow_nan=True)
+    if isinstance(body, str):
+        body = body.encode()
+    parts = urllib.parse.urlsplit(url)
+    target = parts.path + (f"?{parts.query}" if parts.query else "")
+    connection = HTTPConnection(parts.hostname or "127.0.0.1", parts.port, timeout=HTTP_TIMEOUT_S)
+    try:
+        connection.request(method, target or "/", body=body, headers=headers or {})
+        response = connection.getresponse()
+        return Reply(response.status, CIMultiDict(response.getheaders()), response.read())
+    finally:
+        connection.close()
 
 
 def post(url: str, body: Any, headers: dict[str, str] | None = None) -> Reply:

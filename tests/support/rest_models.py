@@ -6,7 +6,7 @@ from pathlib import Path
 
 from onnx import TensorProto, helper
 
-from bench.systems.models import save_graph
+from tests.support.onnx_models import save_graph
 
 
 def strings(path: Path) -> Path:

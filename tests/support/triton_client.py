@@ -76,7 +76,7 @@ async def run_calls(
 
 def _write_plan(plan: dict[str, Any], arrays: dict[str, np.ndarray], workdir: Path) -> None:
     (workdir / "plan.json").write_text(json.dumps(plan))
-    np.savez(workdir / "inputs.npz", **arrays)
+    np.savez(workdir / "inputs.npz", **arrays)  # type: ignore[arg-type]  # stub: as allow_pickle
 
 
 def _read_results(workdir: Path) -> tuple[dict[str, Any], dict[str, np.ndarray]]:

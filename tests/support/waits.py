@@ -13,14 +13,23 @@ POLL_S = 0.02
 """Between two looks at a state that nothing notifies (another process's)."""
 
 
-def until(condition: Callable[[], object], what: str, timeout_s: float = WAIT_S) -> None:
-    """Look at ``condition()`` every POLL_S until it is true; AssertionError ("never saw:
-    ``what``") after ``timeout_s`` seconds."""
+def until(
+    condition: Callable[[], object],
+    what: str | Callable[[], str],
+    timeout_s: float = WAIT_S,
+    *,
+    poll_s: float = POLL_S,
+) -> None:
+    """Look at ``condition()`` every ``poll_s`` until it is true; AssertionError ("never saw:
+    ``what``") after ``timeout_s`` seconds. ``what`` may be a function, asked only then (to add
+    what was seen last, or a log). A ``condition`` that knows the state will never come (the
+    process exited) raises its own AssertionError."""
     deadline = time.monotonic() + timeout_s
     while not condition():
         if time.monotonic() > deadline:
-            raise AssertionError(f"never saw within {timeout_s} s: {what}")
-        time.sleep(POLL_S)
+            said = what if isinstance(what, str) else what()
+            raise AssertionError(f"never saw within {timeout_s} s: {said}")
+        time.sleep(poll_s)
 
 
 async def until_notified(

@@ -26,8 +26,9 @@ class WorkerEnd:
     def __init__(self, channel: Channel) -> None:
         self.channel = channel
 
-    def requests(self) -> list[Request]:
-        """Every request the gateway has posted since the last call, decoded, in order."""
+    def requests(self) -> list[Any]:
+        """Every request the gateway has posted since the last call, decoded, in order (typed
+        Any: tests read a run's fields by attribute, the others' by key)."""
         return [messages.decode_request(data) for data in self.channel.wait_submissions(0)]
 
     def post(self, reply: Reply) -> None:

@@ -24,17 +24,11 @@ from gateway.tfserving import grpc as grpc_adapter
 from gateway.tfserving.grpc import PredictionService
 from gateway.worker_channel.lease import Outputs
 from tests.support import onnx_models
+from tests.support.fakes import FakeContext
 from tests.support.grpc_calls import outputs_of, predict_request
 from tests.support.stack import serving_stack
 
 WAIT_S = 60.0
-
-
-class _Context:
-    """The one thing the servicer asks of a grpc.aio context on success: no deadline."""
-
-    def time_remaining(self) -> float | None:
-        return None
 
 
 def _shared_memory(array: np.ndarray) -> Any:
@@ -64,30 +58,27 @@ async def _held(stack: Any, value: float) -> Outputs:
     return outputs
 
 
-def test_outputs_are_read_only_views_and_their_space_is_not_reused_while_held(
+async def test_outputs_are_read_only_views_and_their_space_is_not_reused_while_held(
     spec: ModelSpecConfig,
 ) -> None:
-    async def scenario() -> None:
-        async with serving_stack([spec]) as stack:
-            (link,) = stack.dispatcher.links
-            first = await _held(stack, 1.0)
-            y = first["y"]
-            owner = _shared_memory(y)
-            assert isinstance(owner, memoryview) and isinstance(owner.obj, mmap.mmap)
-            assert owner.readonly and not y.flags.writeable
-            # The worker's next run must not land on the held range: it goes past it.
-            second = await _held(stack, 5.0)
-            assert not np.shares_memory(y, second["y"])
-            np.testing.assert_array_equal(y, _x(2.0))  # untouched by the second run
-            assert link.channel.outputs_held == 2
-            second.release()
-            first.release()
-            assert link.channel.outputs_held == 0 and link.channel.output_used == 0
-
-    asyncio.run(scenario())
+    async with serving_stack([spec]) as stack:
+        (link,) = stack.dispatcher.links
+        first = await _held(stack, 1.0)
+        y = first["y"]
+        owner = _shared_memory(y)
+        assert isinstance(owner, memoryview) and isinstance(owner.obj, mmap.mmap)
+        assert owner.readonly and not y.flags.writeable
+        # The worker's next run must not land on the held range: it goes past it.
+        second = await _held(stack, 5.0)
+        assert not np.shares_memory(y, second["y"])
+        np.testing.assert_array_equal(y, _x(2.0))  # untouched by the second run
+        assert link.channel.outputs_held == 2
+        second.release()
+        first.release()
+        assert link.channel.outputs_held == 0 and link.channel.output_used == 0
 
 
-def test_the_core_returns_the_space_when_the_encoder_fails(spec: ModelSpecConfig) -> None:
+async def test_the_core_returns_the_space_when_the_encoder_fails(spec: ModelSpecConfig) -> None:
     """The core owns the lease: whatever the protocol's encoder does, the worker gets its
     output space back as the call ends."""
 
@@ -95,29 +86,26 @@ def test_the_core_returns_the_space_when_the_encoder_fails(spec: ModelSpecConfig
         assert not result.outputs["y"].flags.writeable
         raise ValueError("the encoder failed")
 
-    async def scenario() -> None:
-        async with serving_stack([spec]) as stack:
-            (link,) = stack.dispatcher.links
-            decode = lambda _signature: converted_inputs({"x": _x(1.0)})  # noqa: E731
-            with pytest.raises(ValueError, match="the encoder failed"):
-                await asyncio.wait_for(
-                    stack.core.predict(ModelRef("scaled"), "", decode, broken), WAIT_S
-                )
-            assert link.channel.outputs_held == 0 and link.channel.output_used == 0
-            copied = await asyncio.wait_for(
-                stack.core.predict(ModelRef("scaled"), "", decode, _copies), WAIT_S
+    async with serving_stack([spec]) as stack:
+        (link,) = stack.dispatcher.links
+        decode = lambda _signature: converted_inputs({"x": _x(1.0)})  # noqa: E731
+        with pytest.raises(ValueError, match="the encoder failed"):
+            await asyncio.wait_for(
+                stack.core.predict(ModelRef("scaled"), "", decode, broken), WAIT_S
             )
-            np.testing.assert_array_equal(copied["y"], _x(2.0))
-            assert link.channel.outputs_held == 0 and link.channel.output_used == 0
-
-    asyncio.run(scenario())
+        assert link.channel.outputs_held == 0 and link.channel.output_used == 0
+        copied = await asyncio.wait_for(
+            stack.core.predict(ModelRef("scaled"), "", decode, _copies), WAIT_S
+        )
+        np.testing.assert_array_equal(copied["y"], _x(2.0))
+        assert link.channel.outputs_held == 0 and link.channel.output_used == 0
 
 
 def _copies(result: PredictResult) -> dict[str, np.ndarray]:
     return {name: array.copy() for name, array in result.outputs.items()}
 
 
-def test_the_grpc_encoder_reads_shared_memory_and_the_lease_ends_with_the_call(
+async def test_the_grpc_encoder_reads_shared_memory_and_the_lease_ends_with_the_call(
     spec: ModelSpecConfig, monkeypatch: pytest.MonkeyPatch
 ) -> None:
     seen: list[dict[str, Any]] = []
@@ -139,23 +127,20 @@ def test_the_grpc_encoder_reads_shared_memory_and_the_lease_ends_with_the_call(
 
     monkeypatch.setattr(grpc_adapter, "encoded_response", spy)
 
-    async def scenario() -> None:
-        async with serving_stack([spec]) as stack:
-            (link,) = stack.dispatcher.links
-            holder["channel"] = link.channel
-            service = PredictionService(stack.core, max_elements=1 << 20, as_tensor_content=True)
-            request = predict_request("scaled", {"x": _x(3.0)})
-            for _ in range(3):
-                response = await asyncio.wait_for(
-                    service.Predict(request, _Context()),  # type: ignore[arg-type]
-                    WAIT_S,
-                )
-                assert isinstance(response, bytes)  # encoded here, passed through by the gate
-                decoded = predict_pb2.PredictResponse.FromString(response)
-                np.testing.assert_array_equal(outputs_of(decoded)["y"], _x(6.0))
-            assert link.channel.outputs_held == 0 and link.channel.output_used == 0
-
-    asyncio.run(scenario())
+    async with serving_stack([spec]) as stack:
+        (link,) = stack.dispatcher.links
+        holder["channel"] = link.channel
+        service = PredictionService(stack.core, max_elements=1 << 20, as_tensor_content=True)
+        request = predict_request("scaled", {"x": _x(3.0)})
+        for _ in range(3):
+            response = await asyncio.wait_for(
+                service.Predict(request, FakeContext()),
+                WAIT_S,
+            )
+            assert isinstance(response, bytes)  # encoded here, passed through by the gate
+            decoded = predict_pb2.PredictResponse.FromString(response)
+            np.testing.assert_array_equal(outputs_of(decoded)["y"], _x(6.0))
+        assert link.channel.outputs_held == 0 and link.channel.output_used == 0
     assert seen == [{"owner": memoryview, "writeable": False, "held": 1}] * 3
     gc.collect()
     assert all(view() is None for view in views)  # no view outlives its call

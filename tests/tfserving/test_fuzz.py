@@ -46,7 +46,7 @@ def tensor_protos(draw: st.DrawFn, data_type: int | None = None) -> TensorProto:
     goes past the signature's dtype check)."""
     if data_type is None or draw(st.integers(0, 3)) == 0:
         data_type = draw(st.one_of(st.sampled_from(DATA_TYPES), st.integers(-3, 40)))
-    proto = TensorProto(dtype=data_type)
+    proto = TensorProto(dtype=data_type)  # type: ignore[arg-type]  # numbers past the enum too
     if draw(st.integers(0, 9)) == 0:
         proto.tensor_shape.unknown_rank = True
     for size in draw(shapes):

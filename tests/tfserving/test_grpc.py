@@ -4,9 +4,9 @@ awaits the core and converts out; failures become their gRPC status."""
 
 from __future__ import annotations
 
-import asyncio
 import time
-from collections.abc import Awaitable, Callable
+from collections.abc import AsyncIterator
+from contextlib import asynccontextmanager
 from pathlib import Path
 from typing import Any
 
@@ -34,8 +34,6 @@ from tests.support import onnx_models
 from tests.support.grpc_calls import outputs_of, predict_request
 from tests.support.stack import serving_stack
 
-Scenario = Callable[[grpc.aio.Channel, ServingCore], Awaitable[None]]
-
 
 def _specs(root: Path) -> list[ModelSpecConfig]:
     onnx_models.scaled(root / "scaled" / "1" / "model.onnx", 2.0)
@@ -45,23 +43,20 @@ def _specs(root: Path) -> list[ModelSpecConfig]:
     ]
 
 
-def run(root: Path, scenario: Scenario, **options: Any) -> None:
-    """``scenario`` against TF Serving's gRPC services over a fresh stack."""
-
-    async def go() -> None:
-        async with serving_stack(_specs(root)) as stack:
-            server = grpc.aio.server(options=[("grpc.so_reuseport", 0)])
-            settings = TfServingOptions(max_elements=2**20, max_request_bytes=2**30, **options)
-            register(server, TfServingSurface(stack.core, settings).grpc_services(), Gate(), None)
-            port = server.add_insecure_port("127.0.0.1:0")
-            await server.start()
-            try:
-                async with grpc.aio.insecure_channel(f"127.0.0.1:{port}") as channel:
-                    await scenario(channel, stack.core)
-            finally:
-                await server.stop(None)
-
-    asyncio.run(go())
+@asynccontextmanager
+async def served(root: Path, **options: Any) -> AsyncIterator[tuple[grpc.aio.Channel, ServingCore]]:
+    """A channel to TF Serving's gRPC services over a fresh stack, and the stack's core."""
+    async with serving_stack(_specs(root)) as stack:
+        server = grpc.aio.server(options=[("grpc.so_reuseport", 0)])
+        settings = TfServingOptions(max_elements=2**20, max_request_bytes=2**30, **options)
+        register(server, TfServingSurface(stack.core, settings).grpc_services(), Gate(), None)
+        port = server.add_insecure_port("127.0.0.1:0")
+        await server.start()
+        try:
+            async with grpc.aio.insecure_channel(f"127.0.0.1:{port}") as channel:
+                yield channel, stack.core
+        finally:
+            await server.stop(None)
 
 
 def _example(x: float, n: int) -> example_pb2.Example:
@@ -71,8 +66,8 @@ def _example(x: float, n: int) -> example_pb2.Example:
     return example
 
 
-def test_each_method_converts_in_awaits_the_core_and_converts_out(tmp_path: Path) -> None:
-    async def scenario(channel: grpc.aio.Channel, core: ServingCore) -> None:
+async def test_each_method_converts_in_awaits_the_core_and_converts_out(tmp_path: Path) -> None:
+    async with served(tmp_path) as (channel, _core):
         prediction = prediction_service_pb2_grpc.PredictionServiceStub(channel)
         x = np.array([[1.0, 2.5]], np.float32)
         response = await prediction.Predict(predict_request("scaled", {"x": x}), timeout=30)
@@ -95,22 +90,18 @@ def test_each_method_converts_in_awaits_the_core_and_converts_out(tmp_path: Path
         (version,) = (await models.GetModelStatus(status, timeout=30)).model_version_status
         assert (version.version, version.state) == (1, version.AVAILABLE)
 
-    run(tmp_path, scenario)
 
-
-def test_tensor_content_when_asked(tmp_path: Path) -> None:
-    async def scenario(channel: grpc.aio.Channel, core: ServingCore) -> None:
+async def test_tensor_content_when_asked(tmp_path: Path) -> None:
+    async with served(tmp_path, as_tensor_content=True) as (channel, _core):
         prediction = prediction_service_pb2_grpc.PredictionServiceStub(channel)
         x = np.array([[1.0, 2.5]], np.float32)
         response = await prediction.Predict(predict_request("scaled", {"x": x}), timeout=30)
         (tensor,) = response.outputs.values()
         assert np.frombuffer(tensor.tensor_content, np.float32).tolist() == [2.0, 5.0]
 
-    run(tmp_path, scenario, as_tensor_content=True)
 
-
-def test_failures_become_their_grpc_status(tmp_path: Path) -> None:
-    async def scenario(channel: grpc.aio.Channel, core: ServingCore) -> None:
+async def test_failures_become_their_grpc_status(tmp_path: Path) -> None:
+    async with served(tmp_path) as (channel, _core):
         prediction = prediction_service_pb2_grpc.PredictionServiceStub(channel)
         x = np.ones((1, 2), np.float32)
         with pytest.raises(grpc.aio.AioRpcError) as missing:
@@ -124,8 +115,6 @@ def test_failures_become_their_grpc_status(tmp_path: Path) -> None:
             )
         assert disabled.value.code() == grpc.StatusCode.UNIMPLEMENTED
         assert "--enable_model_management_api" in (disabled.value.details() or "")
-
-    run(tmp_path, scenario)
 
 
 SERVICE_NAME = "tensorflow.serving.ModelService"
@@ -141,10 +130,10 @@ class _Broken(ModelService):
         raise RuntimeError("boom")
 
 
-def test_unexpected_failures_are_internal_and_the_deadline_is_the_client_s(
+async def test_unexpected_failures_are_internal_and_the_deadline_is_the_client_s(
     tmp_path: Path,
 ) -> None:
-    async def scenario(channel: grpc.aio.Channel, core: ServingCore) -> None:
+    async with served(tmp_path) as (_channel, core):
         server = grpc.aio.server(options=[("grpc.so_reuseport", 0)])
         service = GrpcService(SERVICE_NAME, "tfserving", _Broken(core).handlers())
         register(server, [service], Gate(), None)  # through the gate, as the server does
@@ -166,5 +155,3 @@ def test_unexpected_failures_are_internal_and_the_deadline_is_the_client_s(
         first, second = _Broken.deadlines
         assert first is not None and first - before == pytest.approx(30.0, abs=1.0)
         assert second is None
-
-    run(tmp_path, scenario)

@@ -3,6 +3,8 @@ error texts included), in process."""
 
 from __future__ import annotations
 
+from typing import Any
+
 import numpy as np
 import pytest
 
@@ -21,7 +23,7 @@ def test_classification_checks() -> None:
     result = classifications(1, labels([b"a", b"b"]), scores)
     assert result.shape == (1, 2)
     assert classifications(1, None, scores).shape == (1, 2)
-    cases = [
+    cases: list[tuple[tuple[Any, ...], str]] = [
         ((1, None, np.zeros(2, np.float32)), "Expected Tensor shape: [batch_size num_classes] "
          "but got [2]"),
         ((1, None, np.zeros((1, 2))), "Expected scores Tensor of DT_FLOAT. Got: DT_DOUBLE"),
@@ -41,7 +43,7 @@ def test_regression_checks() -> None:
     np.testing.assert_array_equal(
         regressions(2, np.array([[1.0], [2.0]], np.float32)).values, [1.0, 2.0]
     )
-    cases = [
+    cases: list[tuple[tuple[Any, ...], str]] = [
         ((1, np.zeros((1, 2), np.float32)), "Expected output Tensor shape to be either "
          "[batch_size] or [batch_size, 1] but got [1,2]"),
         ((2, np.zeros(1, np.float32)), "Input batch size did not match output batch size: "

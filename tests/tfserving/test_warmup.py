@@ -37,7 +37,7 @@ def servable(directory: Path, platform: str = "onnx") -> Servable:
     return Servable("m", 1, "m:1", platform, signatures, str(directory))
 
 
-def plan(directory: Path, platform: str = "onnx", **kw: object) -> list:  # type: ignore[type-arg]
+def plan(directory: Path, platform: str = "onnx", **kw: object) -> list:
     return WarmupPlanner(**kw).plan(servable(directory, platform))  # type: ignore[arg-type]
 
 

@@ -7,7 +7,6 @@ them."""
 
 from __future__ import annotations
 
-import asyncio
 import json
 from typing import Any
 
@@ -97,23 +96,23 @@ def test_the_v2_document_has_each_serving_model_and_is_valid() -> None:
 
 
 @pytest.mark.parametrize("path", ["/v2/docs", "/v2/docs/openapi.json", f"{ASSETS}swagger-ui.css"])
-def test_the_docs_routes_answer_get_and_head_and_refuse_other_methods(path: str) -> None:
+async def test_the_docs_routes_answer_get_and_head_and_refuse_other_methods(path: str) -> None:
     routes = Routes()
     add_docs(routes, {"/v2": ("V2", lambda: {"openapi": "3.1.0"})}, served=list)
     found = routes.exact(path)
     assert found is not None
     route, _ = found
     for method in ("GET", "HEAD"):
-        assert asyncio.run(route(made_request(method, path))).status == 200
+        assert (await route(made_request(method, path))).status == 200
     with pytest.raises(HttpError) as refused:
-        asyncio.run(route(made_request("POST", path)))
+        await route(made_request("POST", path))
     response = refused.value.response()
     assert response.headers is not None
     assert (response.status, response.headers["Allow"]) == (405, "GET, HEAD")
     assert json.loads(response.body) == {"error": f"{path} answers GET and HEAD, not POST"}
 
 
-def test_a_document_is_built_once_until_the_served_versions_change() -> None:
+async def test_a_document_is_built_once_until_the_served_versions_change() -> None:
     """Building a document walks every model's signatures on the loop: a GET must not."""
     served: list[object] = [object()]
     builds: list[int] = []
@@ -129,18 +128,18 @@ def test_a_document_is_built_once_until_the_served_versions_change() -> None:
     route, public = found
     assert not public  # the document lists the models: it needs a token when tokens are on
 
-    def title() -> str:
-        answer = asyncio.run(route(made_request("GET", "/v1/docs/openapi.json")))
+    async def title() -> str:
+        answer = await route(made_request("GET", "/v1/docs/openapi.json"))
         return str(json.loads(answer.body)["info"]["title"])
 
-    assert [title(), title(), title()] == ["1", "1", "1"]
+    assert [await title(), await title(), await title()] == ["1", "1", "1"]
     served.append(object())  # a version loaded
-    assert [title(), title()] == ["2", "2"]
+    assert [await title(), await title()] == ["2", "2"]
     served[0] = object()  # another version in its place
-    assert title() == "3"
+    assert await title() == "3"
 
 
-def test_with_tokens_the_page_is_public_and_the_documents_declare_bearer_auth() -> None:
+async def test_with_tokens_the_page_is_public_and_the_documents_declare_bearer_auth() -> None:
     routes = Routes()
     add_docs(routes, {"/v1": ("V1", lambda: v1.document(_Models()))}, served=list, bearer=True)  # type: ignore[arg-type]
     for path in ("/v1/docs", f"{ASSETS}swagger-ui-bundle.js", f"{ASSETS}swagger-ui.css"):
@@ -148,12 +147,12 @@ def test_with_tokens_the_page_is_public_and_the_documents_declare_bearer_auth() 
         assert found is not None and found[1], f"{path} needs no token"
     page_route, _ = routes.exact("/v1/docs") or (None, False)
     assert page_route is not None
-    page = asyncio.run(page_route(made_request("GET", "/v1/docs"))).body.decode()
+    page = (await page_route(made_request("GET", "/v1/docs"))).body.decode()
     assert 'request.headers["Authorization"] = "Bearer " + token' in page
     assert "if (true)" in page  # the page asks for the token before it fetches the document
     document_route, _ = routes.exact("/v1/docs/openapi.json") or (None, False)
     assert document_route is not None
-    answer = asyncio.run(document_route(made_request("GET", "/v1/docs/openapi.json")))
+    answer = await document_route(made_request("GET", "/v1/docs/openapi.json"))
     document = json.loads(answer.body)
     validate(document)
     assert document["security"] == [{BEARER_SCHEME: []}]

@@ -4,6 +4,7 @@ the two roles (serving tokens, the admin credential) and who may change what is 
 from __future__ import annotations
 
 from pathlib import Path
+from typing import Any
 
 import pytest
 
@@ -53,7 +54,7 @@ def test_no_token_is_refused() -> None:
 
 
 def _roles(tmp_path: Path, serving: str | None, admin: str | None) -> Roles:
-    files = {}
+    files: dict[str, Any] = {}
     for flag, text in (("auth_token_file", serving), ("auth_admin_token_file", admin)):
         if text is not None:
             path = tmp_path / flag

@@ -24,23 +24,20 @@ def test_the_bound_refuses_only_bounded_calls_past_the_limit() -> None:
     assert admission.refusal() is None
 
 
-def test_draining_refuses_everything_and_waits_for_the_calls_in_flight() -> None:
-    async def scenario() -> list[str]:
-        admission = CallAdmission()
-        admission.enter()
-        admission.start_draining()
-        refusal = admission.refusal(bounded=False)
-        assert refusal is not None and refusal.message == DRAINING
-        seen: list[str] = []
-        waiter = asyncio.create_task(admission.wait_idle())
-        await settle()
-        seen.append(f"waiting={not waiter.done()}")
-        admission.leave()
-        await waiter
-        seen.append(f"in_flight={admission.in_flight}")
-        return seen
-
-    assert asyncio.run(scenario()) == ["waiting=True", "in_flight=0"]
+async def test_draining_refuses_everything_and_waits_for_the_calls_in_flight() -> None:
+    admission = CallAdmission()
+    admission.enter()
+    admission.start_draining()
+    refusal = admission.refusal(bounded=False)
+    assert refusal is not None and refusal.message == DRAINING
+    seen: list[str] = []
+    waiter = asyncio.create_task(admission.wait_idle())
+    await settle()
+    seen.append(f"waiting={not waiter.done()}")
+    admission.leave()
+    await waiter
+    seen.append(f"in_flight={admission.in_flight}")
+    assert seen == ["waiting=True", "in_flight=0"]
 
 
 def test_both_fronts_are_admissions() -> None:

@@ -3,7 +3,6 @@ the gate's one wrapper of each method applies it."""
 
 from __future__ import annotations
 
-import asyncio
 from typing import Any
 
 import grpc
@@ -53,9 +52,9 @@ async def _call(error: Exception | None) -> tuple[grpc.StatusCode, str | None, b
     ],
     ids=["answered", "serving error", "unexpected"],
 )
-def test_a_failure_is_its_canonical_status_and_anything_else_internal(
+async def test_a_failure_is_its_canonical_status_and_anything_else_internal(
     error: Exception | None, code: grpc.StatusCode, details: str | None
 ) -> None:
-    got_code, got_details, answer = asyncio.run(_call(error))
+    got_code, got_details, answer = await _call(error)
     assert (got_code, got_details) == (code, details)
     assert answer == (b"x" if error is None else None)

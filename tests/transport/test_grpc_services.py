@@ -4,7 +4,6 @@ handler a call finds when only a traced call is observed (a recording server sta
 
 from __future__ import annotations
 
-import asyncio
 from typing import Any, NamedTuple
 
 import grpc
@@ -94,13 +93,13 @@ async def _serve_and_call(gate: Gate, tfs: TfServingMetrics) -> dict[str, grpc.S
     return codes
 
 
-def test_observation_records_the_gate_s_refusals_and_the_error_rule_s_codes() -> None:
+async def test_observation_records_the_gate_s_refusals_and_the_error_rule_s_codes() -> None:
     """The order of the chain: observation outside the gate (a refused call is recorded with the
     gate's code), the error rule inside observation (a servicer's error is recorded with the code
     it maps to, not UNKNOWN)."""
     tfs = TfServingMetrics()
     gate = Gate(auth=BearerTokens(["secret"]), max_concurrent=1)
-    codes = asyncio.run(_serve_and_call(gate, tfs))
+    codes = await _serve_and_call(gate, tfs)
     assert codes == {
         "served": grpc.StatusCode.OK,
         "servicer error": grpc.StatusCode.NOT_FOUND,
@@ -180,7 +179,7 @@ def _register(sampling: Sampling) -> tuple[_Server, grpc.RpcMethodHandler]:
     resource = default_resource()
     processor = SimpleSpanProcessor(RecordExporter(InMemorySpanExporter(), resource))
     observer = GrpcObserver(Recorder(None, None, Tracing(processor, sampling, resource)))
-    server = _Server()
+    server: Any = _Server()
     handler = grpc.unary_unary_rpc_method_handler(_echo)
     services = [
         GrpcService(PREDICT, "tfserving", {"Predict": handler}, model_of=_model_of),
@@ -217,7 +216,7 @@ def test_when_roots_are_sampled_every_call_of_an_observed_service_is_wrapped() -
 def test_without_observation_each_service_is_registered_generic_and_by_name(
     observer: GrpcObserver | None,
 ) -> None:
-    server = _Server()
+    server: Any = _Server()
     handler = grpc.unary_unary_rpc_method_handler(_echo)
     service = GrpcService(PREDICT, "tfserving", {"Predict": handler}, model_of=_model_of)
     register(server, [service], _Unchecked(), observer)

@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+from typing import Any
+
 import pytest
 
 from gateway.errors import InvalidArgument
@@ -16,7 +18,7 @@ OTHER = signature({"a": ("bool", ())}, {"b": ("float16", (2,))}, name="other")
 
 
 def test_model_metadata_of_the_default_signature() -> None:
-    expected = {
+    expected: dict[str, Any] = {
         "name": "m",
         "versions": ["1", "2"],
         "platform": "onnx_onnxv1",

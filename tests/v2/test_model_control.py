@@ -68,57 +68,54 @@ def _repository(
     return ModelRepository(models, management=management), models
 
 
-def test_unload_then_load_brings_the_entry_back() -> None:
+async def test_unload_then_load_brings_the_entry_back() -> None:
     repository, models = _repository(A, B)
-    asyncio.run(repository.unload(RepositoryCall("a")))
+    await repository.unload(RepositoryCall("a"))
     assert models.applied == [["b"]]
     assert repository.index(ready_only=False) == [
         IndexEntry("a", "1", "UNAVAILABLE", "unloaded"),
         IndexEntry("b", "1", "READY"),
     ]
     assert repository.index(ready_only=True) == [IndexEntry("b", "1", "READY")]
-    asyncio.run(repository.load(RepositoryCall("a")))
+    await repository.load(RepositoryCall("a"))
     assert models.applied[-1] == ["b", "a"] and models.config[-1] is A
 
 
-def test_load_of_a_served_model_polls_it_again_and_unknown_names() -> None:
+async def test_load_of_a_served_model_polls_it_again_and_unknown_names() -> None:
     repository, models = _repository(A)
-    asyncio.run(repository.load(RepositoryCall("a")))
+    await repository.load(RepositoryCall("a"))
     assert models.applied == [["rescan a"]]
     with pytest.raises(NotFound, match="failed to load 'zz', failed to poll from model repository"):
-        asyncio.run(repository.load(RepositoryCall("zz")))
-    asyncio.run(repository.unload(RepositoryCall("zz")))  # not served: nothing to do (Triton's)
+        await repository.load(RepositoryCall("zz"))
+    await repository.unload(RepositoryCall("zz"))  # not served: nothing to do (Triton's)
     assert models.applied == [["rescan a"]]
 
 
-def test_a_failed_load_is_invalid_argument_and_the_model_stays_configured() -> None:
+async def test_a_failed_load_is_invalid_argument_and_the_model_stays_configured() -> None:
     repository, models = _repository(A, B)
-    asyncio.run(repository.unload(RepositoryCall("b")))
+    await repository.unload(RepositoryCall("b"))
     models.fail.add("b")
     with pytest.raises(InvalidArgument, match="load failed for model 'b': 1 model"):
-        asyncio.run(repository.load(RepositoryCall("b")))
+        await repository.load(RepositoryCall("b"))
     models.fail.clear()
-    asyncio.run(repository.load(RepositoryCall("b")))  # still in the config: polled again
+    await repository.load(RepositoryCall("b"))  # still in the config: polled again
     assert models.applied[-1] == ["rescan b"]
 
 
-def test_without_the_management_api_load_and_unload_are_triton_s_refusal() -> None:
+async def test_without_the_management_api_load_and_unload_are_triton_s_refusal() -> None:
     repository, models = _repository(A, management=False)
     for change in (repository.load, repository.unload):
         with pytest.raises(Unavailable, match=r"^explicit model load / unload is not allowed"):
-            asyncio.run(change(RepositoryCall("a")))
+            await change(RepositoryCall("a"))
     assert models.applied == []
     assert repository.index(ready_only=False) == [IndexEntry("a", "1", "READY")]
 
 
-def test_changes_run_one_at_a_time() -> None:
+async def test_changes_run_one_at_a_time() -> None:
     """Two unloads at once each take their own model out (neither undoes the other)."""
     repository, models = _repository(A, B)
 
-    async def both() -> None:
-        await asyncio.gather(
-            repository.unload(RepositoryCall("a")), repository.unload(RepositoryCall("b"))
-        )
-
-    asyncio.run(both())
+    await asyncio.gather(
+        repository.unload(RepositoryCall("a")), repository.unload(RepositoryCall("b"))
+    )
     assert models.config == []

@@ -13,7 +13,7 @@ import pytest
 from gateway._pb.inference.grpc_service_pb2 import ModelInferResponse
 from gateway.v2 import datatypes, raw, response_wire, version_strings
 
-OUTPUTS = {
+OUTPUTS: dict[str, np.ndarray] = {
     "f": np.arange(6, dtype=np.float32).reshape(2, 3),
     "i": np.array([[-1], [2**40]], dtype=np.int64),
     "b": np.array([True, False]),

@@ -54,6 +54,7 @@ def test_the_rest_api_owns_v2() -> None:
     api = routes.api_for("/v2/models/m/infer")
     assert isinstance(api, V2Rest)
     assert routes.api_for("/v2") is api and routes.api_for("/v1/models/m") is None
+    assert api is not None
     call = api.parse("POST", "/v2/models/m/versions/3/infer")
     assert (call.protocol, call.api, call.model, call.version) == (PROTOCOL, "ModelInfer", "m", 3)
     assert call.route == "/v2/models/{model_name}/versions/{model_version}/infer"

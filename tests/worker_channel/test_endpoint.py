@@ -5,9 +5,10 @@ from __future__ import annotations
 
 import asyncio
 import logging
-import time
-from collections.abc import Awaitable, Callable, Iterator
+from collections.abc import AsyncIterator, Iterator
+from contextlib import asynccontextmanager
 from dataclasses import dataclass, field
+from typing import Any
 
 import pytest
 
@@ -16,7 +17,7 @@ from channel.messages import Reply
 from channel.shm.channel import Channel
 from gateway.errors import ResourceExhausted, ServingError, Unavailable
 from gateway.worker_channel.endpoint import Endpoint
-from tests.support.waits import until_notified
+from tests.support.waits import until, until_notified
 from tests.support.worker_end import WAIT_S, WorkerEnd
 
 
@@ -24,7 +25,7 @@ from tests.support.worker_end import WAIT_S, WorkerEnd
 class Recorder:
     """A link that records what the endpoint hands it; ``got`` is set on each reply."""
 
-    replies: list[Reply] = field(default_factory=list)
+    replies: list[Any] = field(default_factory=list)  # ping and ok replies are read by key
     drains: int = 0
     failed: list[ServingError] = field(default_factory=list)
     got: asyncio.Event = field(default_factory=asyncio.Event)
@@ -47,19 +48,18 @@ def channel() -> Iterator[Channel]:
     channel.close()
 
 
-def _run(scenario: Callable[[Endpoint, WorkerEnd], Awaitable[None]], channel: Channel) -> None:
-    async def main() -> None:
-        endpoint = Endpoint(3, channel, asyncio.get_running_loop())
-        try:
-            await scenario(endpoint, WorkerEnd(channel))
-        finally:
-            endpoint.close(Unavailable("test over"))
+@asynccontextmanager
+async def _endpoint(channel: Channel) -> AsyncIterator[tuple[Endpoint, WorkerEnd]]:
+    """An endpoint over ``channel``, and the worker's end of it played by the test."""
+    endpoint = Endpoint(3, channel, asyncio.get_running_loop())
+    try:
+        yield endpoint, WorkerEnd(channel)
+    finally:
+        endpoint.close(Unavailable("test over"))
 
-    asyncio.run(main())
 
-
-def test_each_reply_goes_to_the_link_that_posted_its_request(channel: Channel) -> None:
-    async def scenario(endpoint: Endpoint, worker: WorkerEnd) -> None:
+async def test_each_reply_goes_to_the_link_that_posted_its_request(channel: Channel) -> None:
+    async with _endpoint(channel) as (endpoint, worker):
         a, b = Recorder(), Recorder()
         endpoint.attach(a)
         endpoint.attach(b)
@@ -75,11 +75,9 @@ def test_each_reply_goes_to_the_link_that_posted_its_request(channel: Channel) -
         assert b.replies == [messages.ok_reply(second)]
         assert a.drains >= 1 and b.drains >= 1  # told once the replies of a doorbell are taken
 
-    _run(scenario, channel)
 
-
-def test_the_ready_message_goes_to_the_link_that_expects_it(channel: Channel) -> None:
-    async def scenario(endpoint: Endpoint, worker: WorkerEnd) -> None:
+async def test_the_ready_message_goes_to_the_link_that_expects_it(channel: Channel) -> None:
+    async with _endpoint(channel) as (endpoint, worker):
         link = Recorder()
         endpoint.attach(link)
         endpoint.expect(messages.READY_ID, link)
@@ -88,31 +86,27 @@ def test_the_ready_message_goes_to_the_link_that_expects_it(channel: Channel) ->
         assert link.replies == [messages.ready(1234)]
         assert endpoint.next_id() > messages.READY_ID  # requests never reuse the ready id
 
-    _run(scenario, channel)
 
-
-def test_replies_nobody_awaits_and_garbage_are_logged_and_dropped(
+async def test_replies_nobody_awaits_and_garbage_are_logged_and_dropped(
     channel: Channel, caplog: pytest.LogCaptureFixture
 ) -> None:
-    async def scenario(endpoint: Endpoint, worker: WorkerEnd) -> None:
-        link = Recorder()
-        endpoint.attach(link)
-        request_id = endpoint.next_id()
-        endpoint.post(link, messages.ping_request(request_id))
-        channel.post_completion(b"not a reply")
-        worker.post(messages.ok_reply(777))
-        worker.post(messages.ping_reply(request_id, 1))
-        await until_notified(link.got, lambda: link.replies, "a reply")
-        assert [r["id"] for r in link.replies] == [request_id]
-
     with caplog.at_level(logging.WARNING, logger="gateway.worker_channel.endpoint"):
-        _run(scenario, channel)
+        async with _endpoint(channel) as (endpoint, worker):
+            link = Recorder()
+            endpoint.attach(link)
+            request_id = endpoint.next_id()
+            endpoint.post(link, messages.ping_request(request_id))
+            channel.post_completion(b"not a reply")
+            worker.post(messages.ok_reply(777))
+            worker.post(messages.ping_reply(request_id, 1))
+            await until_notified(link.got, lambda: link.replies, "a reply")
+            assert [r["id"] for r in link.replies] == [request_id]
     assert "worker 3 sent a reply for an unknown id" in caplog.text
     assert any(r.levelno == logging.ERROR for r in caplog.records)
 
 
-def test_a_full_request_ring_is_resource_exhausted(channel: Channel) -> None:
-    async def scenario(endpoint: Endpoint, worker: WorkerEnd) -> None:
+async def test_a_full_request_ring_is_resource_exhausted(channel: Channel) -> None:
+    async with _endpoint(channel) as (endpoint, worker):
         link = Recorder()
         endpoint.attach(link)
         with pytest.raises(ResourceExhausted, match="worker 3 request ring is full"):
@@ -120,11 +114,9 @@ def test_a_full_request_ring_is_resource_exhausted(channel: Channel) -> None:
                 endpoint.post(link, messages.ping_request(endpoint.next_id()))
         assert len(worker.requests()) == channel.ring_slots
 
-    _run(scenario, channel)
 
-
-def test_close_fails_every_link_once_and_stops_taking_replies(channel: Channel) -> None:
-    async def scenario(endpoint: Endpoint, worker: WorkerEnd) -> None:
+async def test_close_fails_every_link_once_and_stops_taking_replies(channel: Channel) -> None:
+    async with _endpoint(channel) as (endpoint, _worker):
         a, b = Recorder(), Recorder()
         endpoint.attach(a)
         endpoint.attach(b)
@@ -136,14 +128,12 @@ def test_close_fails_every_link_once_and_stops_taking_replies(channel: Channel) 
         assert a.failed == [error] and b.failed == [error]
         assert not endpoint.alive and channel.closed
 
-    _run(scenario, channel)
 
-
-def test_a_closed_endpoint_is_never_alive_again_and_posts_nothing(channel: Channel) -> None:
+async def test_a_closed_endpoint_is_never_alive_again_and_posts_nothing(channel: Channel) -> None:
     """The worker's exit seen before its ready report was acted on left the
     endpoint marked alive over a released channel; every later request raised ValueError."""
 
-    async def scenario(endpoint: Endpoint, worker: WorkerEnd) -> None:
+    async with _endpoint(channel) as (endpoint, _worker):
         link = Recorder()
         endpoint.attach(link)
         endpoint.close(Unavailable("worker 3 exited (code 0)"))
@@ -153,16 +143,14 @@ def test_a_closed_endpoint_is_never_alive_again_and_posts_nothing(channel: Chann
         with pytest.raises(Unavailable, match=r"^worker 3 exited \(code 0\)$"):
             endpoint.post(link, messages.ping_request(endpoint.next_id()))
 
-    _run(scenario, channel)
 
-
-def test_a_loop_turn_of_posts_rings_the_sleeping_worker_once_at_its_end(
+async def test_a_loop_turn_of_posts_rings_the_sleeping_worker_once_at_its_end(
     channel: Channel,
 ) -> None:
     """One doorbell per loop turn: the posts of a turn leave together, and the worker is not
     woken (on a shared core: given the CPU) in the middle of the turn."""
 
-    async def scenario(endpoint: Endpoint, worker: WorkerEnd) -> None:
+    async with _endpoint(channel) as (endpoint, _worker):
         endpoint.open()
         link = Recorder()
         endpoint.attach(link)
@@ -175,11 +163,6 @@ def test_a_loop_turn_of_posts_rings_the_sleeping_worker_once_at_its_end(
         requests = await asyncio.wait_for(asleep, WAIT_S)  # rung once the turn ended
         assert len(requests) == 3  # one wake-up took the whole turn's posts
 
-    _run(scenario, channel)
-
 
 def _until_asleep(channel: Channel) -> None:
-    deadline = time.monotonic() + WAIT_S
-    while not channel.worker_sleeps:
-        assert time.monotonic() < deadline, "the worker's end never slept"
-        time.sleep(0.0005)
+    until(lambda: channel.worker_sleeps, "the worker's end sleeping")

@@ -5,7 +5,8 @@ is played by the test."""
 from __future__ import annotations
 
 import asyncio
-from collections.abc import Awaitable, Callable
+from collections.abc import AsyncIterator
+from contextlib import asynccontextmanager
 
 import numpy as np
 import pytest
@@ -35,22 +36,20 @@ class Done(list[str]):
         self.event.set()
 
 
-def _run(scenario: Callable[[RunLink, WorkerEnd, Done], Awaitable[None]]) -> None:
-    """Run ``scenario`` with a live link; ``Done`` records each ``on_run_done`` call."""
-
-    async def main() -> None:
-        loop = asyncio.get_running_loop()
-        channel = Channel.create(index=2, input_bytes=INPUT_BYTES, output_bytes=1 << 13)
-        endpoint = Endpoint(2, channel, loop)
-        endpoint.open()
-        done = Done()
-        link = RunLink(endpoint, loop, on_run_done=done, run_times=RunTimes())
-        try:
-            await scenario(link, WorkerEnd(channel), done)
-        finally:
-            endpoint.close(Unavailable("test over"))
-
-    asyncio.run(main())
+@asynccontextmanager
+async def _live_link() -> AsyncIterator[tuple[RunLink, WorkerEnd, Done]]:
+    """A live link, the worker's end of its channel, and the ``Done`` that records each
+    ``on_run_done`` call."""
+    loop = asyncio.get_running_loop()
+    channel = Channel.create(index=2, input_bytes=INPUT_BYTES, output_bytes=1 << 13)
+    endpoint = Endpoint(2, channel, loop)
+    endpoint.open()
+    done = Done()
+    link = RunLink(endpoint, loop, on_run_done=done, run_times=RunTimes())
+    try:
+        yield link, WorkerEnd(channel), done
+    finally:
+        endpoint.close(Unavailable("test over"))
 
 
 def _submit(link: RunLink, **inputs: np.ndarray) -> asyncio.Future[RunResult]:
@@ -62,11 +61,11 @@ def _submit(link: RunLink, **inputs: np.ndarray) -> asyncio.Future[RunResult]:
     return link.submit("m:1", layout, fill, ["y"], None, "serving_default")
 
 
-def test_a_run_goes_through_shared_memory_both_ways() -> None:
+async def test_a_run_goes_through_shared_memory_both_ways() -> None:
     x = np.arange(6, dtype=np.float32).reshape(3, 2)
     words = np.array([b"a", b"bc", b""], dtype=object)
 
-    async def scenario(link: RunLink, worker: WorkerEnd, done: Done) -> None:
+    async with _live_link() as (link, worker, done):
         run = _submit(link, x=x, words=words)
         assert link.runs_in_flight == 1 and link.channel.input_used > 0
         (request,) = worker.requests()
@@ -91,11 +90,9 @@ def test_a_run_goes_through_shared_memory_both_ways() -> None:
         result.release()
         assert link.channel.outputs_held == 0 and link.channel.output_used == 0
 
-    _run(scenario)
 
-
-def test_a_failed_run_gets_the_workers_error_and_its_output_space_goes_back() -> None:
-    async def scenario(link: RunLink, worker: WorkerEnd, done: Done) -> None:
+async def test_a_failed_run_gets_the_workers_error_and_its_output_space_goes_back() -> None:
+    async with _live_link() as (link, worker, done):
         run = _submit(link, x=np.ones((1, 2), np.float32))
         (request,) = worker.requests()
         end = worker.channel.output_allocated
@@ -107,11 +104,9 @@ def test_a_failed_run_gets_the_workers_error_and_its_output_space_goes_back() ->
         assert done == ["done"]
         assert link.run_times is not None and link.run_times.expected_s("m:1", 1) is None
 
-    _run(scenario)
 
-
-def test_unreadable_outputs_are_internal_and_held_nowhere() -> None:
-    async def scenario(link: RunLink, worker: WorkerEnd, done: Done) -> None:
+async def test_unreadable_outputs_are_internal_and_held_nowhere() -> None:
+    async with _live_link() as (link, worker, _done):
         run = _submit(link, x=np.ones((1, 2), np.float32))
         (request,) = worker.requests()
         desc = TensorDesc("y", "float32", (1, 2), 1 << 20, 8)
@@ -122,28 +117,24 @@ def test_unreadable_outputs_are_internal_and_held_nowhere() -> None:
             await resolved(run)
         assert link.channel.outputs_held == 0
 
-    _run(scenario)
 
-
-def test_byte_swapped_inputs_reach_the_worker_as_their_values() -> None:
+async def test_byte_swapped_inputs_reach_the_worker_as_their_values() -> None:
     """The payload is native little-endian whatever the batch's arrays are: the descriptor
     names the canonical dtype, so the rows are converted as they are written."""
     x = np.arange(6, dtype=">f4").reshape(3, 2)
 
-    async def scenario(link: RunLink, worker: WorkerEnd, done: Done) -> None:
+    async with _live_link() as (link, worker, _done):
         run = _submit(link, x=x)
         (request,) = worker.requests()
         assert isinstance(request, RunRequest) and request.inputs[0].dtype == "float32"
         np.testing.assert_array_equal(worker.inputs(request)["x"], x)
         run.cancel()
 
-    _run(scenario)
 
-
-def test_fixed_width_numpy_strings_travel_as_utf8_strings() -> None:
+async def test_fixed_width_numpy_strings_travel_as_utf8_strings() -> None:
     words = np.array([["é", "bc"], ["", "d"]])  # numpy's <U2, not an object array
 
-    async def scenario(link: RunLink, worker: WorkerEnd, done: Done) -> None:
+    async with _live_link() as (link, worker, _done):
         run = _submit(link, words=words)
         (request,) = worker.requests()
         assert isinstance(request, RunRequest) and request.inputs[0].dtype == "string"
@@ -151,25 +142,21 @@ def test_fixed_width_numpy_strings_travel_as_utf8_strings() -> None:
         assert got.tolist() == [["é".encode(), b"bc"], [b"", b"d"]]
         run.cancel()
 
-    _run(scenario)
 
-
-def test_outputs_of_a_run_nobody_awaits_go_back_at_once() -> None:
-    async def scenario(link: RunLink, worker: WorkerEnd, done: Done) -> None:
+async def test_outputs_of_a_run_nobody_awaits_go_back_at_once() -> None:
+    async with _live_link() as (link, worker, done):
         run = _submit(link, x=np.ones((1, 2), np.float32))
         run.cancel()
         worker.answer_runs(lambda inputs: {"y": inputs["x"]})
         await asyncio.wait_for(done.event.wait(), 30)
         assert link.channel.outputs_held == 0 and link.channel.output_used == 0
 
-    _run(scenario)
 
-
-def test_a_batch_the_input_area_cannot_hold_is_refused_and_nothing_is_posted() -> None:
+async def test_a_batch_the_input_area_cannot_hold_is_refused_and_nothing_is_posted() -> None:
     """Never (larger than the whole area): InputTooLarge. Not now (the area holds another
     run): InputAreaFull, with the bytes it needs, and ``check_room`` says so beforehand."""
 
-    async def scenario(link: RunLink, worker: WorkerEnd, done: Done) -> None:
+    async with _live_link() as (link, worker, _done):
         big = np.ones((INPUT_BYTES // 4 + 1,), np.float32)
         with pytest.raises(InputTooLarge, match="more than worker 2's whole shared-memory input"):
             _submit(link, x=big)
@@ -184,21 +171,17 @@ def test_a_batch_the_input_area_cannot_hold_is_refused_and_nothing_is_posted() -
         assert info.value.needed == INPUT_BYTES * 3 // 4 and len(worker.requests()) == 1
         link.check_room({"x": (half.dtype, half.shape)})  # another of that size still fits
 
-    _run(scenario)
 
-
-def test_no_run_is_posted_to_a_worker_that_is_gone() -> None:
-    async def scenario(link: RunLink, worker: WorkerEnd, done: Done) -> None:
+async def test_no_run_is_posted_to_a_worker_that_is_gone() -> None:
+    async with _live_link() as (link, _worker, _done):
         link.endpoint.close(Unavailable("worker 2 exited (code -9)"))
         with pytest.raises(Unavailable, match=r"^worker 2 exited \(code -9\)$"):
             _submit(link, x=np.ones((1, 2), np.float32))
         assert link.runs_in_flight == 0 and link.channel.input_used == 0
 
-    _run(scenario)
 
-
-def test_the_oldest_run_computes_since_it_was_posted_or_the_previous_one_finished() -> None:
-    async def scenario(link: RunLink, worker: WorkerEnd, done: Done) -> None:
+async def test_the_oldest_run_computes_since_it_was_posted_or_the_previous_one_finished() -> None:
+    async with _live_link() as (link, worker, _done):
         assert link.oldest_run() is None
         first = _submit(link, x=np.ones((3, 2), np.float32))
         second = _submit(link, x=np.ones((5, 2), np.float32))
@@ -212,16 +195,12 @@ def test_the_oldest_run_computes_since_it_was_posted_or_the_previous_one_finishe
         assert oldest[2] == link.last_run_done_at  # it computes once the first finished
         second.cancel()
 
-    _run(scenario)
 
-
-def test_closing_the_endpoint_fails_every_run() -> None:
-    async def scenario(link: RunLink, worker: WorkerEnd, done: Done) -> None:
+async def test_closing_the_endpoint_fails_every_run() -> None:
+    async with _live_link() as (link, _worker, _done):
         runs = [_submit(link, x=np.ones((1, 2), np.float32)) for _ in range(2)]
         link.endpoint.close(Unavailable("worker 2 exited (code -9)"))
         assert link.runs_in_flight == 0
         for run in runs:
             with pytest.raises(Unavailable, match="exited"):
                 await run
-
-    _run(scenario)

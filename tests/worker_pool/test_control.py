@@ -5,7 +5,8 @@ A real channel; the worker's end is played by the test."""
 from __future__ import annotations
 
 import asyncio
-from collections.abc import Awaitable, Callable
+from collections.abc import AsyncIterator
+from contextlib import asynccontextmanager
 
 import pytest
 
@@ -17,20 +18,19 @@ from gateway.worker_pool.control import ControlLink
 from tests.support.worker_end import WorkerEnd, resolved
 
 
-def _run(scenario: Callable[[ControlLink, WorkerEnd], Awaitable[None]]) -> None:
-    async def main() -> None:
-        channel = Channel.create(index=1, input_bytes=1 << 12, output_bytes=1 << 12)
-        endpoint = Endpoint(1, channel, asyncio.get_running_loop())
-        try:
-            await scenario(ControlLink(endpoint, asyncio.get_running_loop()), WorkerEnd(channel))
-        finally:
-            endpoint.close(Unavailable("test over"))
+@asynccontextmanager
+async def _linked() -> AsyncIterator[tuple[ControlLink, WorkerEnd]]:
+    """A control link over a fresh channel, and the worker's end of it played by the test."""
+    channel = Channel.create(index=1, input_bytes=1 << 12, output_bytes=1 << 12)
+    endpoint = Endpoint(1, channel, asyncio.get_running_loop())
+    try:
+        yield ControlLink(endpoint, asyncio.get_running_loop()), WorkerEnd(channel)
+    finally:
+        endpoint.close(Unavailable("test over"))
 
-    asyncio.run(main())
 
-
-def test_ready_then_load_ping_unload_and_stop() -> None:
-    async def scenario(control: ControlLink, worker: WorkerEnd) -> None:
+async def test_ready_then_load_ping_unload_and_stop() -> None:
+    async with _linked() as (control, worker):
         worker.post(messages.ready(4321))
         assert (await resolved(control.ready))["pid"] == 4321
         load = control.load(
@@ -59,21 +59,17 @@ def test_ready_then_load_ping_unload_and_stop() -> None:
         assert (await resolved(ping))["runs"] == 6
         assert (await resolved(unload))["ok"] and (await resolved(stop))["ok"]
 
-    _run(scenario)
 
-
-def test_only_load_is_sent_before_the_worker_counts_as_alive() -> None:
-    async def scenario(control: ControlLink, worker: WorkerEnd) -> None:
+async def test_only_load_is_sent_before_the_worker_counts_as_alive() -> None:
+    async with _linked() as (control, worker):
         for call in (control.ping, control.stop, lambda: control.unload("m:1")):
             with pytest.raises(Unavailable, match="worker 1 is not available"):
                 call()
         assert worker.requests() == []
 
-    _run(scenario)
 
-
-def test_a_worker_error_fails_its_request_with_the_same_code() -> None:
-    async def scenario(control: ControlLink, worker: WorkerEnd) -> None:
+async def test_a_worker_error_fails_its_request_with_the_same_code() -> None:
+    async with _linked() as (control, worker):
         control.endpoint.open()
         ping = control.ping("gone:1")
         (request,) = worker.requests()
@@ -81,11 +77,9 @@ def test_a_worker_error_fails_its_request_with_the_same_code() -> None:
         with pytest.raises(NotFound, match="no servable gone:1"):
             await resolved(ping)
 
-    _run(scenario)
 
-
-def test_closing_the_endpoint_fails_what_is_awaited() -> None:
-    async def scenario(control: ControlLink, worker: WorkerEnd) -> None:
+async def test_closing_the_endpoint_fails_what_is_awaited() -> None:
+    async with _linked() as (control, _worker):
         control.endpoint.open()
         ping = control.ping()
         control.endpoint.close(Unavailable("worker 1 exited (code -9)"))
@@ -95,5 +89,3 @@ def test_closing_the_endpoint_fails_what_is_awaited() -> None:
         with pytest.raises(Unavailable, match="exited"):
             await control.ready
         assert not control.alive
-
-    _run(scenario)

@@ -17,7 +17,6 @@ import pytest
 from gateway.errors import InvalidArgument, NotFound
 from gateway.worker_channel.warmup_runs import Planner, WarmupRun
 from gateway.worker_pool.hosting import LoadSpec
-from gateway.worker_pool.pool import WorkerPool
 from tests.support.pool_runs import (
     KEY,
     WAIT_S,
@@ -27,16 +26,16 @@ from tests.support.pool_runs import (
     outputs,
     run,
     spec,
-    with_pool,
+    started_pool,
 )
 from tests.support.waits import until_notified
 
 
-def test_a_load_that_fails_is_forgotten(model: str, tmp_path: Path) -> None:
+async def test_a_load_that_fails_is_forgotten(model: str, tmp_path: Path) -> None:
     garbage = tmp_path / "model.onnx"
     garbage.write_bytes(b"not a model")
 
-    async def scenario(pool: WorkerPool, changed: asyncio.Event) -> None:
+    async with started_pool(options(ping_interval_s=3600)) as (pool, _changed):
         with pytest.raises(NotFound, match="does not exist"):
             await pool.load(spec(str(tmp_path / "missing.onnx")))
         with pytest.raises(InvalidArgument, match="cannot load ONNX model"):
@@ -44,8 +43,6 @@ def test_a_load_that_fails_is_forgotten(model: str, tmp_path: Path) -> None:
         assert not pool.hosts(KEY)
         await pool.load(spec(model))
         assert pool.hosts(KEY)
-
-    with_pool(options(ping_interval_s=3600), scenario)
 
 
 def _warmup_runs(records: int, iterations: int) -> Planner:
@@ -57,10 +54,10 @@ def _warmup_runs(records: int, iterations: int) -> Planner:
     return plan
 
 
-def test_a_servable_placed_on_one_worker_is_warmed_there_and_comes_back_there(
+async def test_a_servable_placed_on_one_worker_is_warmed_there_and_comes_back_there(
     model: str,
 ) -> None:
-    async def scenario(pool: WorkerPool, changed: asyncio.Event) -> None:
+    async with started_pool(options(ping_interval_s=3600, workers=2)) as (pool, changed):
         loaded = await pool.load(
             LoadSpec(KEY, model, "onnx", 1, 1, workers=1), _warmup_runs(records=3, iterations=2)
         )
@@ -87,17 +84,13 @@ def test_a_servable_placed_on_one_worker_is_warmed_there_and_comes_back_there(
         assert runs["runs"] == 6  # warmed up again before it took traffic
         assert all(KEY not in x.routed for x in dispatcher_of(pool).links if x.index != slot)
 
-    with_pool(options(ping_interval_s=3600, workers=2), scenario)
 
-
-def test_a_failing_warmup_fails_the_load_everywhere(model: str) -> None:
+async def test_a_failing_warmup_fails_the_load_everywhere(model: str) -> None:
     async def bad_plan(signature: Mapping[str, Any]) -> list[WarmupRun]:
         x = np.ones((1, 3), np.float32)  # the model takes [-1, 2]
         return [WarmupRun("", {"x": x}, None, 1, "warmup record 0 (predict_log)")]
 
-    async def scenario(pool: WorkerPool, changed: asyncio.Event) -> None:
+    async with started_pool(options(ping_interval_s=3600, workers=2)) as (pool, _changed):
         with pytest.raises(InvalidArgument, match=r"^warmup record 0 \(predict_log\): "):
             await pool.load(spec(model), bad_plan)
         assert not pool.hosts(KEY) and pool.placed(KEY) == ()
-
-    with_pool(options(ping_interval_s=3600, workers=2), scenario)

@@ -14,7 +14,6 @@ import numpy as np
 import pytest
 
 from gateway.errors import Unavailable
-from gateway.worker_pool.pool import WorkerPool
 from tests.support.pool_runs import (
     KEY,
     WAIT_S,
@@ -23,13 +22,13 @@ from tests.support.pool_runs import (
     outputs,
     run,
     spec,
-    with_pool,
+    started_pool,
 )
 from tests.support.waits import until_notified
 
 
-def test_killed_worker_fails_its_runs_and_comes_back_with_its_models(model: str) -> None:
-    async def scenario(pool: WorkerPool, changed: asyncio.Event) -> None:
+async def test_killed_worker_fails_its_runs_and_comes_back_with_its_models(model: str) -> None:
+    async with started_pool(options(ping_interval_s=3600)) as (pool, _changed):
         await pool.load(spec(model))
         (old_pid,) = pool.pids()
         os.kill(old_pid, signal.SIGSTOP)  # the run below stays in flight
@@ -45,11 +44,9 @@ def test_killed_worker_fails_its_runs_and_comes_back_with_its_models(model: str)
         result = await outputs(run(link(pool), np.full((2, 2), 2.0, np.float32)))
         np.testing.assert_array_equal(result["y"], np.full((2, 2), 6.0, np.float32))
 
-    with_pool(options(ping_interval_s=3600), scenario)
 
-
-def test_hung_worker_is_killed_after_an_unanswered_ping_and_replaced(model: str) -> None:
-    async def scenario(pool: WorkerPool, changed: asyncio.Event) -> None:
+async def test_hung_worker_is_killed_after_an_unanswered_ping_and_replaced(model: str) -> None:
+    async with started_pool(options(ping_interval_s=0.1, ping_timeout_s=1.0)) as (pool, changed):
         await pool.load(spec(model))
         (stuck_pid,) = pool.pids()
         os.kill(stuck_pid, signal.SIGSTOP)  # alive, but answers nothing
@@ -64,5 +61,3 @@ def test_hung_worker_is_killed_after_an_unanswered_ping_and_replaced(model: str)
             os.kill(stuck_pid, 0)  # killed and reaped
         result = await outputs(run(link(pool), np.ones((1, 2), np.float32)))
         np.testing.assert_array_equal(result["y"], [[3.0, 3.0]])
-
-    with_pool(options(ping_interval_s=0.1, ping_timeout_s=1.0), scenario)

@@ -93,45 +93,37 @@ def _x(value: float) -> np.ndarray:
     return np.full((1, 2), value, np.float32)
 
 
-def test_each_run_is_replayed_its_iterations_and_the_report_is_the_workers_count() -> None:
-    async def scenario() -> None:
-        with Channel.create(index=4, input_bytes=1 << 12, output_bytes=1 << 15) as channel:
-            worker = Worker(channel=channel)
-            runs = [
-                WarmupRun("serving_default", {"x": _x(1.0)}, ("y",), iterations=2),
-                WarmupRun("other", {"x": _x(2.0)}),
-            ]
-            report = await _warm_up(worker, runs, Dispatcher())
-            assert [(s.signature, float(s.inputs["x"][0, 0]), s.outputs) for s in worker.sent] == [
-                ("serving_default", 1.0, ["y"]),
-                ("serving_default", 1.0, ["y"]),
-                ("other", 2.0, None),
-            ]
-            assert isinstance(report, WarmupReport)
-            assert (report.worker, report.runs) == (4, 17)  # as the worker counted them
-            assert [lease.refs for lease in worker.leases] == [0, 0, 0]  # outputs never read
-            assert channel.outputs_held == 0
-
-    asyncio.run(scenario())
+async def test_each_run_is_replayed_its_iterations_and_the_report_is_the_workers_count() -> None:
+    with Channel.create(index=4, input_bytes=1 << 12, output_bytes=1 << 15) as channel:
+        worker = Worker(channel=channel)
+        runs = [
+            WarmupRun("serving_default", {"x": _x(1.0)}, ("y",), iterations=2),
+            WarmupRun("other", {"x": _x(2.0)}),
+        ]
+        report = await _warm_up(worker, runs, Dispatcher())
+        assert [(s.signature, float(s.inputs["x"][0, 0]), s.outputs) for s in worker.sent] == [
+            ("serving_default", 1.0, ["y"]),
+            ("serving_default", 1.0, ["y"]),
+            ("other", 2.0, None),
+        ]
+        assert isinstance(report, WarmupReport)
+        assert (report.worker, report.runs) == (4, 17)  # as the worker counted them
+        assert [lease.refs for lease in worker.leases] == [0, 0, 0]  # outputs never read
+        assert channel.outputs_held == 0
 
 
-def test_a_failing_required_run_fails_the_warmup_under_its_name() -> None:
-    async def scenario() -> None:
-        worker = Worker(errors=[None, InvalidArgument("input 'x' has dtype float64")])
-        runs = [WarmupRun("", {"x": _x(float(i))}, what=f"warmup record {i}") for i in range(3)]
-        with pytest.raises(
-            InvalidArgument, match=r"^warmup record 1: input 'x' has dtype float64$"
-        ):
-            await _warm_up(worker, runs, Dispatcher())
-        assert len(worker.sent) == 2  # nothing after the failure
-
-    asyncio.run(scenario())
+async def test_a_failing_required_run_fails_the_warmup_under_its_name() -> None:
+    worker = Worker(errors=[None, InvalidArgument("input 'x' has dtype float64")])
+    runs = [WarmupRun("", {"x": _x(float(i))}, what=f"warmup record {i}") for i in range(3)]
+    with pytest.raises(InvalidArgument, match=r"^warmup record 1: input 'x' has dtype float64$"):
+        await _warm_up(worker, runs, Dispatcher())
+    assert len(worker.sent) == 2  # nothing after the failure
 
 
-def test_a_failing_optional_run_is_logged_and_its_other_iterations_skipped(
+async def test_a_failing_optional_run_is_logged_and_its_other_iterations_skipped(
     caplog: pytest.LogCaptureFixture,
 ) -> None:
-    async def scenario() -> None:
+    with caplog.at_level(logging.WARNING, logger="gateway.worker_pool.warmup_replay"):
         worker = Worker(errors=[InvalidArgument("batch of 8 is too large")])
         runs = [
             WarmupRun("", {"x": _x(8.0)}, iterations=3, what="batch size 8", required=False),
@@ -140,35 +132,26 @@ def test_a_failing_optional_run_is_logged_and_its_other_iterations_skipped(
         report = await _warm_up(worker, runs, Dispatcher())
         assert [float(s.inputs["x"][0, 0]) for s in worker.sent] == [8.0, 1.0]
         assert report.runs == 17
-
-    with caplog.at_level(logging.WARNING, logger="gateway.worker_pool.warmup_replay"):
-        asyncio.run(scenario())
     assert "batch size 8 on m:1 failed (ignored): batch of 8 is too large" in caplog.text
 
 
-def test_a_full_input_area_waits_for_a_run_to_finish_elsewhere() -> None:
-    async def scenario() -> None:
-        dispatcher = Dispatcher()
-        worker = Worker(full=1, runs_in_flight=1)  # another servable's run holds the room
-        replay = asyncio.create_task(_warm_up(worker, [WarmupRun("", {"x": _x(1.0)})], dispatcher))
-        await asyncio.wait_for(worker.refused.wait(), 30)
-        await settle()
-        assert worker.sent == [] and not replay.done()  # not yet: nothing finished
-        dispatcher.wake()  # that run finished: room may have freed
-        report = await asyncio.wait_for(replay, 30)
-        assert len(worker.sent) == 1 and report.runs == 17
-
-    asyncio.run(scenario())
+async def test_a_full_input_area_waits_for_a_run_to_finish_elsewhere() -> None:
+    dispatcher = Dispatcher()
+    worker = Worker(full=1, runs_in_flight=1)  # another servable's run holds the room
+    replay = asyncio.create_task(_warm_up(worker, [WarmupRun("", {"x": _x(1.0)})], dispatcher))
+    await asyncio.wait_for(worker.refused.wait(), 30)
+    await settle()
+    assert worker.sent == [] and not replay.done()  # not yet: nothing finished
+    dispatcher.wake()  # that run finished: room may have freed
+    report = await asyncio.wait_for(replay, 30)
+    assert len(worker.sent) == 1 and report.runs == 17
 
 
-def test_a_batch_that_cannot_fit_even_alone_says_what_to_raise() -> None:
-    async def scenario() -> None:
-        worker = Worker(full=1, runs_in_flight=0)
-        with pytest.raises(
-            ResourceExhausted,
-            match=r"^warmup request: worker 4 shared-memory input area is full even with nothing "
-            r"else in flight \(raise --worker_arena_mb\)$",
-        ):
-            await _warm_up(worker, [WarmupRun("", {"x": _x(1.0)})], Dispatcher())
-
-    asyncio.run(scenario())
+async def test_a_batch_that_cannot_fit_even_alone_says_what_to_raise() -> None:
+    worker = Worker(full=1, runs_in_flight=0)
+    with pytest.raises(
+        ResourceExhausted,
+        match=r"^warmup request: worker 4 shared-memory input area is full even with nothing "
+        r"else in flight \(raise --worker_arena_mb\)$",
+    ):
+        await _warm_up(worker, [WarmupRun("", {"x": _x(1.0)})], Dispatcher())

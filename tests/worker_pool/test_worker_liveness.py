@@ -84,48 +84,39 @@ async def _stop(*tasks: asyncio.Task[None]) -> None:
     await asyncio.gather(*tasks, return_exceptions=True)
 
 
-def test_a_worker_that_does_not_answer_its_ping_in_time_is_killed() -> None:
-    async def scenario() -> None:
-        fine, stuck = FakeWorker(0), FakeWorker(1, FakeControl(stuck=True))
-        liveness, _, pings = _liveness([fine, stuck], ping_interval_s=0.0, ping_timeout_s=0.001)
-        loop = asyncio.get_running_loop().create_task(liveness.pings())
-        await asyncio.wait_for(stuck.gone.wait(), WAIT_S)
-        await _stop(loop)
-        await pings.close()
-        assert set(stuck.ends) == {"killed"} and stuck.retired == []
-        assert fine.ends == [] and fine.control.pings >= 1
-
-    asyncio.run(scenario())
+async def test_a_worker_that_does_not_answer_its_ping_in_time_is_killed() -> None:
+    fine, stuck = FakeWorker(0), FakeWorker(1, FakeControl(stuck=True))
+    liveness, _, pings = _liveness([fine, stuck], ping_interval_s=0.0, ping_timeout_s=0.001)
+    loop = asyncio.get_running_loop().create_task(liveness.pings())
+    await asyncio.wait_for(stuck.gone.wait(), WAIT_S)
+    await _stop(loop)
+    await pings.close()
+    assert set(stuck.ends) == {"killed"} and stuck.retired == []
+    assert fine.ends == [] and fine.control.pings >= 1
 
 
-def test_a_worker_whose_run_is_hung_is_retired_with_the_reason() -> None:
-    async def scenario() -> None:
-        workers = [FakeWorker(0), FakeWorker(1)]
-        liveness, (dispatcher, links), _ = _liveness(workers, hang=HangPolicy(check_s=0.0))
-        dispatcher.run_times.record("m:1", rows=2, seconds=0.001)
-        layout = {"x": (np.dtype(np.float32), (2, 2))}
-        links[1].submit("m:1", layout, lambda name, dest: None, None, None)  # since long ago
-        watch = asyncio.get_running_loop().create_task(liveness.watch())
-        await asyncio.wait_for(workers[1].gone.wait(), WAIT_S)
-        await _stop(watch)
-        (error,) = workers[1].retired
-        assert isinstance(error, Unavailable)
-        assert error.message.startswith("worker 1 stopped answering: a run of m:1 (2 rows)")
-        assert workers[0].ends == []
-
-    asyncio.run(scenario())
+async def test_a_worker_whose_run_is_hung_is_retired_with_the_reason() -> None:
+    workers = [FakeWorker(0), FakeWorker(1)]
+    liveness, (dispatcher, links), _ = _liveness(workers, hang=HangPolicy(check_s=0.0))
+    dispatcher.run_times.record("m:1", rows=2, seconds=0.001)
+    layout = {"x": (np.dtype(np.float32), (2, 2))}
+    links[1].submit("m:1", layout, lambda name, dest: None, None, None)  # since long ago
+    watch = asyncio.get_running_loop().create_task(liveness.watch())
+    await asyncio.wait_for(workers[1].gone.wait(), WAIT_S)
+    await _stop(watch)
+    (error,) = workers[1].retired
+    assert isinstance(error, Unavailable)
+    assert error.message.startswith("worker 1 stopped answering: a run of m:1 (2 rows)")
+    assert workers[0].ends == []
 
 
 @pytest.mark.parametrize("stuck", [False, True])
-def test_nothing_happens_between_checks(stuck: bool) -> None:
-    async def scenario() -> None:
-        worker = FakeWorker(0, FakeControl(stuck=stuck))
-        liveness, _, pings = _liveness([worker])
-        loop = asyncio.get_running_loop()
-        tasks = [loop.create_task(c) for c in (liveness.pings(), liveness.watch())]
-        await settle()
-        await _stop(*tasks)
-        await pings.close()
-        assert worker.control.pings == 0 and worker.ends == []
-
-    asyncio.run(scenario())
+async def test_nothing_happens_between_checks(stuck: bool) -> None:
+    worker = FakeWorker(0, FakeControl(stuck=stuck))
+    liveness, _, pings = _liveness([worker])
+    loop = asyncio.get_running_loop()
+    tasks = [loop.create_task(c) for c in (liveness.pings(), liveness.watch())]
+    await settle()
+    await _stop(*tasks)
+    await pings.close()
+    assert worker.control.pings == 0 and worker.ends == []

@@ -4,6 +4,7 @@ Real worker processes (``python -m workers``) over real channels."""
 
 from __future__ import annotations
 
+import contextlib
 import ctypes
 import os
 import select
@@ -11,13 +12,13 @@ import signal
 import subprocess
 import sys
 import textwrap
-import time
 from collections.abc import Iterator
 from pathlib import Path
 
 import pytest
 
 from channel.shm.channel import Channel
+from tests.support.waits import until
 from tests.support.worker_harness import WAIT_S, Harness
 from workers.bootstrap import THREAD_ENV, spawn_worker, worker_argv
 
@@ -120,13 +121,17 @@ def subreaper() -> Iterator[None]:
 def _reap(pid: int, timeout: float) -> int | None:
     """Wait status of ``pid`` (a child of ours), or None if it is still running after
     ``timeout`` seconds (bounded poll)."""
-    deadline = time.monotonic() + timeout
-    while time.monotonic() < deadline:
+    statuses: list[int] = []
+
+    def reaped() -> bool:
         done, status = os.waitpid(pid, os.WNOHANG)
         if done:
-            return status
-        time.sleep(0.01)
-    return None
+            statuses.append(status)
+        return bool(done)
+
+    with contextlib.suppress(AssertionError):
+        until(reaped, f"worker {pid} exiting", timeout)
+    return statuses[0] if statuses else None
 
 
 @pytest.mark.usefixtures("subreaper")

@@ -264,7 +264,7 @@ def test_expired_deadline_is_not_run(worker: Harness) -> None:
     assert worker.run("affine", {"x": np.ones((1, 4), np.float32)}, deadline=later)[0]["ok"]
 
 
-_LOAD = {"key": "k", "path": "/x", "platform": "onnx", "intra_op": 1, "inter_op": 1}
+_LOAD: dict[str, Any] = {"key": "k", "path": "/x", "platform": "onnx", "intra_op": 1, "inter_op": 1}
 
 
 @pytest.mark.parametrize(

@@ -79,7 +79,7 @@ def test_outputs_only_the_run_sizes_are_let_go_and_the_arena_shrinks_after(
 ) -> None:
     assert worker.load("dynamic", models["dynamic"])["ok"]
     shape = np.array([OUTPUT // 4 // 1024, 1024], np.int64)
-    small = {"x": ONE, "shape": np.array([2, 3], np.int64)}
+    small: dict[str, np.ndarray] = {"x": ONE, "shape": np.array([2, 3], np.int64)}
     reply, outputs = worker.run("dynamic", small)
     assert reply["ok"] and outputs["y"].shape == (2, 3)
     before = _rss(worker.proc.pid)

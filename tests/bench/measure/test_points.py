@@ -3,6 +3,8 @@ the h2load connection layout."""
 
 from __future__ import annotations
 
+from typing import Any
+
 import pytest
 
 from bench.measure.points import grpc_layout, median_ci, stats, summarize
@@ -21,7 +23,7 @@ def test_the_median_s_interval_is_bounded_by_order_statistics() -> None:
 
 
 def test_summarize_reduces_the_successful_repeats_and_keeps_the_first_error() -> None:
-    runs = [
+    runs: list[dict[str, Any]] = [
         {"rps": 100.0, "p99_ms": 2.0, "statuses": {"OK": 90, "Unavailable": 1}, "errors": 1,
          "error_messages": {"busy": 1}, "timeline": [1]},
         {"rps": 300, "p99_ms": 4.0, "statuses": {"OK": 80}, "client_saturated": True},

@@ -139,6 +139,7 @@ def test_the_plot_has_one_line_per_system_in_both_panels() -> None:
         assert [t.get_text() for t in ax.get_xticklabels()] == ["1.78.2", "1.85.1", "1.100.0"]
         assert ax.get_xlabel() and ax.get_ylabel()
         legend = ax.get_legend()
+        assert legend is not None
         assert [t.get_text() for t in legend.get_texts()] == [
             "echo",
             "tensorgate",

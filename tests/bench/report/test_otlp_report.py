@@ -74,13 +74,15 @@ def test_the_markdown_names_the_libraries_the_check_every_way_and_the_ratios() -
 
 def test_the_plot_has_the_encodings_and_the_exports_in_two_panels() -> None:
     encoding, export = figure(_results()).axes
-    assert [t.get_text() for t in encoding.get_legend().get_texts()] == [
+    encoding_legend, export_legend = encoding.get_legend(), export.get_legend()
+    assert encoding_legend is not None and export_legend is not None
+    assert [t.get_text() for t in encoding_legend.get_texts()] == [
         "spans only",
         "library",
         "tensorgate",
         "tensorgate gRPC",
     ]
-    assert [t.get_text() for t in export.get_legend().get_texts()] == [
+    assert [t.get_text() for t in export_legend.get_texts()] == [
         "library export",
         "tensorgate export",
     ]

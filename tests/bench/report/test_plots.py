@@ -62,7 +62,8 @@ def _lines(fig: Figure) -> list[Any]:
 
 
 def _legend_texts(fig: Figure) -> set[str]:
-    return {t.get_text() for ax in fig.axes if ax.get_legend() for t in ax.get_legend().get_texts()}
+    legends = [legend for ax in fig.axes if (legend := ax.get_legend()) is not None]
+    return {t.get_text() for legend in legends for t in legend.get_texts()}
 
 
 @pytest.fixture(scope="module")

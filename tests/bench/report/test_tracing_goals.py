@@ -17,7 +17,7 @@ def rows_for(section: dict[str, Any], goal: str) -> list[dict[str, Any]]:
 def test_tracing_rows_judge_the_median_of_the_paired_rounds() -> None:
     from bench.scenarios.tracing import paired_cost
 
-    rounds = {
+    rounds: dict[str, Any] = {
         "off": [{"rps": 1000.0}, {"rps": 600.0}, {"rps": 900.0}],
         "ratio 0": [{"rps": 995.0}, {"rps": 597.0}, {"rps": 890.0}],
         "ratio 0.01": [{"rps": 984.0}, {"rps": 591.6}, {"error": "x"}],

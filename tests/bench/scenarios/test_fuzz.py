@@ -89,7 +89,7 @@ def test_v2_calls_are_reproducible_and_cover_both_wire_forms_and_issue_35_s_case
 
 
 def test_a_client_deadline_is_a_hang_and_the_server_s_is_an_answer() -> None:
-    class Error(grpc.RpcError):
+    class Error(grpc.RpcError):  # grpc is untyped
         def __init__(self, details: str) -> None:
             self._details = details
 

@@ -18,7 +18,7 @@ def test_the_plan_checks_sizes_rounds_and_cpu_time() -> None:
     assert plan.estimate_s() == 3 * 6 * 7 * 0.3 * 1.5
     for bad in ({"requests": ()}, {"requests": (0,)}, {"rounds": 0}, {"point_cpu_s": 0.0}):
         with pytest.raises(ValueError):
-            OtlpPlan(**bad)  # type: ignore[arg-type]
+            OtlpPlan(**bad)
     assert point_key(6, "library") == "6 spans · library"
 
 

@@ -75,7 +75,7 @@ def test_misuse_is_rejected() -> None:
         arena.free(64)
 
 
-@settings(max_examples=2 * settings.default.max_examples)  # 200 under the ci profile
+@settings(max_examples=2 * settings().max_examples)  # 200 under the ci profile
 @given(
     size=st.integers(64, 8192),
     ops=st.lists(st.tuples(st.booleans(), st.integers(0, 3000)), max_size=60),
@@ -181,7 +181,7 @@ def test_output_ring_rejects_what_can_never_fit() -> None:
         OutputRing(1000)
 
 
-@settings(max_examples=2 * settings.default.max_examples)  # 200 under the ci profile
+@settings(max_examples=2 * settings().max_examples)  # 200 under the ci profile
 @given(
     capacity_lines=st.integers(1, 64),
     ops=st.lists(st.tuples(st.booleans(), st.integers(0, 4096)), max_size=80),

@@ -5,7 +5,6 @@ from __future__ import annotations
 import os
 import select
 import threading
-import time
 from typing import Any
 
 import numpy as np
@@ -15,6 +14,7 @@ from channel.shm.channel import Channel
 from channel.shm.payload import read_tensor, write_tensor
 from channel.shm.ring import ChannelFull
 from tests.channel.shm.ends import readable
+from tests.support.waits import until
 
 WAIT_S = 30.0
 """Upper bound of every wait on the other thread (never reached when things work)."""
@@ -206,9 +206,7 @@ def test_requests_ring_only_while_the_worker_sleeps(
     got: list[bytes] = []
     sleeper = threading.Thread(target=lambda: got.extend(worker.wait_submissions(WAIT_S)))
     sleeper.start()
-    deadline = time.monotonic() + WAIT_S
-    while not gateway.worker_sleeps and time.monotonic() < deadline:
-        pass  # the worker thread announces its sleep in the shared header
+    until(lambda: gateway.worker_sleeps, "the worker thread announcing its sleep in the header")
     gateway.submit(b"4")
     gateway.submit(b"5")
     sleeper.join(WAIT_S)

@@ -24,7 +24,7 @@ def batch(body: dict[str, Any]) -> ExampleBatch:
 
 
 def features(example: example_pb2.Example) -> dict[str, tuple[str, list[Any]]]:
-    out = {}
+    out: dict[str, tuple[str, list[Any]]] = {}
     for name, feature in example.features.feature.items():
         kind = feature.WhichOneof("kind") or ""
         out[name] = (kind, list(getattr(feature, kind).value) if kind else [])

@@ -86,7 +86,7 @@ def test_one_output_gives_protobuf_s_bytes(
 
 def test_several_outputs_parse_to_the_same_response() -> None:
     """protobuf writes a map's entries in an order of its own; the messages are equal."""
-    outputs = {
+    outputs: dict[str, np.ndarray] = {
         "label": np.array([3, 1], np.int64),
         "probabilities": np.arange(20, dtype=np.float32).reshape(2, 10),
         "names": np.array([b"a", b"bc"], dtype=object),

@@ -19,7 +19,7 @@ from gateway.tfserving.codec import tensor_decode, tensor_encode, tensor_types
 from tests.tfserving.codec.tensor_cases import NAMES, assert_identical, decode, tensor_proto
 
 NUMERIC = [name for name in NAMES if name != "string"]
-PROPERTY_SETTINGS = settings(max_examples=settings.default.max_examples * 3 // 5)
+PROPERTY_SETTINGS = settings(max_examples=settings().max_examples * 3 // 5)
 """31 parametrized cases: 3/5 of the profile's examples each (60 under ``ci``)."""
 SHAPES = hnp.array_shapes(min_dims=0, max_dims=4, min_side=0, max_side=5)
 

@@ -3,7 +3,6 @@ ONNX worker), and the JSON of classifications in process (written as the route w
 
 from __future__ import annotations
 
-import asyncio
 import json
 from pathlib import Path
 from typing import Any
@@ -21,21 +20,20 @@ from tests.support import onnx_models
 from tests.support.stack import serving_stack
 
 
-def test_the_handler_answers_classify_and_regress_with_tf_serving_s_json(tmp_path: Path) -> None:
+async def test_the_handler_answers_classify_and_regress_with_tf_serving_s_json(
+    tmp_path: Path,
+) -> None:
     onnx_models.onnx_examples(tmp_path / "examples" / "1" / "model.onnx")
     spec = ModelSpecConfig(name="examples", base_path=str(tmp_path / "examples"))
     body = {"examples": [{"x": 2.0, "n": 1}, {"x": 4.0, "n": 0}]}
 
-    async def scenario() -> list[bytes]:
-        async with serving_stack([spec]) as stack:
-            handler = ClassifyRegressHandler(stack.core)
-            ref = ModelRef("examples")
-            answers = [await handler(m, ref, body, None) for m in ("classify", "regress")]
-            with pytest.raises(NotFound, match="unknown method :predict"):
-                await handler("predict", ref, body, None)
-            return [dumps(answer) for answer in answers]
-
-    classified, regressed = asyncio.run(scenario())
+    async with serving_stack([spec]) as stack:
+        handler = ClassifyRegressHandler(stack.core)
+        ref = ModelRef("examples")
+        answers = [await handler(m, ref, body, None) for m in ("classify", "regress")]
+        with pytest.raises(NotFound, match="unknown method :predict"):
+            await handler("predict", ref, body, None)
+        classified, regressed = [dumps(answer) for answer in answers]
     assert regressed == b'{"results":[4.0,4.0]}'
     assert json.loads(classified) == {"results": [[["", 4.0], ["", -4.0]], [["", 4.0], ["", -4.0]]]}
 

@@ -55,7 +55,7 @@ def test_float32_in_shortest_form_and_non_finite_literals() -> None:
     y = np.array([[0.1, np.nan], [np.inf, -np.inf]], np.float32)
     body = json_response.predict_json({"y": y}, Format.COLUMNAR)
     assert body == b'{"outputs":[[0.1,NaN],[Infinity,-Infinity]]}'
-    two = {"y": y, "z": np.array([np.nan, 1], np.float64)}
+    two: dict[str, np.ndarray] = {"y": y, "z": np.array([np.nan, 1], np.float64)}
     assert json_response.predict_json(two, Format.ROW) == (
         b'{"predictions":[{"y":[0.1,NaN],"z":NaN},{"y":[Infinity,-Infinity],"z":1.0}]}'
     )
@@ -175,7 +175,7 @@ def _assert_same(got: np.ndarray, sent: np.ndarray) -> None:
 @pytest.mark.parametrize(
     ("dtype", "name"), [(dtype, "x") for dtype in JSON_DTYPES] + [("string", "x_bytes")]
 )
-@settings(max_examples=settings.default.max_examples * 2 // 5)  # 15 cases: 40 examples under ci
+@settings(max_examples=settings().max_examples * 2 // 5)  # 15 cases: 40 examples under ci
 @given(data=st.data())
 def test_round_trip_through_json(dtype: str, name: str, data: st.DataObject) -> None:
     """A response's tensors sent back as a request come back the same: every dtype, both

@@ -32,7 +32,7 @@ PAUSE_S = 15.0
 ROWS = 1 << 17  # 2 x 131072 float32 values in the row format: a body of about 1.6 MB
 
 
-def test_healthz_is_answered_while_a_large_body_is_read(
+async def test_healthz_is_answered_while_a_large_body_is_read(
     tmp_path: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:
     onnx_models.scaled(tmp_path / "m" / "1" / "model.onnx", 2.0)
@@ -52,27 +52,28 @@ def test_healthz_is_answered_while_a_large_body_is_read(
 
     monkeypatch.setattr(json_numbers, "read", paused)
 
-    async def go() -> tuple[int, bool, dict[str, Any]]:
-        async with serving_stack([spec]) as stack:
-            server = tf_rest_server(stack.core, timeout_ms=120_000, max_body_bytes=1 << 24)
-            port = await server.start("127.0.0.1", 0)
-            base = f"http://127.0.0.1:{port}"
-            try:
-                async with aiohttp.ClientSession() as call, aiohttp.ClientSession() as probe:
-                    predict = asyncio.ensure_future(
-                        call.post(f"{base}/v1/models/m:predict", data=io.BytesIO(body))
+    async with serving_stack([spec]) as stack:
+        server = tf_rest_server(stack.core, timeout_ms=120_000, max_body_bytes=1 << 24)
+        port = await server.start("127.0.0.1", 0)
+        base = f"http://127.0.0.1:{port}"
+        try:
+            async with aiohttp.ClientSession() as call, aiohttp.ClientSession() as probe:
+                predict = asyncio.ensure_future(
+                    call.post(f"{base}/v1/models/m:predict", data=io.BytesIO(body))
+                )
+                await asyncio.to_thread(reading.wait, PAUSE_S)
+                async with probe.get(f"{base}/healthz") as health:
+                    status = health.status
+                answered_during_pause = not pause_over
+                healthz_answered.set()
+                async with await predict as response:
+                    status, answered_during_pause, answer = (
+                        status,
+                        answered_during_pause,
+                        await response.json(),
                     )
-                    await asyncio.to_thread(reading.wait, PAUSE_S)
-                    async with probe.get(f"{base}/healthz") as health:
-                        status = health.status
-                    answered_during_pause = not pause_over
-                    healthz_answered.set()
-                    async with await predict as response:
-                        return status, answered_during_pause, await response.json()
-            finally:
-                await server.stop(1.0)
-
-    status, answered_during_pause, answer = asyncio.run(go())
+        finally:
+            await server.stop(1.0)
     assert status == 200
     assert answered_during_pause, "/healthz waited for the body's read"
     assert reads and reads[0] is not None and type(reads[0]["instances"]) is json_numbers.Numbers

@@ -136,7 +136,11 @@ def stack(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Stack]:
         await server.start()
         rest_port = await rest.start("127.0.0.1", 0)
         alt_port = await alt.start("127.0.0.1", 0)
-        done.append(lambda: loop.call_soon_threadsafe(finished.set))
+
+        def finish() -> None:
+            loop.call_soon_threadsafe(finished.set)
+
+        done.append(finish)
         started.put(
             Stack(
                 rest=f"http://127.0.0.1:{rest_port}",

@@ -35,7 +35,7 @@ BURST = 16
 """Concurrent requests per signature that the batcher merges (max_batch_size = BURST)."""
 
 
-def _calls(
+async def _calls(
     base: Path, onnx_dir: Path, requests: dict[str, tuple[str, Any]]
 ) -> tuple[dict[str, Reply], list[Reply]]:
     """POST every ``(path, body)`` of ``requests`` one after the other to a fresh stack, then
@@ -47,42 +47,43 @@ def _calls(
     ]
     specs.append(ModelSpecConfig(name="onnx_examples", base_path=str(onnx_dir)))
 
-    async def scenario() -> tuple[dict[str, Reply], list[Reply]]:
-        options = BatchingOptions(max_batch_size=BURST, batch_timeout_micros=100_000)
-        async with serving_stack(specs, batching=options) as stack:
-            core = stack.core
-            rest = tf_rest_server(
-                core,
-                timeout_ms=60_000,
-                max_body_bytes=2**20,
-                classify_regress=ClassifyRegressHandler(core),
-            )
-            port = await rest.start("127.0.0.1", 0)
-            try:
-                async with aiohttp.ClientSession() as session:
-                    url = f"http://127.0.0.1:{port}/v1/models/"
-                    replies = {
-                        name: await _post(session, url + path, body)
-                        for name, (path, body) in requests.items()
-                    }
-                    burst = [
-                        _post(
-                            session,
-                            f"{url}half_plus_two:{method}",
-                            {"signature_name": f"{method}_x_to_y", "examples": [{"x": float(i)}]},
-                        )
-                        for method in ("regress", "classify")
-                        for i in range(BURST)
-                    ]
-                    return replies, list(await asyncio.gather(*burst))
-            finally:
-                await rest.stop(5)
-
-    return asyncio.run(scenario())
+    options = BatchingOptions(max_batch_size=BURST, batch_timeout_micros=100_000)
+    async with serving_stack(specs, batching=options) as stack:
+        core = stack.core
+        rest = tf_rest_server(
+            core,
+            timeout_ms=60_000,
+            max_body_bytes=2**20,
+            classify_regress=ClassifyRegressHandler(core),
+        )
+        port = await rest.start("127.0.0.1", 0)
+        try:
+            async with aiohttp.ClientSession() as session:
+                url = f"http://127.0.0.1:{port}/v1/models/"
+                replies = {
+                    name: await _post(session, url + path, body)
+                    for name, (path, body) in requests.items()
+                }
+                burst = [
+                    _post(
+                        session,
+                        f"{url}half_plus_two:{method}",
+                        {"signature_name": f"{method}_x_to_y", "examples": [{"x": float(i)}]},
+                    )
+                    for method in ("regress", "classify")
+                    for i in range(BURST)
+                ]
+                return replies, list(await asyncio.gather(*burst))
+        finally:
+            await rest.stop(5)
 
 
 @pytest.fixture(scope="module")
-def stack_replies(tmp_path_factory: pytest.TempPathFactory) -> tuple[dict[str, Reply], list[Reply]]:
+async def stack_replies(
+    anyio_backend: object, tmp_path_factory: pytest.TempPathFactory
+) -> tuple[dict[str, Reply], list[Reply]]:
+    """Every reply of the module's calls, from one stack (``anyio_backend``: the async fixture
+    runs on the tests' loop though the tests reading it are not async)."""
     onnx_dir = tmp_path_factory.mktemp("rest_onnx_examples")
     onnx_examples(onnx_dir / "1" / "model.onnx")
     x2 = [{"x": 2.0}]
@@ -125,7 +126,7 @@ def stack_replies(tmp_path_factory: pytest.TempPathFactory) -> tuple[dict[str, R
         ),
         "missing_model": ("nope:classify", {"examples": x2}),
     }
-    return _calls(models_root(tmp_path_factory.getbasetemp()), onnx_dir, requests)
+    return await _calls(models_root(tmp_path_factory.getbasetemp()), onnx_dir, requests)
 
 
 @pytest.fixture(scope="module")

@@ -14,7 +14,6 @@ from typing import Any
 import pytest
 
 from gateway.config.settings import Settings
-from gateway.transport.http.connection import HttpConnection
 from gateway.transport.http.connections import ConnectionLimits, rest_limits, sweep_interval
 from gateway.transport.http.http_messages import HttpRequest, HttpResponse
 from gateway.transport.http.routes import Routes
@@ -109,80 +108,68 @@ def test_the_flags_give_the_limits() -> None:
     assert sweep_interval(ConnectionLimits(header_timeout_s=0.2)) == 0.05
 
 
-def test_past_the_cap_the_longest_waiting_connection_makes_room() -> None:
+async def test_past_the_cap_the_longest_waiting_connection_makes_room() -> None:
     """Clients that merely hold connections cannot keep a new one out: the connection that has
     waited longest without a request is closed (nothing of it is lost), the new one served."""
 
-    async def scenario() -> None:
-        async with serving(ConnectionLimits(max_connections=2)) as (port, _, _):
-            held = [await asyncio.open_connection("127.0.0.1", port) for _ in range(2)]
-            for reader, writer in reversed(held):  # the second one is now the older waiter
-                writer.write(GET_OK)
-                assert (await _answer(reader))[0] == 200
-            status, _, body, _ = await _ask(port, GET_ONCE)
-            assert (status, body) == (200, {"bytes": 0})
-            (first_reader, first), (second_reader, _) = held
-            assert await second_reader.read() == b""  # closed for the newcomer
-            first.write(GET_OK)
-            assert (await _answer(first_reader))[0] == 200  # still served
-            for _, writer in held:
-                writer.close()
-
-    asyncio.run(scenario())
-
-
-def test_past_the_cap_with_every_connection_busy_the_new_one_gets_503() -> None:
-    async def scenario() -> None:
-        async with serving(ConnectionLimits(max_connections=1)) as (port, pages, _):
-            reader, writer = await asyncio.open_connection("127.0.0.1", port)
-            writer.write(b"GET /held HTTP/1.1\r\nHost: x\r\n\r\n")
-            await pages.entered.wait()
-            status, headers, body, closed = await _ask(port, b"")
-            assert (status, headers["retry-after"], closed) == (503, "1", True)
-            assert body == {
-                "error": "too many open connections (the limit is 1, all serving requests); retry"
-            }
-            pages.release.set()
-            assert (await _answer(reader))[0] == 200
-            writer.close()
-
-    asyncio.run(scenario())
-
-
-def test_connections_from_one_address_are_bounded() -> None:
-    async def scenario() -> None:
-        async with serving(ConnectionLimits(max_per_peer=2)) as (port, _, _):
-            kept = [await asyncio.open_connection("127.0.0.1", port) for _ in range(2)]
-            status, headers, body, closed = await _ask(port, GET_ONCE)
-            assert (status, headers["retry-after"], closed) == (503, "1", True)
-            assert "--rest_api_max_connections_per_peer" in body["error"]
-            kept.pop()[1].close()
-            reader, writer = kept[0]
+    async with serving(ConnectionLimits(max_connections=2)) as (port, _, _):
+        held = [await asyncio.open_connection("127.0.0.1", port) for _ in range(2)]
+        for reader, writer in reversed(held):  # the second one is now the older waiter
             writer.write(GET_OK)
             assert (await _answer(reader))[0] == 200
-            await settle()  # the server saw the close: the place is given back
-            status, *_ = await _ask(port, GET_ONCE)
-            assert status == 200
+        status, _, body, _ = await _ask(port, GET_ONCE)
+        assert (status, body) == (200, {"bytes": 0})
+        (first_reader, first), (second_reader, _) = held
+        assert await second_reader.read() == b""  # closed for the newcomer
+        first.write(GET_OK)
+        assert (await _answer(first_reader))[0] == 200  # still served
+        for _, writer in held:
             writer.close()
 
-    asyncio.run(scenario())
+
+async def test_past_the_cap_with_every_connection_busy_the_new_one_gets_503() -> None:
+    async with serving(ConnectionLimits(max_connections=1)) as (port, pages, _):
+        reader, writer = await asyncio.open_connection("127.0.0.1", port)
+        writer.write(b"GET /held HTTP/1.1\r\nHost: x\r\n\r\n")
+        await pages.entered.wait()
+        status, headers, body, closed = await _ask(port, b"")
+        assert (status, headers["retry-after"], closed) == (503, "1", True)
+        assert body == {
+            "error": "too many open connections (the limit is 1, all serving requests); retry"
+        }
+        pages.release.set()
+        assert (await _answer(reader))[0] == 200
+        writer.close()
 
 
-def test_a_head_not_sent_in_time_is_cut_off_and_a_head_received_is_not() -> None:
-    async def scenario() -> None:
-        async with serving(ConnectionLimits(header_timeout_s=0.05)) as (port, pages, _):
-            busy_reader, busy = await asyncio.open_connection("127.0.0.1", port)
-            busy.write(b"GET /held HTTP/1.1\r\nHost: x\r\n\r\n")
-            await pages.entered.wait()
-            slow_reader, slow = await asyncio.open_connection("127.0.0.1", port)
-            slow.write(b"GET /ok HTTP/1.1\r\nHost: x\r\n")  # never finished
-            assert await slow_reader.read() == b""  # closed by the server
-            pages.release.set()
-            assert (await _answer(busy_reader))[0] == 200
-            for writer in (busy, slow):
-                writer.close()
+async def test_connections_from_one_address_are_bounded() -> None:
+    async with serving(ConnectionLimits(max_per_peer=2)) as (port, _, _):
+        kept = [await asyncio.open_connection("127.0.0.1", port) for _ in range(2)]
+        status, headers, body, closed = await _ask(port, GET_ONCE)
+        assert (status, headers["retry-after"], closed) == (503, "1", True)
+        assert "--rest_api_max_connections_per_peer" in body["error"]
+        kept.pop()[1].close()
+        reader, writer = kept[0]
+        writer.write(GET_OK)
+        assert (await _answer(reader))[0] == 200
+        await settle()  # the server saw the close: the place is given back
+        status, *_ = await _ask(port, GET_ONCE)
+        assert status == 200
+        writer.close()
 
-    asyncio.run(scenario())
+
+async def test_a_head_not_sent_in_time_is_cut_off_and_a_head_received_is_not() -> None:
+    async with serving(ConnectionLimits(header_timeout_s=0.05)) as (port, pages, _):
+        busy_reader, busy = await asyncio.open_connection("127.0.0.1", port)
+        busy.write(b"GET /held HTTP/1.1\r\nHost: x\r\n\r\n")
+        await pages.entered.wait()
+        slow_reader, slow = await asyncio.open_connection("127.0.0.1", port)
+        slow.write(b"GET /ok HTTP/1.1\r\nHost: x\r\n")  # never finished
+        assert await slow_reader.read() == b""  # closed by the server
+        pages.release.set()
+        assert (await _answer(busy_reader))[0] == 200
+        for writer in (busy, slow):
+            writer.close()
 
 
 @pytest.mark.parametrize(
@@ -197,107 +184,88 @@ def test_a_head_not_sent_in_time_is_cut_off_and_a_head_received_is_not() -> None
         ),
     ],
 )
-def test_heads_are_bounded_in_lines_count_and_total_bytes(
+async def test_heads_are_bounded_in_lines_count_and_total_bytes(
     head: bytes, status: int, message: str
 ) -> None:
-    async def scenario() -> None:
-        async with serving(ConnectionLimits()) as (port, _, _):
-            got, _, body, closed = await _ask(port, b"GET /ok HTTP/1.1\r\n" + head + b"\r\n")
-            assert (got, closed) == (status, True)
-            assert message in body["error"]
-
-    asyncio.run(scenario())
+    async with serving(ConnectionLimits()) as (port, _, _):
+        got, _, body, closed = await _ask(port, b"GET /ok HTTP/1.1\r\n" + head + b"\r\n")
+        assert (got, closed) == (status, True)
+        assert message in body["error"]
 
 
-def test_an_unfinished_head_is_refused_as_soon_as_it_passes_the_bound() -> None:
+async def test_an_unfinished_head_is_refused_as_soon_as_it_passes_the_bound() -> None:
     """Its bytes are counted as they arrive: a head that never ends cannot park more than the
     bound (nor wait for the header deadline)."""
 
-    async def scenario() -> None:
-        limits = ConnectionLimits(header_timeout_s=3600, max_header_bytes=4096)
-        async with serving(limits) as (port, _, _):
-            reader, writer = await asyncio.open_connection("127.0.0.1", port)
-            writer.write(b"GET /ok HTTP/1.1\r\n")
-            for i in range(10):
-                writer.write(b"X%d: %s\r\n" % (i, b"a" * 1000))
-            writer.write(b"Y: " + b"b" * 3000)  # an unfinished line
-            status, _, body = await _answer(reader)
-            assert status == 431 and "larger than 4096 bytes" in json.loads(body)["error"]
-            assert await reader.read() == b""
-            writer.close()
-
-    asyncio.run(scenario())
+    limits = ConnectionLimits(header_timeout_s=3600, max_header_bytes=4096)
+    async with serving(limits) as (port, _, _):
+        reader, writer = await asyncio.open_connection("127.0.0.1", port)
+        writer.write(b"GET /ok HTTP/1.1\r\n")
+        for i in range(10):
+            writer.write(b"X%d: %s\r\n" % (i, b"a" * 1000))
+        writer.write(b"Y: " + b"b" * 3000)  # an unfinished line
+        status, _, body = await _answer(reader)
+        assert status == 431 and "larger than 4096 bytes" in json.loads(body)["error"]
+        assert await reader.read() == b""
+        writer.close()
 
 
-def test_an_answer_never_taken_aborts_its_connection() -> None:
+async def test_an_answer_never_taken_aborts_its_connection() -> None:
     """A client that never reads cannot hold its answer's bytes past the write timeout."""
 
-    async def scenario() -> None:
-        limits = ConnectionLimits(write_timeout_s=5)
-        async with serving(limits) as (port, _, server):
-            _, writer = await asyncio.open_connection("127.0.0.1", port, limit=1024)
-            writer.transport.pause_reading()  # it never reads
-            writer.write(b"GET /big HTTP/1.1\r\nHost: x\r\n\r\n")
-            await settle()  # the answer is written, most of it waits in the server's buffer
-            now = asyncio.get_running_loop().time()
-            server.connections.sweep(now + 4)
-            assert len(server.connections.open) == 1  # not yet
-            server.connections.sweep(now + 6)
-            assert not server.connections.open
-            writer.close()
-
-    asyncio.run(scenario())
+    limits = ConnectionLimits(write_timeout_s=5)
+    async with serving(limits) as (port, _, server):
+        _, writer = await asyncio.open_connection("127.0.0.1", port, limit=1024)
+        writer.transport.pause_reading()  # type: ignore[attr-defined]  # it never reads
+        writer.write(b"GET /big HTTP/1.1\r\nHost: x\r\n\r\n")
+        await settle()  # the answer is written, most of it waits in the server's buffer
+        now = asyncio.get_running_loop().time()
+        server.connections.sweep(now + 4)
+        assert len(server.connections.open) == 1  # not yet
+        server.connections.sweep(now + 6)
+        assert not server.connections.open
+        writer.close()
 
 
-def test_a_chunk_declared_over_the_body_limit_is_refused_at_once() -> None:
+async def test_a_chunk_declared_over_the_body_limit_is_refused_at_once() -> None:
     raw = b"POST /ok HTTP/1.1\r\nHost: x\r\nTransfer-Encoding: chunked\r\n\r\nffffffff\r\nabc"
 
-    async def scenario() -> None:
-        async with serving(ConnectionLimits(max_body_bytes=1000)) as (port, _, _):
-            status, _, body, closed = await _ask(port, raw)
-            assert (status, closed) == (400, True)
-            assert body["error"] == (
-                "Request body of more than 1000 bytes is over the limit (a chunk declares "
-                f"{0xFFFFFFFF} bytes; --rest_api_max_body_bytes)"
-            )
-
-    asyncio.run(scenario())
+    async with serving(ConnectionLimits(max_body_bytes=1000)) as (port, _, _):
+        status, _, body, closed = await _ask(port, raw)
+        assert (status, closed) == (400, True)
+        assert body["error"] == (
+            "Request body of more than 1000 bytes is over the limit (a chunk declares "
+            f"{0xFFFFFFFF} bytes; --rest_api_max_body_bytes)"
+        )
 
 
-def test_pipelined_requests_are_answered_in_order() -> None:
-    async def scenario() -> list[int]:
-        async with serving(ConnectionLimits()) as (port, _, _):
-            reader, writer = await asyncio.open_connection("127.0.0.1", port)
-            requests = b"".join(
-                b"POST /ok HTTP/1.1\r\nHost: x\r\nContent-Length: %d\r\n\r\n%s" % (n, b"a" * n)
-                for n in range(200)
-            )
-            writer.write(requests)
-            sizes = [json.loads((await _answer(reader))[2])["bytes"] for _ in range(200)]
-            writer.close()
-            return sizes
-
-    assert asyncio.run(scenario()) == list(range(200))
+async def test_pipelined_requests_are_answered_in_order() -> None:
+    async with serving(ConnectionLimits()) as (port, _, _):
+        reader, writer = await asyncio.open_connection("127.0.0.1", port)
+        requests = b"".join(
+            b"POST /ok HTTP/1.1\r\nHost: x\r\nContent-Length: %d\r\n\r\n%s" % (n, b"a" * n)
+            for n in range(200)
+        )
+        writer.write(requests)
+        sizes = [json.loads((await _answer(reader))[2])["bytes"] for _ in range(200)]
+        writer.close()
+    assert sizes == list(range(200))
 
 
-def test_closed_connections_leave_nothing_behind() -> None:
+async def test_closed_connections_leave_nothing_behind() -> None:
     """What a connection parked (a partial head, a body) goes with it once it closes."""
 
-    async def scenario() -> list[weakref.ref[HttpConnection]]:
-        async with serving(ConnectionLimits()) as (port, _, server):
-            writers = []
-            for _ in range(20):
-                _, writer = await asyncio.open_connection("127.0.0.1", port)
-                writer.write(b"POST /ok HTTP/1.1\r\nHost: x\r\nX: " + b"a" * 8000)
-                writers.append(writer)
-            await settle()
-            assert len(server.connections.open) == 20
-            refs = [weakref.ref(c) for c in server.connections.open]
-            for writer in writers:
-                writer.close()
-            await settle()
-            assert not server.connections.open
-            return refs
-
-    refs = asyncio.run(scenario())
+    async with serving(ConnectionLimits()) as (port, _, server):
+        writers = []
+        for _ in range(20):
+            _, writer = await asyncio.open_connection("127.0.0.1", port)
+            writer.write(b"POST /ok HTTP/1.1\r\nHost: x\r\nX: " + b"a" * 8000)
+            writers.append(writer)
+        await settle()
+        assert len(server.connections.open) == 20
+        refs = [weakref.ref(c) for c in server.connections.open]
+        for writer in writers:
+            writer.close()
+        await settle()
+        assert not server.connections.open
     assert len(refs) == 20 and not [r for r in refs if r() is not None]

@@ -148,17 +148,15 @@ async def serving(
 
 
 # -- bodies, deadlines, errors ---------------------------------------------------------------------
-def test_expect_100_continue_is_answered() -> None:
+async def test_expect_100_continue_is_answered() -> None:
     body = json.dumps({"inputs": [[1, 2]] * 500})
 
-    async def scenario() -> tuple[int, Any]:
-        async with (
-            serving() as served,
-            served.session.post(f"{served.url}/t/m:run", data=body, expect100=True) as response,
-        ):
-            return response.status, await response.json()
-
-    assert asyncio.run(scenario()) == (200, {"model": "m", "verb": "run", "bytes": len(body)})
+    async with (
+        serving() as served,
+        served.session.post(f"{served.url}/t/m:run", data=body, expect100=True) as response,
+    ):
+        status_and_body = response.status, await response.json()
+    assert status_and_body == (200, {"model": "m", "verb": "run", "bytes": len(body)})
 
 
 async def _turns_until(check: Callable[[], bool], turns: int = 100_000) -> None:
@@ -170,7 +168,7 @@ async def _turns_until(check: Callable[[], bool], turns: int = 100_000) -> None:
     raise AssertionError("the server never got there")
 
 
-def test_bodies_being_read_count_against_the_in_flight_budget() -> None:
+async def test_bodies_being_read_count_against_the_in_flight_budget() -> None:
     """A slow connection's declared body holds the budget while it arrives;
     another body that would pass the budget, declared or chunked, is refused 429 at once (its
     connection closed); once the slow call ends its bytes are given back."""
@@ -179,55 +177,49 @@ def test_bodies_being_read_count_against_the_in_flight_budget() -> None:
     async def chunked() -> AsyncIterator[bytes]:
         yield b" " * 300
 
-    async def scenario() -> None:
-        async with serving(budget=budget) as served:
-            host, port = served.url.removeprefix("http://").split(":")
-            reader, writer = await asyncio.open_connection(host, int(port))
-            head = b"POST /t/m:run HTTP/1.1\r\nHost: x\r\nContent-Length: 800\r\n\r\n"
-            writer.write(head + b" " * 10)  # then it stalls
-            await _turns_until(lambda: budget.held_bytes == 800)
-            for body in (b" " * 800, chunked()):
-                refused = await served.ask("POST", "/t/m:run", body)
-                assert refused.status == 429
-                assert refused.headers["Retry-After"] == "1"
-                assert refused.headers["Connection"] == "close"
-                assert "REST request body: in-flight requests already hold 800 bytes" in (
-                    refused.error()
-                )
-                assert "(--max_inflight_bytes)" in refused.error()
-            assert budget.held_bytes == 800
-            writer.write(b" " * 790)
-            answer = await reader.readuntil(b"}")
-            writer.close()
-            assert answer.startswith(b"HTTP/1.1 200 OK") and answer.endswith(b'"bytes": 800}')
-            assert budget.held_bytes == 0
-            again = await served.ask("POST", "/t/m:run", b" " * 800)
-            assert again.status == 200 and budget.held_bytes == 0
-
-    asyncio.run(scenario())
-
-
-def test_limits_of_body_size() -> None:
-    async def scenario() -> None:
-        async with serving(max_body_bytes=ALT_MAX_BODY) as served:
-            reply = await served.ask("POST", "/t/m:run", b" " * (ALT_MAX_BODY + 1))
-            assert reply.status == 400
-            assert reply.error() == (
-                f"Request body of {ALT_MAX_BODY + 1} bytes is over the limit of {ALT_MAX_BODY} "
-                "bytes (--rest_api_max_body_bytes)"
+    async with serving(budget=budget) as served:
+        host, port = served.url.removeprefix("http://").split(":")
+        reader, writer = await asyncio.open_connection(host, int(port))
+        head = b"POST /t/m:run HTTP/1.1\r\nHost: x\r\nContent-Length: 800\r\n\r\n"
+        writer.write(head + b" " * 10)  # then it stalls
+        await _turns_until(lambda: budget.held_bytes == 800)
+        for body in (b" " * 800, chunked()):
+            refused = await served.ask("POST", "/t/m:run", body)
+            assert refused.status == 429
+            assert refused.headers["Retry-After"] == "1"
+            assert refused.headers["Connection"] == "close"
+            assert "REST request body: in-flight requests already hold 800 bytes" in (
+                refused.error()
             )
+            assert "(--max_inflight_bytes)" in refused.error()
+        assert budget.held_bytes == 800
+        writer.write(b" " * 790)
+        answer = await reader.readuntil(b"}")
+        writer.close()
+        assert answer.startswith(b"HTTP/1.1 200 OK") and answer.endswith(b'"bytes": 800}')
+        assert budget.held_bytes == 0
+        again = await served.ask("POST", "/t/m:run", b" " * 800)
+        assert again.status == 200 and budget.held_bytes == 0
 
-            async def chunks() -> AsyncIterator[bytes]:  # no Content-Length: counted while read
-                for _ in range(ALT_MAX_BODY // 512 + 1):
-                    yield b" " * 512
 
-            reply = await served.ask("POST", "/t/m:run", chunks())
-            assert reply.status == 400
-            assert "over the limit of 4096 bytes" in reply.error()
-            reply = await served.ask("POST", "/t/m:run", b" " * ALT_MAX_BODY)
-            assert (reply.status, reply.json()["bytes"]) == (200, ALT_MAX_BODY)
+async def test_limits_of_body_size() -> None:
+    async with serving(max_body_bytes=ALT_MAX_BODY) as served:
+        reply = await served.ask("POST", "/t/m:run", b" " * (ALT_MAX_BODY + 1))
+        assert reply.status == 400
+        assert reply.error() == (
+            f"Request body of {ALT_MAX_BODY + 1} bytes is over the limit of {ALT_MAX_BODY} "
+            "bytes (--rest_api_max_body_bytes)"
+        )
 
-    asyncio.run(scenario())
+        async def chunks() -> AsyncIterator[bytes]:  # no Content-Length: counted while read
+            for _ in range(ALT_MAX_BODY // 512 + 1):
+                yield b" " * 512
+
+        reply = await served.ask("POST", "/t/m:run", chunks())
+        assert reply.status == 400
+        assert "over the limit of 4096 bytes" in reply.error()
+        reply = await served.ask("POST", "/t/m:run", b" " * ALT_MAX_BODY)
+        assert (reply.status, reply.json()["bytes"]) == (200, ALT_MAX_BODY)
 
 
 @pytest.mark.parametrize(
@@ -245,35 +237,29 @@ def test_limits_of_body_size() -> None:
         ("DEADLINE_EXCEEDED", 504),
     ],
 )
-def test_error_codes_map_to_tf_serving_http_statuses(code: str, status: int) -> None:
-    async def scenario() -> Reply:
-        async with serving() as served:
-            return await served.ask("POST", "/t/m:run", {"raise": code})
-
-    reply = asyncio.run(scenario())
+async def test_error_codes_map_to_tf_serving_http_statuses(code: str, status: int) -> None:
+    async with serving() as served:
+        reply = await served.ask("POST", "/t/m:run", {"raise": code})
     assert reply.status == status
     assert reply.error() == f"hook says {code}"
     assert reply.headers.get("Retry-After") == ("1" if status in (429, 503) else None)
 
 
-def test_unexpected_failures_and_deadlines() -> None:
-    async def scenario() -> None:
-        async with serving(timeout_ms=ALT_TIMEOUT_MS) as served:
-            reply = await served.ask("POST", "/t/m:run", {"crash": True})
-            assert reply.status == 500
-            assert reply.error() == "RuntimeError: hook crashed"
-            reply = await served.ask("POST", "/t/m:run", {"hang": True})
-            assert reply.status == 504
-            assert reply.error() == (
-                f"Deadline exceeded: the call took longer than {ALT_TIMEOUT_MS} ms "
-                "(--rest_api_timeout_in_ms)"
-            )
-
-    asyncio.run(scenario())
+async def test_unexpected_failures_and_deadlines() -> None:
+    async with serving(timeout_ms=ALT_TIMEOUT_MS) as served:
+        reply = await served.ask("POST", "/t/m:run", {"crash": True})
+        assert reply.status == 500
+        assert reply.error() == "RuntimeError: hook crashed"
+        reply = await served.ask("POST", "/t/m:run", {"hang": True})
+        assert reply.status == 504
+        assert reply.error() == (
+            f"Deadline exceeded: the call took longer than {ALT_TIMEOUT_MS} ms "
+            "(--rest_api_timeout_in_ms)"
+        )
 
 
 # -- CORS, probes, routes --------------------------------------------------------------------------
-def test_cors_preflight_and_headers() -> None:
+async def test_cors_preflight_and_headers() -> None:
     asked = {
         "Origin": "http://example.com",
         "Access-Control-Request-Method": "POST",
@@ -281,48 +267,42 @@ def test_cors_preflight_and_headers() -> None:
     }
     origin = {"Origin": "http://example.com"}
 
-    async def scenario() -> None:
-        async with serving(enable_cors=True) as alt, serving() as plain:
-            reply = await alt.ask("OPTIONS", "/t/m:run", headers=asked)
-            assert reply.status == 200
-            assert reply.headers["Access-Control-Allow-Origin"] == "*"
-            assert "POST" in reply.headers["Access-Control-Allow-Methods"]
-            assert reply.headers["Access-Control-Allow-Headers"] == "content-type, authorization"
-            ok = await alt.ask("POST", "/t/m:run", {}, origin)
-            assert ok.status == 200
-            assert ok.headers["Access-Control-Allow-Origin"] == "*"
-            # A page may read the call's timing (Server-Timing) only when it is exposed.
-            assert ok.headers["Access-Control-Expose-Headers"] == "Server-Timing"
-            failed = await alt.ask("POST", "/t/m:run", {"raise": "NOT_FOUND"}, origin)
-            assert failed.status == 404
-            assert failed.headers["Access-Control-Allow-Origin"] == "*"
-            reply = await plain.ask("POST", "/t/m:run", {}, origin)
-            assert reply.status == 200
-            assert "Access-Control-Allow-Origin" not in reply.headers
-            refused = await plain.ask("OPTIONS", "/t/m:run", headers=asked)
-            assert (refused.status, refused.headers["Allow"]) == (405, "POST")
-
-    asyncio.run(scenario())
+    async with serving(enable_cors=True) as alt, serving() as plain:
+        reply = await alt.ask("OPTIONS", "/t/m:run", headers=asked)
+        assert reply.status == 200
+        assert reply.headers["Access-Control-Allow-Origin"] == "*"
+        assert "POST" in reply.headers["Access-Control-Allow-Methods"]
+        assert reply.headers["Access-Control-Allow-Headers"] == "content-type, authorization"
+        ok = await alt.ask("POST", "/t/m:run", {}, origin)
+        assert ok.status == 200
+        assert ok.headers["Access-Control-Allow-Origin"] == "*"
+        # A page may read the call's timing (Server-Timing) only when it is exposed.
+        assert ok.headers["Access-Control-Expose-Headers"] == "Server-Timing"
+        failed = await alt.ask("POST", "/t/m:run", {"raise": "NOT_FOUND"}, origin)
+        assert failed.status == 404
+        assert failed.headers["Access-Control-Allow-Origin"] == "*"
+        reply = await plain.ask("POST", "/t/m:run", {}, origin)
+        assert reply.status == 200
+        assert "Access-Control-Allow-Origin" not in reply.headers
+        refused = await plain.ask("OPTIONS", "/t/m:run", headers=asked)
+        assert (refused.status, refused.headers["Allow"]) == (405, "POST")
 
 
-def test_probes_and_extra_routes() -> None:
-    async def scenario() -> None:
-        async with serving(extra=True) as alt, serving() as plain:
-            for served in (plain, alt):
-                live = await served.ask("GET", "/healthz")
-                assert (live.status, live.body) == (200, b"ok\n")
-                assert live.headers["Content-Type"].startswith("text/plain")
-                ready = await served.ask("GET", "/readyz")
-                assert (ready.status, ready.body) == (200, b"ready\n")
-            assert (await alt.ask("GET", "/extra")).body == b"extra GET\n"
-            assert (await alt.ask("DELETE", "/extra")).body == b"extra DELETE\n"
-            missing = await plain.ask("GET", "/extra")
-            assert (missing.status, missing.error()) == (
-                404,
-                "Not found: no route for GET on this path",
-            )
-
-    asyncio.run(scenario())
+async def test_probes_and_extra_routes() -> None:
+    async with serving(extra=True) as alt, serving() as plain:
+        for served in (plain, alt):
+            live = await served.ask("GET", "/healthz")
+            assert (live.status, live.body) == (200, b"ok\n")
+            assert live.headers["Content-Type"].startswith("text/plain")
+            ready = await served.ask("GET", "/readyz")
+            assert (ready.status, ready.body) == (200, b"ready\n")
+        assert (await alt.ask("GET", "/extra")).body == b"extra GET\n"
+        assert (await alt.ask("DELETE", "/extra")).body == b"extra DELETE\n"
+        missing = await plain.ask("GET", "/extra")
+        assert (missing.status, missing.error()) == (
+            404,
+            "Not found: no route for GET on this path",
+        )
 
 
 def _ipv6_loopback() -> bool:
@@ -334,60 +314,52 @@ def _ipv6_loopback() -> bool:
     return True
 
 
-def test_port_0_on_every_interface_is_one_port_for_ipv4_and_ipv6() -> None:
-    async def scenario() -> list[int]:
-        async with serving(host="") as served:
-            port = served.url.rsplit(":", 1)[1]
-            urls = [served.url, *([f"http://[::1]:{port}"] if _ipv6_loopback() else [])]
-            return [(await request(served.session, "GET", f"{url}/healthz")).status for url in urls]
-
-    assert set(asyncio.run(scenario())) == {200}
+async def test_port_0_on_every_interface_is_one_port_for_ipv4_and_ipv6() -> None:
+    async with serving(host="") as served:
+        port = served.url.rsplit(":", 1)[1]
+        urls = [served.url, *([f"http://[::1]:{port}"] if _ipv6_loopback() else [])]
+        statuses = [(await request(served.session, "GET", f"{url}/healthz")).status for url in urls]
+    assert set(statuses) == {200}
 
 
-def test_readiness_follows_the_core_and_draining_and_probes_take_get_and_head() -> None:
+async def test_readiness_follows_the_core_and_draining_and_probes_take_get_and_head() -> None:
     ready = [False]
 
-    async def scenario() -> None:
-        async with serving(ready=lambda: ready[0]) as served:
-            reply = await served.ask("GET", "/readyz")
-            assert (reply.status, reply.body) == (503, b"not ready\n")
-            ready[0] = True
-            assert (await served.ask("HEAD", "/readyz")).status == 200
-            refused = await served.ask("POST", "/healthz")
-            assert (refused.status, refused.headers["Allow"]) == (405, "GET, HEAD")
-            assert refused.error() == "/healthz answers GET and HEAD, not POST"
-            served.server.start_draining()
-            assert (await served.ask("GET", "/readyz")).status == 503
-            assert (await served.ask("GET", "/healthz")).status == 200
-            call = await served.ask("POST", "/t/m:run", {})
-            assert (call.status, call.error(), call.headers["Retry-After"]) == (503, DRAINING, "1")
-
-    asyncio.run(scenario())
+    async with serving(ready=lambda: ready[0]) as served:
+        reply = await served.ask("GET", "/readyz")
+        assert (reply.status, reply.body) == (503, b"not ready\n")
+        ready[0] = True
+        assert (await served.ask("HEAD", "/readyz")).status == 200
+        refused = await served.ask("POST", "/healthz")
+        assert (refused.status, refused.headers["Allow"]) == (405, "GET, HEAD")
+        assert refused.error() == "/healthz answers GET and HEAD, not POST"
+        served.server.start_draining()
+        assert (await served.ask("GET", "/readyz")).status == 503
+        assert (await served.ask("GET", "/healthz")).status == 200
+        call = await served.ask("POST", "/t/m:run", {})
+        assert (call.status, call.error(), call.headers["Retry-After"]) == (503, DRAINING, "1")
 
 
-def test_a_refused_request_line_is_answered_after_the_token_and_the_bound() -> None:
+async def test_a_refused_request_line_is_answered_after_the_token_and_the_bound() -> None:
     front = Front(auth=BearerTokens(["secret"]), max_concurrent=1)
     token = {"Authorization": "Bearer secret"}
 
-    async def scenario() -> None:
-        async with serving(front=front) as served:
-            assert (await served.ask("POST", "/t/m")).status == 401
-            malformed = await served.ask("POST", "/t/m", headers=token)
-            assert (malformed.status, malformed.error()) == (400, "Malformed request: POST /t/m")
-            wrong = await served.ask("DELETE", "/t/m:run", headers=token)
-            assert (wrong.status, wrong.headers["Allow"]) == (405, "POST")
-            busy = asyncio.create_task(served.ask("POST", "/t/m:run", {"gate": 1}, token))
-            await served.api.entered.wait()
-            refused = await served.ask("POST", "/t/m", headers=token)
-            assert refused.status == 503 and "--max_concurrent_requests" in refused.error()
-            served.api.release.set()
-            assert (await busy).status == 200
-            assert front.in_flight == 0
-
-    asyncio.run(scenario())
+    async with serving(front=front) as served:
+        assert (await served.ask("POST", "/t/m")).status == 401
+        malformed = await served.ask("POST", "/t/m", headers=token)
+        assert (malformed.status, malformed.error()) == (400, "Malformed request: POST /t/m")
+        wrong = await served.ask("DELETE", "/t/m:run", headers=token)
+        assert (wrong.status, wrong.headers["Allow"]) == (405, "POST")
+        busy = asyncio.create_task(served.ask("POST", "/t/m:run", {"gate": 1}, token))
+        await served.api.entered.wait()
+        refused = await served.ask("POST", "/t/m", headers=token)
+        assert refused.status == 503 and "--max_concurrent_requests" in refused.error()
+        served.api.release.set()
+        assert (await busy).status == 200
+        assert front.in_flight == 0
 
 
-def test_each_api_call_is_parsed_once_and_observed_with_that_parse() -> None:
+async def test_each_api_call_is_parsed_once_and_observed_with_that_parse() -> None:
     seen: list[tuple[str, str, str | None, int]] = []
 
     async def observe(request: HttpRequest, call: ApiCall[Any], answer: Answer) -> HttpResponse:
@@ -395,17 +367,15 @@ def test_each_api_call_is_parsed_once_and_observed_with_that_parse() -> None:
         seen.append((call.api, call.model, response.code, response.status))
         return response
 
-    async def scenario() -> int:
-        async with serving(extra=True, observe=observe) as served:
-            await served.ask("POST", "/t/m:run", {})
-            await served.ask("POST", "/t/n:run", {"raise": "NOT_FOUND"})
-            await served.ask("GET", "/t/m")
-            await served.ask("POST", "/t/m")
-            for path in ("/healthz", "/extra", "/nope"):
-                await served.ask("GET", path)
-            return served.api.parses
-
-    assert asyncio.run(scenario()) == 4
+    async with serving(extra=True, observe=observe) as served:
+        await served.ask("POST", "/t/m:run", {})
+        await served.ask("POST", "/t/n:run", {"raise": "NOT_FOUND"})
+        await served.ask("GET", "/t/m")
+        await served.ask("POST", "/t/m")
+        for path in ("/healthz", "/extra", "/nope"):
+            await served.ask("GET", path)
+        parses = served.api.parses
+    assert parses == 4
     assert seen == [
         ("Run", "m", None, 200),
         ("Run", "n", "NOT_FOUND", 404),
@@ -415,48 +385,39 @@ def test_each_api_call_is_parsed_once_and_observed_with_that_parse() -> None:
 
 
 # -- stop ------------------------------------------------------------------------------------------
-def test_stop_finishes_calls_in_flight_then_refuses() -> None:
-    async def scenario() -> None:
-        async with serving() as served:
-            call = asyncio.create_task(served.ask("POST", "/t/m:run", {"gate": 1}))
-            await served.api.entered.wait()
-            stopping = asyncio.create_task(served.server.stop(60))
-            finished, _ = await asyncio.wait({stopping}, timeout=0.2)
-            assert not finished, "stop() returned while a call was in flight"
-            served.api.release.set()
-            reply = await call
-            assert (reply.status, reply.json()["verb"]) == (200, "run")
-            await stopping
-            with pytest.raises(aiohttp.ClientConnectionError):
-                await served.ask("POST", "/t/m:run", {})
-            await served.server.stop(1)  # a second stop is a no-op
-
-    asyncio.run(scenario())
+async def test_stop_finishes_calls_in_flight_then_refuses() -> None:
+    async with serving() as served:
+        call = asyncio.create_task(served.ask("POST", "/t/m:run", {"gate": 1}))
+        await served.api.entered.wait()
+        stopping = asyncio.create_task(served.server.stop(60))
+        finished, _ = await asyncio.wait({stopping}, timeout=0.2)
+        assert not finished, "stop() returned while a call was in flight"
+        served.api.release.set()
+        reply = await call
+        assert (reply.status, reply.json()["verb"]) == (200, "run")
+        await stopping
+        with pytest.raises(aiohttp.ClientConnectionError):
+            await served.ask("POST", "/t/m:run", {})
+        await served.server.stop(1)  # a second stop is a no-op
 
 
-def test_stop_cancels_calls_past_the_grace_period() -> None:
-    async def scenario() -> None:
-        async with serving(timeout_ms=60_000) as served:
-            call = asyncio.create_task(served.ask("POST", "/t/m:run", {"gate": 1}))
-            await served.api.entered.wait()
-            await served.server.stop(0.05)
-            with pytest.raises(aiohttp.ClientError):
-                await call
-
-    asyncio.run(scenario())
+async def test_stop_cancels_calls_past_the_grace_period() -> None:
+    async with serving(timeout_ms=60_000) as served:
+        call = asyncio.create_task(served.ask("POST", "/t/m:run", {"gate": 1}))
+        await served.api.entered.wait()
+        await served.server.stop(0.05)
+        with pytest.raises(aiohttp.ClientError):
+            await call
 
 
-def test_not_found_and_wrong_method_answers_never_quote_the_path() -> None:
+async def test_not_found_and_wrong_method_answers_never_quote_the_path() -> None:
     """A path is the caller's text: an error quoting it would be the caller's page (a
     ``<script>`` sent back), so 404s do not, and 405s name only the route's own path."""
     script = "/%3Cscript%3Ealert(1)%3C/script%3E"
 
-    async def scenario() -> None:
-        async with serving(extra=True) as served:
-            for method in ("GET", "POST", "DELETE"):
-                reply = await served.ask(method, script)
-                assert reply.status == 404
-                assert "script" not in reply.body.decode().lower(), reply.body
-                assert reply.headers["X-Content-Type-Options"] == "nosniff"
-
-    asyncio.run(scenario())
+    async with serving(extra=True) as served:
+        for method in ("GET", "POST", "DELETE"):
+            reply = await served.ask(method, script)
+            assert reply.status == 404
+            assert "script" not in reply.body.decode().lower(), reply.body
+            assert reply.headers["X-Content-Type-Options"] == "nosniff"

@@ -36,7 +36,7 @@ PAUSE_S = 15.0
 ROWS = 1 << 17  # 2 x 131072 FP32 values: a JSON body of 1.3 MB, over OFF_LOOP_BYTES
 
 
-def test_healthz_is_answered_while_a_large_json_body_converts(
+async def test_healthz_is_answered_while_a_large_json_body_converts(
     tmp_path: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:
     onnx_models.scaled(tmp_path / "m" / "1" / "model.onnx", 2.0)
@@ -56,31 +56,32 @@ def test_healthz_is_answered_while_a_large_json_body_converts(
 
     monkeypatch.setattr(json_values, "to_array", paused)
 
-    async def go() -> tuple[int, bool, dict[str, Any]]:
-        async with serving_stack([spec]) as stack:
-            routes = Routes()
-            routes.add_api(V2Rest(DataPlane(stack.core, V2Options(max_elements=1 << 20))))
-            server = HttpServer(
-                routes, ready=stack.core.ready, timeout_ms=120_000, max_body_bytes=1 << 24
-            )
-            port = await server.start("127.0.0.1", 0)
-            base = f"http://127.0.0.1:{port}"
-            try:
-                async with aiohttp.ClientSession() as infer, aiohttp.ClientSession() as probe:
-                    call = asyncio.ensure_future(
-                        infer.post(f"{base}/v2/models/m/infer", data=io.BytesIO(body))
+    async with serving_stack([spec]) as stack:
+        routes = Routes()
+        routes.add_api(V2Rest(DataPlane(stack.core, V2Options(max_elements=1 << 20))))
+        server = HttpServer(
+            routes, ready=stack.core.ready, timeout_ms=120_000, max_body_bytes=1 << 24
+        )
+        port = await server.start("127.0.0.1", 0)
+        base = f"http://127.0.0.1:{port}"
+        try:
+            async with aiohttp.ClientSession() as infer, aiohttp.ClientSession() as probe:
+                call = asyncio.ensure_future(
+                    infer.post(f"{base}/v2/models/m/infer", data=io.BytesIO(body))
+                )
+                await asyncio.to_thread(converting.wait, PAUSE_S)
+                async with probe.get(f"{base}/healthz") as health:
+                    status = health.status
+                answered_during_pause = not pause_over
+                healthz_answered.set()
+                async with await call as response:
+                    status, answered_during_pause, answer = (
+                        status,
+                        answered_during_pause,
+                        await response.json(),
                     )
-                    await asyncio.to_thread(converting.wait, PAUSE_S)
-                    async with probe.get(f"{base}/healthz") as health:
-                        status = health.status
-                    answered_during_pause = not pause_over
-                    healthz_answered.set()
-                    async with await call as response:
-                        return status, answered_during_pause, await response.json()
-            finally:
-                await server.stop(1.0)
-
-    status, answered_during_pause, answer = asyncio.run(go())
+        finally:
+            await server.stop(1.0)
     assert status == 200
     assert answered_during_pause, "/healthz waited for the body's conversion"
     assert answer["outputs"][0]["shape"] == [ROWS, 2]

@@ -35,7 +35,7 @@ def _decode(body: bytes, header: str | None, sig: Any = SIG) -> dict[str, Any]:
 
 
 def test_json_request_flat_and_nested() -> None:
-    body = {
+    body: dict[str, Any] = {
         "id": "42",
         "parameters": {"signature_name": "", "custom": 3},
         "inputs": [

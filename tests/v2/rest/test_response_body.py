@@ -24,7 +24,7 @@ def _call(*outputs: RequestedOutput, binary_data_output: bool = False, id: str =
 
 
 def test_json_response() -> None:
-    outputs = {
+    outputs: dict[str, np.ndarray] = {
         "y": np.array([[1.5, np.nan], [np.inf, -np.inf]], np.float32),
         "n": np.array([1, 2], np.int64),
         "b": np.array([True]),

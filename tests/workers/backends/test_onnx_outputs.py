@@ -62,7 +62,7 @@ def test_outputs_sized_only_by_the_run_are_refused_as_it_returns_and_the_model_s
     root: Path,
 ) -> None:
     model = _load(expand(root / "dynamic.onnx", to=None), MIB)
-    big = {"x": ONE, "shape": np.array([1000, 1000], np.int64)}
+    big: dict[str, np.ndarray] = {"x": ONE, "shape": np.array([1000, 1000], np.int64)}
     message = _refused(model, big, None)
     assert message == "outputs of 4000000 bytes exceed the worker's output arena of 1048576 bytes"
     small = model.run({"x": ONE, "shape": np.array([2, 3], np.int64)}, None)["y"]
