@@ -167,8 +167,8 @@ class ListenSettings:
         "tensorgate: most calls one gRPC connection may have open at once (>= 1; HTTP/2's "
         "SETTINGS_MAX_CONCURRENT_STREAMS, grpc.max_concurrent_streams): with "
         "--grpc_max_connections, it bounds the calls whose answers a client may leave unread "
-        "(an answer of 64 KiB or more also counts against --max_inflight_bytes until it is "
-        "sent). A call past it is refused at once (UNAVAILABLE): calls sent before the client "
+        "(an answer of 64 KiB or more also counts twice its size, the bytes grpc holds, "
+        "against --max_inflight_bytes until it is sent). A call past it is refused at once (UNAVAILABLE): calls sent before the client "
         "has read the server's settings are not queued. Default 1024.",
     )
     grpc_idle_timeout_seconds: float = setting(
