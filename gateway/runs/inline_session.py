@@ -66,7 +66,8 @@ class InlineSession:
         self._watch = watch
         watch.start()
         self._new_options = ort.RunOptions
-        self._options = ort.RunOptions()
+        """A fresh ``RunOptions`` per run: the watch may set ``terminate`` on a run's options
+        after that run has ended (it read them just before), which must not stop the next run."""
         self.max_output_bytes = max_output_bytes
         self.on_stall = on_stall
         self.max_rows = 0
@@ -105,7 +106,7 @@ class InlineSession:
         when it was stopped at the wall-clock limit (re-run it on a worker). InvalidArgument for
         what ONNX Runtime refuses; ResourceExhausted for outputs over the bound."""
         watch = self._watch
-        options = self._options
+        options = self._new_options()
         cpu = thread_time()
         watch.started = monotonic()
         watch.options = options
@@ -113,7 +114,7 @@ class InlineSession:
             results = self._run(names, inputs, options)
         except Exception as exc:  # the runtime's refusal of these inputs, or the watch's stop
             watch.options = None
-            self._failed(exc, thread_time() - cpu)
+            self._failed(exc, thread_time() - cpu, options.terminate)
             return None
         watch.options = None
         cpu = thread_time() - cpu
@@ -134,14 +135,12 @@ class InlineSession:
             )
         return outputs
 
-    def _failed(self, exc: Exception, cpu: float) -> None:
+    def _failed(self, exc: Exception, cpu: float, stopped: bool) -> None:
         """A run that raised: a stall like any run when it computed that long; returns when
-        the watch stopped it (a fresh options object: the watch may set the old one late),
-        else raises the refusal."""
+        the watch ``stopped`` it, else raises the refusal."""
         if cpu > STALL_S and self.on_stall is not None:
             self.on_stall(self.key)
-        if self._options.terminate:
-            self._options = self._new_options()
+        if stopped:
             self.stops += 1
             return None
         raise InvalidArgument(str(exc)) from None

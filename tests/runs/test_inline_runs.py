@@ -7,6 +7,7 @@ from __future__ import annotations
 from collections.abc import Iterator
 from dataclasses import dataclass, field
 from pathlib import Path
+from typing import Any
 
 import numpy as np
 import onnx
@@ -252,6 +253,36 @@ def test_a_run_past_the_wall_clock_limit_is_stopped_and_counts_as_a_stall(
     again = session.run({"x": x, "k": np.array([2], np.int64)}, ["y"])  # the next runs are whole
     assert again is not None
     np.testing.assert_array_equal(again["y"], [[2, 2]])
+
+
+class LateWatch(InlineWatch):
+    """A watch whose thread is never started; it keeps every run's options it was shown, so a
+    test can set ``terminate`` late, as a thread that read them just before the run ended."""
+
+    def __init__(self) -> None:
+        super().__init__(limit_s=60.0)
+        self.shown: list[Any] = []
+
+    def start(self) -> None:
+        pass
+
+    def __setattr__(self, name: str, value: Any) -> None:
+        if name == "options" and value is not None:
+            self.shown.append(value)
+        super().__setattr__(name, value)
+
+
+def test_a_stop_set_after_its_run_ended_never_stops_the_next_run(
+    models: dict[str, Version],
+) -> None:
+    watch = LateWatch()
+    session = _session(models["scaled"], watch, [])
+    x = np.array([[1, 2]], np.float32)
+    assert session.run({"x": x}, ["y"]) is not None
+    watch.shown[-1].terminate = True  # the watch read the options, then the run ended
+    again = session.run({"x": x}, ["y"])
+    assert again is not None and session.stops == 0
+    np.testing.assert_array_equal(again["y"], [[3, 6]])
 
 
 def test_a_run_that_fails_after_its_work_counts_as_a_stall(models: dict[str, Version]) -> None:
