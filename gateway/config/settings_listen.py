@@ -168,8 +168,9 @@ class ListenSettings:
         "SETTINGS_MAX_CONCURRENT_STREAMS, grpc.max_concurrent_streams): with "
         "--grpc_max_connections, it bounds the calls whose answers a client may leave unread "
         "(an answer of 64 KiB or more also counts twice its size, the bytes grpc holds, "
-        "against --max_inflight_bytes until it is sent). A call past it is refused at once (UNAVAILABLE): calls sent before the client "
-        "has read the server's settings are not queued. Default 1024.",
+        "against --max_inflight_bytes until it is sent). A call past it is refused at once "
+        "(UNAVAILABLE): calls sent before the client has read the server's settings are not "
+        "queued. Default 1024.",
     )
     grpc_idle_timeout_seconds: float = setting(
         300.0,
