@@ -73,8 +73,9 @@ class RuntimeSettings:
     )
     inline_budget_mb: int = setting(
         64,
-        "tensorgate: MiB of ONNX model files (>= 0) each front end may load to run versions "
-        "itself (--inline_runs). Default 64.",
+        "tensorgate: MiB (>= 0) each front end may spend on the versions it runs itself "
+        "(--inline_runs): each version's whole directory, external weights included, plus the "
+        "memory its session took when loaded. Default 64.",
     )
     frontend_ping_interval_seconds: float = setting(
         5.0,

@@ -32,7 +32,7 @@ HOUR_S = 3600.0
 async def test_whatever_a_load_raises_is_that_attempts_failure_and_is_retried(
     tmp_path: Path,
 ) -> None:
-    """Defect 2: the pool raised ``ValueError: channel is closed`` from a load whose worker died
+    """The pool once raised ``ValueError: channel is closed`` from a load whose worker died
     under it; the poll task died of it and the version stayed LOADING forever."""
     versions(tmp_path, 1)
     pool = FakePool(fail={"m:1": ValueError("channel is closed")}, fail_times={"m:1": 1})
@@ -67,8 +67,8 @@ async def test_an_unexpected_load_error_that_persists_ends_the_version_as_intern
 async def test_a_retry_waiting_its_interval_blocks_no_version_model_poll_or_reload(
     tmp_path: Path,
 ) -> None:
-    """Defect 5: while a half-written m:3 waited its retry (the default minute; here an hour), no
-    other version appeared, an added model was not applied and reloads timed out."""
+    """While a half-written m:3 waits its retry (the default minute; here an hour), another
+    model's new version appears, an added model is applied and the reload is answered."""
     versions(tmp_path / "m", 3)
     versions(tmp_path / "n", 1)
     versions(tmp_path / "b", 1)
